@@ -1,0 +1,318 @@
+"""The differentiation builtins: grad, value_and_grad, jacobian, hessian,
+stop_gradient, custom_vjp and checkpoint (SPEC section 6)."""
+
+import numpy as np
+
+from .. import ops as O
+from ..errors import error
+from . import rules  # noqa: F401  (registers the rule table)
+from . import tape
+from .tape import Box, Trace, backward, defvjp_all, raw, record
+from .trees import (children, contains_box, cotangent_value, flatten, is_container, is_differentiable_leaf,
+                    strip, unflatten)
+
+
+class Options:
+    """Per-interpreter settings of differentiation: the numerics check and the last tape."""
+
+    __slots__ = ("check_numerics", "keep_tape", "last_tape")
+
+    def __init__(self, check_numerics=True, keep_tape=True):
+        self.check_numerics = check_numerics
+        self.keep_tape = keep_tape
+        self.last_tape = None
+
+    def finished(self, trace):
+        """A differentiation ended: keep its node list for inspection, or let it go."""
+        self.last_tape = list(trace.nodes) if self.keep_tape else None
+        trace.nodes = []
+
+
+class Transformed:
+    """A function made by grad & co: callable from dg and Python alike."""
+
+    __slots__ = ("name", "call")
+
+    def __init__(self, name, call):
+        self.name = name
+        self.call = call
+
+    def __call__(self, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<fn {self.name}>"
+
+
+def _fname(f):
+    """A function's name for messages."""
+    return getattr(f, "name", None) or getattr(f, "__name__", "f")
+
+
+def _argnums(argnums, nargs, who):
+    """Normalise argnums (an int or a tuple of ints) against the number of arguments."""
+    argnums = raw(argnums)
+    single = type(argnums) is int
+    nums = (argnums,) if single else argnums
+    if type(nums) is not tuple or not nums or any(type(i) is not int for i in nums):
+        raise error("type", f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    out = []
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise error("type", f"{who}: argnums={argnums} but the function was called with "
+                                f"{nargs} argument{'s' * (nargs != 1)}")
+        out.append(i % nargs)
+    return tuple(out), single
+
+
+def _describe(v):
+    """Say what kind of value v is, with the shape for tensors."""
+    v = raw(v)
+    if type(v) is np.ndarray:
+        return f"a tensor of shape {O.fmt_shape(v.shape)}"
+    from ..values import type_name
+    name = type_name(v)
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _enter(trace, args, nums, who):
+    """Box the differentiated arguments as Parameters and float inputs as Inputs."""
+    boxed = list(args)
+    params = []
+    span = tape.current_span
+    for i in nums:
+        v = args[i]
+        rv = raw(v)
+        if type(rv) is int or type(rv) is bool:
+            raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                                f"which is {_describe(rv)} ({rv!r})",
+                        hint=f"write it as a float literal, e.g. {float(rv)!r}" if type(rv) is int else None)
+        if not (is_differentiable_leaf(rv) or is_container(rv)):
+            raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                                f"which is {_describe(rv)}")
+        b = Box(v, trace, "Parameter", (), (), {"argnum": i}, span)
+        trace.nodes.append(b)
+        boxed[i] = b
+        params.append(b)
+    for i, v in enumerate(args):
+        if i not in nums and is_differentiable_leaf(v):
+            b = Box(v, trace, "Input", (), (), {"argnum": i}, span)
+            trace.nodes.append(b)
+            boxed[i] = b
+    return boxed, params
+
+
+def _seed(value, who):
+    """The cotangent 1 for a scalar result; an error naming the shape otherwise (SPEC 6.5)."""
+    v = raw(value)
+    t = type(v)
+    if t is float or t is int or t is np.float64:
+        return 1.0
+    if t is np.ndarray and v.size == 1 and v.dtype.kind == "f":
+        return np.ones(v.shape)
+    raise error("grad", f"{who} needs a function that returns a single number, but it returned "
+                        f"{_describe(v)}",
+                hint="reduce the result with sum(...) or mean(...), or use jacobian(f) for every derivative")
+
+
+def _run(f, args, kwargs, nums, opts, who):
+    """Call f on boxed arguments; return (trace, params, out, value)."""
+    trace = Trace(opts.check_numerics)
+    boxed, params = _enter(trace, args, nums, who)
+    out = f(*boxed, **kwargs)
+    ours = type(out) is Box and out.trace is trace
+    return trace, params, (out if ours else None), (out.v if ours else out)
+
+
+def _take(params):
+    """Read and clear the Parameters' cotangents as values shaped like the arguments."""
+    grads = [cotangent_value(p.g, p.v) for p in params]
+    for p in params:
+        p.g = None
+    return grads
+
+
+def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
+    """value_and_grad(f, argnums): a function returning (f(...), gradient)."""
+    opts = opts or Options()
+    who = f"{name}({_fname(f)})"
+
+    def call(*args, **kwargs):
+        nums, single = _argnums(argnums, len(args), who)
+        trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
+        try:
+            seed = _seed(value, who)
+            if out is not None:
+                backward(trace, out, seed)
+            grads = _take(params)
+        finally:
+            opts.finished(trace)
+        return value, (grads[0] if single else tuple(grads))
+
+    return Transformed(who, call)
+
+
+def grad(f, argnums=0, opts=None):
+    """grad(f, argnums): a function returning the gradient of scalar f."""
+    vg = value_and_grad(f, argnums, opts, name="grad")
+    return Transformed(vg.name, lambda *a, **k: vg(*a, **k)[1])
+
+
+def jacobian(f, argnums=0, opts=None, name="jacobian"):
+    """jacobian(f): every derivative, shaped out_shape + in_shape, by one backward pass per output."""
+    opts = opts or Options()
+    who = f"{name}({_fname(f)})"
+
+    def call(*args, **kwargs):
+        nums, single = _argnums(argnums, len(args), who)
+        trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
+        try:
+            v = raw(value)
+            if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
+                raise error("grad", f"{who} needs a function that returns a number or a tensor, "
+                                    f"but it returned {_describe(v)}")
+            out_shape = np.shape(v)
+            rows = []
+            for idx in np.ndindex(*out_shape):
+                if out is not None:
+                    seed = 1.0 if not out_shape else np.zeros(out_shape)
+                    if out_shape:
+                        seed[idx] = 1.0
+                    backward(trace, out, seed)
+                rows.append(_take(params))
+        finally:
+            opts.finished(trace)
+        result = [_stack_rows([r[j] for r in rows], out_shape, params[j].v) for j in range(len(params))]
+        return result[0] if single else tuple(result)
+
+    return Transformed(who, call)
+
+
+def _stack_rows(rows, out_shape, primal):
+    """Stack per-output gradients (trees) into leaves of shape out_shape + leaf_shape."""
+    leaf_lists = [flatten(r)[0] for r in rows]
+    _, spec = flatten(strip(primal))
+    primal_leaves = flatten(strip(primal))[0]
+    stacked = []
+    for k, p in enumerate(primal_leaves):
+        column = [leaves[k] for leaves in leaf_lists]
+        if any(c is None for c in column) or not column:
+            if not column and is_differentiable_leaf(p):
+                stacked.append(np.zeros(tuple(out_shape) + np.shape(p)))
+            else:
+                stacked.append(None)
+            continue
+        s = O.stack(tuple(column)) if len(column) > 1 or out_shape else column[0]
+        stacked.append(O.reshape(s, tuple(out_shape) + np.shape(raw(p))) if out_shape else s)
+    return unflatten(spec, stacked)
+
+
+def hessian(f, argnums=0, opts=None):
+    """hessian(f): exact second derivatives, the jacobian of the gradient (reverse over reverse)."""
+    if type(raw(argnums)) is not int:
+        raise error("type", "hessian takes a single argnums (an int)")
+    return jacobian(grad(f, argnums, opts), argnums, opts, name="hessian")
+
+
+def stop_gradient(x):
+    """stop_gradient(x): x, with no gradient flowing through it at any level."""
+    return strip(x)
+
+
+# ---------------------------------------------------------------- custom_vjp
+def custom_vjp(f, bwd, opts=None):
+    """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
+
+    def forward(*leaves, spec=None, kwargs=None):
+        return f(*unflatten(spec, leaves), **kwargs)
+
+    def call(*args, **kwargs):
+        leaves, spec = flatten(args)
+        if not any(type(x) is Box for x in leaves):
+            return f(*args, **kwargs)
+        return record("CustomVjp", forward, tuple(leaves),
+                      {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f})
+
+    return Transformed(f"custom_vjp({_fname(f)})", call)
+
+
+def _custom_vjp_rule(g, ans, leaves, kw, wanted):
+    """Call the user's backward function and split its answer over the argument leaves."""
+    spec, bwd = kw["spec"], kw["bwd"]
+    args = unflatten(spec, leaves)
+    result = bwd(*args, ans, cotangent_value(g, ans))
+    if len(args) == 1:
+        result = (result,)
+    elif type(raw(result)) is not tuple or len(raw(result)) != len(args):
+        raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
+                            f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
+    out = []
+    for arg, grad_tree in zip(args, raw(result)):
+        arg_leaves, _ = flatten(arg)
+        if grad_tree is None:
+            out += [None] * len(arg_leaves)
+            continue
+        grad_leaves, _ = flatten(grad_tree) if type(arg) is not Box and is_container(arg) else ([grad_tree], None)
+        if len(grad_leaves) != len(arg_leaves):
+            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
+                                f"whose structure does not match its argument")
+        out += grad_leaves
+    return [o if w else None for o, w in zip(out, wanted)]
+
+
+defvjp_all("CustomVjp", _custom_vjp_rule)
+
+
+# ---------------------------------------------------------------- checkpoint
+def checkpoint(f, opts=None):
+    """checkpoint(f): f, whose intermediates are recomputed during backward instead of kept."""
+    opts = opts or Options()
+
+    def forward(*leaves, spec=None, kwargs=None, fn=None, check=True):
+        return f(*unflatten(spec, leaves), **kwargs)
+
+    def call(*args, **kwargs):
+        leaves, spec = flatten(args)
+        if not any(type(x) is Box for x in leaves):
+            return f(*args, **kwargs)
+        return record("Checkpoint", forward, tuple(leaves),
+                      {"spec": spec, "kwargs": kwargs, "fn": f, "check": opts.check_numerics})
+
+    return Transformed(f"checkpoint({_fname(f)})", call)
+
+
+def _checkpoint_rule(g, ans, leaves, kw, wanted):
+    """Re-run the function on a fresh trace and pull the cotangent through it."""
+    trace = Trace(kw["check"])
+    boxed = []
+    for leaf, want in zip(leaves, wanted):
+        if want:
+            b = Box(leaf, trace, "Parameter", (), (), None, tape.current_span)
+            trace.nodes.append(b)
+            boxed.append(b)
+        else:
+            boxed.append(leaf)
+    out = kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    seeds = [(box, cot) for box, cot in _pair_leaves(out, cotangent_value(g, ans))
+             if type(box) is Box and box.trace is trace and cot is not None]
+    tape.backward_from(trace, seeds)
+    grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
+    trace.nodes = []
+    return grads
+
+
+def _pair_leaves(out, cot):
+    """Pair the leaves of an output tree with the leaves of its cotangent tree."""
+    if type(out) is not Box and is_container(out):
+        pairs = []
+        for o, c in zip(children(out), children(cot)):
+            pairs += _pair_leaves(o, c)
+        return pairs
+    return [(out, cot)]
+
+
+defvjp_all("Checkpoint", _checkpoint_rule)
+
+
+__all__ = ["Options", "Transformed", "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
+           "custom_vjp", "checkpoint", "contains_box"]

@@ -1,0 +1,158 @@
+"""Structured values and their cotangents.
+
+A tree is any nesting of tuples, maps and structs with numbers, tensors and
+other values at the leaves. This module turns a structured cotangent (a
+`SlotGrad` filled where the program read) into a value shaped like the
+primal (zeros for unread float leaves, none for non-differentiable ones), and
+flattens trees into leaves and back.
+"""
+
+import numpy as np
+
+from ..values import Struct
+from .tape import Box, SlotGrad, raw
+
+
+def is_container(v):
+    """Whether a (raw) value is a struct, map or tuple."""
+    t = type(v)
+    return t is tuple or t is dict or t is Struct
+
+
+def children(v):
+    """The elements of a container, in order."""
+    t = type(v)
+    if t is Struct:
+        return list(v.vals)
+    if t is dict:
+        return list(v.values())
+    return list(v)
+
+
+def rebuild(template, items):
+    """A container like `template` holding `items`."""
+    t = type(template)
+    if t is Struct:
+        return Struct(template.sdef, list(items))
+    if t is dict:
+        return dict(zip(template.keys(), items))
+    return tuple(items)
+
+
+def is_differentiable_leaf(v):
+    """Float and float-tensor leaves get gradients; ints, bools, strings, none and functions do not."""
+    v = raw(v)
+    t = type(v)
+    if t is float or t is np.float64:
+        return True
+    return t is np.ndarray and v.dtype.kind == "f"
+
+
+def zero_of(v):
+    """The zero cotangent of one leaf: 0.0, zeros of its shape, or none."""
+    v = raw(v)
+    if type(v) is np.ndarray:
+        return np.zeros(v.shape) if v.dtype.kind == "f" else None
+    if type(v) is float or type(v) is np.float64:
+        return 0.0
+    return None
+
+
+def to_slotgrad(g):
+    """A plain structured cotangent (struct/map/tuple value) as a SlotGrad."""
+    if type(g) is SlotGrad:
+        return g
+    items = children(g)
+    sg = SlotGrad(len(items))
+    sg.slots = items
+    return sg
+
+
+def cotangent_value(g, primal):
+    """Turn cotangent `g` (None, a SlotGrad, or a value) into a value shaped like `primal`.
+
+    Iterative over the structure so that deep nesting cannot overflow the stack.
+    """
+    root = [None]
+    stack = [(g, primal, root, 0)]
+    while stack:
+        g, p, holder, pos = stack.pop()
+        pv = raw(p)
+        if is_container(pv):
+            items = children(pv)
+            if g is None:
+                slots = [None] * len(items)
+            elif type(g) is SlotGrad:
+                slots = g.slots
+            else:
+                slots = children(raw(g)) if is_container(raw(g)) else [None] * len(items)
+            out = [None] * len(items)
+            holder[pos] = _Partial(pv, out)
+            for i, (sg, item) in enumerate(zip(slots, items)):
+                stack.append((sg, item, out, i))
+        elif g is None or not is_differentiable_leaf(pv):
+            holder[pos] = zero_of(pv)
+        else:
+            holder[pos] = g
+    return _assemble(root[0])
+
+
+class _Partial:
+    """A container being filled in by cotangent_value."""
+
+    __slots__ = ("template", "items")
+
+    def __init__(self, template, items):
+        self.template = template
+        self.items = items
+
+
+def _assemble(node):
+    """Turn the _Partial nodes that cotangent_value built into containers."""
+    if type(node) is not _Partial:
+        return node
+    return rebuild(node.template, [_assemble(i) for i in node.items])
+
+
+def flatten(tree):
+    """Leaves of a tree (boxes count as leaves) and a description to rebuild it."""
+    leaves = []
+
+    def walk(v):
+        if type(v) is not Box and is_container(v):
+            return (v, [walk(c) for c in children(v)])
+        leaves.append(v)
+        return None
+
+    spec = walk(tree)
+    return leaves, spec
+
+
+def unflatten(spec, leaves):
+    """Rebuild a tree from `flatten`'s description and new leaves."""
+    it = iter(leaves)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        template, kids = s
+        return rebuild(template, [build(k) for k in kids])
+
+    return build(spec)
+
+
+def strip(tree):
+    """The tree with every level of boxing removed from every leaf (stop_gradient)."""
+    v = raw(tree)
+    if is_container(v):
+        return rebuild(v, [strip(c) for c in children(v)])
+    return v
+
+
+def contains_box(tree):
+    """Whether any leaf of a (plain) tree is boxed."""
+    if type(tree) is Box:
+        return True
+    if is_container(tree):
+        return any(contains_box(c) for c in children(tree))
+    return False

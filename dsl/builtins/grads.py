@@ -1,0 +1,45 @@
+"""The differentiation builtins, bound to an interpreter's settings (numerics check, tape)."""
+
+from ..autodiff import transforms as T
+from ..autodiff.tape import raw
+from ..errors import error
+from ..values import is_callable_value, type_name
+
+
+def _fn(f, who):
+    """Check that the argument is a function."""
+    if not is_callable_value(raw(f)):
+        raise error("type", f"{who} needs a function, got {type_name(f)}")
+    return raw(f)
+
+
+def make(interp):
+    """grad & co., using the interpreter's differentiation options."""
+    opts = interp.grad_options
+
+    def grad(f, argnums=0):
+        """grad(f, argnums=0): a function returning the gradient of scalar f."""
+        return T.grad(_fn(f, "grad"), argnums, opts)
+
+    def value_and_grad(f, argnums=0):
+        """value_and_grad(f, argnums=0): a function returning (value, gradient)."""
+        return T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts)
+
+    def jacobian(f, argnums=0):
+        """jacobian(f, argnums=0): the full Jacobian, shape out_shape + in_shape."""
+        return T.jacobian(_fn(f, "jacobian"), argnums, opts)
+
+    def hessian(f, argnums=0):
+        """hessian(f, argnums=0): exact second derivatives."""
+        return T.hessian(_fn(f, "hessian"), argnums, opts)
+
+    def custom_vjp(f, bwd):
+        """custom_vjp(f, bwd): f with the gradient bwd(args..., out, g)."""
+        return T.custom_vjp(_fn(f, "custom_vjp"), _fn(bwd, "custom_vjp"), opts)
+
+    def checkpoint(f):
+        """checkpoint(f): f, recomputed during backward instead of kept on the tape."""
+        return T.checkpoint(_fn(f, "checkpoint"), opts)
+
+    return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "hessian": hessian,
+            "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}

@@ -1,0 +1,172 @@
+"""Tensor builtins: creation, random numbers, shapes, and the math of SPEC section 5."""
+
+import numpy as np
+
+from .. import ops
+from ..autodiff.tape import Box, raw
+from ..errors import error
+from ..ops.core import check_shape_arg, ndarray, to_tensor
+from ..ops.shape import check_size
+from ..values import type_name
+
+
+def make(interp):
+    """The tensor builtins; random ones draw from the interpreter's seeded generator."""
+
+    def seed(n):
+        """seed(n): restart the random generator, so runs repeat exactly."""
+        n = raw(n)
+        if type(n) is float and n.is_integer():
+            n = int(n)
+        if type(n) is not int or n < 0:
+            raise error("type", f"seed needs a non-negative int, got {type_name(n)}")
+        interp.reseed(n)
+        return None
+
+    def rand(shape):
+        """rand(shape): uniform numbers in [0, 1)."""
+        return interp.rng.random(_shape(shape))
+
+    def randn(shape):
+        """randn(shape): standard normal numbers."""
+        return interp.rng.standard_normal(_shape(shape))
+
+    return {
+        "tensor": tensor, "zeros": zeros, "ones": ones, "full": full, "eye": eye, "arange": arange,
+        "linspace": linspace, "rand": rand, "randn": randn, "seed": seed, "zeros_like": zeros_like,
+        "ones_like": ones_like, "shape": shape, "ndim": ndim, "size": size,
+        "reshape": ops.reshape, "transpose": ops.transpose, "cat": ops.cat, "stack": ops.stack,
+        "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
+        "neg": ops.neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
+        "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
+        "relu": ops.relu, "tanh": ops.tanh, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
+        "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
+        "cross_entropy": ops.cross_entropy, "layer_norm": ops.layer_norm, "batch_norm": ops.batch_norm,
+        "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
+        "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
+    }
+
+
+def _shape(shape):
+    """A checked shape argument."""
+    return check_size(check_shape_arg(shape))
+
+
+def pow_(x, y):
+    """pow(x, y): x ** y."""
+    return ops.pow(x, y)
+
+
+def matmul(a, b):
+    """matmul(a, b): a @ b."""
+    return ops.matmul(a, b)
+
+
+def tensor(x):
+    """tensor(x): a float tensor from a number, a tensor, or nested tuples of them."""
+    v = raw(x)
+    t = type(v)
+    if t is ndarray:
+        return x
+    if t is tuple:
+        if not v:
+            return np.zeros((0,))
+        items = ops.unpack(x) if type(x) is Box else v
+        parts = tuple(tensor(i) for i in items)
+        if all(type(raw(p)) is ndarray and raw(p).dtype.kind == "b" for p in parts):
+            return np.stack([raw(p) for p in parts])
+        return ops.stack(parts)
+    if t in (int, float, bool) or isinstance(v, np.generic):
+        return np.asarray(v, dtype=bool if t is bool else np.float64)
+    raise error("type", f"tensor() takes numbers, tensors or tuples of them, not a {type_name(v)}")
+
+
+def zeros(shape):
+    """zeros(shape)."""
+    return np.zeros(_shape(shape))
+
+
+def ones(shape):
+    """ones(shape)."""
+    return np.ones(_shape(shape))
+
+
+def full(shape, v):
+    """full(shape, v): a tensor filled with v."""
+    fill = raw(v)
+    if type(fill) not in (int, float, bool):
+        raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
+    return np.full(_shape(shape), float(fill))
+
+
+def eye(n):
+    """eye(n): the n-by-n identity."""
+    n = check_shape_arg(n, "size")
+    if len(n) != 1:
+        raise error("type", "eye takes one int")
+    check_size((n[0], n[0]))
+    return np.eye(n[0])
+
+
+def _number(v, who):
+    """A numeric argument as a float."""
+    v = raw(v)
+    if type(v) not in (int, float, bool) and not isinstance(v, np.generic):
+        raise error("type", f"{who} needs numbers, got {type_name(v)}")
+    return float(v)
+
+
+def arange(*args):
+    """arange(stop), arange(start, stop), arange(start, stop, step), like numpy."""
+    if not 1 <= len(args) <= 3:
+        raise error("type", f"arange takes 1 to 3 numbers, got {len(args)}")
+    nums = [_number(a, "arange") for a in args]
+    if len(nums) == 3 and nums[2] == 0:
+        raise error("value", "arange's step cannot be zero")
+    start, stop, step = (0.0, nums[0], 1.0) if len(nums) == 1 else (nums + [1.0])[:3]
+    n = max(0, int(np.ceil((stop - start) / step))) if np.isfinite((stop - start) / step) else -1
+    if n < 0:
+        raise error("value", "arange needs finite bounds")
+    check_size((n,))
+    return np.arange(start, stop, step, dtype=np.float64)
+
+
+def linspace(a, b, n):
+    """linspace(a, b, n): n evenly spaced numbers from a to b inclusive."""
+    count = raw(n)
+    if type(count) is float and count.is_integer():
+        count = int(count)
+    if type(count) is not int or count < 0:
+        raise error("type", "linspace needs a non-negative int count")
+    check_size((count,))
+    return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
+
+
+def zeros_like(x):
+    """zeros_like(x): zeros with x's shape."""
+    return np.zeros(np.shape(to_tensor(raw(x))))
+
+
+def ones_like(x):
+    """ones_like(x): ones with x's shape."""
+    return np.ones(np.shape(to_tensor(raw(x))))
+
+
+def shape(x):
+    """shape(x): a tuple of ints (() for numbers)."""
+    v = raw(x)
+    if type(v) is ndarray:
+        return tuple(int(s) for s in v.shape)
+    if type(v) in (int, float, bool) or isinstance(v, np.generic):
+        return ()
+    raise error("type", f"a {type_name(v)} has no shape")
+
+
+def ndim(x):
+    """ndim(x): the number of axes."""
+    return len(shape(x))
+
+
+def size(x):
+    """size(x): the number of elements."""
+    return int(np.prod(shape(x))) if shape(x) else 1

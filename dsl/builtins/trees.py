@@ -1,0 +1,81 @@
+"""Tree builtins: tree_map, tree_leaves, global_norm, clip_by_global_norm.
+
+A tree is any nesting of tuples, maps and structs. Where a tree holds none
+at a leaf (a gradient's non-differentiable slot), tree_map passes the first
+tree's leaf through unchanged, so optimizers leave ints and strings alone.
+"""
+
+from .. import ops
+from ..autodiff.tape import Box, raw
+from ..autodiff.trees import children, is_container, rebuild
+from ..errors import error
+from ..values import type_name
+
+
+def _open(v):
+    """A (possibly recorded) container as a plain one whose leaves are recorded reads."""
+    return ops.unpack(v) if type(v) is Box else v
+
+
+def tree_map(f, tree, *more):
+    """tree_map(f, tree, *more_trees): f applied leaf by leaf, the result shaped like tree."""
+    def walk(t, others, path):
+        rt = raw(t)
+        if is_container(rt):
+            t = _open(t)
+            kids = children(t)
+            other_kids = []
+            for o in others:
+                ro = raw(o)
+                if type(ro) is not type(rt) or len(children(ro)) != len(kids) or (
+                        type(ro) is dict and list(ro) != list(rt)):
+                    raise error("value", f"tree_map: the trees differ in structure at {path or 'the root'} "
+                                         f"({type_name(rt)} vs {type_name(ro)})")
+                other_kids.append(children(_open(o)))
+            return rebuild(t, [walk(k, [ok[i] for ok in other_kids], f"{path}[{i}]")
+                               for i, k in enumerate(kids)])
+        if any(raw(o) is None for o in others) or rt is None:
+            return t
+        return f(t, *others)
+    return walk(tree, list(more), "")
+
+
+def tree_leaves(tree):
+    """tree_leaves(tree): the leaves in order, as a tuple (none leaves are skipped)."""
+    out = []
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if is_container(raw(t)):
+            stack.extend(reversed(children(_open(t))))
+        elif raw(t) is not None:
+            out.append(t)
+    return tuple(out)
+
+
+def global_norm(tree):
+    """global_norm(tree): the L2 norm over every float leaf of the tree."""
+    total = 0.0
+    for leaf in tree_leaves(tree):
+        v = raw(leaf)
+        if type(v) is bool or type(v) is str or not (type(v) in (int, float) or hasattr(v, "dtype")):
+            continue
+        total = ops.add(total, ops.sum_(ops.mul(leaf, leaf)))
+    return ops.sqrt(total)
+
+
+def clip_by_global_norm(tree, max_norm):
+    """clip_by_global_norm(tree, max): (tree scaled so its global norm is at most max, the norm before)."""
+    limit = raw(max_norm)
+    if type(limit) not in (int, float) or limit < 0:
+        raise error("type", f"clip_by_global_norm needs a non-negative number, got {type_name(limit)}")
+    norm = global_norm(tree)
+    if raw(norm) <= limit:
+        return tree, norm
+    scale = ops.div(float(limit), norm)
+    clipped = tree_map(lambda x: ops.mul(x, scale) if type(raw(x)) not in (str, bool, int) else x, tree)
+    return clipped, norm
+
+
+BUILTINS = {"tree_map": tree_map, "tree_leaves": tree_leaves, "global_norm": global_norm,
+            "clip_by_global_norm": clip_by_global_norm}

@@ -1,0 +1,211 @@
+"""The `dg` command: run scripts, check them, or open the REPL (SPEC section 8).
+
+Exit codes: 0 success, 1 a program error, 2 a usage error, 130 interrupted.
+Only the REPL imports prompt_toolkit, so `dg run` starts fast.
+"""
+
+import sys
+import traceback
+
+USAGE = """\
+usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard input)
+       dg [OPTIONS] -c CODE [ARGS...]    run a string
+       dg check FILE...                  parse and resolve names without running
+       dg repl | dg                      the interactive REPL
+       dg --version
+
+options:
+  --no-check-numerics   do not stop when a gradient is NaN or infinite
+  --max-depth N         nested calls allowed (default 1000)
+  --max-steps N         stop after N loop iterations and calls (default: no limit)
+  --timeout SECONDS     stop after this much wall-clock time (default: no limit)
+  --max-tensor N        the most elements one tensor may have (default 2**31)
+  --seed N              seed the random generator before the program runs
+"""
+
+VALUE_OPTIONS = {"--max-depth": int, "--max-steps": int, "--timeout": float, "--max-tensor": int,
+                 "--seed": int}
+FLAG_OPTIONS = {"--no-check-numerics"}
+
+
+class UsageError(Exception):
+    """A command line dg does not understand."""
+
+
+def parse_options(args):
+    """Consume leading options from `args`; return (settings, the remaining args)."""
+    settings = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, _, inline = a.partition("=")
+        if a in FLAG_OPTIONS:
+            settings[a] = True
+        elif name in VALUE_OPTIONS:
+            if inline:
+                raw = inline
+            elif i + 1 < len(args):
+                i += 1
+                raw = args[i]
+            else:
+                raise UsageError(f"{name} needs a value")
+            try:
+                settings[name] = VALUE_OPTIONS[name](raw)
+            except ValueError:
+                raise UsageError(f"{name} needs a number, got {raw!r}") from None
+        elif a.startswith("--") and a != "--":
+            raise UsageError(f"unknown option {a}")
+        else:
+            break
+        i += 1
+    return settings, args[i:]
+
+
+def make_interpreter(settings, argv=(), keep_tape=False):
+    """An Interpreter configured from command-line settings."""
+    from .interpreter import DEFAULT_MAX_TENSOR, Interpreter
+    from .limits import DEFAULT_MAX_DEPTH
+    interp = Interpreter(
+        seed=settings.get("--seed"),
+        check_numerics=not settings.get("--no-check-numerics", False),
+        max_depth=settings.get("--max-depth", DEFAULT_MAX_DEPTH),
+        max_steps=settings.get("--max-steps"),
+        timeout=settings.get("--timeout"),
+        max_tensor_elements=settings.get("--max-tensor", DEFAULT_MAX_TENSOR),
+        keep_tape=keep_tape)
+    interp.bind("argv", tuple(argv))
+    return interp
+
+
+def main(argv=None):
+    """Entry point of the `dg` command; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        sys.stderr.write(f"dg: {exc}\n\n{USAGE}")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("dg: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _dispatch(args):
+    """Route to a subcommand."""
+    if args and args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if args and args[0] == "--version":
+        from . import __version__
+        sys.stdout.write(f"dg {__version__}\n")
+        return 0
+    settings, rest = parse_options(args)
+    if not rest:
+        return _repl(settings, [])
+    command, rest = rest[0], rest[1:]
+    if command == "-c":
+        if not rest:
+            raise UsageError("-c needs a program")
+        return _run_source(settings, rest[0], "<string>", rest[1:])
+    if command == "run":
+        more, rest = parse_options(rest)
+        settings.update(more)
+        if not rest:
+            raise UsageError("run needs a file (or - for standard input)")
+        target, script_args = rest[0], rest[1:]
+        if target == "-":
+            return _run_source(settings, sys.stdin.read(), "<stdin>", script_args)
+        return _run_file(settings, target, script_args)
+    if command == "check":
+        if not rest:
+            raise UsageError("check needs at least one file")
+        return _check(rest)
+    if command == "repl":
+        more, rest = parse_options(rest)
+        settings.update(more)
+        return _repl(settings, rest)
+    raise UsageError(f"unknown command {command!r}")
+
+
+def _report(exc):
+    """Print a program error the SPEC section 7 way, or an internal error with its traceback."""
+    from .errors import DgError
+    if isinstance(exc, DgError):
+        sys.stderr.write(str(exc.settle()) + "\n")
+    else:
+        sys.stderr.write("internal error: dg itself failed; please report this with the program that caused it\n")
+        sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return 1
+
+
+def _run_source(settings, text, filename, script_args):
+    """Run program text."""
+    interp = make_interpreter(settings, script_args)
+    try:
+        interp.run(text, filename)
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:      # a DgError, or a bug in dg reported as one
+        sys.stdout.flush()
+        return _report(exc)
+    finally:
+        _flush()
+    return 0
+
+
+def _run_file(settings, path, script_args):
+    """Run a .dg file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
+        return 2 if isinstance(exc, FileNotFoundError) else 1
+    except UnicodeDecodeError:
+        sys.stderr.write(f"dg: {path} is not UTF-8 text\n")
+        return 1
+    return _run_source(settings, text, path, script_args)
+
+
+def _check(paths):
+    """Parse and resolve each file; print every error; exit 1 if any."""
+    from .interpreter import Interpreter
+    found = 0
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            sys.stderr.write(f"dg: cannot read {path}: {exc}\n")
+            found += 1
+            continue
+        for err in Interpreter().check(text, path):
+            sys.stderr.write(str(err) + "\n\n")
+            found += 1
+    if found:
+        sys.stderr.write(f"{found} error{'s' * (found != 1)} found\n")
+        return 1
+    sys.stdout.write(f"ok: {len(paths)} file{'s' * (len(paths) != 1)} checked\n")
+    return 0
+
+
+def _repl(settings, rest):
+    """Open the REPL (imported only here: it needs prompt_toolkit)."""
+    if rest:
+        raise UsageError(f"unexpected arguments for the REPL: {' '.join(rest)}")
+    try:
+        from .repl import run_repl
+    except ImportError:
+        sys.stdout.write(USAGE)
+        return 0
+    return run_repl(make_interpreter(settings, (), keep_tape=True))
+
+
+def _flush():
+    """Flush standard output, ignoring a closed pipe."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        pass

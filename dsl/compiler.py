@@ -1,0 +1,425 @@
+"""Compilation of expressions: each AST node becomes a Python closure `ev(frame)`.
+
+Variables were resolved to frame slots or Cells beforehand, so a read is an
+index, not a lookup. Each closure attaches its span to an error that has
+none yet (try blocks cost nothing in CPython 3.11 until something raises).
+Statements and functions are compiled in dsl/statements.py.
+"""
+
+import numpy as np
+
+from . import ast as A
+from . import ops
+from .autodiff import tape
+from .autodiff.tape import Box, raw
+from .errors import DgError, error
+from .ops.core import ndarray
+from .printing import format_value
+from .values import UNBOUND, Function, StructDef, is_callable_value, type_name
+
+
+# ---------------------------------------------------------------- variables
+def compile_read(b, span, ctx):
+    """A closure reading binding b in the current function's frame."""
+    kind = b.kind
+    if kind == "builtin":
+        value = b.value
+        return lambda f: value
+    if kind == "global":
+        cell, name = b.cell, b.name
+
+        def read_global(f):
+            v = cell.v
+            if v is UNBOUND:
+                raise error("name", f"'{name}' is not defined" if not ctx.declared(name)
+                            else f"'{name}' is used before its definition runs", span)
+            return v
+        return read_global
+    slot = ctx.slot_of(b)
+    if b.captured:
+        return lambda f: f[slot].v
+    return lambda f: f[slot]
+
+
+# ---------------------------------------------------------------- expressions
+def compile_expr(e, ctx):
+    """Compile an expression node into a closure."""
+    return _EXPR[type(e)](e, ctx)
+
+
+def _const(e, ctx):
+    value = e.value
+    return lambda f: value
+
+
+def _name(e, ctx):
+    return compile_read(e.binding, e.span, ctx)
+
+
+def _binop(e, ctx):
+    fn = ops.BINARY[e.op]
+    span = e.span
+    left, right = e.left, e.right
+    r = compile_expr(right, ctx)
+    if type(left) is A.Name and left.binding.kind == "local" and not left.binding.captured:
+        i = ctx.slot_of(left.binding)
+        if type(right) is A.Const:
+            c = right.value
+
+            def ev(f):
+                try:
+                    return fn(f[i], c, span)
+                except DgError as exc:
+                    if exc.span is None:
+                        exc.span = span
+                    raise
+            return ev
+
+        def ev(f):
+            try:
+                return fn(f[i], r(f), span)
+            except DgError as exc:
+                if exc.span is None:
+                    exc.span = span
+                raise
+        return ev
+    lhs = compile_expr(left, ctx)
+
+    def ev(f):
+        try:
+            return fn(lhs(f), r(f), span)
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+def _unary(e, ctx):
+    fn = ops.neg if e.op == "-" else ops.pos
+    x = compile_expr(e.operand, ctx)
+    span = e.span
+
+    def ev(f):
+        try:
+            return fn(x(f), span)
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+def _compare(e, ctx):
+    fns = [ops.COMPARE[o] for o in e.ops]
+    operands = [compile_expr(o, ctx) for o in e.operands]
+    span = e.span
+    if len(fns) == 1:
+        fn, a, b = fns[0], operands[0], operands[1]
+
+        def ev(f):
+            try:
+                return fn(a(f), b(f))
+            except DgError as exc:
+                if exc.span is None:
+                    exc.span = span
+                raise
+        return ev
+
+    def chain(f):
+        try:
+            left = operands[0](f)
+            for fn, right_ev in zip(fns, operands[1:]):
+                right = right_ev(f)
+                if not ops.truth(fn(left, right), "a chained comparison"):
+                    return False
+                left = right
+            return True
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return chain
+
+
+def _boolop(e, ctx):
+    a, b = compile_expr(e.left, ctx), compile_expr(e.right, ctx)
+    lspan, rspan = e.left.span, e.right.span
+    truth = ops.truth
+
+    def operand(ev, f, span):
+        try:
+            return truth(ev(f), f"the operand of '{e.op}'")
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+
+    if e.op == "and":
+        return lambda f: operand(a, f, lspan) and operand(b, f, rspan)
+    return lambda f: operand(a, f, lspan) or operand(b, f, rspan)
+
+
+def _not(e, ctx):
+    x = compile_expr(e.operand, ctx)
+    span = e.span
+
+    def ev(f):
+        try:
+            return ops.not_(x(f))
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+def _tuple(e, ctx):
+    items = [compile_expr(i, ctx) for i in e.items]
+    return lambda f: tuple([i(f) for i in items])
+
+
+def _tensor(e, ctx):
+    items = [compile_expr(i, ctx) for i in e.items]
+    spans = [i.span for i in e.items]
+    span = e.span
+
+    def ev(f):
+        values = [i(f) for i in items]
+        for v, s in zip(values, spans):
+            rv = raw(v)
+            t = type(rv)
+            if not (t is float or t is int or t is bool or t is ndarray or isinstance(rv, np.generic)):
+                raise error("type", f"a bracket literal [...] holds numbers or tensors, not a {type_name(rv)}",
+                            s, hint="use a tuple (a, b, ...) to group values of different kinds")
+        if not values:
+            return np.zeros((0,))
+        if all(type(raw(v)) is bool for v in values):
+            return np.array([bool(raw(v)) for v in values])
+        try:
+            return ops.stack(tuple(values), 0, span)
+        except DgError as exc:
+            if exc.kind == "shape":
+                exc.message = "the elements of a bracket literal must all have one shape: " + exc.message
+                exc.args = (exc.message,)
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+def _map(e, ctx):
+    pairs = [(compile_expr(k, ctx), compile_expr(v, ctx), k.span) for k, v in e.pairs]
+
+    def ev(f):
+        out = {}
+        for k_ev, v_ev, kspan in pairs:
+            k = raw(k_ev(f))
+            if type(k) not in (str, int, bool):
+                raise error("type", f"map keys are strings, ints or bools, not {type_name(k)}", kspan)
+            out[k] = v_ev(f)
+        return out
+    return ev
+
+
+def _fstring(e, ctx):
+    parts = []
+    for p in e.parts:
+        if isinstance(p, str):
+            parts.append((None, p, None))
+        else:
+            parts.append((compile_expr(p.expr, ctx), p.spec, p.expr.span))
+
+    def ev(f):
+        out = []
+        for part_ev, text, span in parts:
+            if part_ev is None:
+                out.append(text)
+            else:
+                try:
+                    out.append(format_value(part_ev(f), text))
+                except DgError as exc:
+                    if exc.span is None:
+                        exc.span = span
+                    raise
+        return "".join(out)
+    return ev
+
+
+def _field(e, ctx):
+    obj = compile_expr(e.obj, ctx)
+    name, span = e.name, e.span
+    field = ops.field
+
+    def ev(f):
+        try:
+            return field(obj(f), name)
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+def compile_sub(s, ctx):
+    """A subscript: an expression, or a slice turned into a Python slice of ints."""
+    if not isinstance(s, A.Slice):
+        return compile_expr(s, ctx)
+    parts = [compile_expr(p, ctx) if p is not None else None for p in (s.lo, s.hi, s.step)]
+    span = s.span
+
+    def ev(f):
+        vals = []
+        for p in parts:
+            v = raw(p(f)) if p is not None else None
+            if type(v) is float and v.is_integer():
+                v = int(v)
+            if v is not None and type(v) is not int:
+                raise error("type", f"slice bounds must be ints or none, got {type_name(v)}", span)
+            vals.append(v)
+        if vals[2] == 0:
+            raise error("value", "a slice step cannot be zero", span)
+        return slice(*vals)
+    return ev
+
+
+def _index(e, ctx):
+    obj = compile_expr(e.obj, ctx)
+    subs = [compile_sub(s, ctx) for s in e.subs]
+    span = e.span
+    item = ops.item
+    if len(subs) == 1:
+        sub = subs[0]
+
+        def ev1(f):
+            try:
+                return item(obj(f), (sub(f),))
+            except DgError as exc:
+                if exc.span is None:
+                    exc.span = span
+                raise
+        return ev1
+
+    def ev(f):
+        try:
+            return item(obj(f), tuple([s(f) for s in subs]))
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return ev
+
+
+# ---------------------------------------------------------------- calls
+def call_value(fn, args, kwargs, span):
+    """Call any dg callable, translating a Python TypeError about arguments into words."""
+    try:
+        return fn(*args, **kwargs)
+    except TypeError as exc:
+        raise call_error(fn, args, kwargs, exc, span) from None
+
+
+def call_error(fn, args, kwargs, exc, span):
+    """Explain a failed call: not callable, or a wrong number or name of arguments."""
+    if not is_callable_value(fn):
+        return error("type", f"a {type_name(fn)} cannot be called", span)
+    import inspect
+    name = getattr(fn, "name", None) or getattr(fn, "__name__", "function")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return exc
+    public = [p for p in sig.parameters.values() if p.name != "span"]
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as bad:
+        accepted = ", ".join(p.name + ("=" + _show_default(p.default) if p.default is not p.empty else "")
+                             for p in public if p.kind not in (p.VAR_KEYWORD,))
+        text = str(bad).replace("'", "")
+        if "span" in kwargs:
+            text = "unexpected keyword argument span"
+        return error("type", f"wrong arguments for {name}({accepted}): {text}", span)
+    if "span" in kwargs:
+        return error("type", f"{name}() got an unexpected keyword argument 'span'", span)
+    return exc
+
+
+def _show_default(v):
+    """A default value as dg writes it."""
+    from .printing import show
+    return show(v, nested=True)
+
+
+def _call(e, ctx):
+    fn_ev = compile_expr(e.fn, ctx)
+    args = [compile_expr(a, ctx) for a in e.args]
+    kwargs = [(k, compile_expr(v, ctx)) for k, v in e.kwargs]
+    span = e.span
+    state = ctx.limits
+
+    def invoke(fn, a, kw):
+        if type(fn) is Function:
+            return fn.code.invoke(fn, a, kw)
+        tape.current_span = span
+        return fn(*a, **kw) if kw else fn(*a)
+
+    def handle(exc, fn, a, kw):
+        if isinstance(exc, DgError):
+            exc.add_call(span)
+            return exc
+        if isinstance(exc, TypeError):
+            return call_error(fn, a, kw, exc, span)
+        if isinstance(exc, RecursionError):
+            return state.too_deep(span)
+        return exc
+
+    if not kwargs and len(args) == 1:
+        a0 = args[0]
+
+        def ev1(f):
+            fn = fn_ev(f)
+            x = a0(f)
+            try:
+                if type(fn) is Function:
+                    return fn.code.invoke1(fn, x)
+                tape.current_span = span
+                return fn(x)
+            except (DgError, TypeError, RecursionError) as exc:
+                raise handle(exc, fn, (x,), {}) from None
+        return ev1
+
+    if not kwargs and len(args) == 2:
+        a0, a1 = args
+
+        def ev2(f):
+            fn = fn_ev(f)
+            x, y = a0(f), a1(f)
+            try:
+                return invoke(fn, (x, y), None)
+            except (DgError, TypeError, RecursionError) as exc:
+                raise handle(exc, fn, (x, y), {}) from None
+        return ev2
+
+    def ev(f):
+        fn = fn_ev(f)
+        a = tuple([x(f) for x in args])
+        kw = {k: v(f) for k, v in kwargs} if kwargs else None
+        try:
+            return invoke(fn, a, kw)
+        except (DgError, TypeError, RecursionError) as exc:
+            raise handle(exc, fn, a, kw or {}) from None
+    return ev
+
+
+def _lambda(e, ctx):
+    from .statements import compile_function
+    return compile_function(e, ctx)
+
+
+_EXPR = {
+    A.Const: _const, A.Name: _name, A.BinOp: _binop, A.Unary: _unary, A.Compare: _compare,
+    A.BoolOp: _boolop, A.Not: _not, A.TupleLit: _tuple, A.TensorLit: _tensor, A.MapLit: _map,
+    A.FString: _fstring, A.Field: _field, A.Index: _index, A.Call: _call, A.Lambda: _lambda,
+}
+
+__all__ = ["compile_expr", "compile_read", "compile_sub", "call_value", "StructDef", "Box"]

@@ -1,0 +1,89 @@
+"""String literal escapes and the splitting of f-strings into text and `{expr:spec}` parts."""
+
+ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
+
+
+def unescape(body):
+    """Decode the escapes of a string literal's body; ValueError(offset) on a bad one."""
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            nxt = body[i + 1] if i + 1 < len(body) else ""
+            if nxt not in ESCAPES:
+                raise ValueError(i)
+            out.append(ESCAPES[nxt])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def split_fstring(body, fail):
+    """Yield ("text", s, offset) and ("expr", (expr_text, spec), offset) pieces of an f-string body.
+
+    `{{` and `}}` are literal braces. The format spec starts at the first `:`
+    that is not nested inside brackets or a string within the expression.
+    `fail(message, offset)` reports an error at a body offset.
+    """
+    text, text_start, i, n = [], 0, 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == "{" and body.startswith("{{", i):
+            text.append("{")
+            i += 2
+        elif c == "}" and body.startswith("}}", i):
+            text.append("}")
+            i += 2
+        elif c == "}":
+            fail("a single '}' is not allowed in an f-string (write '}}')", i)
+        elif c == "{":
+            if text:
+                yield "text", "".join(text), text_start
+                text = []
+            end, colon = _match_brace(body, i + 1, fail)
+            expr_end = colon if colon is not None else end
+            expr_text = body[i + 1:expr_end].replace('\\"', '"')
+            if not expr_text.strip():
+                fail("an f-string has an empty '{}' (expected an expression inside)", i)
+            spec = body[colon + 1:end] if colon is not None else ""
+            yield "expr", (expr_text, spec), i + 1
+            i = end + 1
+            text_start = i
+        else:
+            if not text:
+                text_start = i
+            text.append(c)
+            if c == "\\" and i + 1 < n:
+                text.append(body[i + 1])
+                i += 1
+            i += 1
+    if text:
+        yield "text", "".join(text), text_start
+
+
+def _match_brace(body, i, fail):
+    """Find the `}` closing an f-string field that starts at `i`, and its top-level `:`."""
+    depth, colon, start = 0, None, i - 1
+    while i < len(body):
+        c = body[i]
+        if body.startswith('\\"', i):
+            # a string inside the field; the f-string's own quotes force it to be escaped
+            j = body.find('\\"', i + 2)
+            i = len(body) if j < 0 else j + 2
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "}":
+            if depth == 0:
+                return i, colon
+            depth -= 1
+        elif c == ":" and depth == 0 and colon is None:
+            colon = i
+        i += 1
+    fail("this '{' in an f-string is never closed", start)

@@ -1,0 +1,171 @@
+"""The interpreter: parse, resolve, compile and run programs; import modules.
+
+One Interpreter holds one program's world: its module globals, its random
+generator, its limits and its differentiation settings. Several interpreters
+in one process share nothing.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import ops
+from .autodiff import tape
+from .autodiff.transforms import Options
+from .builtins import make_builtins
+from .errors import DgError, Source, error
+from .limits import DEFAULT_MAX_DEPTH, Limits
+from .parser import parse
+from .resolver import Resolver
+from .resources import stdlib_dir
+from .statements import compile_program
+from .values import UNBOUND, Module
+
+DEFAULT_MAX_TENSOR = 2 ** 31   # elements (16 GiB of float64); see limits in the README
+
+
+class Interpreter:
+    """A dg interpreter. See the README's "Using dg from Python" for the embedding API."""
+
+    def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
+                 timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True):
+        self.limits = Limits(max_depth, max_steps, timeout)
+        self.grad_options = Options(check_numerics, keep_tape)
+        self.max_tensor_elements = max_tensor_elements
+        self._stdout = stdout
+        self.reseed(seed)
+        self.modules = {}          # resolved path -> Module
+        self.loading = []          # paths being imported, to find cycles
+        self.main = Module("__main__", None, {})
+        self.builtins = make_builtins(self)
+        self.running = 0
+
+    # -- settings -----------------------------------------------------------
+    @property
+    def stdout(self):
+        """Where print writes: the stream given, or the current sys.stdout."""
+        return self._stdout if self._stdout is not None else sys.stdout
+
+    @property
+    def check_numerics(self):
+        """Whether a NaN or infinite gradient stops the program (SPEC 6.8)."""
+        return self.grad_options.check_numerics
+
+    @check_numerics.setter
+    def check_numerics(self, value):
+        self.grad_options.check_numerics = bool(value)
+
+    def reseed(self, seed):
+        """Restart the random generator (PCG64: the same numbers on every machine)."""
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    @property
+    def last_tape(self):
+        """The nodes of the most recent gradient computation (see dsl.tape_rows)."""
+        return self.grad_options.last_tape
+
+    # -- running ------------------------------------------------------------
+    def run(self, src, filename="<input>", echo=None):
+        """Run dg source text; return the value of its last expression statement."""
+        program = parse(src, filename)
+        return self._execute(program, self.main, echo)
+
+    def run_file(self, path):
+        """Run a .dg file."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise error("import", f"cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise error("value", f"{path} is not UTF-8 text") from None
+        return self.run(text, str(path))
+
+    def check(self, src, filename="<input>"):
+        """Parse and resolve without running; return every error found (SPEC section 8)."""
+        try:
+            program = parse(src, filename)
+        except DgError as exc:
+            return [exc]
+        resolver = Resolver(dict(self.main.cells), self.builtins)
+        resolver.resolve_program(program)
+        return resolver.problems
+
+    def _execute(self, program, module, echo=None):
+        """Resolve, compile and run a parsed program in a module's namespace."""
+        resolver = Resolver(module.cells, self.builtins)
+        resolver.resolve_program(program)
+        code = compile_program(program, self, echo)
+        outermost = self.running == 0
+        if outermost:
+            self.limits.start()
+        ops.shape.MAX_ELEMENTS = self.max_tensor_elements
+        self.running += 1
+        try:
+            return code()
+        except DgError as exc:
+            raise exc.settle() if outermost else exc
+        except RecursionError:
+            raise self.limits.too_deep(tape.current_span) from None
+        except MemoryError:
+            raise error("limit", "out of memory", tape.current_span) from None
+        finally:
+            self.running -= 1
+            if outermost:
+                self.limits.depth = 0
+
+    # -- modules ------------------------------------------------------------
+    def import_module(self, name, span, origin):
+        """Find NAME.dg beside the importing file, then in the standard library; run it once."""
+        candidates = []
+        origin_path = Path(origin.name) if origin is not None and not origin.name.startswith("<") else None
+        base = origin_path.parent if origin_path is not None else Path.cwd()
+        candidates.append(base / f"{name}.dg")
+        candidates.append(stdlib_dir() / f"{name}.dg")
+        path = next((c.resolve() for c in candidates if c.is_file()), None)
+        if path is None:
+            looked = " and ".join(str(c.parent) for c in candidates)
+            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked})", span)
+        key = str(path)
+        if key in self.modules:
+            return self.modules[key]
+        if key in self.loading:
+            chain = " -> ".join(Path(p).name for p in self.loading[self.loading.index(key):] + [key])
+            raise error("import", f"import cycle: {chain}", span)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise error("import", f"cannot read module {path}: {exc}", span) from None
+        module = Module(name, key, {})
+        self.loading.append(key)
+        try:
+            program = parse(Source(key, text))
+            self._execute(program, module)
+        finally:
+            self.loading.pop()
+        self.modules[key] = module
+        return module
+
+    # -- names --------------------------------------------------------------
+    def names(self):
+        """The defined top-level names of the main program."""
+        return [n for n, c in self.main.cells.items() if c.v is not UNBOUND]
+
+    def lookup(self, name):
+        """The dg value of a top-level name (a `name` error if undefined)."""
+        cell = self.main.cells.get(name)
+        if cell is None or cell.v is UNBOUND:
+            if name in self.builtins:
+                return self.builtins[name]
+            raise error("name", f"'{name}' is not defined")
+        return cell.v
+
+    def bind(self, name, value):
+        """Set a top-level name to a dg value."""
+        from .values import Cell
+        cell = self.main.cells.get(name)
+        if cell is None:
+            self.main.cells[name] = Cell(value)
+        else:
+            cell.v = value

@@ -1,0 +1,87 @@
+"""Statement termination: which line breaks end a statement.
+
+The grammar sees a `_NL` token only where a line break ends a statement
+(SPEC section 2). This post-lexer drops the others: breaks inside `( )`,
+`[ ]` and map braces, breaks right after an operator, `=`, `,` or `=>`, and
+breaks before `else`, so that `}` and `else` may sit on different lines.
+"""
+
+from lark import Token
+
+# Tokens after which an expression must follow: a `{` here opens a map, and a
+# line break here continues the statement.
+EXPECTS_OPERAND = frozenset({
+    "PLUS", "MINUS", "MUL_OP", "DSTAR", "COMP_OP", "AND", "OR", "NOT", "ASSIGN",
+    "AUG_OP", "COMMA", "ARROW", "LPAR", "LSQB", "DOT", "COLON", "RETURN", "IN",
+    "IF", "WHILE",
+})
+
+# Line breaks after these continue the statement (SPEC: after a binary
+# operator, `=`, `,` or `=>`, and inside open brackets).
+CONTINUE_AFTER = EXPECTS_OPERAND - {"RETURN", "IN", "IF", "WHILE", "COLON"}
+
+# Tokens that can end an expression, or `else`: a `{` after one opens a block.
+BLOCK_BEFORE = frozenset({
+    "NAME", "INT", "FLOAT", "STRING", "FSTRING", "RPAR", "RSQB", "RBRACE",
+    "TRUE", "FALSE", "NONE", "ELSE",
+})
+
+
+# After a code block's `}`, a token that starts a statement on the same line
+# begins a new statement (`if c { return 1 } return 2`), as if a line broke.
+STARTS_STATEMENT = frozenset({
+    "LET", "FN", "RETURN", "IF", "WHILE", "FOR", "STRUCT", "IMPORT", "BREAK", "CONTINUE",
+    "NAME", "INT", "FLOAT", "STRING", "FSTRING", "TRUE", "FALSE", "NONE", "NOT",
+})
+
+
+class StatementBreaks:
+    """A lark post-lexer that keeps only the line breaks that end statements."""
+
+    always_accept = ("_NL",)
+
+    def __init__(self):
+        self.last = None      # the most recent token handed to the parser
+        self.before = None    # the one before it (what an error comes "after")
+
+    def process(self, stream):
+        """Filter the token stream; see the module docstring for the rules."""
+        stack = []            # "group" for ( [ and map braces, "block" for code braces
+        prev = None           # type of the last token passed on
+        pending = None        # a line break held back to see whether `else` follows
+        closed_block = False  # the previous token was the `}` of a code block
+        self.last = self.before = None
+        for tok in stream:
+            kind = tok.type
+            if closed_block and kind in STARTS_STATEMENT:
+                yield self._pass(Token.new_borrow_pos("_NL", "", tok))
+                prev = "_NL"
+            closed_block = False
+            if kind == "_NL":
+                if stack and stack[-1] == "group":
+                    continue
+                if prev is None or prev in CONTINUE_AFTER or prev in ("_NL", "SEMI", "LBRACE"):
+                    continue
+                if pending is None:
+                    pending = tok
+                continue
+            if pending is not None:
+                if kind != "ELSE":
+                    yield self._pass(pending)
+                    prev = "_NL"
+                pending = None
+            if kind in ("LPAR", "LSQB"):
+                stack.append("group")
+            elif kind == "LBRACE":
+                stack.append("block" if prev in BLOCK_BEFORE else "group")
+            elif kind in ("RPAR", "RSQB", "RBRACE") and stack:
+                closed_block = stack.pop() == "block" and kind == "RBRACE"
+            yield self._pass(tok)
+            prev = kind
+        if pending is not None:
+            yield self._pass(pending)
+
+    def _pass(self, tok):
+        """Remember `tok` as the latest token given to the parser."""
+        self.before, self.last = self.last, tok
+        return tok

@@ -1,0 +1,242 @@
+"""Arithmetic primitives: + - * / // % ** @ and unary minus.
+
+Each has a fast path for two Python numbers, records a tape node when an
+operand is boxed, and otherwise goes to numpy with type and shape checks.
+"""
+
+import math
+
+import numpy as np
+
+from ..autodiff.tape import record, record2
+from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
+                   norm, raw, type_name)
+
+MAX_INT_BITS = 1 << 20          # an int result beyond ~a million bits is refused
+MAX_SEQUENCE = 10_000_000       # longest string or tuple built by repetition
+
+
+def _numeric(v):
+    """Whether `v` can take part in numpy arithmetic."""
+    t = type(v)
+    return t is ndarray or t is float or t is int or t is bool or isinstance(v, np.generic)
+
+
+def _arith(ufunc, verb, a, b):
+    """The general path of a binary operator on numbers and tensors."""
+    if _numeric(a) and _numeric(b):
+        x, y = as_operand(a, verb), as_operand(b, verb)
+        check_broadcast(x, y, verb)
+        return norm(ufunc(x, y))
+    raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}")
+
+
+def _ieee(ufunc, a, b):
+    """A scalar result Python refuses (overflow, division by zero): numpy's IEEE answer."""
+    return float(ufunc(FLOAT(float(a) if type(a) is not float else a), FLOAT(b)))
+
+
+# ---------------------------------------------------------------- + - *
+def add(a, b, span=None):
+    """a + b (numbers, tensors; strings and tuples concatenate)."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        try:
+            return a + b
+        except OverflowError:
+            return _ieee(np.add, a, b)
+    if ta is Box or tb is Box:
+        return record2("Add", add, a, b, span)
+    if ta is tb and (ta is str or ta is tuple):
+        return a + b
+    return _arith(np.add, "add", a, b)
+
+
+def sub(a, b, span=None):
+    """a - b."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        try:
+            return a - b
+        except OverflowError:
+            return _ieee(np.subtract, a, b)
+    if ta is Box or tb is Box:
+        return record2("Sub", sub, a, b, span)
+    return _arith(np.subtract, "subtract", a, b)
+
+
+def _scalar_mul(x, c, span=None):
+    """x * c for a constant number c (the forward of ScalarMul)."""
+    return mul(x, c, span)
+
+
+def mul(a, b, span=None):
+    """a * b; a constant number times a recorded value records ScalarMul."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        try:
+            return a * b
+        except OverflowError:
+            return _ieee(np.multiply, a, b)
+    if ta is Box or tb is Box:
+        if ta is float or ta is int:
+            return record("ScalarMul", _scalar_mul, (b, a), None, span)
+        if tb is float or tb is int:
+            return record("ScalarMul", _scalar_mul, (a, b), None, span)
+        return record2("Mul", mul, a, b, span)
+    if (ta is str or ta is tuple) and (tb is int or tb is bool):
+        return _repeat(a, b)
+    if (tb is str or tb is tuple) and (ta is int or ta is bool):
+        return _repeat(b, a)
+    return _arith(np.multiply, "multiply", a, b)
+
+
+def _repeat(seq, n):
+    """Repeat a string or tuple n times, refusing absurd sizes."""
+    if len(seq) * max(n, 0) > MAX_SEQUENCE:
+        raise error("limit", f"repeating a {type_name(seq)} of length {len(seq)} {n} times is too large")
+    return seq * n
+
+
+# ---------------------------------------------------------------- / // %
+def div(a, b, span=None):
+    """a / b: always true division; int / 0 is a value error, float / 0 is IEEE."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        if b:
+            try:
+                return a / b
+            except OverflowError:
+                return _ieee(np.true_divide, a, b)
+        return _div_by_zero(a, b, np.true_divide)
+    if ta is Box or tb is Box:
+        return record2("Div", div, a, b, span)
+    if (ta is int or ta is bool) and (tb is int or tb is bool):
+        return div(int(a), int(b))
+    return _arith(np.true_divide, "divide", a, b)
+
+
+def _div_by_zero(a, b, ufunc):
+    """Division of two numbers by zero: an error for ints, IEEE for floats."""
+    if type(a) is not float and type(b) is not float:
+        raise error("value", "division by zero (of ints; divide floats to get inf or nan)")
+    return _ieee(ufunc, a, b)
+
+
+def floordiv(a, b, span=None):
+    """a // b: floor division (not differentiable: its derivative is zero almost everywhere)."""
+    a, b = raw(a), raw(b)
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
+        if not b:
+            return _div_by_zero(a, b, np.floor_divide)
+        if ta is float or tb is float:
+            return _ieee(np.floor_divide, a, b)
+        return a // b
+    return _arith(np.floor_divide, "floor-divide", a, b)
+
+
+def _mod_plain(a, b, span=None):
+    """a % b without recording."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
+        if not b:
+            return _div_by_zero(a, b, np.mod)
+        if ta is float or tb is float:
+            return _ieee(np.mod, a, b)
+        return a % b
+    return _arith(np.mod, "take the remainder of", a, b)
+
+
+def mod(a, b, span=None):
+    """a % b, with Python's sign convention (the result has the sign of b)."""
+    if type(a) is Box or type(b) is Box:
+        return record2("Mod", mod, a, b, span)
+    return _mod_plain(a, b)
+
+
+# ---------------------------------------------------------------- **
+def pow(a, b, span=None):
+    """a ** b; ints stay ints for non-negative int exponents."""
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return _pow_num(a, b)
+    if ta is Box or tb is Box:
+        return record2("Pow", pow, a, b, span)
+    if is_num(a) and is_num(b):
+        return _pow_num(a, b)
+    return _arith(np.power, "raise to a power", a, b)
+
+
+def _pow_num(a, b):
+    """Power of two numbers with IEEE results where Python would raise or go complex."""
+    if type(a) is not float and type(b) is not float:
+        a, b = int(a), int(b)
+        if b < 0:
+            if a == 0:
+                raise error("value", "0 cannot be raised to a negative power (of ints)")
+            return _pow_num(float(a), b)
+        if abs(a) > 1 and b * math.log2(abs(a)) > MAX_INT_BITS:
+            raise error("limit", f"{a} ** {b} is too large an int (use floats for inf)")
+        return a ** b
+    try:
+        r = a ** b
+    except (OverflowError, ZeroDivisionError):
+        return _ieee(np.power, a, b)
+    if type(r) is complex:
+        return float("nan")
+    return r
+
+
+# ---------------------------------------------------------------- unary
+def neg(a, span=None):
+    """-a."""
+    t = type(a)
+    if t is float or t is int:
+        return -a
+    if t is Box:
+        return record("Neg", neg, (a,), None, span)
+    if t is bool:
+        return -int(a)
+    if t is ndarray:
+        return np.negative(as_operand(a, "negate"))
+    raise error("type", f"cannot negate a {type_name(a)}")
+
+
+def pos(a, span=None):
+    """+a: numbers and tensors only."""
+    if not (_numeric(raw(a))):
+        raise error("type", f"unary '+' needs a number or tensor, got {type_name(a)}")
+    return a
+
+
+# ---------------------------------------------------------------- @
+def matmul(a, b, span=None):
+    """a @ b for 1-D, 2-D and batched tensors, like numpy.matmul."""
+    if type(a) is Box or type(b) is Box:
+        return record2("MatMul", matmul, a, b, span)
+    if type(a) is not ndarray or type(b) is not ndarray:
+        raise error("type", f"@ needs two tensors, got {type_name(a)} and {type_name(b)}"
+                            " (use * to multiply by a number)")
+    if a.ndim == 0 or b.ndim == 0:
+        raise error("shape", f"@ needs tensors with at least one axis, got shapes "
+                             f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if inner_a != inner_b:
+        raise error("shape", f"cannot matmul tensors of shapes {fmt_shape(a.shape)} and "
+                             f"{fmt_shape(b.shape)} (inner sizes {inner_a} and {inner_b} differ)")
+    if a.ndim > 2 and b.ndim > 2:
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise error("shape", f"cannot matmul tensors of shapes {fmt_shape(a.shape)} and "
+                                 f"{fmt_shape(b.shape)} (batch axes do not broadcast)") from None
+    if a.dtype.kind == "b":
+        a = a.astype(FLOAT)
+    if b.dtype.kind == "b":
+        b = b.astype(FLOAT)
+    return norm(np.matmul(a, b))
+
+
+BINARY = {"+": add, "-": sub, "*": mul, "/": div, "//": floordiv, "%": mod, "**": pow, "@": matmul}

@@ -1,0 +1,116 @@
+"""Comparisons, structural equality and conditions. None of these is differentiable."""
+
+import numpy as np
+
+from ..values import Function, Module, Struct, StructDef
+from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
+
+_ORDER = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+_PY = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+       ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def order(op, a, b):
+    """a < b (and <=, >, >=): numbers and strings give a bool, tensors compare elementwise."""
+    a, b = raw(a), raw(b)
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return _PY[op](a, b)
+    if ta is ndarray or tb is ndarray:
+        if _orderable_num(a) and _orderable_num(b):
+            x, y = as_operand(a, "compare"), as_operand(b, "compare")
+            check_broadcast(x, y, "compare")
+            return norm(_ORDER[op](x, y))
+    elif _orderable_num(a) and _orderable_num(b):
+        return _PY[op](a, b)
+    elif ta is tb and ta in (str, tuple):
+        try:
+            return _PY[op](a, b)
+        except TypeError:
+            pass
+    raise error("type", f"cannot compare {type_name(a)} and {type_name(b)} with '{op}'")
+
+
+def _orderable_num(v):
+    """Numbers and tensors can be ordered against each other."""
+    return type(v) in (float, int, bool, ndarray) or isinstance(v, np.generic)
+
+
+def eq(a, b):
+    """a == b: elementwise for tensors (against tensors or numbers), structural otherwise."""
+    a, b = raw(a), raw(b)
+    if type(a) is ndarray or type(b) is ndarray:
+        if _orderable_num(a) and _orderable_num(b):
+            check_broadcast(a, b, "compare")
+            return norm(np.equal(a, b))
+        return False
+    return values_equal(a, b)
+
+
+def ne(a, b):
+    """a != b, the negation of `eq`."""
+    r = eq(a, b)
+    return np.logical_not(r) if type(r) is ndarray else not r
+
+
+def values_equal(a, b):
+    """Structural equality of two dg values; tensors inside must match in shape and elements."""
+    a, b = raw(a), raw(b)
+    ta, tb = type(a), type(b)
+    if ta is ndarray or tb is ndarray:
+        return ta is tb and a.shape == b.shape and bool(np.array_equal(a, b))
+    if ta is tuple or tb is tuple:
+        return ta is tb and len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
+    if ta is dict or tb is dict:
+        if ta is not tb or len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if k not in b or not values_equal(v, b[k]):
+                return False
+        return True
+    if ta is Struct or tb is Struct:
+        return (ta is tb and a.sdef.name == b.sdef.name and a.sdef.fields == b.sdef.fields
+                and all(values_equal(x, y) for x, y in zip(a.vals, b.vals)))
+    if ta in (Function, StructDef, Module) or tb in (Function, StructDef, Module) or callable(a):
+        return a is b
+    if a is None or b is None:
+        return a is b
+    num_a = ta in (int, float, bool) or isinstance(a, np.generic)
+    num_b = tb in (int, float, bool) or isinstance(b, np.generic)
+    if num_a and num_b:
+        return bool(a == b)
+    if num_a or num_b:
+        return False
+    return ta is tb and a == b
+
+
+def truth(c, what="a condition"):
+    """The bool value of a condition: a bool, or a tensor with exactly one element (SPEC 3)."""
+    t = type(c)
+    if t is bool:
+        return c
+    c = raw(c)
+    t = type(c)
+    if t is bool:
+        return c
+    if t is np.bool_:
+        return bool(c)
+    if t is ndarray:
+        if c.size == 1:
+            return bool(c.reshape(()))
+        raise error("shape", f"{what} must be a single bool, got a tensor of shape "
+                             f"{fmt_shape(c.shape)}",
+                    hint="reduce it to one element first, e.g. sum(x > 0) > 0, or index one element")
+    raise error("type", f"{what} must be a bool, got {type_name(c)}",
+                hint="compare explicitly, e.g. x != 0" if t in (int, float) else None)
+
+
+def not_(c):
+    """`not c`."""
+    return not truth(c, "the operand of 'not'")
+
+
+COMPARE = {"==": eq, "!=": ne, "<": lambda a, b: order("<", a, b), "<=": lambda a, b: order("<=", a, b),
+           ">": lambda a, b: order(">", a, b), ">=": lambda a, b: order(">=", a, b)}
+
+__all__ = ["order", "eq", "ne", "values_equal", "truth", "not_", "COMPARE", "FLOAT"]

@@ -1,0 +1,128 @@
+"""Helpers shared by the primitives: result normalisation, operand checks, messages."""
+
+import numpy as np
+
+from ..autodiff.tape import Box, raw
+from ..errors import error
+from ..values import type_name
+
+np.seterr(all="ignore")   # IEEE results (inf, nan) are dg's semantics, not warnings
+
+ndarray = np.ndarray
+FLOAT = np.float64
+INT64_MAX = 2 ** 63 - 1
+
+
+def fmt_shape(shape):
+    """Write a shape the way Python writes a tuple: (3, 4), (5,), ()."""
+    return str(tuple(int(s) for s in shape))
+
+
+def norm(r):
+    """Turn numpy scalars into Python floats/bools, so scalar fast paths stay fast."""
+    t = type(r)
+    if t is ndarray:
+        return r
+    if t is np.bool_:
+        return bool(r)
+    if isinstance(r, (np.floating, np.integer)):
+        return float(r)
+    return r
+
+
+def is_num(v):
+    """A Python number (int, float or bool)."""
+    t = type(v)
+    return t is float or t is int or t is bool
+
+
+def as_operand(v, what):
+    """Prepare a number or tensor for numpy arithmetic; anything else is a type error."""
+    t = type(v)
+    if t is ndarray:
+        return v.astype(FLOAT) if v.dtype.kind == "b" else v
+    if t is float or t is bool:
+        return v
+    if t is int:
+        return v if -INT64_MAX <= v <= INT64_MAX else _big_int_to_float(v)
+    if t is np.float64 or t is np.bool_:
+        return v
+    raise error("type", f"cannot {what} a {type_name(v)}")
+
+
+def _big_int_to_float(v):
+    """An int too big for numpy: as a float, or ±inf."""
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
+
+
+def shape_of(v):
+    """The shape of a number or tensor (numbers are ())."""
+    v = raw(v)
+    return v.shape if type(v) is ndarray else ()
+
+
+def check_broadcast(a, b, verb):
+    """Raise a shape error if two operands do not broadcast together."""
+    sa, sb = shape_of(a), shape_of(b)
+    if sa == sb or not sa or not sb:
+        return
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        raise error("shape", f"cannot {verb} tensors of shapes {fmt_shape(sa)} and {fmt_shape(sb)}") from None
+
+
+def to_tensor(v, what="a tensor"):
+    """A number or tensor as a float64 ndarray (0-d for numbers)."""
+    t = type(v)
+    if t is ndarray:
+        return v.astype(FLOAT) if v.dtype.kind == "b" else v
+    if t in (float, int, bool) or isinstance(v, np.generic):
+        return np.asarray(float(v))
+    raise error("type", f"expected {what}, got {type_name(v)}")
+
+
+def normalize_axis(axis, ndim, allow_tuple=True):
+    """Check an axis argument (int, tuple of ints or none) against `ndim`; return it normalised."""
+    if axis is None:
+        return None
+    if type(axis) is tuple and allow_tuple:
+        out = tuple(normalize_axis(a, ndim, False) for a in axis)
+        if len(set(out)) != len(out):
+            raise error("value", f"the axis {axis} repeats an axis")
+        return out
+    if type(axis) is float and axis.is_integer():
+        axis = int(axis)
+    if type(axis) is not int:
+        raise error("type", f"an axis must be an int{' or a tuple of ints' if allow_tuple else ''}, "
+                            f"got {type_name(axis)}")
+    if not -ndim <= axis < max(ndim, 1) or ndim == 0:
+        raise error("index", f"axis {axis} is out of range for a tensor with {ndim} "
+                             f"ax{'is' if ndim == 1 else 'es'}")
+    return axis % ndim
+
+
+def check_shape_arg(shape, what="shape"):
+    """A shape argument (int or tuple of ints) as a tuple of ints."""
+    shape = raw(shape)
+    if type(shape) is int or (type(shape) is float and shape.is_integer()):
+        shape = (int(shape),)
+    if type(shape) is not tuple:
+        raise error("type", f"a {what} must be an int or a tuple of ints, got {type_name(shape)}")
+    out = []
+    for s in shape:
+        s = raw(s)
+        if type(s) is float and s.is_integer():
+            s = int(s)
+        if type(s) is not int:
+            raise error("type", f"a {what} must hold ints, got {type_name(s)}")
+        out.append(s)
+    return tuple(out)
+
+
+__all__ = ["Box", "raw", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm",
+           "is_num", "as_operand", "shape_of", "check_broadcast", "to_tensor",
+           "normalize_axis", "check_shape_arg"]

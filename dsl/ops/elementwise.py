@@ -1,0 +1,151 @@
+"""Elementwise primitives: exp, ln, sin, ..., activations, maximum/minimum, where, clamp."""
+
+import math
+
+import numpy as np
+
+from ..autodiff.tape import record
+from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
+                   type_name)
+
+SQRT_HALF = math.sqrt(0.5)
+
+
+def _unary(op, name, scalar, vector):
+    """Make a unary primitive from a scalar (math) and a vector (numpy) implementation."""
+
+    def prim(x, span=None):
+        t = type(x)
+        if t is float or t is int:
+            try:
+                return scalar(x)
+            except (OverflowError, ValueError):
+                return float(vector(np.asarray(float(x))))
+        if t is Box:
+            return record(op, prim, (x,), None, span)
+        if t is ndarray:
+            return norm(vector(as_operand(x, name)))
+        if t is bool or isinstance(x, np.generic):
+            return prim(float(x))
+        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}")
+
+    prim.__name__ = name
+    prim.__doc__ = f"{name}(x), elementwise (records {op})."
+    return prim
+
+
+def _sigmoid_scalar(x):
+    """A sigmoid that neither overflows nor loses precision for large |x|."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _sigmoid_vector(x):
+    """Vectorised stable sigmoid."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+_erf_vec = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_vector(x):
+    """erf over a tensor (numpy has none; math.erf is exact to the last bit)."""
+    return _erf_vec(x).astype(FLOAT) if x.ndim else FLOAT(math.erf(float(x)))
+
+
+def _gelu_scalar(x):
+    """Exact GELU: x * Phi(x)."""
+    return 0.5 * x * (1.0 + math.erf(x * SQRT_HALF))
+
+
+def _gelu_vector(x):
+    """Exact GELU over a tensor."""
+    return 0.5 * x * (1.0 + _erf_vector(x * SQRT_HALF))
+
+
+def _silu_scalar(x):
+    """x * sigmoid(x)."""
+    return x * _sigmoid_scalar(x)
+
+
+exp = _unary("Exp", "exp", math.exp, np.exp)
+ln = _unary("Ln", "ln", math.log, np.log)
+log2 = _unary("Log2", "log2", math.log2, np.log2)
+sin = _unary("Sin", "sin", math.sin, np.sin)
+cos = _unary("Cos", "cos", math.cos, np.cos)
+sqrt = _unary("Sqrt", "sqrt", math.sqrt, np.sqrt)
+abs_ = _unary("Abs", "abs", lambda x: float(abs(x)) if type(x) is float else abs(x), np.abs)
+tanh = _unary("TanhAct", "tanh", math.tanh, np.tanh)
+sigmoid = _unary("Sigmoid", "sigmoid", _sigmoid_scalar, _sigmoid_vector)
+relu = _unary("Relu", "relu", lambda x: float(x) if x > 0 else 0.0, lambda x: np.maximum(x, 0.0))
+silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
+gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
+erf = _unary("Erf", "erf", math.erf, _erf_vector)
+
+
+def sign(x):
+    """The sign of x (-1, 0 or 1) as a constant: its derivative is zero."""
+    x = raw(x)
+    if type(x) is ndarray:
+        return np.sign(as_operand(x, "take the sign of"))
+    return float(np.sign(float(x)))
+
+
+# ---------------------------------------------------------------- binary
+def _binary_elementwise(op, name, ufunc):
+    """Make a broadcasting binary primitive such as maximum(a, b)."""
+
+    def prim(a, b, span=None):
+        if type(a) is Box or type(b) is Box:
+            return record(op, prim, (a, b), None, span)
+        x, y = as_operand(a, name), as_operand(b, name)
+        check_broadcast(x, y, f"take the {name} of")
+        return norm(ufunc(x, y))
+
+    prim.__name__ = name
+    prim.__doc__ = f"{name}(a, b), elementwise with broadcasting (records {op})."
+    return prim
+
+
+maximum = _binary_elementwise("Maximum", "maximum", np.maximum)
+minimum = _binary_elementwise("Minimum", "minimum", np.minimum)
+
+
+def where(c, a, b, span=None):
+    """where(c, a, b): a where c is true, else b (c is not differentiated)."""
+    c = raw(c)
+    if type(a) is Box or type(b) is Box:
+        return record("Where", where, (c, a, b), None, span)
+    if type(c) is not ndarray and type(c) not in (bool, int, float) and not isinstance(c, np.generic):
+        raise error("type", f"where needs a condition tensor or bool, got {type_name(c)}")
+    x, y = as_operand(a, "select"), as_operand(b, "select")
+    cond = c if type(c) is not ndarray or c.dtype.kind == "b" else c != 0
+    shapes = [np.shape(cond), np.shape(x), np.shape(y)]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise error("shape", "where needs shapes that broadcast together, got "
+                             + ", ".join(fmt_shape(s) for s in shapes)) from None
+    return norm(np.where(cond, x, y))
+
+
+def clamp(x, lo=None, hi=None, span=None):
+    """clamp(x, lo, hi): x limited to [lo, hi]; either bound may be none."""
+    lo, hi = raw(lo), raw(hi)
+    if type(x) is Box:
+        return record("Clamp", clamp, (x,), {"lo": lo, "hi": hi}, span)
+    v = as_operand(x, "clamp")
+    for bound in (lo, hi):
+        if bound is not None:
+            check_broadcast(v, as_operand(bound, "clamp to"), "clamp")
+    if type(v) is not ndarray and type(lo) is not ndarray and type(hi) is not ndarray:
+        r = float(v)
+        if lo is not None and r < lo:
+            r = float(lo)
+        if hi is not None and r > hi:
+            r = float(hi)
+        return r
+    return norm(np.clip(v, lo, hi))

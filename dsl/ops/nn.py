@@ -1,0 +1,158 @@
+"""Neural-network primitives, each one tape node with a fused rule:
+softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
+
+import numpy as np
+
+from ..autodiff.tape import record
+from .core import Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_tensor, type_name
+
+
+def _tensor_arg(x, name):
+    """A tensor argument with at least one axis."""
+    v = to_tensor(x, f"a tensor for {name}")
+    if v.ndim == 0:
+        raise error("shape", f"{name} needs a tensor with at least one axis, got a number")
+    return v
+
+
+# ---------------------------------------------------------------- softmax family
+def softmax(x, axis=-1, span=None):
+    """softmax(x, axis=-1), stable for large logits."""
+    if type(x) is Box:
+        return record("Softmax", softmax, (x,), {"axis": axis}, span)
+    v = _tensor_arg(x, "softmax")
+    ax = normalize_axis(axis, v.ndim, False)
+    e = np.exp(v - np.max(v, axis=ax, keepdims=True))
+    return e / np.sum(e, axis=ax, keepdims=True)
+
+
+def log_softmax(x, axis=-1, span=None):
+    """log_softmax(x, axis=-1), stable for large logits."""
+    if type(x) is Box:
+        return record("LogSoftmax", log_softmax, (x,), {"axis": axis}, span)
+    v = _tensor_arg(x, "log_softmax")
+    ax = normalize_axis(axis, v.ndim, False)
+    shifted = v - np.max(v, axis=ax, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=ax, keepdims=True))
+
+
+# ---------------------------------------------------------------- cross entropy
+def cross_entropy(logits, targets, span=None):
+    """Mean cross-entropy; targets are class indices or probabilities (SPEC section 5)."""
+    lv, tv = raw(logits), raw(targets)
+    mode = _target_mode(lv, tv)
+    if mode == "index":
+        targets = _class_indices(lv, tv)
+    if type(logits) is Box or type(targets) is Box:
+        return record("CrossEntropy", cross_entropy, (logits, targets), None, span)
+    lsm = log_softmax(lv)
+    if mode == "index":
+        picked = np.take_along_axis(lsm, targets[..., None], axis=-1)[..., 0]
+        return float(-np.mean(picked))
+    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1)))
+
+
+def _target_mode(lv, tv):
+    """Whether targets are class indices ("index") or probabilities ("prob")."""
+    if type(lv) is not ndarray or lv.ndim == 0:
+        raise error("type", f"cross_entropy needs logits as a tensor with a class axis, got {type_name(lv)}")
+    tshape = tv.shape if type(tv) is ndarray else ()
+    if type(tv) is ndarray and tv.dtype.kind == "i":
+        return "index"
+    if tshape == lv.shape:
+        return "prob"
+    if tshape == lv.shape[:-1]:
+        if type(tv) not in (ndarray, int, float):
+            raise error("type", f"cross_entropy targets must be a tensor or a number, got {type_name(tv)}")
+        return "index"
+    raise error("shape", f"cross_entropy targets of shape {fmt_shape(tshape)} fit neither logits of shape "
+                         f"{fmt_shape(lv.shape)} (probabilities) nor {fmt_shape(lv.shape[:-1])} (class indices)")
+
+
+def _class_indices(lv, tv):
+    """Class-index targets as an int array, checked against the number of classes."""
+    if type(tv) is ndarray and tv.dtype.kind == "i":
+        return tv
+    t = np.asarray(tv, dtype=FLOAT)
+    if t.size and not np.all(np.isfinite(t) & (t == np.floor(t))):
+        raise error("value", "cross_entropy class indices must be whole numbers")
+    idx = t.astype(np.intp)
+    n = lv.shape[-1]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise error("index", f"cross_entropy class index {int(idx[(idx < 0) | (idx >= n)].flat[0])} "
+                             f"is out of range for {n} classes")
+    return idx
+
+
+# ---------------------------------------------------------------- normalisation
+def _norm_params(v, gamma, beta, shape, name):
+    """Check gamma/beta of a normalisation against the normalised shape."""
+    for p, pname in ((gamma, "gamma"), (beta, "beta")):
+        pv = raw(p)
+        if pv is None:
+            continue
+        ps = pv.shape if type(pv) is ndarray else ()
+        try:
+            np.broadcast_shapes(ps, v.shape)
+        except ValueError:
+            raise error("shape", f"{name}: {pname} of shape {fmt_shape(ps)} does not fit x of shape "
+                                 f"{fmt_shape(v.shape)} (expected {fmt_shape(shape)})") from None
+
+
+def _normalize(v, axis, gamma, beta, eps):
+    """(v - mean) / sqrt(var + eps) * gamma + beta, statistics over `axis`."""
+    mu = np.mean(v, axis=axis, keepdims=True)
+    xc = v - mu
+    var = np.mean(xc * xc, axis=axis, keepdims=True)
+    y = xc / np.sqrt(var + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y
+
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
+    """layer_norm over the last axis, with optional scale gamma and shift beta."""
+    eps = float(raw(eps))
+    if type(x) is Box or type(gamma) is Box or type(beta) is Box:
+        return record("LayerNorm", layer_norm, (x, gamma, beta), {"eps": eps}, span)
+    v = _tensor_arg(x, "layer_norm")
+    _norm_params(v, gamma, beta, v.shape[-1:], "layer_norm")
+    return _normalize(v, -1, gamma, beta, eps)
+
+
+def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
+    """batch_norm: each feature normalised over axis 0 (training statistics)."""
+    eps = float(raw(eps))
+    if type(x) is Box or type(gamma) is Box or type(beta) is Box:
+        return record("BatchNorm", batch_norm, (x, gamma, beta), {"eps": eps}, span)
+    v = _tensor_arg(x, "batch_norm")
+    _norm_params(v, gamma, beta, v.shape[1:], "batch_norm")
+    return _normalize(v, 0, gamma, beta, eps)
+
+
+# ---------------------------------------------------------------- linear recurrence
+def ssm_scan(a, b, x, span=None):
+    """h[t] = a[t] * h[t-1] + b[t] * x[t] along axis 0 with h[-1] = 0."""
+    if type(a) is Box or type(b) is Box or type(x) is Box:
+        return record("SsmScan", ssm_scan, (a, b, x), None, span)
+    av, bv, xv = (to_tensor(v, "tensors for ssm_scan") for v in (a, b, x))
+    try:
+        shape = np.broadcast_shapes(av.shape, bv.shape, xv.shape)
+    except ValueError:
+        raise error("shape", "ssm_scan needs a, b and x of shapes that broadcast together, got "
+                             f"{fmt_shape(av.shape)}, {fmt_shape(bv.shape)} and {fmt_shape(xv.shape)}") from None
+    if len(shape) == 0:
+        raise error("shape", "ssm_scan needs a time axis (axis 0)")
+    av = np.broadcast_to(av, shape)
+    u = np.broadcast_to(bv * xv, shape)
+    h = np.empty(shape)
+    prev = np.zeros(shape[1:])
+    for t in range(shape[0]):
+        prev = av[t] * prev + u[t]
+        h[t] = prev
+    return h
+
+
+__all__ = ["softmax", "log_softmax", "cross_entropy", "layer_norm", "batch_norm", "ssm_scan", "norm"]

@@ -1,0 +1,76 @@
+"""Reductions: sum, mean, max, min, logsumexp, over all axes or the given ones."""
+
+import numpy as np
+
+from ..autodiff.tape import record
+from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_tensor, type_name
+
+
+def _operand(x, name):
+    """A reduction's operand: tensors as they are, a tuple of numbers/tensors stacked."""
+    if type(raw(x)) is tuple:
+        from .shape import stack
+        return stack(x)
+    return x
+
+
+def _reduction(op, name, fn, empty_ok):
+    """Make a reduction primitive `name(x, axis=none, keepdims=false)`."""
+
+    def prim(x, axis=None, keepdims=False, span=None):
+        x = _operand(x, name)
+        if type(x) is Box:
+            return record(op, prim, (x,), {"axis": axis, "keepdims": keepdims}, span)
+        v = to_tensor(x, f"a tensor to {name}")
+        ax = normalize_axis(axis, v.ndim)
+        if not empty_ok and v.size == 0 or (not empty_ok and ax is not None and
+                                             any(v.shape[a] == 0 for a in np.atleast_1d(ax))):
+            raise error("value", f"cannot take the {name} of an empty tensor (shape {fmt_shape(v.shape)})")
+        return norm(fn(v, ax, bool(keepdims)))
+
+    prim.__name__ = name
+    prim.__doc__ = f"{name}(x, axis=none): reduce over all axes or the given ones (records {op})."
+    return prim
+
+
+def _logsumexp(v, axis, keepdims):
+    """A stable log(sum(exp(v))): shift by the max, which is finite for finite inputs."""
+    m = np.max(v, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out = np.log(np.sum(np.exp(v - m), axis=axis, keepdims=True)) + m
+    if not keepdims:
+        out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    return out
+
+
+sum_ = _reduction("Sum", "sum", lambda v, a, k: np.sum(v, axis=a, keepdims=k), True)
+mean = _reduction("Mean", "mean", lambda v, a, k: np.mean(v, axis=a, keepdims=k), False)
+max_ = _reduction("Max", "max", lambda v, a, k: np.max(v, axis=a, keepdims=k), False)
+min_ = _reduction("Min", "min", lambda v, a, k: np.min(v, axis=a, keepdims=k), False)
+logsumexp = _reduction("LogSumExp", "logsumexp", _logsumexp, False)
+
+
+def keep_axes(g, shape, axis, keepdims):
+    """Reshape a reduced cotangent so it broadcasts against the input's shape."""
+    from .shape import reshape
+    if keepdims or axis is None and not shape:
+        return g
+    if axis is None:
+        return reshape(g, (1,) * len(shape))
+    axes = axis if type(axis) is tuple else (axis,)
+    axes = {a % len(shape) for a in axes}
+    return reshape(g, tuple(1 if i in axes else s for i, s in enumerate(shape)))
+
+
+def count(shape, axis):
+    """How many elements a reduction over `axis` combines."""
+    if axis is None:
+        return int(np.prod(shape)) if shape else 1
+    axes = axis if type(axis) is tuple else (axis,)
+    n = 1
+    for a in axes:
+        n *= shape[a % len(shape)]
+    return n
+
+
+__all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "type_name"]

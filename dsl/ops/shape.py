@@ -1,0 +1,249 @@
+"""Shape primitives: reshape, transpose, cat, stack, indexing, gather, and the
+broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_add)."""
+
+import numpy as np
+
+from ..autodiff.tape import record
+from .core import (Box, FLOAT, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
+                   raw, to_tensor, type_name)
+
+MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
+
+
+def check_size(shape, what="tensor"):
+    """Refuse to allocate a tensor larger than the interpreter's limit."""
+    n = 1
+    for s in shape:
+        if s < 0:
+            raise error("value", f"a {what} cannot have a negative size, got shape {fmt_shape(shape)}")
+        n *= s
+    if MAX_ELEMENTS is not None and n > MAX_ELEMENTS:
+        raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {n:,} elements, more than "
+                             f"the limit of {MAX_ELEMENTS:,}",
+                    hint="raise it with --max-tensor or Interpreter(max_tensor_elements=...)")
+    return shape
+
+
+# ---------------------------------------------------------------- reshape / transpose
+def reshape(x, shape, span=None):
+    """reshape(x, shape); one entry of shape may be -1."""
+    shape = check_shape_arg(shape)
+    if type(x) is Box:
+        return record("Reshape", reshape, (x,), {"shape": shape}, span)
+    v = to_tensor(x, "a tensor to reshape")
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise error("value", f"reshape takes at most one -1 and no other negative size, got {shape}")
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if -1 in shape:
+        if known == 0 or v.size % known:
+            raise error("shape", f"cannot reshape a tensor of shape {fmt_shape(v.shape)} "
+                                 f"({v.size} elements) into {fmt_shape(shape)}")
+    elif known != v.size:
+        raise error("shape", f"cannot reshape a tensor of shape {fmt_shape(v.shape)} "
+                             f"({v.size} elements) into {fmt_shape(shape)}")
+    return v.reshape(shape)
+
+
+def transpose(x, axes=None, span=None):
+    """transpose(x) reverses the axes; transpose(x, axes) permutes them."""
+    if axes is not None:
+        axes = check_shape_arg(axes, "permutation of axes")
+    if type(x) is Box:
+        return record("TransposeOp", transpose, (x,), {"axes": axes}, span)
+    v = to_tensor(x, "a tensor to transpose")
+    if axes is not None:
+        axes = tuple(a + v.ndim if a < 0 else a for a in axes)
+        if sorted(axes) != list(range(v.ndim)):
+            raise error("value", f"transpose needs a permutation of the {v.ndim} axes of a tensor of "
+                                 f"shape {fmt_shape(v.shape)}, got {axes}")
+    return v.transpose(axes)
+
+
+def swap_last(x):
+    """Swap the last two axes (the transpose inside a batched matmul's rule)."""
+    nd = raw(x).ndim
+    axes = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return transpose(x, axes)
+
+
+# ---------------------------------------------------------------- cat / stack
+def _tensors(items, name):
+    """The elements of a cat/stack argument as a list."""
+    items = raw(items)
+    if type(items) is ndarray:
+        return list(items)
+    if type(items) is not tuple:
+        raise error("type", f"{name} takes a tuple of tensors, got {type_name(items)}")
+    if not items:
+        raise error("value", f"{name} needs at least one tensor")
+    return list(items)
+
+
+def cat(tensors, axis=0, span=None):
+    """cat((a, b, ...), axis=0): join tensors along an existing axis."""
+    items = _tensors(tensors, "cat")
+    if any(type(t) is Box for t in items):
+        return record("CatOp", _cat, tuple(items), {"axis": axis}, span)
+    return _cat(*items, axis=axis)
+
+
+def _cat(*items, axis=0):
+    """cat on unboxed tensors, with shape checks."""
+    vals = [to_tensor(t, "tensors to cat") for t in items]
+    nd = vals[0].ndim
+    if nd == 0:
+        raise error("shape", "cat needs tensors with at least one axis (use stack for numbers)")
+    ax = normalize_axis(axis, nd, False)
+    for v in vals[1:]:
+        if v.ndim != nd or v.shape[:ax] + v.shape[ax + 1:] != vals[0].shape[:ax] + vals[0].shape[ax + 1:]:
+            raise error("shape", f"cannot cat tensors of shapes "
+                                 f"{', '.join(fmt_shape(w.shape) for w in vals)} along axis {axis}")
+    return np.concatenate(vals, axis=ax)
+
+
+def stack(tensors, axis=0, span=None):
+    """stack((a, b, ...), axis=0): join numbers or same-shape tensors along a new axis."""
+    items = _tensors(tensors, "stack")
+    if any(type(t) is Box for t in items):
+        return record("Stack", _stack, tuple(items), {"axis": axis}, span)
+    return _stack(*items, axis=axis)
+
+
+def _stack(*items, axis=0):
+    """stack on unboxed values, with shape checks."""
+    vals = [to_tensor(t, "numbers or tensors to stack") for t in items]
+    shape = vals[0].shape
+    for v in vals[1:]:
+        if v.shape != shape:
+            raise error("shape", f"cannot stack tensors of different shapes "
+                                 f"{fmt_shape(shape)} and {fmt_shape(v.shape)}")
+    ax = normalize_axis(axis, len(shape) + 1, False)
+    check_size((len(vals),) + shape)
+    return np.stack(vals, axis=ax)
+
+
+# ---------------------------------------------------------------- broadcasting
+def broadcast_to(x, shape, span=None):
+    """x broadcast to `shape` (used by the rules of reductions)."""
+    if type(x) is Box:
+        return record("BroadcastTo", broadcast_to, (x,), {"shape": shape}, span)
+    if np.shape(x) == shape:
+        return x
+    return np.broadcast_to(x, shape)
+
+
+def unbroadcast(g, shape):
+    """Sum a cotangent over the axes that broadcasting added or stretched, back to `shape`."""
+    from .reduce import sum_
+    gshape = np.shape(raw(g))
+    if gshape == shape:
+        return g
+    if shape == ():
+        return sum_(g)
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and gshape[i + lead] != 1)
+    if axes:
+        g = sum_(g, axes)
+    if np.shape(raw(g)) != shape:
+        g = reshape(g, shape)
+    return g
+
+
+# ---------------------------------------------------------------- indexing
+def make_key(shape, subs):
+    """Check dg subscripts against a tensor shape and build a numpy index tuple."""
+    key, axis = [], 0
+    n_axes = sum(1 for s in subs if not (type(s) is ndarray and s.dtype.kind == "b")) + sum(
+        s.ndim for s in subs if type(s) is ndarray and s.dtype.kind == "b")
+    if n_axes > len(shape):
+        raise error("index", f"too many indices ({len(subs)}) for a tensor of shape {fmt_shape(shape)}")
+    for s in subs:
+        s = raw(s)
+        t = type(s)
+        if t is slice:
+            key.append(s)
+            axis += 1
+        elif t is int or (t is float and s.is_integer()):
+            i, size = int(s), shape[axis]
+            if not -size <= i < size:
+                raise error("index", f"index {i} is out of range for axis {axis} with size {size}")
+            key.append(i)
+            axis += 1
+        elif t is ndarray and s.dtype.kind == "b":
+            want = shape[axis:axis + s.ndim]
+            if s.shape != want:
+                raise error("shape", f"a bool mask of shape {fmt_shape(s.shape)} does not match "
+                                     f"axes of shape {fmt_shape(want)}")
+            key.append(s)
+            axis += s.ndim
+        elif t is ndarray:
+            key.append(index_array(s, shape[axis], axis))
+            axis += 1
+        elif t is float:
+            raise error("type", f"an index must be a whole number, got {s!r}")
+        else:
+            raise error("type", f"cannot index a tensor with {type_name(s)}")
+    return tuple(key)
+
+
+def index_array(s, size, axis):
+    """An int-valued float tensor used as indices: as intp, checked against `size`."""
+    if s.size and not np.all(np.isfinite(s) & (s == np.floor(s))):
+        raise error("type", "index tensors must hold whole numbers")
+    idx = s.astype(np.intp)
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        bad = idx[(idx < -size) | (idx >= size)].flat[0]
+        raise error("index", f"index {int(bad)} is out of range for axis {axis} with size {size}")
+    return idx
+
+
+def index(x, key, span=None, op="Index"):
+    """x[key] for a checked numpy key (see make_key)."""
+    if type(x) is Box:
+        return record(op, index, (x,), {"key": key, "op": op}, span)
+    return norm(x[key])
+
+
+def gather(x, idx, axis=0, span=None):
+    """gather(x, idx, axis=0): the slices of x at the int-valued positions idx along axis."""
+    v = raw(x)
+    if type(v) is not ndarray or v.ndim == 0:
+        raise error("type", f"gather needs a tensor with at least one axis, got {type_name(x)}")
+    ax = normalize_axis(axis, v.ndim, False)
+    i = raw(idx)
+    if type(i) is not ndarray:
+        if type(i) in (int, float):
+            i = np.asarray(float(i))
+        else:
+            raise error("type", f"gather needs index values as a tensor, got {type_name(idx)}")
+    key = (slice(None),) * ax + (index_array(i, v.shape[ax], ax),)
+    return index(x, key, span, op="GatherOp")
+
+
+def index_add(g, key, shape, span=None):
+    """zeros(shape) with g added at key: the cotangent of indexing (repeats accumulate)."""
+    if type(g) is Box:
+        return record("IndexAdd", index_add, (g,), {"key": key, "shape": shape}, span)
+    out = np.zeros(shape)
+    if any(type(k) is ndarray for k in key):
+        np.add.at(out, key, g)
+    else:
+        out[key] = g
+    return out
+
+
+def set_index(x, key, v, span=None):
+    """A copy of tensor x with x[key] = v (value semantics)."""
+    if type(x) is Box or type(v) is Box:
+        return record("SetIndex", set_index, (x, v), {"key": key}, span)
+    out = np.array(x, dtype=FLOAT if x.dtype.kind != "b" or type(raw(v)) is not bool else bool)
+    val = raw(v)
+    try:
+        out[key] = val
+    except ValueError:
+        raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(val))} to "
+                             f"x[...] of shape {fmt_shape(np.shape(out[key]))}") from None
+    except TypeError:
+        raise error("type", f"cannot store a {type_name(val)} in a tensor") from None
+    return out

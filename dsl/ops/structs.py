@@ -1,0 +1,182 @@
+"""Reading and updating structs, maps, tuples and tensors: `p.w`, `m[k]`, `t[i]`,
+and their value-semantics updates. Reading a field, key or element of a
+recorded structure records StructField or MapLookup with its slot index."""
+
+import numpy as np
+
+from ..autodiff.tape import Box, raw, record
+from ..values import Module, Struct, UNBOUND
+from .core import error, ndarray, type_name
+from .shape import index as tensor_index, make_key, set_index
+
+MAP_KEY_TYPES = (str, int, bool)
+
+
+# ---------------------------------------------------------------- slot reads
+def struct_slot(s, field_index, total_fields, name):
+    """Field `field_index` of a struct or tuple, recording StructField when boxed."""
+    if type(s) is Box:
+        return record("StructField", struct_slot, (s,),
+                      {"field_index": field_index, "total_fields": total_fields, "name": name})
+    return s.vals[field_index] if type(s) is Struct else s[field_index]
+
+
+def map_slot(m, key_index, total_keys, key):
+    """The value of `key` in a map, recording MapLookup (with the key's position) when boxed."""
+    if type(m) is Box:
+        return record("MapLookup", map_slot, (m,),
+                      {"key_index": key_index, "total_keys": total_keys, "key": key})
+    return m[key]
+
+
+def unpack(v):
+    """A recorded struct, map or tuple as a plain one whose elements are recorded reads."""
+    if type(v) is not Box:
+        return v
+    s = raw(v)
+    t = type(s)
+    if t is Struct:
+        n = len(s.vals)
+        return Struct(s.sdef, [struct_slot(v, i, n, f) for i, f in enumerate(s.sdef.fields)])
+    if t is tuple:
+        n = len(s)
+        return tuple(struct_slot(v, i, n, i) for i in range(n))
+    if t is dict:
+        n = len(s)
+        return {k: map_slot(v, i, n, k) for i, k in enumerate(s)}
+    return v
+
+
+# ---------------------------------------------------------------- p.name
+def field(obj, name):
+    """obj.name: a struct's field or a module's top-level name."""
+    t = type(obj)
+    if t is Struct:
+        i = obj.sdef.index.get(name)
+        if i is not None:
+            return obj.vals[i]
+    elif t is Box and type(raw(obj)) is Struct:
+        sdef = raw(obj).sdef
+        i = sdef.index.get(name)
+        if i is not None:
+            return struct_slot(obj, i, len(sdef.fields), name)
+        obj = raw(obj)
+    elif t is Module:
+        cell = obj.cells.get(name)
+        if cell is None or cell.v is UNBOUND:
+            raise error("name", f"the module {obj.name} has no name '{name}'")
+        return cell.v
+    else:
+        raise error("type", f"cannot read the field '{name}' of a {type_name(obj)}"
+                            + (" (fields belong to structs; use m[\"key\"] for maps)"
+                               if type(raw(obj)) is dict else ""))
+    raise error("key", f"{obj.sdef.name} has no field '{name}' "
+                       f"(its fields are {', '.join(obj.sdef.fields) or 'none'})")
+
+
+def set_field(obj, name, value):
+    """A copy of struct `obj` with field `name` replaced."""
+    s = unpack(obj)
+    if type(s) is not Struct:
+        raise error("type", f"cannot set the field '{name}' of a {type_name(obj)}")
+    i = s.sdef.index.get(name)
+    if i is None:
+        raise error("key", f"{s.sdef.name} has no field '{name}' "
+                           f"(its fields are {', '.join(s.sdef.fields) or 'none'})")
+    vals = list(s.vals)
+    vals[i] = value
+    return Struct(s.sdef, vals)
+
+
+# ---------------------------------------------------------------- x[k]
+def item(obj, subs):
+    """obj[subs...] for tensors, tuples, maps, strings and ranges."""
+    v = raw(obj)
+    t = type(v)
+    if t is ndarray:
+        if v.ndim == 0:
+            raise error("index", "cannot index a tensor with no axes (shape ())")
+        return tensor_index(obj, make_key(v.shape, [raw(s) for s in subs]))
+    if len(subs) != 1:
+        raise error("index", f"a {type_name(v)} takes one index, got {len(subs)}")
+    key = raw(subs[0])
+    if t is dict:
+        if type(key) not in MAP_KEY_TYPES:
+            raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")
+        if key not in v:
+            raise error("key", f"the map has no key {_show_key(key)}", hint=_keys_hint(v))
+        if type(obj) is Box:
+            return map_slot(obj, _position(v, key), len(v), key)
+        return v[key]
+    if t is tuple or t is str or t is range:
+        if type(key) is slice:
+            if type(obj) is Box:
+                return tuple(unpack(obj)[key])
+            return v[key]
+        i = _seq_index(key, len(v), type_name(v))
+        if type(obj) is Box:
+            return struct_slot(obj, i, len(v), i)
+        return v[i]
+    raise error("type", f"cannot index a {type_name(v)}")
+
+
+def set_item(obj, subs, value):
+    """A copy of `obj` with obj[subs] = value (maps may gain a key)."""
+    v = raw(obj)
+    t = type(v)
+    if t is ndarray:
+        if v.ndim == 0:
+            raise error("index", "cannot index a tensor with no axes (shape ())")
+        val = raw(value)
+        if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
+            raise error("type", f"cannot store a {type_name(val)} in a tensor")
+        return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
+    if len(subs) != 1:
+        raise error("index", f"a {type_name(v)} takes one index, got {len(subs)}")
+    key = raw(subs[0])
+    if t is dict:
+        if type(key) not in MAP_KEY_TYPES:
+            raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")
+        m = dict(unpack(obj))
+        m[key] = value
+        return m
+    if t is tuple:
+        i = _seq_index(key, len(v), "tuple")
+        items = list(unpack(obj))
+        items[i] = value
+        return tuple(items)
+    raise error("type", f"cannot assign to an element of a {type_name(v)}")
+
+
+def _seq_index(key, n, what):
+    """Check an int index into a sequence of length n; return it non-negative."""
+    if type(key) is float and key.is_integer():
+        key = int(key)
+    if type(key) is not int:
+        raise error("type", f"a {what} index must be an int, got {type_name(key)}")
+    if not -n <= key < n:
+        raise error("index", f"index {key} is out of range for a {what} of length {n}")
+    return key % n
+
+
+def _position(m, key):
+    """The insertion-order position of `key` in map `m`."""
+    for i, k in enumerate(m):
+        if k == key and type(k) is type(key):
+            return i
+    return list(m).index(key)
+
+
+def _show_key(key):
+    """A key as dg would write it."""
+    from ..printing import show
+    return show(key, nested=True)
+
+
+def _keys_hint(m):
+    """List a map's keys for an error message."""
+    keys = list(m)
+    if not keys:
+        return "the map is empty"
+    shown = ", ".join(_show_key(k) for k in keys[:8])
+    return f"its keys are {shown}{', ...' if len(keys) > 8 else ''}"

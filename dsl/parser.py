@@ -1,0 +1,146 @@
+"""Parsing: source text to the typed syntax tree of dsl/ast.py.
+
+Lark (LALR, cached tables, positions propagated) runs the grammar with an
+inline transformer, so no parse tree is built and deep nesting costs no
+recursion. Lark's exceptions are translated into `syntax` errors in words.
+"""
+
+import threading
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+
+from . import ast as A
+from .errors import DgError, Source, Span, error
+from .lexing import StatementBreaks
+from .resources import grammar_path
+from .syntax_errors import describe_unexpected_token
+from .transformer import ToAst
+
+_lock = threading.RLock()
+_parser = None
+_breaks = None
+_builder = None
+
+
+def _get_parser():
+    """Build (once) the cached LALR parser with its post-lexer and transformer."""
+    global _parser, _breaks, _builder
+    if _parser is None:
+        _breaks = StatementBreaks()
+        _builder = ToAst(parse_fragment)
+        _parser = Lark(grammar_path().read_text(), parser="lalr", lexer="basic",
+                       propagate_positions=True, maybe_placeholders=True,
+                       start=["start", "expr"], postlex=_breaks, transformer=_builder,
+                       cache=True)
+    return _parser
+
+
+def parse(text, filename="<input>"):
+    """Parse a whole program; raise a `syntax` DgError on bad input."""
+    source = text if isinstance(text, Source) else Source(filename, text)
+    program = _run(source, source.text, "start", 0, 0)
+    program.source = source
+    return program
+
+
+def parse_fragment(source, text, line, column):
+    """Parse an expression found inside an f-string at (line, column) of `source`."""
+    return _run(source, text, "expr", line - 1, column - 1)
+
+
+def _run(source, text, start, line_offset, col_offset):
+    """Parse `text` from rule `start`, placing spans at the given offsets."""
+    with _lock:
+        parser = _get_parser()
+        saved = (_builder.source, _builder.line_offset, _builder.col_offset)
+        _builder.source, _builder.line_offset, _builder.col_offset = source, line_offset, col_offset
+        try:
+            return parser.parse(text, start=start)
+        except VisitError as exc:
+            raise _unwrap(exc) from None
+        except UnexpectedToken as exc:
+            raise _token_error(exc, source, text, line_offset, col_offset) from None
+        except UnexpectedCharacters as exc:
+            raise _char_error(exc, source, text, line_offset, col_offset) from None
+        except UnexpectedEOF as exc:
+            span = _end_span(source, text, line_offset, col_offset)
+            raise error("syntax", "unexpected end of input", span) from None
+        except RecursionError:
+            span = Span(source, 1 + line_offset, 1 + col_offset)
+            raise error("limit", "the program is nested too deeply to parse", span) from None
+        finally:
+            _builder.source, _builder.line_offset, _builder.col_offset = saved
+
+
+def is_complete(text):
+    """Tell the REPL whether `text` is a whole input (True) or needs more lines (False).
+
+    Invalid input counts as complete, so that its error shows at once.
+    """
+    try:
+        parse(text, "<repl>")
+    except DgError as exc:
+        return not getattr(exc, "incomplete", False)
+    return True
+
+
+# ------------------------------------------------------------ error helpers
+def _unwrap(exc):
+    """Return the DgError inside a lark VisitError, or an internal error."""
+    orig = exc.orig_exc
+    if isinstance(orig, DgError):
+        return orig
+    return orig
+
+
+def _place(source, line, column, line_offset, col_offset):
+    """Shift a fragment-relative position into the enclosing source."""
+    if line == 1:
+        column += col_offset
+    return Span(source, line + line_offset, column)
+
+
+def _end_span(source, text, line_offset, col_offset):
+    """A span just past the last character of `text`."""
+    lines = text.split("\n")
+    return _place(source, len(lines), len(lines[-1]) + 1, line_offset, col_offset)
+
+
+def _token_error(exc, source, text, line_offset, col_offset):
+    """Translate lark's UnexpectedToken into a syntax error in words."""
+    tok = exc.token
+    prev = _breaks.before if _breaks.last is tok else _breaks.last
+    if tok.type == "$END":
+        if prev is not None and prev.end_line is not None:
+            span = _place(source, prev.end_line, prev.end_column, line_offset, col_offset)
+        else:
+            span = _end_span(source, text, line_offset, col_offset)
+    else:
+        span = _place(source, tok.line, tok.column, line_offset, col_offset)
+        if tok.end_line == tok.line and tok.end_column:
+            span.end_column = span.column + (tok.end_column - tok.column)
+    message = describe_unexpected_token(tok, prev, exc.expected)
+    err = error("syntax", message, span)
+    err.incomplete = tok.type == "$END"
+    return err
+
+
+def _char_error(exc, source, text, line_offset, col_offset):
+    """Translate lark's UnexpectedCharacters (a character no token starts with)."""
+    span = _place(source, exc.line, exc.column, line_offset, col_offset)
+    char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+    err = error("syntax", "", span)
+    err.incomplete = False
+    if char == '"' or text[max(0, exc.pos_in_stream - 1):exc.pos_in_stream + 1] == 'f"':
+        err.message = "this string is not closed before the end of the line"
+        rest = text[exc.pos_in_stream:]
+        err.incomplete = "\n" not in rest
+    elif char in "!?$`'\\":
+        hint = {"'": 'strings use double quotes: "..."', "!": "use 'not' for negation and '!=' for inequality"}.get(char)
+        err.message = f"unexpected character '{char}'"
+        err.hint = hint
+    else:
+        err.message = f"unexpected character {char!r}"
+    err.args = (err.message,)
+    return err

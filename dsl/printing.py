@@ -1,0 +1,121 @@
+"""How dg values print (SPEC section 3): `print`, `str`, f-strings and the REPL echo."""
+
+import numpy as np
+
+from .autodiff.tape import raw
+from .values import Function, Module, Struct, StructDef
+
+LINE_WIDTH = 80          # a tensor whose one-line form is longer prints a row per line
+ELIDE_OVER = 1000        # tensors with more elements print with `...`
+EDGE = 3                 # elements kept at each end of an elided axis
+
+
+def show(v, nested=False):
+    """The text of a value: strings bare at the top level, quoted inside containers."""
+    v = raw(v)
+    t = type(v)
+    if t is str:
+        return quote(v) if nested else v
+    if t is bool or t is np.bool_:
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    if t is int:
+        return str(v)
+    if t is float or t is np.float64:
+        return repr(float(v))
+    if t is np.ndarray:
+        return show_tensor(v)
+    if t is tuple:
+        if len(v) == 1:
+            return f"({show(v[0], True)},)"
+        return "(" + ", ".join(show(x, True) for x in v) + ")"
+    if t is dict:
+        return "{" + ", ".join(f"{show(k, True)}: {show(x, True)}" for k, x in v.items()) + "}"
+    if t is Struct:
+        fields = ", ".join(f"{f}={show(x, True)}" for f, x in zip(v.sdef.fields, v.vals))
+        return f"{v.sdef.name}({fields})"
+    if t is StructDef:
+        return f"<struct {v.name}>"
+    if t is Function:
+        return f"<fn {v.name}>"
+    if t is Module:
+        return f"<module {v.name}>"
+    if t is range:
+        return repr(v)
+    if callable(v):
+        return f"<fn {getattr(v, 'name', None) or getattr(v, '__name__', 'builtin')}>"
+    return f"<{t.__name__}>"
+
+
+def quote(s):
+    """A string as a dg literal: double quotes and dg's escapes."""
+    body = (s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            .replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0"))
+    return f'"{body}"'
+
+
+def _element(x, fmt=None):
+    """One tensor element."""
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if fmt is not None:
+        return format(float(x), fmt)
+    return repr(float(x))
+
+
+def show_tensor(a, fmt=None):
+    """A tensor like its bracket literal; rows on separate lines when one line is too long."""
+    if a.ndim == 0:
+        return _element(a.item(), fmt)
+    elide = a.size > ELIDE_OVER
+    one_line = _nest(a, elide, fmt, None, 0)
+    if len(one_line) <= LINE_WIDTH or a.ndim == 1:
+        return one_line
+    return _nest(a, elide, fmt, "\n", 0)
+
+
+def _nest(a, elide, fmt, sep, depth):
+    """Render the nested brackets of `a`, breaking lines between rows when sep is '\\n'."""
+    if a.ndim == 1:
+        items = _cut([_element(x, fmt) for x in _ends(a, elide)], a.shape[0], elide)
+        return "[" + ", ".join(items) + "]"
+    parts = _cut([_nest(row, elide, fmt, sep, depth + 1) for row in _ends(a, elide)], a.shape[0], elide)
+    if sep is None:
+        return "[" + ", ".join(parts) + "]"
+    gap = "," + "\n" * (a.ndim - 1) + " " * (depth + 1)
+    return "[" + gap.join(parts) + "]"
+
+
+def _ends(a, elide):
+    """The rows of `a` that are shown: all, or the first and last EDGE when eliding."""
+    if elide and a.shape[0] > 2 * EDGE:
+        return list(a[:EDGE]) + list(a[-EDGE:])
+    return list(a)
+
+
+def _cut(items, n, elide):
+    """Insert `...` between the first and last EDGE items of an elided axis."""
+    if elide and n > 2 * EDGE:
+        return items[:EDGE] + ["..."] + items[EDGE:]
+    return items
+
+
+def format_value(v, spec):
+    """An f-string field: Python's format-spec mini-language applied to numbers
+    (and to each element of a tensor); other values print as `str` does."""
+    v = raw(v)
+    if not spec:
+        return show(v)
+    t = type(v)
+    try:
+        if t is bool or t is np.bool_:
+            return format(show(v), spec)
+        if t is int or t is float or t is np.float64:
+            return format(v, spec)
+        if t is np.ndarray:
+            return show_tensor(v, spec)
+        return format(show(v), spec)
+    except ValueError as exc:
+        from .errors import error
+        raise error("value", f"bad format spec '{spec}' for a {type(v).__name__}: {exc}") from None

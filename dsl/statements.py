@@ -1,0 +1,628 @@
+"""Compilation of statements, blocks, functions and whole programs into closures.
+
+A statement closure returns None to go on, BREAK or CONTINUE inside loops,
+or a 1-tuple holding a function's return value. No exception is raised for
+ordinary control flow.
+"""
+
+from . import ast as A
+from . import ops
+from .autodiff.tape import Box, raw
+from .compiler import compile_expr, compile_read, compile_sub
+from .errors import DgError, error
+from .ops.core import ndarray
+from .values import UNBOUND, Cell, Function, StructDef, type_name
+
+BREAK = object()
+CONTINUE = object()
+_MISSING = object()
+_NONE_RETURN = (None,)
+
+
+class Ctx:
+    """What compiling one function needs: its frame layout and the interpreter's services."""
+
+    def __init__(self, fn, services, top_names=()):
+        self.fn = fn                  # resolver.FunctionScope
+        self.services = services      # the interpreter (limits, imports, echo)
+        self.limits = services.limits
+        self.top_names = top_names
+
+    def slot_of(self, b):
+        """The frame slot holding local or captured binding b in this function."""
+        if b.owner is self.fn:
+            return b.slot
+        return self.fn.free_slot[b]
+
+    def declared(self, name):
+        """Whether `name` is declared at the top level of the program being compiled."""
+        return name in self.top_names
+
+    def inner(self, fn):
+        """A context for a nested function."""
+        return Ctx(fn, self.services, self.top_names)
+
+
+# ---------------------------------------------------------------- stores
+def compile_store(b, ctx, span):
+    """A closure store(f, value) binding or assigning the binding b."""
+    if isinstance(b, DgError):
+        problem = b
+
+        def fail(f, value):
+            raise error(problem.kind, problem.message, problem.span, problem.hint)
+        return fail
+    if b.kind == "global":
+        cell = b.cell
+
+        def store_global(f, value):
+            cell.v = value
+        return store_global
+    slot = ctx.slot_of(b)
+    if b.captured:
+        def store_cell(f, value):
+            f[slot].v = value
+        return store_cell
+
+    def store_local(f, value):
+        f[slot] = value
+    return store_local
+
+
+def compile_declare(b, ctx):
+    """A closure that introduces binding b (a `let`): a fresh Cell when it is captured."""
+    if b.kind == "local" and b.captured:
+        slot = b.slot
+
+        def declare_cell(f, value):
+            f[slot] = Cell(value)
+        return declare_cell
+    return compile_store(b, ctx, None)
+
+
+def destructure(value, n, span):
+    """Split a tuple (or the rows of a tensor) into exactly n values."""
+    v = raw(value)
+    if type(v) is tuple:
+        items = ops.unpack(value) if type(value) is Box else v
+    elif type(v) is ndarray and v.ndim > 0:
+        items = [ops.item(value, (i,)) for i in range(v.shape[0])]
+    else:
+        raise error("type", f"cannot unpack a {type_name(v)} into {n} names", span)
+    if len(items) != n:
+        raise error("value", f"cannot unpack {len(items)} value{'s' * (len(items) != 1)} into {n} names", span)
+    return items
+
+
+def iterate(value, span):
+    """The sequence a `for` loop walks: range, tuple, map keys, tensor rows, string characters."""
+    v = raw(value)
+    t = type(v)
+    if t is range or t is tuple or t is str:
+        return ops.unpack(value) if type(value) is Box and t is tuple else v
+    if t is dict:
+        return list(v)
+    if t is ndarray:
+        if v.ndim == 0:
+            raise error("type", "cannot iterate over a tensor with no axes", span)
+        if type(value) is Box:
+            return (ops.item(value, (i,)) for i in range(v.shape[0]))
+        return list(v) if v.ndim > 1 else v.tolist()
+    if hasattr(v, "__next__") and getattr(v, "dg_iterable", False):
+        return v
+    raise error("type", f"cannot iterate over a {type_name(v)}", span)
+
+
+# ---------------------------------------------------------------- targets
+class Target:
+    """An assignment target `root.a[k].b`: evaluates its keys, reads and rebuilds."""
+
+    def __init__(self, t, ctx):
+        path = []
+        while isinstance(t, (A.Field, A.Index)):
+            if isinstance(t, A.Field):
+                path.append(("field", t.name, t.span))
+            else:
+                path.append(("index", [compile_sub(s, ctx) for s in t.subs], t.span))
+            t = t.obj
+        path.reverse()
+        self.path = path
+        self.root = t
+        b = t.binding
+        self.read_root = (compile_read(b, t.span, ctx) if not isinstance(b, DgError)
+                          else compile_store(b, ctx, t.span))
+        self.write_root = compile_store(b, ctx, t.span)
+        self.problem = b if isinstance(b, DgError) else None
+
+    def locate(self, f):
+        """Evaluate the path: the objects along it and the key at each step."""
+        if self.problem is not None:
+            self.write_root(f, None)
+        obj = self.read_root(f)
+        objs, keys = [obj], []
+        for i, (kind, what, span) in enumerate(self.path):
+            key = what if kind == "field" else tuple(s(f) for s in what)
+            keys.append(key)
+            if i < len(self.path) - 1:
+                obj = _get(obj, kind, key, span)
+                objs.append(obj)
+        return objs, keys
+
+    def read_last(self, objs, keys):
+        """The current value at the end of the path."""
+        kind, _, span = self.path[-1]
+        return _get(objs[-1], kind, keys[-1], span)
+
+    def rebuild(self, f, objs, keys, value):
+        """Store `value` at the end of the path, copying each container on the way (value semantics)."""
+        for obj, key, (kind, _, span) in zip(reversed(objs), reversed(keys), reversed(self.path)):
+            try:
+                value = ops.set_field(obj, key, value) if kind == "field" else ops.set_item(obj, key, value)
+            except DgError as exc:
+                if exc.span is None:
+                    exc.span = span
+                raise
+        self.write_root(f, value)
+
+
+def _get(obj, kind, key, span):
+    """One step of reading along a target path."""
+    try:
+        return ops.field(obj, key) if kind == "field" else ops.item(obj, key)
+    except DgError as exc:
+        if exc.span is None:
+            exc.span = span
+        raise
+
+
+def compile_assign_one(t, ctx):
+    """A closure assign(f, value) for one target."""
+    if isinstance(t, A.Name):
+        return compile_store(t.binding, ctx, t.span)
+    target = Target(t, ctx)
+
+    def assign(f, value):
+        objs, keys = target.locate(f)
+        target.rebuild(f, objs, keys, value)
+    return assign
+
+
+# ---------------------------------------------------------------- statements
+def compile_stmt(s, ctx):
+    """Compile one statement into a closure."""
+    return _STMT[type(s)](s, ctx)
+
+
+def _expr_stmt(s, ctx):
+    ev = compile_expr(s.expr, ctx)
+
+    def ex(f):
+        ev(f)
+    return ex
+
+
+def _let(s, ctx):
+    value = compile_expr(s.value, ctx)
+    if len(s.bindings) == 1:
+        declare = compile_declare(s.bindings[0], ctx)
+
+        def let1(f):
+            declare(f, value(f))
+        return let1
+    declares = [compile_declare(b, ctx) for b in s.bindings]
+    n, span = len(declares), s.span
+
+    def let_many(f):
+        for declare, v in zip(declares, destructure(value(f), n, span)):
+            declare(f, v)
+    return let_many
+
+
+def _assign(s, ctx):
+    value = compile_expr(s.value, ctx)
+    if len(s.targets) == 1:
+        assign = compile_assign_one(s.targets[0], ctx)
+
+        def assign1(f):
+            assign(f, value(f))
+        return assign1
+    assigns = [compile_assign_one(t, ctx) for t in s.targets]
+    n, span = len(assigns), s.span
+
+    def assign_many(f):
+        for assign, v in zip(assigns, destructure(value(f), n, span)):
+            assign(f, v)
+    return assign_many
+
+
+def _aug_assign(s, ctx):
+    value = compile_expr(s.value, ctx)
+    fn = ops.BINARY[s.op]
+    span = s.span
+    t = s.target
+    if isinstance(t, A.Name):
+        read = (compile_read(t.binding, t.span, ctx) if not isinstance(t.binding, DgError)
+                else compile_store(t.binding, ctx, t.span))
+        store = compile_store(t.binding, ctx, t.span)
+
+        def aug_name(f):
+            old = read(f)
+            try:
+                new = fn(old, value(f), span)
+            except DgError as exc:
+                if exc.span is None:
+                    exc.span = span
+                raise
+            store(f, new)
+        return aug_name
+    target = Target(t, ctx)
+
+    def aug_path(f):
+        objs, keys = target.locate(f)
+        old = target.read_last(objs, keys)
+        try:
+            new = fn(old, value(f), span)
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+        target.rebuild(f, objs, keys, new)
+    return aug_path
+
+
+def _fn_decl(s, ctx):
+    make = compile_function(s.fn, ctx)
+    b = s.binding
+    if b.kind == "local" and b.captured:
+        slot = b.slot
+
+        def define_captured(f):
+            cell = f[slot] = Cell(None)   # the function may call itself through this cell
+            cell.v = make(f)
+        return define_captured
+    store = compile_store(b, ctx, s.span)
+
+    def define(f):
+        store(f, make(f))
+    return define
+
+
+def _return(s, ctx):
+    if s.value is None:
+        return lambda f: _NONE_RETURN
+    value = compile_expr(s.value, ctx)
+    return lambda f: (value(f),)
+
+
+def _condition(e, ctx):
+    """A closure evaluating an expression as a condition (SPEC section 3)."""
+    ev = compile_expr(e, ctx)
+    span = e.span
+    truth = ops.truth
+
+    def cond(f):
+        v = ev(f)
+        if v is True or v is False:
+            return v
+        try:
+            return truth(v)
+        except DgError as exc:
+            if exc.span is None:
+                exc.span = span
+            raise
+    return cond
+
+
+def _if(s, ctx):
+    cond = _condition(s.cond, ctx)
+    then = compile_block(s.then, ctx)
+    if s.orelse is None:
+        def if_only(f):
+            if cond(f):
+                return then(f)
+        return if_only
+    orelse = compile_block(s.orelse, ctx) if isinstance(s.orelse, A.Block) else compile_stmt(s.orelse, ctx)
+
+    def if_else(f):
+        if cond(f):
+            return then(f)
+        return orelse(f)
+    return if_else
+
+
+def _while(s, ctx):
+    cond = _condition(s.cond, ctx)
+    body = compile_block(s.body, ctx)
+    limits = ctx.limits
+
+    def loop(f):
+        n = 0
+        while cond(f):
+            r = body(f)
+            if r is not None:
+                if r is BREAK:
+                    break
+                if r is not CONTINUE:
+                    return r
+            n += 1
+            if not n & 1023:
+                limits.tick(1024)
+    return loop
+
+
+def _for(s, ctx):
+    iterable = compile_expr(s.iterable, ctx)
+    body = compile_block(s.body, ctx)
+    limits = ctx.limits
+    span = s.iterable.span
+    if len(s.bindings) == 1:
+        bind = compile_declare(s.bindings[0], ctx)
+    else:
+        declares = [compile_declare(b, ctx) for b in s.bindings]
+        n = len(declares)
+
+        def bind(f, item):
+            for declare, v in zip(declares, destructure(item, n, span)):
+                declare(f, v)
+
+    def loop(f):
+        k = 0
+        for item in iterate(iterable(f), span):
+            bind(f, item)
+            r = body(f)
+            if r is not None:
+                if r is BREAK:
+                    break
+                if r is not CONTINUE:
+                    return r
+            k += 1
+            if not k & 1023:
+                limits.tick(1024)
+    return loop
+
+
+def _struct_decl(s, ctx):
+    sdef = StructDef(s.name, s.fields)
+    store = compile_store(s.binding, ctx, s.span)
+
+    def define(f):
+        store(f, sdef)
+    return define
+
+
+def _import(s, ctx):
+    store = compile_store(s.binding, ctx, s.span)
+    services, name, span = ctx.services, s.module, s.span
+    origin = s.span.source
+
+    def do_import(f):
+        store(f, services.import_module(name, span, origin))
+    return do_import
+
+
+def _break(s, ctx):
+    return lambda f: BREAK
+
+
+def _continue(s, ctx):
+    return lambda f: CONTINUE
+
+
+_STMT = {
+    A.ExprStmt: _expr_stmt, A.Let: _let, A.Assign: _assign, A.AugAssign: _aug_assign,
+    A.FnDecl: _fn_decl, A.Return: _return, A.If: _if, A.While: _while, A.For: _for,
+    A.StructDecl: _struct_decl, A.Import: _import, A.Break: _break, A.Continue: _continue,
+}
+
+
+def compile_block(block, ctx):
+    """Compile a block; the closure returns the first control signal its statements give."""
+    stmts = [compile_stmt(s, ctx) for s in block.stmts]
+    if not stmts:
+        return lambda f: None
+    if len(stmts) == 1:
+        return stmts[0]
+
+    def run(f):
+        for s in stmts:
+            r = s(f)
+            if r is not None:
+                return r
+    return run
+
+
+# ---------------------------------------------------------------- functions
+class FunctionCode:
+    """A compiled function body and how to bind arguments into a new frame."""
+
+    __slots__ = ("name", "nparams", "names", "index", "defaults", "pad", "captured_params",
+                 "body", "limits")
+
+    def __init__(self, name, params, defaults, nlocals, captured_params, body, limits):
+        self.name = name
+        self.nparams = len(params)
+        self.names = [p.name for p in params]
+        self.index = {p.name: i for i, p in enumerate(params)}
+        self.defaults = defaults
+        self.pad = [None] * (nlocals - len(params))
+        self.captured_params = captured_params
+        self.body = body
+        self.limits = limits
+
+    def invoke1(self, fn, x):
+        """Call with one positional argument (the common case, kept short)."""
+        if self.nparams != 1 or self.captured_params:
+            return self.invoke(fn, (x,), None)
+        frame = [x, *self.pad, *fn.cells]
+        limits = self.limits
+        limits.depth += 1
+        if limits.depth > limits.max_depth:
+            limits.depth -= 1
+            raise limits.too_deep(None)
+        limits.calls += 1
+        if not limits.calls & 1023:
+            limits.tick(0)
+        try:
+            return self.body(frame)
+        except DgError as exc:
+            exc.exit_function(self.name)
+            raise
+        finally:
+            limits.depth -= 1
+
+    def invoke(self, fn, args, kwargs):
+        """Call with any arguments: bind, make the frame, run the body."""
+        if kwargs or len(args) != self.nparams:
+            frame = self.bind(fn, args, kwargs)
+        else:
+            frame = [*args, *self.pad, *fn.cells]
+            for i in self.captured_params:
+                frame[i] = Cell(frame[i])
+        limits = self.limits
+        limits.depth += 1
+        if limits.depth > limits.max_depth:
+            limits.depth -= 1
+            raise limits.too_deep(None)
+        limits.calls += 1
+        if not limits.calls & 1023:
+            limits.tick(0)
+        try:
+            return self.body(frame)
+        except DgError as exc:
+            exc.exit_function(self.name)
+            raise
+        finally:
+            limits.depth -= 1
+
+    def bind(self, fn, args, kwargs):
+        """Match positional and keyword arguments to parameters; fill defaults in order."""
+        n = self.nparams
+        if len(args) > n:
+            raise error("type", f"{self.name} takes {n} argument{'s' * (n != 1)} "
+                                f"but {len(args)} were given")
+        vals = list(args) + [_MISSING] * (n - len(args))
+        for key, value in (kwargs or {}).items():
+            i = self.index.get(key)
+            if i is None:
+                raise error("type", f"{self.name} has no parameter named '{key}' "
+                                    f"(its parameters are {', '.join(self.names) or 'none'})")
+            if vals[i] is not _MISSING:
+                raise error("type", f"{self.name} got two values for the parameter '{key}'")
+            vals[i] = value
+        frame = vals + self.pad + list(fn.cells)
+        captured = self.captured_params
+        for i in range(n):
+            if frame[i] is _MISSING:
+                default = self.defaults[i]
+                if default is None:
+                    missing = [self.names[j] for j in range(n) if frame[j] is _MISSING]
+                    raise error("type", f"{self.name} is missing a value for "
+                                        f"{', '.join(repr(m) for m in missing)}")
+                frame[i] = default(frame)
+            if i in captured:
+                frame[i] = Cell(frame[i])
+        return frame
+
+
+def compile_function(lam, ctx):
+    """Compile a lambda or fn body; return a closure that makes the Function (capturing cells)."""
+    scope = lam.scope
+    inner = ctx.inner(scope)
+    nlocals = scope.nslots
+    scope.layout()
+    defaults = [compile_expr(p.default, inner) if p.default is not None else None for p in lam.params]
+    captured_params = tuple(i for i, p in enumerate(lam.params) if p.binding.captured)
+    body = _compile_body(lam.body, inner)
+    code = FunctionCode(lam.name, lam.params, defaults, nlocals, captured_params, body, ctx.limits)
+    sources = [ctx.slot_of(b) for b in scope.free]
+    name = lam.name
+    if not sources:
+        return lambda f: Function(name, code, ())
+    return lambda f: Function(name, code, tuple([f[i] for i in sources]))
+
+
+def _compile_body(body, ctx):
+    """A function body as one closure returning the function's value."""
+    if not isinstance(body, A.Block):
+        return compile_expr(body, ctx)
+    stmts = body.stmts
+    if stmts and isinstance(stmts[-1], A.Return) and stmts[-1].value is not None:
+        pre = [compile_stmt(s, ctx) for s in stmts[:-1]]
+        final = compile_expr(stmts[-1].value, ctx)
+        if not pre:
+            return final
+
+        def run_then_return(f):
+            for s in pre:
+                r = s(f)
+                if r is not None:
+                    return r[0]
+            return final(f)
+        return run_then_return
+    all_stmts = [compile_stmt(s, ctx) for s in stmts]
+
+    def run(f):
+        for s in all_stmts:
+            r = s(f)
+            if r is not None:
+                return r[0]
+        return None
+    return run
+
+
+# ---------------------------------------------------------------- programs
+def compile_program(program, services, echo=None):
+    """Compile a resolved program into run() -> the value of its last expression statement.
+
+    Top-level `fn` and `struct` declarations are made before anything runs,
+    so top-level functions may call each other in any order.
+    """
+    top_names = {n for s in program.stmts for n in _names_of(s)}
+    ctx = Ctx(program.scope, services, top_names)
+    size = program.scope.layout()
+    hoisted, rest = [], []
+    last = [None]
+    for s in program.stmts:
+        if isinstance(s, (A.FnDecl, A.StructDecl)):
+            hoisted.append(compile_stmt(s, ctx))
+        elif isinstance(s, A.ExprStmt):
+            rest.append(_top_expr(s, ctx, last, echo))
+        else:
+            rest.append(compile_stmt(s, ctx))
+
+    def run():
+        frame = [None] * size
+        last[0] = None
+        for s in hoisted:
+            s(frame)
+        for s in rest:
+            s(frame)
+        return last[0]
+    return run
+
+
+def _top_expr(s, ctx, last, echo):
+    """A top-level expression statement: remembers its value, and echoes it in the REPL."""
+    ev = compile_expr(s.expr, ctx)
+
+    def ex(f):
+        v = ev(f)
+        last[0] = v
+        if echo is not None:
+            echo(v)
+    return ex
+
+
+def _names_of(s):
+    """Names a top-level statement declares."""
+    if isinstance(s, A.Let):
+        return s.names
+    if isinstance(s, (A.FnDecl, A.StructDecl)):
+        return [s.name]
+    if isinstance(s, A.Import):
+        return [s.alias]
+    return []
+
+
+__all__ = ["compile_program", "compile_function", "compile_block", "FunctionCode", "BREAK", "CONTINUE",
+           "UNBOUND"]

@@ -1,0 +1,64 @@
+"""Say in words what the parser expected, instead of grammar terminal names."""
+
+# What a person calls each terminal.
+WORDS = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "FSTRING": "a string", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "SEMI": "';'",
+    "DOT": "'.'", "ASSIGN": "'='", "ARROW": "'=>'", "AUG_OP": "an assignment operator",
+    "COMP_OP": "a comparison", "PLUS": "'+'", "MINUS": "'-'", "MUL_OP": "an operator",
+    "DSTAR": "'**'", "_NL": "a line break", "$END": "the end of the input",
+}
+KEYWORDS = ("let", "fn", "return", "if", "else", "while", "for", "in", "struct", "import",
+            "as", "true", "false", "none", "and", "or", "not", "break", "continue")
+for _kw in KEYWORDS:
+    WORDS[_kw.upper()] = f"'{_kw}'"
+
+# Terminals that can begin an expression: if the parser would take any of
+# these, "an expression" is the clearest thing to say.
+EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "FSTRING", "LPAR", "LSQB", "LBRACE",
+              "MINUS", "NOT", "TRUE", "FALSE", "NONE", "FN"}
+
+STATEMENT_END = {"_NL", "SEMI", "$END", "RBRACE"}
+
+
+def found(tok):
+    """Describe the token the parser did not want."""
+    if tok.type == "$END":
+        return "the end of the input"
+    if tok.type == "_NL":
+        return "a line break"
+    if tok.type.upper() in [k.upper() for k in KEYWORDS] and tok.type != "NAME":
+        return f"the reserved word '{tok.value}'"
+    return f"'{tok.value}'"
+
+
+def expected_words(expected):
+    """Turn a set of terminal names into a short English list."""
+    expected = set(expected)
+    if "LET" in expected:
+        return "a statement or '}'" if "RBRACE" in expected else "a statement"
+    if {"NAME", "INT"} <= expected:
+        return "an expression"
+    if expected & {"_NL", "SEMI"}:
+        return "the end of the statement (a line break or ';')"
+    words = sorted({WORDS.get(t, t.lower()) for t in expected if t != "$END"})
+    if "NAME" in expected and expected - {"NAME", "$END"} <= {"LPAR"}:
+        return "a name"
+    if not words:
+        return "nothing more"
+    if len(words) > 4:
+        words = words[:4] + ["..."]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def describe_unexpected_token(tok, prev, expected):
+    """Build the message for an UnexpectedToken: what was expected, after what, found what."""
+    what = expected_words(expected)
+    after = f" after '{prev.value}'" if prev is not None and prev.type != "_NL" else ""
+    if prev is not None and prev.type == "_NL":
+        after = " at the start of a statement"
+    message = f"expected {what}{after}, found {found(tok)}"
+    if tok.type in {k.upper() for k in KEYWORDS} and "NAME" in expected:
+        message += f" ('{tok.value}' is a reserved word and cannot be used as a name)"
+    return message

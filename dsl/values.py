@@ -1,0 +1,185 @@
+"""The runtime values of dg that are not plain Python/numpy objects.
+
+ints, floats, bools, strings and none are Python's; tensors are numpy arrays
+(float64, or bool from comparisons); tuples are tuples and maps are dicts
+(insertion-ordered). Structs, struct types, functions and modules live here.
+"""
+
+import numpy as np
+
+
+class Cell:
+    """A variable captured by a closure (or a module-level name)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v=None):
+        self.v = v
+
+
+class _Unbound:
+    """The value of a declared name before its `let` has run."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unbound>"
+
+
+UNBOUND = _Unbound()
+
+
+class StructDef:
+    """A struct type: its name and field names; calling it builds an instance."""
+
+    __slots__ = ("name", "fields", "index")
+
+    def __init__(self, name, fields):
+        self.name = name
+        self.fields = tuple(fields)
+        self.index = {f: i for i, f in enumerate(self.fields)}
+
+    def __call__(self, *args, **kwargs):
+        from .errors import error
+        n = len(self.fields)
+        if len(args) > n:
+            raise error("type", f"{self.name} has {n} field{'s' * (n != 1)} "
+                                f"but {len(args)} values were given")
+        vals = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            i = self.index.get(key)
+            if i is None:
+                raise error("key", f"{self.name} has no field '{key}' "
+                                   f"(its fields are {', '.join(self.fields) or 'none'})")
+            if vals[i] is not _MISSING:
+                raise error("type", f"the field '{key}' of {self.name} is given twice")
+            vals[i] = value
+        missing = [self.fields[i] for i, v in enumerate(vals) if v is _MISSING]
+        if missing:
+            raise error("type", f"{self.name} needs a value for the field"
+                                f"{'s' * (len(missing) > 1)} {', '.join(repr(m) for m in missing)}")
+        return Struct(self, vals)
+
+    def __repr__(self):
+        return f"<struct {self.name}>"
+
+
+_MISSING = object()
+
+
+class Struct:
+    """An instance of a struct type. From Python: `s.field`, `s._name`, `s._fields`."""
+
+    __slots__ = ("sdef", "vals")
+
+    def __init__(self, sdef, vals):
+        if isinstance(sdef, str):
+            raise TypeError("use dsl.make_struct(name, **fields) to build a struct from Python")
+        self.sdef = sdef
+        self.vals = list(vals)
+
+    @property
+    def _name(self):
+        """The struct type's name."""
+        return self.sdef.name
+
+    @property
+    def _fields(self):
+        """The field names, in declaration order."""
+        return self.sdef.fields
+
+    def _asdict(self):
+        """The fields as a dict, in order."""
+        return dict(zip(self.sdef.fields, self.vals))
+
+    def __getattr__(self, name):
+        if name in ("sdef", "vals") or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self.vals[self.sdef.index[name]]
+        except (KeyError, AttributeError):
+            raise AttributeError(f"struct has no field {name!r}") from None
+
+    def __eq__(self, other):
+        from .ops.compare import values_equal
+        return isinstance(other, Struct) and values_equal(self, other)
+
+    def __hash__(self):
+        return hash((self.sdef.name, self.sdef.fields))
+
+    def __repr__(self):
+        from .printing import show
+        return show(self)
+
+
+def make_struct(name, **fields):
+    """Build a struct from Python: `make_struct("Linear", w=..., b=...)`."""
+    return Struct(StructDef(name, fields.keys()), list(fields.values()))
+
+
+class Function:
+    """A dg closure: compiled code plus the cells it captured."""
+
+    __slots__ = ("name", "code", "cells", "__weakref__")
+
+    def __init__(self, name, code, cells):
+        self.name = name
+        self.code = code          # a compiler.FunctionCode
+        self.cells = cells        # tuple of Cells, in the code's free-variable order
+
+    def __call__(self, *args, **kwargs):
+        return self.code.invoke(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<fn {self.name}>"
+
+
+class Module:
+    """An imported dg module: its top-level names, read as `mod.name`."""
+
+    __slots__ = ("name", "path", "cells")
+
+    def __init__(self, name, path, cells):
+        self.name = name
+        self.path = path
+        self.cells = cells        # name -> Cell
+
+    def __repr__(self):
+        return f"<module {self.name}>"
+
+
+def is_callable_value(v):
+    """Whether `v` is something a dg program can call."""
+    return isinstance(v, (Function, StructDef)) or (callable(v) and not isinstance(v, (type, Module)))
+
+
+def type_name(v):
+    """The name `type(x)` gives for a value (SPEC section 3)."""
+    from .autodiff.tape import raw
+    v = raw(v)
+    t = type(v)
+    if t is bool or t is np.bool_:
+        return "bool"
+    if t is int:
+        return "int"
+    if t is float or t is np.float64:
+        return "float"
+    if t is str:
+        return "string"
+    if v is None:
+        return "none"
+    if t is np.ndarray:
+        return "tensor"
+    if t is tuple:
+        return "tuple"
+    if t is dict:
+        return "map"
+    if t is Struct:
+        return v.sdef.name
+    if t is Module:
+        return "module"
+    if t is range:
+        return "range"
+    if is_callable_value(v):
+        return "function"
+    return t.__name__
