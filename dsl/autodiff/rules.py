@@ -206,9 +206,21 @@ def _extreme(g, ans, x, axis=None, keepdims=False):
 
 defvjp("Max", _extreme)
 defvjp("Min", _extreme)
-defvjp("LogSumExp", lambda g, ans, x, axis=None, keepdims=False: O.mul(
-    _spread(g, x, axis, keepdims),
-    O.exp(O.sub(x, O.keep_axes(ans, shape(x), axis, keepdims)))))
+
+
+def _logsumexp(g, ans, x, axis=None, keepdims=False):
+    """d/dx logsumexp(x) = softmax(x) over the reduced axes (computed stably)."""
+    xs = shape(x)
+    if axis is None:
+        weights = O.reshape(O.softmax(O.reshape(x, (-1,))), xs) if xs else 1.0
+    elif type(axis) is tuple:
+        weights = O.exp(O.sub(x, O.keep_axes(ans, xs, axis, keepdims)))
+    else:
+        weights = O.softmax(x, axis)
+    return O.mul(_spread(g, x, axis, keepdims), weights)
+
+
+defvjp("LogSumExp", _logsumexp)
 
 
 # ---------------------------------------------------------------- shapes

@@ -8,7 +8,7 @@ from ..errors import error
 from . import rules  # noqa: F401  (registers the rule table)
 from . import tape
 from .tape import Box, Trace, backward, defvjp_all, raw, record
-from .trees import (children, contains_box, cotangent_value, flatten, is_container, is_differentiable_leaf,
+from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf,
                     strip, unflatten)
 
 
@@ -223,7 +223,7 @@ def stop_gradient(x):
 def custom_vjp(f, bwd, opts=None):
     """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
 
-    def forward(*leaves, spec=None, kwargs=None):
+    def forward(*leaves, spec=None, kwargs=None, **_):
         return f(*unflatten(spec, leaves), **kwargs)
 
     def call(*args, **kwargs):
@@ -247,16 +247,12 @@ def _custom_vjp_rule(g, ans, leaves, kw, wanted):
         raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
                             f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
     out = []
-    for arg, grad_tree in zip(args, raw(result)):
-        arg_leaves, _ = flatten(arg)
-        if grad_tree is None:
-            out += [None] * len(arg_leaves)
-            continue
-        grad_leaves, _ = flatten(grad_tree) if type(arg) is not Box and is_container(arg) else ([grad_tree], None)
-        if len(grad_leaves) != len(arg_leaves):
+    for arg_spec, grad_tree in zip(spec[1], raw(result)):
+        try:
+            out += flatten_like(arg_spec, grad_tree)
+        except ValueError:
             raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
-                                f"whose structure does not match its argument")
-        out += grad_leaves
+                                f"whose structure does not match its argument") from None
     return [o if w else None for o, w in zip(out, wanted)]
 
 
@@ -268,7 +264,7 @@ def checkpoint(f, opts=None):
     """checkpoint(f): f, whose intermediates are recomputed during backward instead of kept."""
     opts = opts or Options()
 
-    def forward(*leaves, spec=None, kwargs=None, fn=None, check=True):
+    def forward(*leaves, spec=None, kwargs=None, **_):
         return f(*unflatten(spec, leaves), **kwargs)
 
     def call(*args, **kwargs):

@@ -128,6 +128,25 @@ def flatten(tree):
     return leaves, spec
 
 
+def flatten_like(spec, tree):
+    """The subtrees of `tree` at the leaf positions of `spec` (a flatten description).
+
+    A None tree gives None for every leaf; a structure mismatch raises ValueError.
+    """
+    if spec is None:
+        return [tree]
+    template, kids = spec
+    if tree is None:
+        return [None] * sum(len(flatten_like(k, None)) for k in kids)
+    items = children(raw(tree)) if is_container(raw(tree)) else None
+    if items is None or len(items) != len(kids):
+        raise ValueError("structure mismatch")
+    out = []
+    for k, item in zip(kids, items):
+        out += flatten_like(k, item)
+    return out
+
+
 def unflatten(spec, leaves):
     """Rebuild a tree from `flatten`'s description and new leaves."""
     it = iter(leaves)

@@ -77,6 +77,8 @@ def tensor(x):
             return np.stack([raw(p) for p in parts])
         return ops.stack(parts)
     if t in (int, float, bool) or isinstance(v, np.generic):
+        if type(x) is Box:
+            return ops.reshape(x, ())
         return np.asarray(v, dtype=bool if t is bool else np.float64)
     raise error("type", f"tensor() takes numbers, tensors or tuples of them, not a {type_name(v)}")
 

@@ -88,7 +88,9 @@ def cat(tensors, axis=0, span=None):
 
 
 def _cat(*items, axis=0):
-    """cat on unboxed tensors, with shape checks."""
+    """cat on values unboxed at one level (they may be boxed at an outer one), with shape checks."""
+    if any(type(t) is Box for t in items):
+        return record("CatOp", _cat, items, {"axis": axis})
     vals = [to_tensor(t, "tensors to cat") for t in items]
     nd = vals[0].ndim
     if nd == 0:
@@ -110,7 +112,9 @@ def stack(tensors, axis=0, span=None):
 
 
 def _stack(*items, axis=0):
-    """stack on unboxed values, with shape checks."""
+    """stack on values unboxed at one level (they may be boxed at an outer one), with shape checks."""
+    if any(type(t) is Box for t in items):
+        return record("Stack", _stack, items, {"axis": axis})
     vals = [to_tensor(t, "numbers or tensors to stack") for t in items]
     shape = vals[0].shape
     for v in vals[1:]:
@@ -233,10 +237,15 @@ def index_add(g, key, shape, span=None):
     return out
 
 
+def _set_index_forward(x, v, key=None):
+    """set_index with the argument order the SetIndex node records (the tensors first)."""
+    return set_index(x, key, v)
+
+
 def set_index(x, key, v, span=None):
     """A copy of tensor x with x[key] = v (value semantics)."""
     if type(x) is Box or type(v) is Box:
-        return record("SetIndex", set_index, (x, v), {"key": key}, span)
+        return record("SetIndex", _set_index_forward, (x, v), {"key": key}, span)
     out = np.array(x, dtype=FLOAT if x.dtype.kind != "b" or type(raw(v)) is not bool else bool)
     val = raw(v)
     try:

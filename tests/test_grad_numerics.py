@@ -1,0 +1,106 @@
+"""SPEC 6.6-6.8: the conventions at kinks and ties, stability at large logits, no NaN from a
+zero upstream gradient, and the numerics check that names the forward operation."""
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+
+
+def value(src, name="g", **kw):
+    """Run dg source and return one of its names."""
+    interp = dsl.Interpreter(seed=0, **kw)
+    interp.run(src, "n.dg")
+    return interp.lookup(name)
+
+
+def test_where_sqrt_at_minus_one_has_zero_gradient_not_nan():
+    g = value("let g = grad(fn(x) => where(x > 0.0, sqrt(x), 0.0))(-1.0)")
+    assert g == 0.0
+    g = value("let g = grad(fn(x) => sum(where(x > 0.0, sqrt(x), 0.0)))([-1.0, 4.0, 0.0])")
+    assert np.array_equal(g, [0.0, 0.25, 0.0])
+
+
+def test_where_ln_and_division_at_zero_are_zero():
+    g = value("let g = grad(fn(x) => sum(where(x > 0.0, ln(x) + 1.0 / x + log2(x), 1.0)))([0.0, 1.0])")
+    assert g[0] == 0.0 and np.isclose(g[1], 1.0 - 1.0 + 1.0 / np.log(2.0))
+
+
+def test_abs_and_relu_derivative_at_zero_is_zero():
+    assert value("let g = grad(fn(x) => abs(x))(0.0)") == 0.0
+    assert value("let g = grad(fn(x) => relu(x))(0.0)") == 0.0
+    assert np.array_equal(value("let g = grad(fn(x) => sum(abs(x) + relu(x)))([0.0, -1.0, 2.0])"),
+                          [0.0, -1.0, 2.0])
+
+
+def test_max_min_ties_share_the_gradient():
+    assert np.array_equal(value("let g = grad(fn(x) => max(x))([1.0, 3.0, 3.0])"), [0.0, 0.5, 0.5])
+    assert np.array_equal(value("let g = grad(fn(x) => min(x))([2.0, 2.0, 2.0, 5.0])"),
+                          [1 / 3, 1 / 3, 1 / 3, 0.0])
+    g = value("let g = grad(fn(x) => sum(max(x, axis=1)))([[1.0, 1.0], [0.0, 2.0]])")
+    assert np.array_equal(g, [[0.5, 0.5], [0.0, 1.0]])
+    ga, gb = value("let g = grad(fn(a, b) => maximum(a, b) + minimum(a, b) * 3.0, argnums=(0, 1))(2.0, 2.0)")
+    assert ga == 2.0 and gb == 2.0
+
+
+def test_clamp_passes_gradient_inside_the_closed_interval():
+    g = value("let g = grad(fn(x) => sum(clamp(x, -1.0, 1.0)))([-2.0, -1.0, 0.0, 1.0, 2.0])")
+    assert np.array_equal(g, [0.0, 1.0, 1.0, 1.0, 0.0])
+
+
+def test_pow_derivative_in_the_exponent_at_zero_base_is_zero():
+    assert value("let g = grad(fn(y) => 0.0 ** y)(2.0)") == 0.0
+    g = value("let g = grad(fn(y) => sum([0.0, 2.0] ** y))(3.0)")
+    assert np.isclose(g, 8.0 * np.log(2.0))
+
+
+def test_logsumexp_of_large_equal_logits():
+    lse = value("let g = logsumexp([1000.0, 1000.0])")
+    assert np.isclose(lse, 1000.0 + np.log(2.0))
+    g = value("let g = grad(fn(x) => logsumexp(x))([1000.0, 1000.0])")
+    assert np.allclose(g, [0.5, 0.5], atol=1e-15)
+
+
+@pytest.mark.parametrize("logit", [1000.0, -1000.0])
+def test_softmax_family_is_stable_at_large_logits(logit):
+    src = f"""
+let x = [{logit}, 0.0, {-logit}]
+let s = softmax(x)
+let ls = log_softmax(x)
+let ce = cross_entropy([x, x], [0.0, 2.0])
+let gs = grad(fn(x) => sum(softmax(x) * [1.0, 2.0, 3.0]))(x)
+let gl = grad(fn(x) => sum(log_softmax(x) * [1.0, 2.0, 3.0]))(x)
+let gc = grad(fn(x) => cross_entropy(x, 1.0))(x)
+let g = 0
+"""
+    interp = dsl.Interpreter()
+    interp.run(src)
+    for name in ("s", "ls", "ce", "gs", "gl", "gc"):
+        v = np.asarray(interp.lookup(name), dtype=float)
+        assert np.all(np.isfinite(v)), name
+    assert np.isclose(interp.lookup("ce"), 0.5 * (0.0 + 2000.0)) if logit > 0 else True
+
+
+def test_sigmoid_is_stable():
+    s = value("let g = sigmoid([-1000.0, 0.0, 1000.0, -40.0])")
+    assert np.array_equal(s[:3], [0.0, 0.5, 1.0]) and s[3] > 0.0
+
+
+def test_numerics_check_names_the_operation_and_location():
+    with pytest.raises(DgError) as info:
+        value("fn f(x) {\n    return sqrt(x) * 2.0\n}\nlet g = grad(f)(0.0)")
+    err = info.value
+    assert err.kind == "numerics"
+    assert "Sqrt" in err.message and "n.dg:2:12" in err.message
+    assert (err.line, err.column) == (2, 12)
+
+
+def test_numerics_check_can_be_switched_off():
+    g = value("let g = grad(fn(x) => sqrt(x))(0.0)", check_numerics=False)
+    assert np.isinf(g)
+
+
+def test_zero_upstream_never_makes_nan_in_division_and_pow():
+    g = value("let g = grad(fn(x) => 0.0 * (1.0 / x) + 0.0 * x ** 0.5)(0.0)", check_numerics=True)
+    assert g == 0.0
