@@ -19,7 +19,7 @@ options:
   --max-depth N         nested calls allowed (default 1000)
   --max-steps N         stop after N loop iterations and calls (default: no limit)
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
-  --max-tensor N        the most elements one tensor may have (default 2**31)
+  --max-tensor N        the most elements one tensor may have (default: a quarter of memory)
   --seed N              seed the random generator before the program runs
 """
 
@@ -171,7 +171,6 @@ def _run_file(settings, path, script_args):
 
 def _check(paths):
     """Parse and resolve each file; print every error; exit 1 if any."""
-    from .interpreter import Interpreter
     found = 0
     for path in paths:
         try:
@@ -181,7 +180,7 @@ def _check(paths):
             sys.stderr.write(f"dg: cannot read {path}: {exc}\n")
             found += 1
             continue
-        for err in Interpreter().check(text, path):
+        for err in make_interpreter({}).check(text, path):   # binds argv, as `dg run` does
             sys.stderr.write(str(err) + "\n\n")
             found += 1
     if found:

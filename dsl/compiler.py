@@ -253,7 +253,9 @@ def _field(e, ctx):
 
     def ev(f):
         try:
-            return field(obj(f), name)
+            o = obj(f)
+            tape.current_span = span    # a StructField node recorded here points at this read
+            return field(o, name)
         except DgError as exc:
             if exc.span is None:
                 exc.span = span
@@ -293,7 +295,9 @@ def _index(e, ctx):
 
         def ev1(f):
             try:
-                return item(obj(f), (sub(f),))
+                o, k = obj(f), sub(f)
+                tape.current_span = span    # MapLookup/StructField/Index nodes point at this read
+                return item(o, (k,))
             except DgError as exc:
                 if exc.span is None:
                     exc.span = span
@@ -302,7 +306,9 @@ def _index(e, ctx):
 
     def ev(f):
         try:
-            return item(obj(f), tuple([s(f) for s in subs]))
+            o, k = obj(f), tuple([s(f) for s in subs])
+            tape.current_span = span
+            return item(o, k)
         except DgError as exc:
             if exc.span is None:
                 exc.span = span

@@ -115,6 +115,10 @@ class DgError(Exception):
     def __str__(self):
         return format_error(self)
 
+    def _render_traceback_(self):
+        """How IPython/Jupyter show the error: the SPEC format, without a Python traceback."""
+        return format_error(self.settle()).split("\n")
+
 
 def _subclass(kind):
     """Make the DgError subclass for one kind, e.g. ShapeError."""
@@ -168,9 +172,27 @@ def format_error(err):
         gutter = "   "
     else:
         gutter = "   "
-    for name, call in err.frames + ([(err.pending, None)] if err.pending else []):
-        where = f", called at {call.where()}" if call is not None else ""
-        out.append(f"{gutter}= in {name}{where}")
+    out += [gutter + line for line in _stack_lines(err.frames + ([(err.pending, None)] if err.pending else []))]
     if err.hint:
         out.append(f"{gutter}= help: {err.hint}")
     return "\n".join(out)
+
+
+MAX_STACK_GROUPS = 20
+
+
+def _stack_lines(frames):
+    """The `= in f, called at ...` lines, with repeats folded and a long stack shortened."""
+    groups = []
+    for name, call in frames:
+        line = f"= in {name}" + (f", called at {call.where()}" if call is not None else "")
+        if groups and groups[-1][0] == line:
+            groups[-1][1] += 1
+        else:
+            groups.append([line, 1])
+    lines = [line if n == 1 else f"{line} (and {n - 1} more time{'s' * (n > 2)} in a row)"
+             for line, n in groups]
+    if len(lines) > MAX_STACK_GROUPS:
+        half = MAX_STACK_GROUPS // 2
+        lines = lines[:half] + [f"= ... {len(lines) - 2 * half} more calls ..."] + lines[-half:]
+    return lines

@@ -5,6 +5,7 @@ generator, its limits and its differentiation settings. Several interpreters
 in one process share nothing.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +23,16 @@ from .resources import stdlib_dir
 from .statements import compile_program
 from .values import UNBOUND, Module
 
-DEFAULT_MAX_TENSOR = 2 ** 31   # elements (16 GiB of float64); see limits in the README
+def _default_max_tensor():
+    """A quarter of the machine's memory, in float64 elements (2**28 if it cannot be read)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2 ** 28
+    return max(2 ** 20, memory // 4 // 8)
+
+
+DEFAULT_MAX_TENSOR = _default_max_tensor()   # elements; see "Reliability" in the README
 
 
 class Interpreter:
@@ -96,6 +106,9 @@ class Interpreter:
         """Resolve, compile and run a parsed program in a module's namespace."""
         resolver = Resolver(module.cells, self.builtins)
         resolver.resolve_program(program)
+        for problem in resolver.problems:
+            if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
+                raise problem
         code = compile_program(program, self, echo)
         outermost = self.running == 0
         if outermost:
@@ -169,3 +182,44 @@ class Interpreter:
             self.main.cells[name] = Cell(value)
         else:
             cell.v = value
+
+    # -- embedding: Python values in and out (dsl/embed.py, docs/python.md) --
+    def eval(self, expr):
+        """The value of one dg expression, converted to Python."""
+        from . import embed
+        return embed.evaluate(self, expr)
+
+    def get(self, name):
+        """A top-level name's value, converted to Python (arrays are copies)."""
+        from . import embed
+        return embed.get(self, name)
+
+    def set(self, name, value):
+        """Bind a top-level name to a Python value (converted; arrays are copied)."""
+        from . import embed
+        embed.set_(self, name, value)
+
+    def function(self, name):
+        """A dg function as a Python callable that converts arguments and results."""
+        from . import embed
+        return embed.function(self, name)
+
+    def grad(self, name, argnums=0):
+        """A Python callable returning the gradient of dg function `name`, shaped like the arguments."""
+        from . import embed
+        return embed.grad(self, name, argnums)
+
+    def value_and_grad(self, name, argnums=0):
+        """A Python callable returning (value, gradient) of dg function `name`."""
+        from . import embed
+        return embed.value_and_grad(self, name, argnums)
+
+    def define(self, name, fn, vjp=None):
+        """Make Python callable `fn` a dg function; `vjp(*args, out, g)` makes it differentiable."""
+        from . import embed
+        embed.define(self, name, fn, vjp)
+
+    def tape(self):
+        """The most recent gradient computation's tape as rows (dsl.tape_view.TapeRow)."""
+        from . import embed
+        return embed.tape_of(self)

@@ -11,6 +11,7 @@ np.seterr(all="ignore")   # IEEE results (inf, nan) are dg's semantics, not warn
 ndarray = np.ndarray
 FLOAT = np.float64
 INT64_MAX = 2 ** 63 - 1
+MAX_AXES = 32           # numpy allows 64; more than 32 axes is surely a mistake
 
 
 def fmt_shape(shape):
@@ -120,6 +121,8 @@ def check_shape_arg(shape, what="shape"):
         if type(s) is not int:
             raise error("type", f"a {what} must hold ints, got {type_name(s)}")
         out.append(s)
+    if len(out) > MAX_AXES:
+        raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(out)}")
     return tuple(out)
 
 

@@ -4,7 +4,7 @@ broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_ad
 import numpy as np
 
 from ..autodiff.tape import record
-from .core import (Box, FLOAT, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
+from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
                    raw, to_tensor, type_name)
 
 MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
@@ -121,6 +121,8 @@ def _stack(*items, axis=0):
         if v.shape != shape:
             raise error("shape", f"cannot stack tensors of different shapes "
                                  f"{fmt_shape(shape)} and {fmt_shape(v.shape)}")
+    if len(shape) >= MAX_AXES:
+        raise error("limit", f"a tensor may have at most {MAX_AXES} axes")
     ax = normalize_axis(axis, len(shape) + 1, False)
     check_size((len(vals),) + shape)
     return np.stack(vals, axis=ax)
