@@ -148,24 +148,7 @@ def call_dg(interp, fn, args, kwargs):
     from .compiler import call_value
     if interp is None:
         return call_value(fn, args, kwargs, None)
-    outermost = interp.running == 0
-    if outermost:
-        interp.limits.start()
-        tape.current_span = None    # nodes recorded before any dg call site have no location
-    ops.shape.MAX_ELEMENTS = interp.max_tensor_elements
-    interp.running += 1
-    try:
-        return call_value(fn, args, kwargs, None)
-    except DgError as exc:
-        raise exc.settle() if outermost else exc
-    except RecursionError:
-        raise interp.limits.too_deep(tape.current_span) from None
-    except MemoryError:
-        raise error("limit", "out of memory", tape.current_span) from None
-    finally:
-        interp.running -= 1
-        if outermost:
-            interp.limits.depth = 0
+    return interp.call_in_run(call_value, fn, args, kwargs, None)
 
 
 class PyFunction:

@@ -110,13 +110,20 @@ class Interpreter:
             if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
                 raise problem
         code = compile_program(program, self, echo)
+        return self.call_in_run(code)
+
+    def call_in_run(self, fn, *args, **kwargs):
+        """Call `fn` as part of a run: limits armed for the outermost call, the run's
+        error conversions applied (recursion and memory exhaustion become `limit`
+        errors), and a DgError's call stack closed when it leaves the outermost call."""
         outermost = self.running == 0
         if outermost:
             self.limits.start()
+            tape.current_span = None      # nodes recorded before any dg call site have no location
         ops.shape.MAX_ELEMENTS = self.max_tensor_elements
         self.running += 1
         try:
-            return code()
+            return fn(*args, **kwargs)
         except DgError as exc:
             raise exc.settle() if outermost else exc
         except RecursionError:

@@ -180,6 +180,8 @@ def type_name(v):
         return "module"
     if t is range:
         return "range"
+    if getattr(v, "dg_iterable", False):
+        return "iterator"
     if is_callable_value(v):
         return "function"
     return t.__name__

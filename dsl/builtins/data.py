@@ -1,0 +1,182 @@
+"""Data builtins: load_csv, batches, one_hot, train_test_split (SPEC section 9).
+
+Shuffling draws from the interpreter's seeded generator, so a seeded program
+sees the same batches and the same split on every run.
+"""
+
+import csv
+import math
+
+import numpy as np
+
+from .. import ops
+from ..autodiff.tape import Box, raw
+from ..errors import error
+from ..ops.core import ndarray
+from ..ops.shape import check_size
+from ..values import type_name
+from .files import read_path
+
+
+def make(interp):
+    """The data builtins, bound to one interpreter (for its random generator)."""
+
+    def batches(x, y, size, shuffle=True):
+        """batches(x, y, size, shuffle=true): (xb, yb) pairs of up to `size` rows, shuffled each call."""
+        n = _rows(x, "batches' x")
+        if _rows(y, "batches' y") != n:
+            raise error("shape", f"batches needs x and y with the same number of rows, got "
+                                 f"{n} and {_rows(y, 'y')}")
+        count = _positive_int(size, "batches' size")
+        order = interp.rng.permutation(n) if _flag(shuffle, "shuffle") else np.arange(n)
+        return Batches(x, y, order, count)
+
+    def train_test_split(x, y, fraction):
+        """train_test_split(x, y, fraction): (x_train, x_test, y_train, y_test); fraction is the test share."""
+        n = _rows(x, "train_test_split's x")
+        if _rows(y, "train_test_split's y") != n:
+            raise error("shape", f"train_test_split needs x and y with the same number of rows, got "
+                                 f"{n} and {_rows(y, 'y')}")
+        f = raw(fraction)
+        if type(f) not in (int, float) or not 0 < f < 1:
+            raise error("value", f"train_test_split's fraction is the share of rows for testing, "
+                                 f"a number between 0 and 1 (exclusive), got {_show(f)}")
+        n_test = math.ceil(f * n)
+        if n_test >= n:
+            raise error("value", f"train_test_split with fraction {f} leaves no training rows out of {n}")
+        order = interp.rng.permutation(n)
+        test, train = order[:n_test], order[n_test:]
+        return _take(x, train), _take(x, test), _take(y, train), _take(y, test)
+
+    return {"load_csv": load_csv, "batches": batches, "one_hot": one_hot,
+            "train_test_split": train_test_split}
+
+
+class Batches:
+    """The (xb, yb) pairs of one pass over a data set; a `for` loop walks it once."""
+
+    dg_iterable = True
+
+    def __init__(self, x, y, order, size):
+        """Batches of the rows of x and y in `order`, `size` at a time."""
+        self.x, self.y, self.order, self.size = x, y, order, size
+        self.start = 0
+
+    def __iter__(self):
+        """The iterator itself (one pass)."""
+        return self
+
+    def __next__(self):
+        """The next (xb, yb) pair."""
+        if self.start >= len(self.order):
+            raise StopIteration
+        idx = self.order[self.start:self.start + self.size]
+        self.start += self.size
+        return _take(self.x, idx), _take(self.y, idx)
+
+    def __len__(self):
+        """The number of batches still to come."""
+        return max(0, math.ceil((len(self.order) - self.start) / self.size))
+
+
+def _take(x, idx):
+    """The rows of x at positions idx (differentiably when x is recorded)."""
+    if type(x) is Box:
+        return ops.gather(x, idx.astype(np.float64))
+    return raw(x)[idx]
+
+
+def _rows(x, what):
+    """The number of rows (axis 0) of a tensor argument."""
+    v = raw(x)
+    if type(v) is not ndarray or v.ndim == 0:
+        raise error("type", f"{what} must be a tensor with at least one axis, got "
+                            + (f"shape {ops.fmt_shape(v.shape)}" if type(v) is ndarray else f"a {type_name(v)}"))
+    return v.shape[0]
+
+
+def _positive_int(v, what):
+    """A positive int argument (int-valued floats accepted)."""
+    v = raw(v)
+    if type(v) is float and v.is_integer():
+        v = int(v)
+    if type(v) is not int:
+        raise error("type", f"{what} must be an int, got {type_name(v)}")
+    if v < 1:
+        raise error("value", f"{what} must be at least 1, got {v}")
+    return v
+
+
+def _flag(v, what):
+    """A bool argument."""
+    v = raw(v)
+    if type(v) is not bool:
+        raise error("type", f"{what} must be true or false, got {type_name(v)}")
+    return v
+
+
+def _show(v):
+    """A value as dg prints it."""
+    from ..printing import show
+    return show(v, True)
+
+
+def one_hot(labels, n):
+    """one_hot(labels, n): a tensor of shape shape(labels) + (n,) with 1.0 at each label."""
+    count = _positive_int(n, "one_hot's n")
+    v = raw(labels)
+    if type(v) in (int, float):
+        v = np.asarray(float(v))
+    elif type(v) is tuple:
+        v = np.asarray(v, dtype=np.float64) if all(type(i) in (int, float) for i in v) else None
+    if type(v) is not ndarray or v.dtype.kind not in "fiu":
+        raise error("type", f"one_hot needs labels as an int, a tensor or a tuple of ints, got {type_name(labels)}")
+    if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
+        raise error("value", "one_hot needs whole-number labels")
+    bad = (v < 0) | (v >= count)
+    if np.any(bad):
+        first = float(v[bad].flat[0])
+        raise error("index", f"one_hot: the label {_show(first)} is out of range for {count} classes "
+                             f"(labels go from 0 to {count - 1})")
+    check_size(v.shape + (count,))
+    return (v[..., None] == np.arange(count)).astype(np.float64)
+
+
+def load_csv(path, header=True, columns=False):
+    """load_csv(path, header=true, columns=false): a 2-d tensor, or a map of column tensors."""
+    has_header = _flag(header, "load_csv's header")
+    as_columns = _flag(columns, "load_csv's columns")
+    source = read_path(path, "load_csv")
+    try:
+        with open(source, newline="", encoding="utf-8-sig") as fh:
+            rows = [(i, r) for i, r in enumerate(csv.reader(fh), 1) if r and any(c.strip() for c in r)]
+    except OSError as exc:
+        raise error("value", f"cannot read {source}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise error("value", f"{source} is not a readable CSV file: {exc}") from None
+    names = None
+    if has_header:
+        if not rows:
+            raise error("value", f"{source} is empty: there is no header line")
+        names = [c.strip() for c in rows[0][1]]
+        rows = rows[1:]
+        dup = next((c for c in names if names.count(c) > 1), None)
+        if dup is not None:
+            raise error("value", f"{source}: the column name {dup!r} appears twice in the header")
+    width = len(names) if names is not None else (len(rows[0][1]) if rows else 0)
+    table = np.empty((len(rows), width))
+    for r, (line, cells) in enumerate(rows):
+        if len(cells) != width:
+            raise error("value", f"{source}, line {line}: {len(cells)} values where "
+                                 f"{'the header has' if names is not None else 'the first row has'} {width}")
+        for c, cell in enumerate(cells):
+            try:
+                table[r, c] = float(cell)
+            except ValueError:
+                col = f"'{names[c]}'" if names is not None else str(c + 1)
+                raise error("value", f"{source}, line {line}, column {col}: {cell.strip()!r} is not a "
+                                     "number (load_csv reads numeric tables)") from None
+    if not as_columns:
+        return table
+    keys = names if names is not None else list(range(width))
+    return {k: table[:, i].copy() for i, k in enumerate(keys)}
