@@ -4,13 +4,31 @@
     interp = dsl.Interpreter()
     interp.run("fn f(x) { return x * x }")
     interp.grad("f")(3.0)        # 6.0
+
+The names below load on first use, so that importing a light submodule (the
+Pygments lexer, say) does not pull in numpy and the interpreter.
 """
 
-from .errors import DgError
-from .interpreter import Interpreter
-from .tape_view import TapeRow, format_tape, tape_dot, tape_rows
-from .values import Struct, make_struct
-
 __version__ = "0.1.0"
-__all__ = ["Interpreter", "DgError", "Struct", "make_struct", "TapeRow", "tape_rows", "format_tape", "tape_dot",
-           "__version__"]
+
+_EXPORTS = {
+    "Interpreter": "interpreter", "DgError": "errors", "Struct": "values", "make_struct": "values",
+    "TapeRow": "tape_view", "tape_rows": "tape_view", "format_tape": "tape_view", "tape_dot": "tape_view",
+}
+__all__ = list(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    """Import an exported name's module when the name is first used."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsl' has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    """List the lazily exported names too."""
+    return sorted(list(globals()) + list(_EXPORTS))

@@ -111,3 +111,16 @@ def test_dg_run_does_not_import_prompt_toolkit():
 def test_progress_returns_items_unchanged():
     got = dsl.Interpreter().run("let t = ()\nfor x in progress(([1.0, 2.0], 3)) { t = t + (x,) }\nt")
     assert np.array_equal(got[0], [1.0, 2.0]) and got[1] == 3
+
+
+def test_print_inside_a_progress_loop_erases_and_redraws_the_bar(monkeypatch):
+    # the bar and the printed lines share one terminal: print must not land on the bar's line
+    term = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    interp = dsl.Interpreter(stdout=term)
+    interp.run('for i in progress(range(2), "t") { print("line", i) }')
+    text = term.getvalue()
+    assert "\r\x1b[Kline 0\n" in text and "\r\x1b[Kline 1\n" in text
+    after_first = text.split("line 0\n", 1)[1]
+    assert after_first.startswith("\rt  ["), "the bar is redrawn after the printed line"
+    assert len(progress_mod.LIVE) == 0

@@ -12,6 +12,7 @@ from ..ops.core import ndarray
 from ..printing import show
 from ..statements import iterate
 from ..values import Struct, type_name
+from . import progress
 
 
 def make(interp):
@@ -20,7 +21,11 @@ def make(interp):
     def print_(*args, sep=" ", end="\n"):
         """print(a, b, ...): the values separated by spaces, then a line break."""
         out = interp.stdout
-        out.write(str(raw(sep)).join(show(a) for a in args) + str(raw(end)))
+        text = str(raw(sep)).join(show(a) for a in args) + str(raw(end))
+        if progress.LIVE:
+            progress.around_print(lambda: out.write(text))
+        else:
+            out.write(text)
         return None
 
     return {

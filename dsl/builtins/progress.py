@@ -9,6 +9,7 @@ over the terminal while the loop's own `print` output is written.
 
 import sys
 import time
+import weakref
 
 from ..autodiff.tape import raw
 from ..errors import error
@@ -17,6 +18,21 @@ from ..values import type_name
 
 REDRAW_SECONDS = 0.1
 BAR_WIDTH = 24
+# Bars on screen now; `print` erases and redraws them around its output. Weak,
+# so that a loop left by `break` drops its bar and __del__ ends the bar's line.
+LIVE = weakref.WeakSet()
+
+
+def around_print(write):
+    """Call write() with the live bars erased first and redrawn after, so output never lands on a bar."""
+    bars = list(LIVE)
+    for bar in bars:
+        bar.erase()
+    try:
+        return write()
+    finally:
+        for bar in bars:
+            bar.draw()
 
 
 def progress(iterable, label=""):
@@ -54,6 +70,7 @@ class Progress:
         self.drawn_at = None
         self.closed = False
         if self.live:
+            LIVE.add(self)
             self.draw()
 
     def __iter__(self):
@@ -81,11 +98,18 @@ class Progress:
         self.stream.write("\r" + render(self.label, self.count, self.total, now - self.started) + "\x1b[K")
         self.stream.flush()
 
+    def erase(self):
+        """Clear the bar's line (before other output is written)."""
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
     def close(self):
         """Draw the final state and end the line (once), so later output starts afresh."""
         if self.closed:
             return
         self.closed = True
+        if LIVE is not None:            # None if this runs while Python shuts down
+            LIVE.discard(self)
         if self.live:
             try:
                 self.draw()
