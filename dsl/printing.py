@@ -43,6 +43,8 @@ def show(v, nested=False):
         return f"<module {v.name}>"
     if t is range:
         return repr(v)
+    if getattr(v, "dg_iterable", False):
+        return "<iterator>"
     if callable(v):
         return f"<fn {getattr(v, 'name', None) or getattr(v, '__name__', 'builtin')}>"
     return f"<{t.__name__}>"
