@@ -1,0 +1,41 @@
+"""Loading the dg programs and the optional references (autograd, torch)."""
+
+import os
+from pathlib import Path
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def dg_program(name):
+    """A fresh interpreter that has run bench/programs/NAME.dg, set up as `dg run` sets it up."""
+    import dsl
+    # keep_tape=False and numerics checks on: what `dg run` uses (dsl/cli.py).
+    interp = dsl.Interpreter(seed=0, keep_tape=False)
+    interp.run_file(PROGRAMS / f"{name}.dg")
+    return interp
+
+
+def autograd_or_none():
+    """HIPS autograd, or None when it is not installed."""
+    try:
+        import autograd
+        import autograd.numpy  # noqa: F401  (checks the numpy front end loads too)
+    except ImportError:
+        return None
+    return autograd
+
+
+def torch_or_none():
+    """PyTorch with as many threads as numpy's BLAS gets, or None when it is not installed."""
+    if os.environ.get("DG_BENCH_NO_TORCH"):
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    return torch
+
+
+MISSING_AUTOGRAD = "autograd not installed (pip install -e '.[bench]'); its reference was skipped"
+MISSING_TORCH = "torch not installed; its reference was skipped"

@@ -1,0 +1,77 @@
+"""Timing and memory helpers shared by the benchmarks."""
+
+import gc
+import os
+import statistics
+import time
+import tracemalloc
+
+
+# CPU time of this process (all its threads) leaves out the time other
+# processes held the cores, which on a busy 2-core machine is most of the
+# noise; with one BLAS thread it equals the wall time of an idle machine.
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def clock_name():
+    """Which clock this run uses: DG_BENCH_CLOCK, `cpu` (the default) or `wall`."""
+    name = os.environ.get("DG_BENCH_CLOCK", "cpu")
+    if name not in CLOCKS:
+        raise ValueError(f"DG_BENCH_CLOCK must be one of {', '.join(CLOCKS)}, not {name!r}")
+    return name
+
+
+def measure(fns, reps, warmup=1):
+    """Time each callable in `fns` (name -> fn) `reps` times, interleaved; name -> list of seconds.
+
+    Every callable runs `warmup` times first. The rounds interleave the
+    callables (alternating their order) so that a slow spell on a shared
+    machine hits dg and its references alike, and a collection runs before
+    each call so one call's garbage is not charged to the next.
+    """
+    now = CLOCKS[clock_name()]
+    names = list(fns)
+    for name in names:
+        for _ in range(warmup):
+            fns[name]()
+    times = {name: [] for name in names}
+    for r in range(reps):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            gc.collect()
+            t0 = now()
+            fns[name]()
+            times[name].append(now() - t0)
+    return times
+
+
+def median(xs):
+    """The median of a list of numbers."""
+    return statistics.median(xs)
+
+
+def rss_bytes():
+    """The resident memory of this process now, in bytes (Linux /proc; the peak elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        import sys
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def traced_peak(fn):
+    """Run fn() under tracemalloc; return the peak bytes allocated during the call.
+
+    numpy reports its buffers to tracemalloc, so this counts tensors as well
+    as Python objects (tape nodes, boxes), and nothing allocated before.
+    """
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

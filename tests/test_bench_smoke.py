@@ -1,0 +1,95 @@
+"""The benchmark suite's smoke run (tiny sizes, no thresholds) must keep working."""
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+EXPECTED = [
+    "1. scalar overhead (grad)",
+    "2. MLP step vs numpy",
+    "2. MLP step vs autograd",
+    "3. structured parameters",
+    "4. start-up",
+    "4. dg run imports",
+    "5. parsing (dg check)",
+    "6. memory growth (training loop)",
+    "6. checkpoint peak memory",
+    "6. checkpoint time",
+]
+# Rows whose dg figure is a time, a rate or a size: it must be a positive number.
+POSITIVE = [name for name in EXPECTED if name not in ("4. dg run imports", "6. memory growth (training loop)")]
+
+
+def have(module):
+    """Whether an optional reference is installed (and, for torch, not switched off)."""
+    if module == "torch" and os.environ.get("DG_BENCH_NO_TORCH"):
+        return False
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """Run `python -m bench --smoke` once; (exit code, stdout, parsed JSON)."""
+    out = tmp_path_factory.mktemp("bench") / "smoke.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--jobs", "2", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, json.loads(out.read_text())
+
+
+def by_name(rows):
+    """Rows keyed by benchmark name."""
+    return {r["benchmark"]: r for r in rows}
+
+
+def test_every_benchmark_has_a_row_in_json_and_table(smoke):
+    stdout, data = smoke
+    assert [r["benchmark"] for r in data["rows"]] == EXPECTED
+    for name in EXPECTED:
+        assert name in stdout
+    assert data["meta"]["smoke"] is True
+    assert not any("FAILED" in r["note"] for r in data["rows"])
+
+
+def test_figures_are_sane(smoke):
+    rows = by_name(smoke[1]["rows"])
+    for name in POSITIVE:
+        value = rows[name]["dg"]
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (name, value)
+    for row in rows.values():
+        for ref, value in row["refs"].items():
+            assert value is None or (math.isfinite(value) and value > 0 or ref.startswith("RSS")), (row, ref)
+        if row["ratio"] is not None:
+            assert math.isfinite(row["ratio"]) and row["ratio"] > 0, row
+    assert math.isfinite(rows["6. memory growth (training loop)"]["dg"])
+    imports = rows["4. dg run imports"]
+    assert (imports["dg"] == 0) == imports["met"]
+
+
+def test_smoke_applies_no_thresholds(smoke):
+    rows = by_name(smoke[1]["rows"])
+    for name in EXPECTED:
+        if name != "4. dg run imports":
+            assert rows[name]["met"] is None, name
+
+
+def test_references_present_exactly_when_installed(smoke):
+    rows = by_name(smoke[1]["rows"])
+    scalar, step = rows["1. scalar overhead (grad)"], rows["2. MLP step vs numpy"]
+    assert step["refs"]["numpy"] > 0
+    for ref in ("autograd", "torch"):
+        for row in (scalar, step):
+            assert (row["refs"][ref] is not None) == have(ref), (ref, row)
+    if not have("autograd"):
+        assert "autograd not installed" in scalar["note"]
+        assert scalar["ratio"] is None
+    else:
+        assert scalar["ratio"] == pytest.approx(scalar["dg"] / scalar["refs"]["autograd"])
