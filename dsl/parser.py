@@ -7,10 +7,9 @@ recursion. Lark's exceptions are translated into `syntax` errors in words.
 
 import threading
 
-from lark import Lark, Token
+from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
-from . import ast as A
 from .errors import DgError, Source, Span, error
 from .lexing import StatementBreaks
 from .resources import grammar_path
@@ -30,7 +29,7 @@ def _get_parser():
         _breaks = StatementBreaks()
         _builder = ToAst(parse_fragment)
         _parser = Lark(grammar_path().read_text(), parser="lalr", lexer="basic",
-                       propagate_positions=True, maybe_placeholders=True,
+                       propagate_positions=False, maybe_placeholders=True,
                        start=["start", "expr"], postlex=_breaks, transformer=_builder,
                        cache=True)
     return _parser
@@ -63,7 +62,7 @@ def _run(source, text, start, line_offset, col_offset):
             raise _token_error(exc, source, text, line_offset, col_offset) from None
         except UnexpectedCharacters as exc:
             raise _char_error(exc, source, text, line_offset, col_offset) from None
-        except UnexpectedEOF as exc:
+        except UnexpectedEOF:
             span = _end_span(source, text, line_offset, col_offset)
             raise error("syntax", "unexpected end of input", span) from None
         except RecursionError:
@@ -120,10 +119,33 @@ def _token_error(exc, source, text, line_offset, col_offset):
         span = _place(source, tok.line, tok.column, line_offset, col_offset)
         if tok.end_line == tok.line and tok.end_column:
             span.end_column = span.column + (tok.end_column - tok.column)
-    message = describe_unexpected_token(tok, prev, exc.expected)
-    err = error("syntax", message, span)
+    expected = _acceptable(exc)
+    message = describe_unexpected_token(tok, prev, expected)
+    hint = _unclosed_hint(tok)
+    if hint is None and tok.type == "_NL" and "LBRACE" in expected:
+        hint = "a block's '{' goes on the same line as its 'if', 'while', 'for', 'else' or 'fn'"
+    err = error("syntax", message, span, hint=hint)
     err.incomplete = tok.type == "$END"
     return err
+
+
+def _acceptable(exc):
+    """The terminals that could really come next: LALR's merged lookaheads, tried one by one."""
+    parser = getattr(exc, "interactive_parser", None)
+    if parser is None:
+        return exc.expected
+    return parser.accepts() or exc.expected
+
+
+def _unclosed_hint(tok):
+    """Point at a bracket left open on an earlier line, the usual cause of a later error."""
+    if tok.type == "$END" and _breaks.stack:
+        opened = _breaks.stack[-1][1]
+        return f"the '{opened.value}' at line {opened.line}, column {opened.column} is never closed"
+    opened = _breaks.open_group()
+    if opened is None or tok.type == "$END" or tok.line is None or opened.line >= tok.line:
+        return None
+    return f"the '{opened.value}' at line {opened.line}, column {opened.column} is still open here"
 
 
 def _char_error(exc, source, text, line_offset, col_offset):

@@ -32,28 +32,32 @@ class ToAst(Transformer):
     # ---------------------------------------------------------- positions
     def span(self, ch):
         """The span covering a rule's children (tokens and already-built nodes)."""
-        first = last = None
+        start = end = None
         for c in ch:
-            s = self._edge(c, True)
-            if s is not None:
-                first = s
+            start = self._edge(c, True)
+            if start is not None:
                 break
         for c in reversed(ch):
-            s = self._edge(c, False)
-            if s is not None:
-                last = s
+            end = self._edge(c, False)
+            if end is not None:
                 break
-        if first is None:
+        if start is None:
             return Span(self.source, 1 + self.line_offset, 1 + self.col_offset)
-        return first.to(last)
+        return Span(self.source, start[0], start[1], end[0], end[1])
 
     def _edge(self, c, first):
-        """The span of the first or last positioned thing inside child `c`."""
-        if isinstance(c, Token):
-            return self.tspan(c) if c.line is not None else None
+        """(line, column) where child `c` starts, or (end_line, end_column) where it ends."""
+        if type(c) is Token:
+            if c.line is None:
+                return None
+            if first:
+                line, col = c.line, c.column
+            else:
+                line, col = c.end_line, c.end_column
+            return (line + self.line_offset, col + self.col_offset if line == 1 else col)
         span = getattr(c, "span", None)
-        if isinstance(span, Span):
-            return span
+        if type(span) is Span:
+            return (span.line, span.column) if first else (span.end_line, span.end_column)
         if isinstance(c, (list, tuple)):
             for item in (c if first else reversed(c)):
                 s = self._edge(item, first)
@@ -250,7 +254,11 @@ class ToAst(Transformer):
 
     # ---------------------------------------------------------- atoms
     def int(self, ch):
-        return A.Const(self.span(ch), int(ch[0].value))
+        text = ch[0].value
+        if len(text) > 4300:        # Python's limit on int <-> decimal text (sys.get_int_max_str_digits)
+            raise error("limit", f"an int literal may have at most 4300 digits, this one has {len(text)}",
+                        self.span(ch))
+        return A.Const(self.span(ch), int(text))
 
     def float(self, ch):
         return A.Const(self.span(ch), float(ch[0].value))

@@ -24,13 +24,13 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_HALF = math.sqrt(0.5)
 
 
-def shape(v):
-    """The shape of a (possibly boxed) number or tensor."""
-    return np.shape(raw(v))
+shape = O.shape_of    # the shape of a (possibly boxed) number or tensor
 
 
 def ub(g, x):
     """Undo broadcasting: sum g back to the shape of operand x."""
+    if type(g) is float and type(x) is float:
+        return g
     return unbroadcast(g, shape(x))
 
 

@@ -124,6 +124,17 @@ def record2(op, fn, a, b, span):
     return box
 
 
+def record_const(op, fn, x, c, span):
+    """`record` for a recorded value x and a constant number c, e.g. ScalarMul."""
+    xv = x.v
+    out = fn(xv, c, span)
+    if x.op == "Input":
+        return out
+    box = Box(out, x.trace, op, (x, None), (xv, c), None, span)
+    x.trace.nodes.append(box)
+    return box
+
+
 # ---------------------------------------------------------------- rules
 VJPS = {}
 
@@ -147,20 +158,27 @@ class SlotGrad:
         self.slots = [None] * n
 
 
+_add = None     # ops.add, bound on first use (ops imports this module)
+
+
 def accumulate(old, new):
     """Sum two cotangents of one value (fan-out), including structured ones."""
-    from .. import ops
+    global _add
     if old is None:
         return new
     if new is None:
         return old
+    if type(old) is float and type(new) is float:
+        return old + new
     if type(old) is SlotGrad or type(new) is SlotGrad:
         from .trees import to_slotgrad
         old, new = to_slotgrad(old), to_slotgrad(new)
         merged = SlotGrad(len(old.slots))
         merged.slots = [accumulate(x, y) for x, y in zip(old.slots, new.slots)]
         return merged
-    return ops.add(old, new)
+    if _add is None:
+        from ..ops.arith import add as _add
+    return _add(old, new)
 
 
 def backward(trace, out, seed):
@@ -173,28 +191,43 @@ def backward_from(trace, seeds):
 
     Afterwards each Parameter that the seeds reach holds its cotangent in
     `.g`; every other node's cotangent is released as soon as it is used.
+
+    The numerics check (SPEC 6.8) looks at the Parameters' cotangents once at
+    the end; only if one is not finite does the pass run again checking every
+    rule's output, to name the operation that produced it.
     """
+    _reverse(trace.nodes, seeds, False)
+    if trace.check and not all(_finite(p.g) for p in trace.nodes if p.op == "Parameter"):
+        _reverse(trace.nodes, seeds, True)
+        bad = next(p for p in trace.nodes if p.op == "Parameter" and not _finite(p.g))
+        raise error("numerics", "a gradient is not finite (NaN or infinity)", bad.span)
+
+
+def _reverse(nodes, seeds, check):
+    """The reverse pass: each node's rule, from the last node to the first, never recursing."""
     global current_span
-    nodes = trace.nodes
-    check = trace.check
     for node in nodes:
         node.g = None
     for box, g in seeds:
         box.g = g if box.g is None else accumulate(box.g, g)
     saved_span = current_span
+    vjps = VJPS
     try:
         for node in reversed(nodes):
             g = node.g
-            if g is None or node.op == "Parameter":
+            if g is None:
+                continue
+            op = node.op
+            if op == "Parameter":
                 continue
             node.g = None
-            if node.op in ("StructField", "MapLookup"):
+            if op == "StructField" or op == "MapLookup":
                 _scatter(node, g)
                 continue
             current_span = node.span
-            kind, rule = VJPS.get(node.op, (None, None))
+            kind, rule = vjps.get(op, (None, None))
             if kind is None:
-                raise error("grad", f"no gradient rule for the operation {node.op}", node.span)
+                raise error("grad", f"no gradient rule for the operation {op}", node.span)
             parents = node.parents
             if kind == "each":
                 args, kw = node.args, node.kw
@@ -218,6 +251,30 @@ def backward_from(trace, seeds):
         current_span = saved_span
 
 
+def _finite(g):
+    """Whether a cotangent (possibly structured, possibly boxed) has only finite numbers."""
+    stack = [g]
+    while stack:
+        g = stack.pop()
+        if type(g) is SlotGrad:
+            stack.extend(g.slots)
+            continue
+        v = raw(g)
+        t = type(v)
+        if t is float:
+            if not math.isfinite(v):
+                return False
+        elif t is np.ndarray:
+            if v.dtype.kind == "f" and v.size and not (
+                    math.isfinite(float(np.add.reduce(v, axis=None))) or np.isfinite(v).all()):
+                return False
+        elif t is tuple or t is dict:
+            stack.extend(v.values() if t is dict else v)
+        elif hasattr(v, "sdef"):
+            stack.extend(v.vals)
+    return True
+
+
 def _scatter(node, g):
     """StructField/MapLookup: put `g` into one slot of the parent's structured cotangent."""
     parent = node.parents[0]
@@ -238,18 +295,7 @@ def _scatter(node, g):
 
 def check_finite(g, node):
     """Raise a `numerics` error naming `node`'s operation if `g` has a NaN or infinity."""
-    v = raw(g)
-    t = type(v)
-    if t is float:
-        if math.isfinite(v):
-            return
-    elif t is np.ndarray:
-        if v.dtype.kind != "f" or v.size == 0:
-            return
-        # one summation is much cheaper than isfinite().all(); confirm when it overflows
-        if math.isfinite(float(np.add.reduce(v, axis=None))) or np.isfinite(v).all():
-            return
-    else:
+    if _finite(g):
         return
     where = f" at {node.span.where()}" if node.span is not None else ""
     raise error("numerics",

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import record, record2
+from ..autodiff.tape import record, record2, record_const
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
-                   norm, raw, type_name)
+                   norm, raw, brief_int, to_float, type_name)
 
 MAX_INT_BITS = 1 << 20          # an int result beyond ~a million bits is refused
 MAX_SEQUENCE = 10_000_000       # longest string or tuple built by repetition
@@ -25,6 +25,7 @@ def _numeric(v):
 def _arith(ufunc, verb, a, b):
     """The general path of a binary operator on numbers and tensors."""
     if _numeric(a) and _numeric(b):
+        a, b = (int(v) if type(v) is bool else v for v in (a, b))   # numpy's bool - bool is an error
         x, y = as_operand(a, verb), as_operand(b, verb)
         check_broadcast(x, y, verb)
         return norm(ufunc(x, y))
@@ -33,14 +34,14 @@ def _arith(ufunc, verb, a, b):
 
 def _ieee(ufunc, a, b):
     """A scalar result Python refuses (overflow, division by zero): numpy's IEEE answer."""
-    return float(ufunc(FLOAT(float(a) if type(a) is not float else a), FLOAT(b)))
+    return float(ufunc(FLOAT(to_float(a)), FLOAT(to_float(b))))
 
 
 # ---------------------------------------------------------------- + - *
 def add(a, b, span=None):
     """a + b (numbers, tensors; strings and tuples concatenate)."""
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
             return a + b
         except OverflowError:
@@ -55,7 +56,7 @@ def add(a, b, span=None):
 def sub(a, b, span=None):
     """a - b."""
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
             return a - b
         except OverflowError:
@@ -65,24 +66,19 @@ def sub(a, b, span=None):
     return _arith(np.subtract, "subtract", a, b)
 
 
-def _scalar_mul(x, c, span=None):
-    """x * c for a constant number c (the forward of ScalarMul)."""
-    return mul(x, c, span)
-
-
 def mul(a, b, span=None):
     """a * b; a constant number times a recorded value records ScalarMul."""
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
             return a * b
         except OverflowError:
             return _ieee(np.multiply, a, b)
     if ta is Box or tb is Box:
         if ta is float or ta is int:
-            return record("ScalarMul", _scalar_mul, (b, a), None, span)
+            return record_const("ScalarMul", mul, b, a, span)
         if tb is float or tb is int:
-            return record("ScalarMul", _scalar_mul, (a, b), None, span)
+            return record_const("ScalarMul", mul, a, b, span)
         return record2("Mul", mul, a, b, span)
     if (ta is str or ta is tuple) and (tb is int or tb is bool):
         return _repeat(a, b)
@@ -95,7 +91,7 @@ def _repeat(seq, n):
     """Repeat a string or tuple n times, refusing absurd sizes."""
     if len(seq) * max(n, 0) > MAX_SEQUENCE:
         raise error("limit", f"repeating a {type_name(seq)} of length {len(seq)} {n} times is too large")
-    return seq * n
+    return seq * int(n) if seq and n > 0 else seq[:0]     # "" * 2 ** 70 is "", not an overflow
 
 
 # ---------------------------------------------------------------- / // %
@@ -175,9 +171,9 @@ def _pow_num(a, b):
         if b < 0:
             if a == 0:
                 raise error("value", "0 cannot be raised to a negative power (of ints)")
-            return _pow_num(float(a), b)
-        if abs(a) > 1 and b * math.log2(abs(a)) > MAX_INT_BITS:
-            raise error("limit", f"{a} ** {b} is too large an int (use floats for inf)")
+            return _pow_num(to_float(a), b)
+        if abs(a) > 1 and (b > MAX_INT_BITS or b * math.log2(abs(a)) > MAX_INT_BITS):
+            raise error("limit", f"{brief_int(a)} ** {brief_int(b)} is too large an int (use floats for inf)")
         return a ** b
     try:
         r = a ** b

@@ -4,7 +4,9 @@ broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_ad
 import numpy as np
 
 from ..autodiff.tape import record
+from . import reduce as _reduce       # reduce imports this module only inside functions
 from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
+                   shape_of,
                    raw, to_tensor, type_name)
 
 MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
@@ -69,8 +71,12 @@ def swap_last(x):
 # ---------------------------------------------------------------- cat / stack
 def _tensors(items, name):
     """The elements of a cat/stack argument as a list."""
-    items = raw(items)
+    boxed, items = items, raw(items)
     if type(items) is ndarray:
+        if items.ndim == 0 or items.shape[0] == 0:
+            raise error("value", f"{name} needs at least one tensor, got a tensor of shape {fmt_shape(items.shape)}")
+        if type(boxed) is Box:      # the rows of a recorded tensor, read on the tape
+            return [index(boxed, (i,)) for i in range(items.shape[0])]
         return list(items)
     if type(items) is not tuple:
         raise error("type", f"{name} takes a tuple of tensors, got {type_name(items)}")
@@ -140,10 +146,10 @@ def broadcast_to(x, shape, span=None):
 
 def unbroadcast(g, shape):
     """Sum a cotangent over the axes that broadcasting added or stretched, back to `shape`."""
-    from .reduce import sum_
-    gshape = np.shape(raw(g))
+    gshape = shape_of(g)
     if gshape == shape:
         return g
+    sum_ = _reduce.sum_
     if shape == ():
         return sum_(g)
     lead = len(gshape) - len(shape)
@@ -151,7 +157,7 @@ def unbroadcast(g, shape):
                                       if s == 1 and gshape[i + lead] != 1)
     if axes:
         g = sum_(g, axes)
-    if np.shape(raw(g)) != shape:
+    if shape_of(g) != shape:
         g = reshape(g, shape)
     return g
 
