@@ -4,6 +4,7 @@ Exit codes: 0 success, 1 a program error, 2 a usage error, 130 interrupted.
 Only the REPL imports prompt_toolkit, so `dg run` starts fast.
 """
 
+import os
 import sys
 import traceback
 
@@ -21,11 +22,14 @@ options:
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
   --max-tensor N        the most elements one tensor may have (default: a quarter of memory)
   --seed N              seed the random generator before the program runs
-"""
+  --files WHAT          files the program may use: all (default), none, or directories
+                        separated by '{sep}' (import of the standard library always works)
+""".replace("{sep}", os.pathsep)
 
 VALUE_OPTIONS = {"--max-depth": int, "--max-steps": int, "--timeout": float, "--max-tensor": int,
-                 "--seed": int}
+                 "--seed": int, "--files": str}
 FLAG_OPTIONS = {"--no-check-numerics"}
+POSITIVE = {"--max-depth", "--max-steps", "--timeout", "--max-tensor"}
 
 
 class UsageError(Exception):
@@ -53,6 +57,10 @@ def parse_options(args):
                 settings[name] = VALUE_OPTIONS[name](raw)
             except ValueError:
                 raise UsageError(f"{name} needs a number, got {raw!r}") from None
+            if name in POSITIVE and not settings[name] > 0:     # also refuses nan
+                raise UsageError(f"{name} needs a number above 0, got {raw!r}")
+            if name == "--seed" and settings[name] < 0:
+                raise UsageError(f"--seed needs a number of 0 or more, got {raw!r}")
         elif a.startswith("--") and a != "--":
             raise UsageError(f"unknown option {a}")
         else:
@@ -72,9 +80,16 @@ def make_interpreter(settings, argv=(), keep_tape=False):
         max_steps=settings.get("--max-steps"),
         timeout=settings.get("--timeout"),
         max_tensor_elements=settings.get("--max-tensor", DEFAULT_MAX_TENSOR),
-        keep_tape=keep_tape)
+        keep_tape=keep_tape, files=files_setting(settings.get("--files", "all")))
     interp.bind("argv", tuple(argv))
     return interp
+
+
+def files_setting(text):
+    """The --files value as Interpreter(files=...) takes it: "all", "none" or a list of directories."""
+    if text in ("all", "none"):
+        return text
+    return [d for d in text.split(os.pathsep) if d]
 
 
 def main(argv=None):
@@ -162,7 +177,7 @@ def _run_file(settings, path, script_args):
             text = fh.read()
     except OSError as exc:
         sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
-        return 2 if isinstance(exc, FileNotFoundError) else 1
+        return 2          # a file named on the command line that cannot be opened: a usage error
     except UnicodeDecodeError:
         sys.stderr.write(f"dg: {path} is not UTF-8 text\n")
         return 1
@@ -171,13 +186,17 @@ def _run_file(settings, path, script_args):
 
 def _check(paths):
     """Parse and resolve each file; print every error; exit 1 if any."""
-    found = 0
+    found = unreadable = 0
     for path in paths:
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            sys.stderr.write(f"dg: cannot read {path}: {exc}\n")
+        except OSError as exc:
+            sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
+            unreadable += 1
+            continue
+        except UnicodeDecodeError:
+            sys.stderr.write(f"dg: {path} is not UTF-8 text\n")
             found += 1
             continue
         for err in make_interpreter({}).check(text, path):   # binds argv, as `dg run` does
@@ -185,6 +204,9 @@ def _check(paths):
             found += 1
     if found:
         sys.stderr.write(f"{found} error{'s' * (found != 1)} found\n")
+    if unreadable:
+        return 2
+    if found:
         return 1
     sys.stdout.write(f"ok: {len(paths)} file{'s' * (len(paths) != 1)} checked\n")
     return 0

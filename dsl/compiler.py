@@ -12,7 +12,7 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, raw
-from .errors import DgError, error
+from .errors import DgError, error, located
 from .ops.core import ndarray
 from .printing import format_value
 from .values import UNBOUND, Function, StructDef, is_callable_value, type_name
@@ -70,18 +70,14 @@ def _binop(e, ctx):
                 try:
                     return fn(f[i], c, span)
                 except DgError as exc:
-                    if exc.span is None:
-                        exc.span = span
-                    raise
+                    raise located(exc, span)
             return ev
 
         def ev(f):
             try:
                 return fn(f[i], r(f), span)
             except DgError as exc:
-                if exc.span is None:
-                    exc.span = span
-                raise
+                raise located(exc, span)
         return ev
     lhs = compile_expr(left, ctx)
 
@@ -89,9 +85,7 @@ def _binop(e, ctx):
         try:
             return fn(lhs(f), r(f), span)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 
@@ -104,9 +98,7 @@ def _unary(e, ctx):
         try:
             return fn(x(f), span)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 
@@ -121,9 +113,9 @@ def _compare(e, ctx):
             try:
                 return fn(a(f), b(f))
             except DgError as exc:
-                if exc.span is None:
-                    exc.span = span
-                raise
+                raise located(exc, span)
+            except RecursionError:      # == on values nested deeper than the stack
+                raise ctx.limits.too_nested(span) from None
         return ev
 
     def chain(f):
@@ -136,9 +128,7 @@ def _compare(e, ctx):
                 left = right
             return True
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return chain
 
 
@@ -151,9 +141,7 @@ def _boolop(e, ctx):
         try:
             return truth(ev(f), f"the operand of '{e.op}'")
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
 
     if e.op == "and":
         return lambda f: operand(a, f, lspan) and operand(b, f, rspan)
@@ -168,9 +156,7 @@ def _not(e, ctx):
         try:
             return ops.not_(x(f))
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 
@@ -239,9 +225,9 @@ def _fstring(e, ctx):
                 try:
                     out.append(format_value(part_ev(f), text))
                 except DgError as exc:
-                    if exc.span is None:
-                        exc.span = span
-                    raise
+                    raise located(exc, span)
+        if sum(map(len, out)) > ops.MAX_SEQUENCE:    # f"{s}{s}" in a loop would eat the memory
+            raise error("limit", f"an f-string longer than {ops.MAX_SEQUENCE:,} characters", e.span)
         return "".join(out)
     return ev
 
@@ -257,9 +243,7 @@ def _field(e, ctx):
             tape.current_span = span    # a StructField node recorded here points at this read
             return field(o, name)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 
@@ -299,9 +283,7 @@ def _index(e, ctx):
                 tape.current_span = span    # MapLookup/StructField/Index nodes point at this read
                 return item(o, (k,))
             except DgError as exc:
-                if exc.span is None:
-                    exc.span = span
-                raise
+                raise located(exc, span)
         return ev1
 
     def ev(f):
@@ -310,9 +292,7 @@ def _index(e, ctx):
             tape.current_span = span
             return item(o, k)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 
@@ -331,6 +311,7 @@ def call_error(fn, args, kwargs, exc, span):
         return error("type", f"a {type_name(fn)} cannot be called", span)
     import inspect
     name = getattr(fn, "name", None) or getattr(fn, "__name__", "function")
+    name = name.rstrip("_") or name        # the Python function len_ is dg's len
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -376,7 +357,7 @@ def _call(e, ctx):
         if isinstance(exc, TypeError):
             return call_error(fn, a, kw, exc, span)
         if isinstance(exc, RecursionError):
-            return state.too_deep(span)
+            return state.too_nested(span)
         return exc
 
     if not kwargs and len(args) == 1:

@@ -41,6 +41,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # ---------------------------------------------------------------- Python -> dg
 def to_dg(value, interp=None):
     """A Python value as a dg value (see the module docstring for the table)."""
+    try:
+        return _to_dg(value, interp)
+    except RecursionError:      # a list inside itself, or nested deeper than Python's stack
+        raise error("limit", "the Python value is nested too deeply (or contains itself) "
+                             "to become a dg value") from None
+
+
+def _to_dg(value, interp):
+    """to_dg without the guard against runaway nesting."""
     t = type(value)
     if value is None or t is bool or t is int or t is float or t is str:
         return value
@@ -51,11 +60,11 @@ def to_dg(value, interp=None):
     if isinstance(value, (int, float, str)):            # subclasses, such as IntEnum members
         return _plain(value)
     if isinstance(value, (tuple, list)):
-        return tuple(to_dg(v, interp) for v in value)
+        return tuple(_to_dg(v, interp) for v in value)
     if isinstance(value, dict):
-        return {_key_to_dg(k): to_dg(v, interp) for k, v in value.items()}
+        return {_key_to_dg(k): _to_dg(v, interp) for k, v in value.items()}
     if t is Struct:
-        return Struct(value.sdef, [to_dg(v, interp) for v in value.vals])
+        return Struct(value.sdef, [_to_dg(v, interp) for v in value.vals])
     if t is PyFunction:
         return value.dg
     if isinstance(value, (Function, StructDef, Module, Transformed, HostFunction, range)):
@@ -114,6 +123,14 @@ def _key_to_dg(k):
 # ---------------------------------------------------------------- dg -> Python
 def to_py(value, interp=None):
     """A dg value as a Python value; boxes are stripped and arrays copied."""
+    try:
+        return _to_py(value, interp)
+    except RecursionError:      # a dg value nested deeper than Python's stack
+        raise error("limit", "the dg value is nested too deeply to become a Python value") from None
+
+
+def _to_py(value, interp):
+    """to_py without the guard against runaway nesting."""
     v = raw(value)
     t = type(v)
     if v is None or t is bool or t is int or t is float or t is str:
@@ -123,11 +140,11 @@ def to_py(value, interp=None):
     if isinstance(v, np.generic):
         return _scalar_to_dg(v)
     if t is tuple:
-        return tuple(to_py(x, interp) for x in v)
+        return tuple(_to_py(x, interp) for x in v)
     if t is dict:
-        return {k: to_py(x, interp) for k, x in v.items()}
+        return {k: _to_py(x, interp) for k, x in v.items()}
     if t is Struct:
-        return Struct(v.sdef, [to_py(x, interp) for x in v.vals])
+        return Struct(v.sdef, [_to_py(x, interp) for x in v.vals])
     if t is HostFunction:
         return v.fn
     if t is Module or t is range:

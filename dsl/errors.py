@@ -145,6 +145,13 @@ BY_KIND = {c.kind: c for c in (SyntaxError_, NameError_, TypeError_, ShapeError,
                                ImportError_, UserError, InternalError)}
 
 
+def located(exc, span):
+    """Give an error that has no location yet this span; return it, to be raised again."""
+    if exc.span is None:
+        exc.span = span
+    return exc
+
+
 def error(kind, message, span=None, hint=None):
     """Build the DgError subclass for `kind`."""
     return BY_KIND[kind](message, span=span, hint=hint)

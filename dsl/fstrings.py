@@ -46,7 +46,9 @@ def split_fstring(body, fail):
                 text = []
             end, colon = _match_brace(body, i + 1, fail)
             expr_end = colon if colon is not None else end
-            expr_text = body[i + 1:expr_end].replace('\\"', '"')
+            expr_text = body[i + 1:expr_end]
+            if not _bare_quote(expr_text):       # the old style: strings written \"...\"
+                expr_text = expr_text.replace('\\"', '"')
             if not expr_text.strip():
                 fail("an f-string has an empty '{}' (expected an expression inside)", i)
             spec = body[colon + 1:end] if colon is not None else ""
@@ -70,6 +72,13 @@ def _match_brace(body, i, fail):
     depth, colon, start = 0, None, i - 1
     while i < len(body):
         c = body[i]
+        if c == '"':
+            # a string inside the field (f"{m["k"]}"): skip it, escapes included
+            i += 1
+            while i < len(body) and body[i] != '"':
+                i += 2 if body[i] == "\\" else 1
+            i += 1
+            continue
         if body.startswith('\\"', i):
             # a string inside the field; the f-string's own quotes force it to be escaped
             j = body.find('\\"', i + 2)
@@ -87,3 +96,16 @@ def _match_brace(body, i, fail):
             colon = i
         i += 1
     fail("this '{' in an f-string is never closed", start)
+
+
+def _bare_quote(text):
+    """Whether `text` holds a `"` that is not escaped."""
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            return True
+        i += 1
+    return False

@@ -11,15 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ops
+from . import bigstack, ops, sandbox
 from .autodiff import tape
 from .autodiff.transforms import Options
 from .builtins import make_builtins
-from .errors import DgError, Source, error
+from .errors import DgError, Source, Span, error
 from .limits import DEFAULT_MAX_DEPTH, Limits
 from .parser import parse
 from .resolver import Resolver
 from .resources import stdlib_dir
+from .sandbox import FileAccess
 from .statements import compile_program
 from .values import UNBOUND, Module
 
@@ -39,8 +40,10 @@ class Interpreter:
     """A dg interpreter. See the README's "Using dg from Python" for the embedding API."""
 
     def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
-                 timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True):
+                 timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True,
+                 files="all"):
         self.limits = Limits(max_depth, max_steps, timeout)
+        self.files = FileAccess(files)      # what import/load_csv/load/save may touch (dsl/sandbox.py)
         self.grad_options = Options(check_numerics, keep_tape)
         self.max_tensor_elements = max_tensor_elements
         self._stdout = stdout
@@ -99,17 +102,23 @@ class Interpreter:
         except DgError as exc:
             return [exc]
         resolver = Resolver(dict(self.main.cells), self.builtins)
-        resolver.resolve_program(program)
+        try:
+            resolver.resolve_program(program)
+        except RecursionError:
+            return resolver.problems + [self.limits.too_nested(Span(program.source, 1, 1))]
         return resolver.problems
 
     def _execute(self, program, module, echo=None):
         """Resolve, compile and run a parsed program in a module's namespace."""
-        resolver = Resolver(module.cells, self.builtins)
-        resolver.resolve_program(program)
-        for problem in resolver.problems:
-            if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
-                raise problem
-        code = compile_program(program, self, echo)
+        try:
+            resolver = Resolver(module.cells, self.builtins)
+            resolver.resolve_program(program)
+            for problem in resolver.problems:
+                if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
+                    raise problem
+            code = compile_program(program, self, echo)
+        except RecursionError:      # deep nesting under a small recursion limit (see dsl/nesting.py)
+            raise self.limits.too_nested(Span(program.source, 1, 1)) from None
         return self.call_in_run(code)
 
     def call_in_run(self, fn, *args, **kwargs):
@@ -117,23 +126,31 @@ class Interpreter:
         error conversions applied (recursion and memory exhaustion become `limit`
         errors), and a DgError's call stack closed when it leaves the outermost call."""
         outermost = self.running == 0
+        if outermost and bigstack.needed(self.limits.max_depth):
+            return bigstack.run(self.call_in_run, (fn, *args), kwargs, self.limits.max_depth)
         if outermost:
             self.limits.start()
             tape.current_span = None      # nodes recorded before any dg call site have no location
-        ops.shape.MAX_ELEMENTS = self.max_tensor_elements
+            saved_limit = sys.getrecursionlimit()     # a deep run needs more; restored after it
+            sys.setrecursionlimit(max(saved_limit, self.limits.recursion_limit()))
+        saved_max, ops.shape.MAX_ELEMENTS = ops.shape.MAX_ELEMENTS, self.max_tensor_elements
+        policy = sandbox.enter(self.files)
         self.running += 1
         try:
             return fn(*args, **kwargs)
         except DgError as exc:
             raise exc.settle() if outermost else exc
         except RecursionError:
-            raise self.limits.too_deep(tape.current_span) from None
+            raise self.limits.too_nested(tape.current_span) from None
         except MemoryError:
             raise error("limit", "out of memory", tape.current_span) from None
         finally:
             self.running -= 1
+            sandbox.leave(policy)
+            ops.shape.MAX_ELEMENTS = saved_max     # a nested interpreter's limit ends with its call
             if outermost:
                 self.limits.depth = 0
+                sys.setrecursionlimit(saved_limit)
 
     # -- modules ------------------------------------------------------------
     def import_module(self, name, span, origin):
@@ -141,12 +158,15 @@ class Interpreter:
         candidates = []
         origin_path = Path(origin.name) if origin is not None and not origin.name.startswith("<") else None
         base = origin_path.parent if origin_path is not None else Path.cwd()
-        candidates.append(base / f"{name}.dg")
+        beside = base / f"{name}.dg"
+        if self.files.allows(beside):       # the file policy (dsl/sandbox.py); the stdlib is always allowed
+            candidates.append(beside)
         candidates.append(stdlib_dir() / f"{name}.dg")
-        path = next((c.resolve() for c in candidates if c.is_file()), None)
+        path = next((c.resolve() for c in candidates if sandbox.probe(c, "is_file")), None)
         if path is None:
             looked = " and ".join(str(c.parent) for c in candidates)
-            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked})", span)
+            denied = "" if candidates[0] == beside else "; this program may not read modules outside it"
+            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked}{denied})", span)
         key = str(path)
         if key in self.modules:
             return self.modules[key]

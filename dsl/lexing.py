@@ -35,6 +35,19 @@ STARTS_STATEMENT = frozenset({
 })
 
 
+MAX_BRACKETS = 1000     # ( [ { open at once, or - + not in a row; more is a `limit` error, not a crash
+PREFIX = frozenset({"MINUS", "PLUS", "NOT"})
+
+
+class BracketsTooDeep(Exception):
+    """Too much nesting read at `token` (the parser reports it as a `limit` error)."""
+
+    def __init__(self, token, what="brackets are nested"):
+        super().__init__(token)
+        self.token = token
+        self.what = what
+
+
 class StatementBreaks:
     """A lark post-lexer that keeps only the line breaks that end statements."""
 
@@ -43,13 +56,15 @@ class StatementBreaks:
     def __init__(self):
         self.last = None      # the most recent token handed to the parser
         self.before = None    # the one before it (what an error comes "after")
+        self.stack = []       # open brackets: ("group" or "block", the opening token)
 
     def process(self, stream):
         """Filter the token stream; see the module docstring for the rules."""
-        stack = []            # "group" for ( [ and map braces, "block" for code braces
+        stack = self.stack = []   # "group" for ( [ and map braces, "block" for code braces
         prev = None           # type of the last token passed on
         pending = None        # a line break held back to see whether `else` follows
         closed_block = False  # the previous token was the `}` of a code block
+        prefixes = 0          # prefix operators in a row, each nesting the next
         self.last = self.before = None
         for tok in stream:
             kind = tok.type
@@ -58,7 +73,7 @@ class StatementBreaks:
                 prev = "_NL"
             closed_block = False
             if kind == "_NL":
-                if stack and stack[-1] == "group":
+                if stack and stack[-1][0] == "group":
                     continue
                 if prev is None or prev in CONTINUE_AFTER or prev in ("_NL", "SEMI", "LBRACE"):
                     continue
@@ -70,16 +85,28 @@ class StatementBreaks:
                     yield self._pass(pending)
                     prev = "_NL"
                 pending = None
+            if kind in ("LPAR", "LSQB", "LBRACE") and len(stack) >= MAX_BRACKETS:
+                raise BracketsTooDeep(tok)
+            if kind in PREFIX and (prev is None or prev in EXPECTS_OPERAND or prev in ("_NL", "SEMI", "LBRACE")):
+                prefixes += 1
+                if prefixes > MAX_BRACKETS:
+                    raise BracketsTooDeep(tok, "prefix operators are nested")
+            else:
+                prefixes = 0
             if kind in ("LPAR", "LSQB"):
-                stack.append("group")
+                stack.append(("group", tok))
             elif kind == "LBRACE":
-                stack.append("block" if prev in BLOCK_BEFORE else "group")
+                stack.append(("block" if prev in BLOCK_BEFORE else "group", tok))
             elif kind in ("RPAR", "RSQB", "RBRACE") and stack:
-                closed_block = stack.pop() == "block" and kind == "RBRACE"
+                closed_block = stack.pop()[0] == "block" and kind == "RBRACE"
             yield self._pass(tok)
             prev = kind
         if pending is not None:
             yield self._pass(pending)
+
+    def open_group(self):
+        """The opening token of the innermost `(`, `[` or map `{` still open, or None."""
+        return self.stack[-1][1] if self.stack and self.stack[-1][0] == "group" else None
 
     def _pass(self, tok):
         """Remember `tok` as the latest token given to the parser."""

@@ -11,7 +11,8 @@ from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
 from .errors import DgError, Source, Span, error
-from .lexing import StatementBreaks
+from .lexing import MAX_BRACKETS, BracketsTooDeep, StatementBreaks
+from .nesting import check_nesting
 from .resources import grammar_path
 from .syntax_errors import describe_unexpected_token
 from .transformer import ToAst
@@ -40,6 +41,7 @@ def parse(text, filename="<input>"):
     source = text if isinstance(text, Source) else Source(filename, text)
     program = _run(source, source.text, "start", 0, 0)
     program.source = source
+    check_nesting(program)
     return program
 
 
@@ -65,6 +67,10 @@ def _run(source, text, start, line_offset, col_offset):
         except UnexpectedEOF:
             span = _end_span(source, text, line_offset, col_offset)
             raise error("syntax", "unexpected end of input", span) from None
+        except BracketsTooDeep as exc:
+            span = _place(source, exc.token.line, exc.token.column, line_offset, col_offset)
+            raise error("limit", f"{exc.what} more than {MAX_BRACKETS:,} deep here", span,
+                        hint="split the expression into steps with `let`") from None
         except RecursionError:
             span = Span(source, 1 + line_offset, 1 + col_offset)
             raise error("limit", "the program is nested too deeply to parse", span) from None

@@ -1,5 +1,7 @@
 """How dg values print (SPEC section 3): `print`, `str`, f-strings and the REPL echo."""
 
+import re
+
 import numpy as np
 
 from .autodiff.tape import raw
@@ -8,6 +10,7 @@ from .values import Function, Module, Struct, StructDef
 LINE_WIDTH = 80          # a tensor whose one-line form is longer prints a row per line
 ELIDE_OVER = 1000        # tensors with more elements print with `...`
 EDGE = 3                 # elements kept at each end of an elided axis
+MAX_FORMAT_WIDTH = 10_000   # an f-string width or precision beyond this is a memory bomb, not a format
 
 
 def show(v, nested=False):
@@ -21,6 +24,8 @@ def show(v, nested=False):
     if v is None:
         return "none"
     if t is int:
+        if v.bit_length() > 14_000:     # near Python's 4300-digit limit on int -> text
+            return _long_int(v)
         return str(v)
     if t is float or t is np.float64:
         return repr(float(v))
@@ -46,8 +51,19 @@ def show(v, nested=False):
     if getattr(v, "dg_iterable", False):
         return "<iterator>"
     if callable(v):
-        return f"<fn {getattr(v, 'name', None) or getattr(v, '__name__', 'builtin')}>"
+        name = getattr(v, 'name', None) or getattr(v, '__name__', 'builtin')
+        return f"<fn {name.rstrip('_') or name}>"      # builtins like len_ are dg's len
     return f"<{t.__name__}>"
+
+
+def _long_int(v):
+    """An int past Python's 4300-digit conversion limit: a `value` error, as in Python."""
+    try:
+        return str(v)
+    except ValueError:
+        from .errors import error
+        raise error("value", f"an int of about {int(v.bit_length() * 0.30103):,} digits is too long to "
+                             "show as text (Python's limit is 4300 digits); float(x) shows its size") from None
 
 
 def quote(s):
@@ -109,6 +125,10 @@ def format_value(v, spec):
     v = raw(v)
     if not spec:
         return show(v)
+    if any(len(n) > 5 or int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec)):
+        from .errors import error
+        raise error("limit", f"the format spec '{spec[:40]}' asks for a width or precision over "
+                             f"{MAX_FORMAT_WIDTH:,}")
     t = type(v)
     try:
         if t is bool or t is np.bool_:

@@ -9,7 +9,7 @@ from . import ast as A
 from . import ops
 from .autodiff.tape import Box, raw
 from .compiler import compile_expr, compile_read, compile_sub
-from .errors import DgError, error
+from .errors import DgError, error, located
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, type_name
 
@@ -49,7 +49,7 @@ def compile_store(b, ctx, span):
     if isinstance(b, DgError):
         problem = b
 
-        def fail(f, value):
+        def fail(f, value=None):     # also stands in for the read of `x += 1`
             raise error(problem.kind, problem.message, problem.span, problem.hint)
         return fail
     if b.kind == "global":
@@ -107,6 +107,8 @@ def iterate(value, span):
             raise error("type", "cannot iterate over a tensor with no axes", span)
         if type(value) is Box:
             return (ops.item(value, (i,)) for i in range(v.shape[0]))
+        if v.shape[0] > 65536:      # lazily: a list of a big tensor's rows would take several times its memory
+            return iter(v) if v.ndim > 1 else map(ndarray.item, v.reshape(-1, 1))
         return list(v) if v.ndim > 1 else v.tolist()
     if hasattr(v, "__next__") and getattr(v, "dg_iterable", False):
         return v
@@ -159,9 +161,7 @@ class Target:
             try:
                 value = ops.set_field(obj, key, value) if kind == "field" else ops.set_item(obj, key, value)
             except DgError as exc:
-                if exc.span is None:
-                    exc.span = span
-                raise
+                raise located(exc, span)
         self.write_root(f, value)
 
 
@@ -170,9 +170,7 @@ def _get(obj, kind, key, span):
     try:
         return ops.field(obj, key) if kind == "field" else ops.item(obj, key)
     except DgError as exc:
-        if exc.span is None:
-            exc.span = span
-        raise
+        raise located(exc, span)
 
 
 def compile_assign_one(t, ctx):
@@ -201,38 +199,34 @@ def _expr_stmt(s, ctx):
     return ex
 
 
+def _unpacker(binders, span):
+    """A closure store(f, value) through one binder, or taking a tuple apart through several."""
+    if len(binders) == 1:
+        return binders[0]
+    n = len(binders)
+
+    def store_each(f, value):
+        for bind, v in zip(binders, destructure(value, n, span)):
+            bind(f, v)
+    return store_each
+
+
 def _let(s, ctx):
     value = compile_expr(s.value, ctx)
-    if len(s.bindings) == 1:
-        declare = compile_declare(s.bindings[0], ctx)
+    store = _unpacker([compile_declare(b, ctx) for b in s.bindings], s.span)
 
-        def let1(f):
-            declare(f, value(f))
-        return let1
-    declares = [compile_declare(b, ctx) for b in s.bindings]
-    n, span = len(declares), s.span
-
-    def let_many(f):
-        for declare, v in zip(declares, destructure(value(f), n, span)):
-            declare(f, v)
-    return let_many
+    def let(f):
+        store(f, value(f))
+    return let
 
 
 def _assign(s, ctx):
     value = compile_expr(s.value, ctx)
-    if len(s.targets) == 1:
-        assign = compile_assign_one(s.targets[0], ctx)
+    store = _unpacker([compile_assign_one(t, ctx) for t in s.targets], s.span)
 
-        def assign1(f):
-            assign(f, value(f))
-        return assign1
-    assigns = [compile_assign_one(t, ctx) for t in s.targets]
-    n, span = len(assigns), s.span
-
-    def assign_many(f):
-        for assign, v in zip(assigns, destructure(value(f), n, span)):
-            assign(f, v)
-    return assign_many
+    def assign(f):
+        store(f, value(f))
+    return assign
 
 
 def _aug_assign(s, ctx):
@@ -250,9 +244,7 @@ def _aug_assign(s, ctx):
             try:
                 new = fn(old, value(f), span)
             except DgError as exc:
-                if exc.span is None:
-                    exc.span = span
-                raise
+                raise located(exc, span)
             store(f, new)
         return aug_name
     target = Target(t, ctx)
@@ -263,9 +255,7 @@ def _aug_assign(s, ctx):
         try:
             new = fn(old, value(f), span)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
         target.rebuild(f, objs, keys, new)
     return aug_path
 
@@ -307,9 +297,7 @@ def _condition(e, ctx):
         try:
             return truth(v)
         except DgError as exc:
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return cond
 
 
@@ -334,6 +322,7 @@ def _while(s, ctx):
     cond = _condition(s.cond, ctx)
     body = compile_block(s.body, ctx)
     limits = ctx.limits
+    span = s.cond.span
 
     def loop(f):
         n = 0
@@ -346,7 +335,7 @@ def _while(s, ctx):
                     return r
             n += 1
             if not n & 1023:
-                limits.tick(1024)
+                limits.tick(1024, span)
     return loop
 
 
@@ -355,15 +344,7 @@ def _for(s, ctx):
     body = compile_block(s.body, ctx)
     limits = ctx.limits
     span = s.iterable.span
-    if len(s.bindings) == 1:
-        bind = compile_declare(s.bindings[0], ctx)
-    else:
-        declares = [compile_declare(b, ctx) for b in s.bindings]
-        n = len(declares)
-
-        def bind(f, item):
-            for declare, v in zip(declares, destructure(item, n, span)):
-                declare(f, v)
+    bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
 
     def loop(f):
         k = 0
@@ -377,7 +358,7 @@ def _for(s, ctx):
                     return r
             k += 1
             if not k & 1023:
-                limits.tick(1024)
+                limits.tick(1024, span)
     return loop
 
 

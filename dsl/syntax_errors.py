@@ -21,6 +21,9 @@ EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "FSTRING", "LPAR", "LSQB", "LBRA
 
 STATEMENT_END = {"_NL", "SEMI", "$END", "RBRACE"}
 
+# Terminals that extend the expression before them; named only when nothing else fits.
+CONTINUES_EXPR = {"PLUS", "MINUS", "MUL_OP", "DSTAR", "COMP_OP", "AND", "OR", "LPAR", "LSQB", "DOT"}
+
 
 def found(tok):
     """Describe the token the parser did not want."""
@@ -42,6 +45,11 @@ def expected_words(expected):
         return "an expression"
     if expected & {"_NL", "SEMI"}:
         return "the end of the statement (a line break or ';')"
+    structural = expected - CONTINUES_EXPR
+    if structural - {"$END"}:
+        expected = structural
+    elif expected & CONTINUES_EXPR:
+        return "an operator"
     words = sorted({WORDS.get(t, t.lower()) for t in expected if t != "$END"})
     if "NAME" in expected and expected - {"NAME", "$END"} <= {"LPAR"}:
         return "a name"
@@ -56,9 +64,9 @@ def describe_unexpected_token(tok, prev, expected):
     """Build the message for an UnexpectedToken: what was expected, after what, found what."""
     what = expected_words(expected)
     after = f" after '{prev.value}'" if prev is not None and prev.type != "_NL" else ""
-    if prev is not None and prev.type == "_NL":
+    if prev is not None and prev.type == "_NL" and not what.startswith("a statement"):
         after = " at the start of a statement"
     message = f"expected {what}{after}, found {found(tok)}"
-    if tok.type in {k.upper() for k in KEYWORDS} and "NAME" in expected:
+    if tok.type in {k.upper() for k in KEYWORDS} and "NAME" in expected and "LET" not in expected:
         message += f" ('{tok.value}' is a reserved word and cannot be used as a name)"
     return message

@@ -68,7 +68,12 @@ defvjp("Div", lambda g, ans, x, y: ub(nz(g, O.div(g, y)), x),
               lambda g, ans, x, y: ub(nz(g, O.neg(O.div(O.mul(g, ans), y))), y))
 defvjp("Neg", lambda g, ans, x: O.neg(g))
 defvjp("Mod", lambda g, ans, x, y: ub(g, x),
-              lambda g, ans, x, y: ub(cmul(O.neg(g), np.floor(np.divide(raw(x), raw(y)))), y))
+              lambda g, ans, x, y: ub(cmul(O.neg(g), np.floor(np.divide(_f(raw(x)), _f(raw(y))))), y))
+
+
+def _f(v):
+    """A Python int as a float for numpy (±inf past float range); anything else unchanged."""
+    return O.to_float(v) if type(v) is int else v
 
 
 def _pow_base(g, ans, x, y):
@@ -157,7 +162,7 @@ defvjp("Gelu", _gelu)
 
 def _tie_weights(a, b, wins):
     """Share of the cotangent each side of maximum/minimum gets: 1, 0, or 1/2 on ties."""
-    av, bv = raw(a), raw(b)
+    av, bv = _f(raw(a)), _f(raw(b))
     return np.where(wins(av, bv), 1.0, 0.0) + np.where(av == bv, 0.5, 0.0)
 
 
@@ -173,12 +178,12 @@ defvjp("Where", None,
 def _clamp(g, ans, x, lo=None, hi=None):
     """Gradient passes where lo <= x <= hi."""
     xv = raw(x)
-    inside = np.ones(np.shape(xv), dtype=bool)
+    inside = np.ones(np.broadcast_shapes(*(np.shape(v) for v in (xv, lo, hi) if v is not None)), dtype=bool)
     if lo is not None:
         inside &= xv >= lo
     if hi is not None:
         inside &= xv <= hi
-    return cmul(g, inside if inside.ndim else bool(inside))
+    return ub(cmul(g, inside if inside.ndim else bool(inside)), x)     # bounds may broadcast x up
 
 
 defvjp("Clamp", _clamp)

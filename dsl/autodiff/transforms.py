@@ -4,7 +4,7 @@ stop_gradient, custom_vjp and checkpoint (SPEC section 6)."""
 import numpy as np
 
 from .. import ops as O
-from ..errors import error
+from ..errors import DgError, error
 from . import rules  # noqa: F401  (registers the rule table)
 from . import tape
 from .tape import Box, Trace, backward, defvjp_all, raw, record
@@ -38,7 +38,13 @@ class Transformed:
         self.call = call
 
     def __call__(self, *args, **kwargs):
-        return self.call(*args, **kwargs)
+        try:
+            return self.call(*args, **kwargs)
+        except DgError as exc:
+            # the error report then shows where the gradient was asked for, even
+            # when it comes from the backward pass, after f has returned
+            exc.exit_function(self.name)
+            raise
 
     def __repr__(self):
         return f"<fn {self.name}>"
@@ -85,8 +91,8 @@ def _enter(trace, args, nums, who):
         rv = raw(v)
         if type(rv) is int or type(rv) is bool:
             raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                                f"which is {_describe(rv)} ({rv!r})",
-                        hint=f"write it as a float literal, e.g. {float(rv)!r}" if type(rv) is int else None)
+                                f"which is {_describe(rv)} ({O.brief_int(int(rv)) if type(rv) is int else rv!r})",
+                        hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
         if not (is_differentiable_leaf(rv) or is_container(rv)):
             raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
                                 f"which is {_describe(rv)}")
@@ -155,7 +161,7 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
 def grad(f, argnums=0, opts=None):
     """grad(f, argnums): a function returning the gradient of scalar f."""
     vg = value_and_grad(f, argnums, opts, name="grad")
-    return Transformed(vg.name, lambda *a, **k: vg(*a, **k)[1])
+    return Transformed(vg.name, lambda *a, **k: vg.call(*a, **k)[1])
 
 
 def jacobian(f, argnums=0, opts=None, name="jacobian"):
@@ -172,6 +178,8 @@ def jacobian(f, argnums=0, opts=None, name="jacobian"):
                 raise error("grad", f"{who} needs a function that returns a number or a tensor, "
                                     f"but it returned {_describe(v)}")
             out_shape = np.shape(v)
+            for p in params:        # refuse a Jacobian over the size limit before computing its rows
+                O.check_size(out_shape + np.shape(raw(p.v)), "Jacobian")
             rows = []
             for idx in np.ndindex(*out_shape):
                 if out is not None:
@@ -253,7 +261,17 @@ def _custom_vjp_rule(g, ans, leaves, kw, wanted):
         except ValueError:
             raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
                                 f"whose structure does not match its argument") from None
+    for o, leaf, w in zip(out, leaves, wanted):     # a number or tensor argument: same shape back
+        ro, rl = raw(o), raw(leaf)
+        if w and ro is not None and _numeric(rl) and (not _numeric(ro) or np.shape(ro) != np.shape(rl)):
+            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned "
+                                f"{_describe(ro)} as the gradient of {_describe(rl)}")
     return [o if w else None for o, w in zip(out, wanted)]
+
+
+def _numeric(v):
+    """Whether a gradient value is a number or a tensor."""
+    return type(v) in (int, float, np.float64, np.ndarray)
 
 
 defvjp_all("CustomVjp", _custom_vjp_rule)

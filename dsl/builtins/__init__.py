@@ -1,5 +1,7 @@
 """The names a dg program sees without importing anything (SPEC sections 5, 6 and 9)."""
 
+import inspect
+
 from . import core, grads, tensors, trees
 from . import data, files, progress
 
@@ -12,4 +14,31 @@ def make_builtins(interp):
     names.update(trees.BUILTINS)
     names.update(grads.make(interp))
     names.update(data.make(interp), **files.BUILTINS, **progress.BUILTINS)
-    return names
+    return {name: _public(fn) for name, fn in names.items()}
+
+
+def _public(fn):
+    """`fn` as a program sees it. Wrong arguments are a `type` DgError wherever the call comes
+    from (a program, or a builtin such as tree_map or grad calling its argument), and a
+    primitive's `span` parameter (its source location, which the operators pass) is neither a
+    positional nor a keyword argument a program can give."""
+    from ..compiler import call_error
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    hidden = "span" in sig.parameters
+    public = [p for p in sig.parameters.values() if p.name != "span"]
+    most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in public)
+
+    def builtin(*args, **kwargs):
+        if hidden and (len(args) > most or "span" in kwargs):
+            raise call_error(builtin, args, kwargs, TypeError("span"), None)
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:        # a DgError when the arguments do not fit, else re-raised
+            raise call_error(builtin, args, kwargs, exc, None) from None
+    builtin.__signature__ = sig.replace(parameters=public)
+    builtin.__name__ = builtin.__qualname__ = fn.__name__
+    builtin.__doc__ = fn.__doc__
+    return builtin

@@ -21,7 +21,7 @@ def make(interp):
     def print_(*args, sep=" ", end="\n"):
         """print(a, b, ...): the values separated by spaces, then a line break."""
         out = interp.stdout
-        text = str(raw(sep)).join(show(a) for a in args) + str(raw(end))
+        text = show(sep).join(show(a) for a in args) + show(end)
         if progress.LIVE:
             progress.around_print(lambda: out.write(text))
         else:
@@ -141,7 +141,12 @@ def range_(*args):
     ints = [_int_arg(a, "range's arguments") for a in args]
     if len(ints) == 3 and ints[2] == 0:
         raise error("value", "range's step cannot be zero")
-    return range(*ints)
+    r = range(*ints)
+    try:
+        len(r)
+    except OverflowError:       # len() and indexing would fail later, far from the cause
+        raise error("value", "a range may hold at most 2**63 - 1 numbers") from None
+    return r
 
 
 def _map(m, who):
@@ -197,7 +202,12 @@ def remove(m, k):
 
 def _sequence(x, who):
     """A builtin's iterable argument as a list."""
-    return list(iterate(x, None))
+    items = iterate(x, None)
+    v = raw(x)
+    n = len(items) if hasattr(items, "__len__") else v.shape[0] if type(v) is ndarray else 0
+    if n > ops.MAX_SEQUENCE:        # enumerate(range(10 ** 9)) would fill the memory with ints
+        raise error("limit", f"{who} of more than {ops.MAX_SEQUENCE:,} items")
+    return list(items)
 
 
 def enumerate_(xs, start=0):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import ops
 from ..autodiff.tape import Box, raw
 from ..errors import error
-from ..ops.core import ndarray
+from ..ops.core import ndarray, to_float
 from ..ops.shape import check_size
 from ..values import type_name
 from .files import read_path
@@ -126,11 +126,12 @@ def one_hot(labels, n):
     count = _positive_int(n, "one_hot's n")
     v = raw(labels)
     if type(v) in (int, float):
-        v = np.asarray(float(v))
+        v = np.asarray(to_float(v))
     elif type(v) is tuple:
-        v = np.asarray(v, dtype=np.float64) if all(type(i) in (int, float) for i in v) else None
+        v = np.asarray([to_float(i) for i in v], dtype=np.float64) if all(type(i) in (int, float) for i in v) else None
     if type(v) is not ndarray or v.dtype.kind not in "fiu":
         raise error("type", f"one_hot needs labels as an int, a tensor or a tuple of ints, got {type_name(labels)}")
+    check_size(v.shape + (count,))
     if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
         raise error("value", "one_hot needs whole-number labels")
     bad = (v < 0) | (v >= count)
@@ -138,7 +139,6 @@ def one_hot(labels, n):
         first = float(v[bad].flat[0])
         raise error("index", f"one_hot: the label {_show(first)} is out of range for {count} classes "
                              f"(labels go from 0 to {count - 1})")
-    check_size(v.shape + (count,))
     return (v[..., None] == np.arange(count)).astype(np.float64)
 
 
@@ -164,7 +164,7 @@ def load_csv(path, header=True, columns=False):
         if dup is not None:
             raise error("value", f"{source}: the column name {dup!r} appears twice in the header")
     width = len(names) if names is not None else (len(rows[0][1]) if rows else 0)
-    table = np.empty((len(rows), width))
+    table = np.empty(check_size((len(rows), width)))
     for r, (line, cells) in enumerate(rows):
         if len(cells) != width:
             raise error("value", f"{source}, line {line}: {len(cells)} values where "

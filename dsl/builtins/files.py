@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import sandbox
 from ..autodiff import tape
 from ..autodiff.tape import raw
 from ..errors import error
@@ -49,21 +50,20 @@ def _path_arg(path, who):
     p = raw(path)
     if type(p) is not str or not p:
         raise error("type", f"{who} needs a file path as a non-empty string, got {type_name(p)}")
+    if "\0" in p:
+        raise error("value", f"{who}: a file path cannot contain the character \\0")
     return p
 
 
 def read_path(path, who):
     """Where to read a relative path: the working directory, else beside the calling script."""
     p = Path(_path_arg(path, who)).expanduser()
-    if p.is_absolute() or p.exists():
-        return p
+    candidates = [p]
     span = tape.current_span
     name = span.source.name if span is not None and span.source is not None else "<"
-    if not name.startswith("<"):
-        beside = Path(name).resolve().parent / p
-        if beside.exists():
-            return beside
-    return p
+    if not p.is_absolute() and not name.startswith("<"):
+        candidates.append(Path(name).resolve().parent / p)
+    return sandbox.for_reading(candidates, who)     # the file policy (dsl/sandbox.py) decides
 
 
 # ---------------------------------------------------------------- encoding
@@ -276,9 +276,9 @@ def _sync_directory(directory):
 
 def save(path, tree):
     """save(path, tree): write a checkpoint atomically; returns none."""
-    target = Path(_path_arg(path, "save")).expanduser()
+    target = sandbox.for_writing(Path(_path_arg(path, "save")).expanduser())
     blob = encode(tree)
-    if target.is_dir():
+    if sandbox.probe(target, "is_dir"):
         raise error("value", f"cannot save to {target}: it is a directory")
     try:
         write_atomic(target, blob)

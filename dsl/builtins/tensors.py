@@ -5,7 +5,7 @@ import numpy as np
 from .. import ops
 from ..autodiff.tape import Box, raw
 from ..errors import error
-from ..ops.core import check_shape_arg, ndarray, to_tensor
+from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
 from ..ops.shape import check_size
 from ..values import type_name
 
@@ -79,7 +79,7 @@ def tensor(x):
     if t in (int, float, bool) or isinstance(v, np.generic):
         if type(x) is Box:
             return ops.reshape(x, ())
-        return np.asarray(v, dtype=bool if t is bool else np.float64)
+        return np.asarray(v if t is bool else to_float(v), dtype=bool if t is bool else np.float64)
     raise error("type", f"tensor() takes numbers, tensors or tuples of them, not a {type_name(v)}")
 
 
@@ -98,7 +98,7 @@ def full(shape, v):
     fill = raw(v)
     if type(fill) not in (int, float, bool):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
-    return np.full(_shape(shape), float(fill))
+    return np.full(_shape(shape), to_float(fill))
 
 
 def eye(n):
@@ -115,7 +115,7 @@ def _number(v, who):
     v = raw(v)
     if type(v) not in (int, float, bool) and not isinstance(v, np.generic):
         raise error("type", f"{who} needs numbers, got {type_name(v)}")
-    return float(v)
+    return to_float(v)
 
 
 def arange(*args):
@@ -130,6 +130,8 @@ def arange(*args):
     if n < 0:
         raise error("value", "arange needs finite bounds")
     check_size((n,))
+    if n == 0:              # numpy refuses some empty ranges with huge bounds
+        return np.zeros((0,))
     return np.arange(start, stop, step, dtype=np.float64)
 
 

@@ -9,7 +9,7 @@ from .. import ops
 from ..autodiff.tape import Box, raw
 from ..autodiff.trees import children, is_container, rebuild
 from ..errors import error
-from ..values import type_name
+from ..values import is_callable_value, type_name
 
 
 def _open(v):
@@ -19,6 +19,8 @@ def _open(v):
 
 def tree_map(f, tree, *more):
     """tree_map(f, tree, *more_trees): f applied leaf by leaf, the result shaped like tree."""
+    if not is_callable_value(f):
+        raise error("type", f"tree_map needs a function as its first argument, got {type_name(f)}")
     def walk(t, others, path):
         rt = raw(t)
         if is_container(rt):

@@ -5,7 +5,7 @@ and, when an argument is a recorded Box, records one tape node. The gradient
 rules in dsl/autodiff/rules.py are written with these same functions.
 """
 
-from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, BINARY
+from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, BINARY, MAX_SEQUENCE
 from .compare import order, eq, ne, values_equal, truth, not_, COMPARE
 from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, relu, silu, gelu,
                           erf, sign, maximum, minimum, where, clamp)
@@ -14,4 +14,4 @@ from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to, unb
                     make_key, index, gather, index_add, set_index, check_size)
 from .nn import softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan
 from .structs import field, set_field, item, set_item, unpack, struct_slot, map_slot
-from .core import to_tensor, fmt_shape, shape_of
+from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int

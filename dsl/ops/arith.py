@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..autodiff.tape import record, record2, record_const
+from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
                    norm, raw, brief_int, to_float, type_name)
 
@@ -49,6 +50,9 @@ def add(a, b, span=None):
     if ta is Box or tb is Box:
         return record2("Add", add, a, b, span)
     if ta is tb and (ta is str or ta is tuple):
+        if len(a) + len(b) > MAX_SEQUENCE:    # doubling a string in a loop would eat the memory
+            raise error("limit", f"joining two {type_name(a)}s of lengths {len(a):,} and {len(b):,} makes "
+                                 f"one longer than {MAX_SEQUENCE:,}")
         return a + b
     return _arith(np.add, "add", a, b)
 
@@ -70,6 +74,9 @@ def mul(a, b, span=None):
     """a * b; a constant number times a recorded value records ScalarMul."""
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
+        if ta is int and tb is int and a.bit_length() + b.bit_length() > MAX_INT_BITS:
+            # squaring an int in a loop doubles its size each time: a few steps would take hours
+            raise error("limit", f"{brief_int(a)} * {brief_int(b)} is too large an int (use floats for inf)")
         try:
             return a * b
         except OverflowError:
@@ -90,7 +97,8 @@ def mul(a, b, span=None):
 def _repeat(seq, n):
     """Repeat a string or tuple n times, refusing absurd sizes."""
     if len(seq) * max(n, 0) > MAX_SEQUENCE:
-        raise error("limit", f"repeating a {type_name(seq)} of length {len(seq)} {n} times is too large")
+        raise error("limit", f"repeating a {type_name(seq)} of length {len(seq):,} {brief_int(n)} times makes "
+                             f"one longer than {MAX_SEQUENCE:,}")
     return seq * int(n) if seq and n > 0 else seq[:0]     # "" * 2 ** 70 is "", not an overflow
 
 
@@ -195,7 +203,7 @@ def neg(a, span=None):
     if t is bool:
         return -int(a)
     if t is ndarray:
-        return np.negative(as_operand(a, "negate"))
+        return norm(np.negative(as_operand(a, "negate")))
     raise error("type", f"cannot negate a {type_name(a)}")
 
 
@@ -228,6 +236,8 @@ def matmul(a, b, span=None):
         except ValueError:
             raise error("shape", f"cannot matmul tensors of shapes {fmt_shape(a.shape)} and "
                                  f"{fmt_shape(b.shape)} (batch axes do not broadcast)") from None
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    check_size(batch + a.shape[-2:-1] + (b.shape[-1:] if b.ndim > 1 else ()), "matmul result")
     if a.dtype.kind == "b":
         a = a.astype(FLOAT)
     if b.dtype.kind == "b":

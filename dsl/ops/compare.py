@@ -26,7 +26,7 @@ def order(op, a, b):
     elif ta is tb and ta in (str, tuple):
         try:
             return _PY[op](a, b)
-        except TypeError:
+        except (TypeError, ValueError):      # elements that do not order, or tensors inside tuples
             pass
     raise error("type", f"cannot compare {type_name(a)} and {type_name(b)} with '{op}'")
 
@@ -41,8 +41,9 @@ def eq(a, b):
     a, b = raw(a), raw(b)
     if type(a) is ndarray or type(b) is ndarray:
         if _orderable_num(a) and _orderable_num(b):
-            check_broadcast(a, b, "compare")
-            return norm(np.equal(a, b))
+            x, y = as_operand(a, "compare"), as_operand(b, "compare")   # big ints become floats
+            check_broadcast(x, y, "compare")
+            return norm(np.equal(x, y))
         return False
     return values_equal(a, b)
 

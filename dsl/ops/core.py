@@ -59,6 +59,14 @@ def _big_int_to_float(v):
         return float("inf") if v > 0 else float("-inf")
 
 
+to_float = _big_int_to_float    # any Python number as a float; ints beyond float range are ±inf
+
+
+def brief_int(n):
+    """An int for an error message: its digits, or its size when it has too many to show."""
+    return str(n) if n.bit_length() <= 256 else f"an int of {n.bit_length():,} bits"
+
+
 def shape_of(v):
     """The shape of a number or tensor (numbers are ())."""
     v = raw(v)
@@ -71,9 +79,11 @@ def check_broadcast(a, b, verb):
     if sa == sb or not sa or not sb:
         return
     try:
-        np.broadcast_shapes(sa, sb)
+        out = np.broadcast_shapes(sa, sb)
     except ValueError:
         raise error("shape", f"cannot {verb} tensors of shapes {fmt_shape(sa)} and {fmt_shape(sb)}") from None
+    from .shape import check_size      # broadcasting can make a result far larger than either operand
+    check_size(out, "result")
 
 
 def to_tensor(v, what="a tensor"):
@@ -82,7 +92,7 @@ def to_tensor(v, what="a tensor"):
     if t is ndarray:
         return v.astype(FLOAT) if v.dtype.kind == "b" else v
     if t in (float, int, bool) or isinstance(v, np.generic):
-        return np.asarray(float(v))
+        return np.asarray(to_float(v))
     raise error("type", f"expected {what}, got {type_name(v)}")
 
 
@@ -120,12 +130,14 @@ def check_shape_arg(shape, what="shape"):
             s = int(s)
         if type(s) is not int:
             raise error("type", f"a {what} must hold ints, got {type_name(s)}")
+        if abs(s) > INT64_MAX:      # numpy cannot even describe such an axis, empty or not
+            raise error("limit", f"a {what} entry of {s} is too large")
         out.append(s)
     if len(out) > MAX_AXES:
         raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(out)}")
     return tuple(out)
 
 
-__all__ = ["Box", "raw", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm",
+__all__ = ["Box", "raw", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
            "is_num", "as_operand", "shape_of", "check_broadcast", "to_tensor",
            "normalize_axis", "check_shape_arg"]

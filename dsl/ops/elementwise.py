@@ -5,8 +5,9 @@ import math
 import numpy as np
 
 from ..autodiff.tape import record
+from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
-                   type_name)
+                   to_float, type_name)
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -20,7 +21,7 @@ def _unary(op, name, scalar, vector):
             try:
                 return scalar(x)
             except (OverflowError, ValueError):
-                return float(vector(np.asarray(float(x))))
+                return float(vector(np.asarray(to_float(x))))
         if t is Box:
             return record(op, prim, (x,), None, span)
         if t is ndarray:
@@ -80,7 +81,7 @@ sqrt = _unary("Sqrt", "sqrt", math.sqrt, np.sqrt)
 abs_ = _unary("Abs", "abs", lambda x: float(abs(x)) if type(x) is float else abs(x), np.abs)
 tanh = _unary("TanhAct", "tanh", math.tanh, np.tanh)
 sigmoid = _unary("Sigmoid", "sigmoid", _sigmoid_scalar, _sigmoid_vector)
-relu = _unary("Relu", "relu", lambda x: float(x) if x > 0 else 0.0, lambda x: np.maximum(x, 0.0))
+relu = _unary("Relu", "relu", lambda x: 0.0 if x <= 0 else float(x), lambda x: np.maximum(x, 0.0))   # nan stays nan
 silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
 gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
@@ -125,22 +126,27 @@ def where(c, a, b, span=None):
     cond = c if type(c) is not ndarray or c.dtype.kind == "b" else c != 0
     shapes = [np.shape(cond), np.shape(x), np.shape(y)]
     try:
-        np.broadcast_shapes(*shapes)
+        out = np.broadcast_shapes(*shapes)
     except ValueError:
         raise error("shape", "where needs shapes that broadcast together, got "
                              + ", ".join(fmt_shape(s) for s in shapes)) from None
-    return norm(np.where(cond, x, y))
+    check_size(out, "result of where")
+    r = np.where(cond, x, y)
+    return norm(r.astype(FLOAT) if r.dtype.kind in "iu" else r)     # where(c, 1, 0): floats, not numpy ints
 
 
 def clamp(x, lo=None, hi=None, span=None):
     """clamp(x, lo, hi): x limited to [lo, hi]; either bound may be none."""
-    lo, hi = raw(lo), raw(hi)
+    lo, hi = (None if b is None else as_operand(raw(b), "clamp to") for b in (lo, hi))
     if type(x) is Box:
         return record("Clamp", clamp, (x,), {"lo": lo, "hi": hi}, span)
     v = as_operand(x, "clamp")
-    for bound in (lo, hi):
-        if bound is not None:
-            check_broadcast(v, as_operand(bound, "clamp to"), "clamp")
+    shapes = [np.shape(b) for b in (v, lo, hi) if b is not None]
+    try:
+        check_size(np.broadcast_shapes(*shapes), "result of clamp")
+    except ValueError:
+        raise error("shape", "clamp needs x, lo and hi of shapes that broadcast together, got "
+                             + ", ".join(fmt_shape(sh) for sh in shapes)) from None
     if type(v) is not ndarray and type(lo) is not ndarray and type(hi) is not ndarray:
         r = float(v)
         if lo is not None and r < lo:

@@ -4,7 +4,9 @@ softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
 import numpy as np
 
 from ..autodiff.tape import record
-from .core import Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_tensor, type_name
+from .shape import check_size
+from .core import (Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float, to_tensor,
+                   type_name)
 
 
 def _tensor_arg(x, name):
@@ -22,6 +24,8 @@ def softmax(x, axis=-1, span=None):
         return record("Softmax", softmax, (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "softmax")
     ax = normalize_axis(axis, v.ndim, False)
+    if v.size == 0:
+        return np.zeros(v.shape)
     e = np.exp(v - np.max(v, axis=ax, keepdims=True))
     return e / np.sum(e, axis=ax, keepdims=True)
 
@@ -32,6 +36,8 @@ def log_softmax(x, axis=-1, span=None):
         return record("LogSoftmax", log_softmax, (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "log_softmax")
     ax = normalize_axis(axis, v.ndim, False)
+    if v.size == 0:
+        return np.zeros(v.shape)
     shifted = v - np.max(v, axis=ax, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=ax, keepdims=True))
 
@@ -45,6 +51,9 @@ def cross_entropy(logits, targets, span=None):
         targets = _class_indices(lv, tv)
     if type(logits) is Box or type(targets) is Box:
         return record("CrossEntropy", cross_entropy, (logits, targets), None, span)
+    if lv.size == 0:        # the mean over no examples (or no classes) is undefined, as mean's is
+        raise error("value", f"cross_entropy needs at least one example and one class, got logits of "
+                             f"shape {fmt_shape(lv.shape)}")
     lsm = log_softmax(lv)
     if mode == "index":
         picked = np.take_along_axis(lsm, targets[..., None], axis=-1)[..., 0]
@@ -72,11 +81,12 @@ def _target_mode(lv, tv):
 def _class_indices(lv, tv):
     """Class-index targets as an int array, checked against the number of classes."""
     if type(tv) is ndarray and tv.dtype.kind == "i":
-        return tv
-    t = np.asarray(tv, dtype=FLOAT)
-    if t.size and not np.all(np.isfinite(t) & (t == np.floor(t))):
-        raise error("value", "cross_entropy class indices must be whole numbers")
-    idx = t.astype(np.intp)
+        idx = tv                    # already checked (the tape records the checked indices)
+    else:
+        t = np.asarray(to_float(tv) if type(tv) is int else tv, dtype=FLOAT)
+        if t.size and not np.all(np.isfinite(t) & (t == np.floor(t))):
+            raise error("value", "cross_entropy class indices must be whole numbers")
+        idx = t.astype(np.intp)
     n = lv.shape[-1]
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise error("index", f"cross_entropy class index {int(idx[(idx < 0) | (idx >= n)].flat[0])} "
@@ -85,15 +95,25 @@ def _class_indices(lv, tv):
 
 
 # ---------------------------------------------------------------- normalisation
+def _eps(eps, name):
+    """A normalisation's eps as a float."""
+    e = raw(eps)
+    if type(e) not in (int, float, bool):
+        raise error("type", f"{name}: eps must be a number, got {type_name(e)}")
+    return to_float(e)
+
+
 def _norm_params(v, gamma, beta, shape, name):
     """Check gamma/beta of a normalisation against the normalised shape."""
     for p, pname in ((gamma, "gamma"), (beta, "beta")):
         pv = raw(p)
         if pv is None:
             continue
+        if type(pv) not in (ndarray, int, float, bool):
+            raise error("type", f"{name}: {pname} must be a tensor or a number, got {type_name(pv)}")
         ps = pv.shape if type(pv) is ndarray else ()
         try:
-            np.broadcast_shapes(ps, v.shape)
+            check_size(np.broadcast_shapes(ps, v.shape), f"result of {name}")
         except ValueError:
             raise error("shape", f"{name}: {pname} of shape {fmt_shape(ps)} does not fit x of shape "
                                  f"{fmt_shape(v.shape)} (expected {fmt_shape(shape)})") from None
@@ -114,20 +134,24 @@ def _normalize(v, axis, gamma, beta, eps):
 
 def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """layer_norm over the last axis, with optional scale gamma and shift beta."""
-    eps = float(raw(eps))
+    eps = _eps(eps, "layer_norm")
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
         return record("LayerNorm", layer_norm, (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "layer_norm")
+    if v.shape[-1] == 0:        # statistics of nothing, as mean's are
+        raise error("value", f"layer_norm needs at least one feature (last axis), got shape {fmt_shape(v.shape)}")
     _norm_params(v, gamma, beta, v.shape[-1:], "layer_norm")
     return _normalize(v, -1, gamma, beta, eps)
 
 
 def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """batch_norm: each feature normalised over axis 0 (training statistics)."""
-    eps = float(raw(eps))
+    eps = _eps(eps, "batch_norm")
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
         return record("BatchNorm", batch_norm, (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "batch_norm")
+    if v.shape[0] == 0:
+        raise error("value", f"batch_norm needs at least one example (axis 0), got shape {fmt_shape(v.shape)}")
     _norm_params(v, gamma, beta, v.shape[1:], "batch_norm")
     return _normalize(v, 0, gamma, beta, eps)
 
@@ -145,6 +169,7 @@ def ssm_scan(a, b, x, span=None):
                              f"{fmt_shape(av.shape)}, {fmt_shape(bv.shape)} and {fmt_shape(xv.shape)}") from None
     if len(shape) == 0:
         raise error("shape", "ssm_scan needs a time axis (axis 0)")
+    check_size(shape, "result of ssm_scan")
     av = np.broadcast_to(av, shape)
     u = np.broadcast_to(bv * xv, shape)
     h = np.empty(shape)

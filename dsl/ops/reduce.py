@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..autodiff.tape import record
-from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_tensor, type_name
+from .core import Box, error, fmt_shape, norm, normalize_axis, raw, to_tensor, type_name
 
 
 def _operand(x, name):
@@ -18,6 +18,8 @@ def _reduction(op, name, fn, empty_ok):
     """Make a reduction primitive `name(x, axis=none, keepdims=false)`."""
 
     def prim(x, axis=None, keepdims=False, span=None):
+        if type(keepdims) is not bool:
+            raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}")
         x = _operand(x, name)
         if type(x) is Box:
             return record(op, prim, (x,), {"axis": axis, "keepdims": keepdims}, span)
@@ -40,7 +42,7 @@ def _logsumexp(v, axis, keepdims):
     out = np.log(np.sum(np.exp(v - m), axis=axis, keepdims=True)) + m
     if not keepdims:
         out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-    return out
+    return out if out.ndim else float(out)   # a full reduction is a float, as sum's is
 
 
 sum_ = _reduction("Sum", "sum", lambda v, a, k: np.sum(v, axis=a, keepdims=k), True)

@@ -19,9 +19,12 @@ def check_size(shape, what="tensor"):
         if s < 0:
             raise error("value", f"a {what} cannot have a negative size, got shape {fmt_shape(shape)}")
         n *= s
-    if MAX_ELEMENTS is not None and n > MAX_ELEMENTS:
-        raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {n:,} elements, more than "
-                             f"the limit of {MAX_ELEMENTS:,}",
+    # an axis longer than the limit is refused even when another axis is empty: numpy cannot make it
+    longest = max(shape, default=0)
+    if MAX_ELEMENTS is not None and max(n, longest) > MAX_ELEMENTS:
+        size = f"{n:,} elements" if n > MAX_ELEMENTS else f"an axis of length {longest:,}"
+        raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {size}, more than "
+                             f"the limit of {MAX_ELEMENTS:,} elements",
                     hint="raise it with --max-tensor or Interpreter(max_tensor_elements=...)")
     return shape
 
@@ -85,9 +88,16 @@ def _tensors(items, name):
     return list(items)
 
 
+def _axis_given(axis, name):
+    """cat, stack and gather work along one axis: none is not one."""
+    if axis is None:
+        raise error("type", f"{name} needs an int axis, got none")
+
+
 def cat(tensors, axis=0, span=None):
     """cat((a, b, ...), axis=0): join tensors along an existing axis."""
     items = _tensors(tensors, "cat")
+    _axis_given(axis, "cat")
     if any(type(t) is Box for t in items):
         return record("CatOp", _cat, tuple(items), {"axis": axis}, span)
     return _cat(*items, axis=axis)
@@ -106,12 +116,16 @@ def _cat(*items, axis=0):
         if v.ndim != nd or v.shape[:ax] + v.shape[ax + 1:] != vals[0].shape[:ax] + vals[0].shape[ax + 1:]:
             raise error("shape", f"cannot cat tensors of shapes "
                                  f"{', '.join(fmt_shape(w.shape) for w in vals)} along axis {axis}")
+    shape = list(vals[0].shape)
+    shape[ax] = sum(v.shape[ax] for v in vals)
+    check_size(tuple(shape), "cat result")
     return np.concatenate(vals, axis=ax)
 
 
 def stack(tensors, axis=0, span=None):
     """stack((a, b, ...), axis=0): join numbers or same-shape tensors along a new axis."""
     items = _tensors(tensors, "stack")
+    _axis_given(axis, "stack")
     if any(type(t) is Box for t in items):
         return record("Stack", _stack, tuple(items), {"axis": axis}, span)
     return _stack(*items, axis=axis)
@@ -196,7 +210,26 @@ def make_key(shape, subs):
             raise error("type", f"an index must be a whole number, got {s!r}")
         else:
             raise error("type", f"cannot index a tensor with {type_name(s)}")
+    arrays = [k for k in key if type(k) is ndarray]
+    if len(arrays) > 1 or (arrays and arrays[0].dtype.kind != "b"):
+        _check_gather(shape, key)
     return tuple(key)
+
+
+def _check_gather(shape, key):
+    """Index tensors must broadcast together, and what they gather must fit the size limit."""
+    shapes = [(int(k.sum()),) if k.dtype.kind == "b" else k.shape for k in key if type(k) is ndarray]
+    try:
+        out = list(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise error("shape", "index tensors of shapes " + ", ".join(fmt_shape(s) for s in shapes)
+                    + " do not broadcast together") from None
+    axis = 0
+    for k in key:
+        if type(k) is slice:
+            out.append(len(range(*k.indices(shape[axis]))))
+        axis += k.ndim if type(k) is ndarray and k.dtype.kind == "b" else 1
+    check_size(tuple(out) + tuple(shape[axis:]), "gathered tensor")
 
 
 def index_array(s, size, axis):
@@ -222,6 +255,7 @@ def gather(x, idx, axis=0, span=None):
     v = raw(x)
     if type(v) is not ndarray or v.ndim == 0:
         raise error("type", f"gather needs a tensor with at least one axis, got {type_name(x)}")
+    _axis_given(axis, "gather")
     ax = normalize_axis(axis, v.ndim, False)
     i = raw(idx)
     if type(i) is not ndarray:
@@ -230,6 +264,7 @@ def gather(x, idx, axis=0, span=None):
         else:
             raise error("type", f"gather needs index values as a tensor, got {type_name(idx)}")
     key = (slice(None),) * ax + (index_array(i, v.shape[ax], ax),)
+    _check_gather(v.shape, key)
     return index(x, key, span, op="GatherOp")
 
 
