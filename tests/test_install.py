@@ -73,8 +73,18 @@ def pip_too_old():
 
 
 def _build_flags():
-    """Build offline with the running setuptools when it is there; otherwise let pip isolate."""
-    return ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    """Build offline with the running setuptools when it can build wheels; otherwise let pip isolate.
+
+    setuptools before 70.1 needs the separate `wheel` package for bdist_wheel, and a fresh venv
+    on Python 3.11 has such a setuptools without `wheel`.
+    """
+    if importlib.util.find_spec("setuptools") is None:
+        return []
+    from importlib.metadata import version
+    major, minor = (int(p) for p in version("setuptools").split(".")[:2])
+    if (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None:
+        return ["--no-build-isolation"]
+    return []
 
 
 @pytest.fixture(scope="module")
