@@ -3,7 +3,8 @@
 A wheel carries them inside the package (dsl/_grammar, dsl/_stdlib); an editable install reads them
 from the checkout. Each mode is installed into a throw-away virtual environment (no pip inside it:
 the running pip installs into it with --python), and the project's run-time dependencies are made
-visible through a .pth file, so nothing is downloaded.
+visible through a .pth file, so they are never downloaded (only setuptools, for an isolated build
+when the running one cannot build wheels).
 """
 
 import importlib.util
@@ -107,7 +108,9 @@ def editable_env(tmp_path_factory):
     base = tmp_path_factory.mktemp("editable")
     src = _copy_source(base / "src")
     bin_dir = _make_venv(base / "venv")
-    _pip("--python", bin_dir / "python", "install", "--no-deps", "--no-index", *_build_flags(), "-q", "-e", src)
+    # No --no-index: an isolated build (see _build_flags) must fetch setuptools; --no-deps keeps
+    # the project's own dependencies from being downloaded.
+    _pip("--python", bin_dir / "python", "install", "--no-deps", *_build_flags(), "-q", "-e", src)
     return {"bin": bin_dir, "src": src, "cwd": tmp_path_factory.mktemp("elsewhere")}
 
 
