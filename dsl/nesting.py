@@ -8,32 +8,39 @@ recursion, and refuses one deeper than MAX_NESTING with the location of the
 deepest node. (Brackets are counted as they are read, in dsl/lexing.py.)
 """
 
+from dataclasses import is_dataclass
+
+from . import ast
 from .errors import error
 
 MAX_NESTING = 2000      # levels of the syntax tree; far beyond any program written by hand
 
-
-def _children(node):
-    """The syntax-tree nodes directly inside `node` (dataclass fields, lists, pairs)."""
-    for value in vars(node).values():
-        if type(value) is list or type(value) is tuple:
-            for item in value:
-                if type(item) is tuple:
-                    yield from (x for x in item if hasattr(x, "__dataclass_fields__"))
-                elif hasattr(item, "__dataclass_fields__"):
-                    yield item
-        elif hasattr(value, "__dataclass_fields__"):
-            yield value
+NODE_TYPES = frozenset(c for c in vars(ast).values() if isinstance(c, type) and is_dataclass(c))
 
 
 def check_nesting(program, limit=MAX_NESTING):
     """Raise a `limit` error at the first node nested more than `limit` levels deep."""
+    nodes = NODE_TYPES
     stack = [(program, 0)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         if depth > limit:
             raise error("limit", f"the program nests more than {limit:,} levels deep "
                                  "(expressions inside expressions, or blocks inside blocks)",
                         getattr(node, "span", None),
                         hint="split the expression into steps with `let`")
-        stack.extend((child, depth + 1) for child in _children(node))
+        depth += 1
+        # A node's children sit in its fields: directly, in lists, or in pairs inside lists.
+        for value in vars(node).values():
+            kind = type(value)
+            if kind in nodes:
+                push((value, depth))
+            elif kind is list or kind is tuple:
+                for item in value:
+                    if type(item) in nodes:
+                        push((item, depth))
+                    elif type(item) is tuple:
+                        for x in item:
+                            if type(x) in nodes:
+                                push((x, depth))

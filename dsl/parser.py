@@ -11,6 +11,7 @@ from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
 from .errors import DgError, Source, Span, error
+from .lalr_driver import Driver, Reject
 from .lexing import MAX_BRACKETS, BracketsTooDeep, StatementBreaks
 from .nesting import check_nesting
 from .resources import grammar_path
@@ -21,11 +22,12 @@ _lock = threading.RLock()
 _parser = None
 _breaks = None
 _builder = None
+_driver = None
 
 
 def _get_parser():
     """Build (once) the cached LALR parser with its post-lexer and transformer."""
-    global _parser, _breaks, _builder
+    global _parser, _breaks, _builder, _driver
     if _parser is None:
         _breaks = StatementBreaks()
         _builder = ToAst(parse_fragment)
@@ -33,6 +35,7 @@ def _get_parser():
                        propagate_positions=False, maybe_placeholders=True,
                        start=["start", "expr"], postlex=_breaks, transformer=_builder,
                        cache=True)
+        _driver = Driver(_parser)
     return _parser
 
 
@@ -57,7 +60,10 @@ def _run(source, text, start, line_offset, col_offset):
         saved = (_builder.source, _builder.line_offset, _builder.col_offset)
         _builder.source, _builder.line_offset, _builder.col_offset = source, line_offset, col_offset
         try:
-            return parser.parse(text, start=start)
+            try:
+                return _driver.parse(_breaks.process(_driver.tokens(text)), start)
+            except Reject:
+                return parser.parse(text, start=start)     # again, for lark's detailed error
         except VisitError as exc:
             raise _unwrap(exc) from None
         except UnexpectedToken as exc:

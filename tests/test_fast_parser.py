@@ -1,0 +1,69 @@
+"""The lean lexer and LALR loop (dsl/lalr_driver.py) build exactly what lark's own parser builds."""
+
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+import pytest
+
+from dsl import parser as P
+from dsl.errors import DgError, Source, Span
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(ROOT.glob("examples/*.dg")) + sorted(ROOT.glob("stdlib/*.dg")) + sorted(ROOT.glob("bench/programs/*.dg"))
+
+SNIPPETS = [
+    'let s = f"{x:.3f} and {{literal}} {f(\\"a\\")}"\n',
+    "if a { return 1 } else if b { return 2 }\nelse { return 3 }\n",
+    "let m = {\n  \"a\": 1,\n  \"b\": [1.0, 2.],\n}\nm[\"a\"] += 2; p.w[0, 1:3] = -x ** 2\n",
+    "fn f(a, b=2) { let g = fn(x) => x @ a; return g(b) }\nstruct S { a, b }\nS(1, b=2).a\n",
+    "for k, v in items(m) { if not (v > 0 and k != \"x\") or true { continue } else { break } }\n",
+    "let x = 1e-3 + 2 // 3 % 4 - none\nwhile x < 10 { x = x + 1 }\nimport nn as n\n",
+]
+
+
+def dump(node):
+    """A comparable picture of a syntax tree: node types, field values and spans."""
+    if isinstance(node, Span):
+        return ("Span", node.line, node.column, node.end_line, node.end_column)
+    if isinstance(node, Source):
+        return ("Source", node.name)
+    if is_dataclass(node):
+        return (type(node).__name__,) + tuple((f.name, dump(getattr(node, f.name))) for f in fields(node))
+    if isinstance(node, (list, tuple)):
+        return tuple(dump(x) for x in node)
+    if isinstance(node, dict):
+        return tuple((k, dump(v)) for k, v in node.items())
+    return node if isinstance(node, (int, float, str, bool, type(None))) else repr(node)
+
+
+def parse_with_lark(text, monkeypatch):
+    """Parse with lark's own lexer and parser loop (the fast path switched off)."""
+    class Refuse:
+        def tokens(self, text):
+            raise P.Reject()
+
+        def parse(self, tokens, start):
+            raise P.Reject()
+    P._get_parser()
+    monkeypatch.setattr(P, "_driver", Refuse())
+    try:
+        return P.parse(text, "x.dg")
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("text", [p.read_text() for p in PROGRAMS] + SNIPPETS,
+                         ids=[p.name for p in PROGRAMS] + [f"snippet{i}" for i in range(len(SNIPPETS))])
+def test_same_tree_as_lark(text, monkeypatch):
+    fast = P.parse(text, "x.dg")
+    slow = parse_with_lark(text, monkeypatch)
+    assert dump(fast) == dump(slow)
+    assert len(dump(fast)) > 1
+
+
+@pytest.mark.parametrize("text", ["let x = 1 +\n", "let = 3", "x = (1, 2", "let a = 'b'", "fn f( { }", "let x = 1 $ 2"])
+def test_bad_input_reports_lark_error(text):
+    with pytest.raises(DgError) as info:
+        P.parse(text, "x.dg")
+    assert info.value.kind == "syntax"
+    assert info.value.line >= 1
