@@ -1,8 +1,10 @@
 """Parsing: source text to the typed syntax tree of dsl/ast.py.
 
-Lark (LALR, cached tables, positions propagated) runs the grammar with an
-inline transformer, so no parse tree is built and deep nesting costs no
-recursion. Lark's exceptions are translated into `syntax` errors in words.
+Lark builds the LALR tables (cached) and the inline transformer, so no parse
+tree is built and deep nesting costs no recursion. Correct input runs through
+the lean loop of dsl/lalr_driver.py over those same tables; input it rejects
+is parsed again by lark itself, whose exceptions are translated into `syntax`
+errors in words.
 """
 
 import threading
