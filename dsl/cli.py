@@ -32,6 +32,10 @@ FLAG_OPTIONS = {"--no-check-numerics"}
 POSITIVE = {"--max-depth", "--max-steps", "--timeout", "--max-tensor"}
 
 
+class HelpRequested(Exception):
+    """`-h` or `--help` among the options: print the usage and succeed."""
+
+
 class UsageError(Exception):
     """A command line dg does not understand."""
 
@@ -43,6 +47,8 @@ def parse_options(args):
     while i < len(args):
         a = args[i]
         name, _, inline = a.partition("=")
+        if a in ("-h", "--help"):
+            raise HelpRequested()
         if a in FLAG_OPTIONS:
             settings[a] = True
         elif name in VALUE_OPTIONS:
@@ -97,6 +103,9 @@ def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         return _dispatch(args)
+    except HelpRequested:
+        sys.stdout.write(USAGE)
+        return 0
     except UsageError as exc:
         sys.stderr.write(f"dg: {exc}\n\n{USAGE}")
         return 2

@@ -286,3 +286,17 @@ def test_pipe_closed_early_is_not_an_error(tmp_path):
                           capture_output=True, text=True, timeout=60, env=env)
     assert proc.stdout == "0\n1\n"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["run", "--help"], ["run", "-h"], ["--seed", "1", "--help"]])
+def test_help_prints_usage_and_succeeds(capsys, args):
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "usage: dg run" in out and "--max-depth" in out
+
+
+def test_help_after_the_script_goes_to_the_script(capsys, tmp_path):
+    script = tmp_path / "a.dg"
+    script.write_text("print(argv)\n")
+    assert cli.main(["run", str(script), "--help"]) == 0
+    assert capsys.readouterr().out == '("--help",)\n'
