@@ -15,7 +15,7 @@ from .autodiff.tape import Box, raw
 from .errors import DgError, error, located
 from .ops.core import ndarray
 from .printing import format_value
-from .values import UNBOUND, Function, StructDef, is_callable_value, type_name
+from .values import UNBOUND, Function, StructDef, is_callable_value, type_name, a_type_name
 
 
 # ---------------------------------------------------------------- variables
@@ -176,7 +176,7 @@ def _tensor(e, ctx):
             rv = raw(v)
             t = type(rv)
             if not (t is float or t is int or t is bool or t is ndarray or isinstance(rv, np.generic)):
-                raise error("type", f"a bracket literal [...] holds numbers or tensors, not a {type_name(rv)}",
+                raise error("type", f"a bracket literal [...] holds numbers or tensors, not {a_type_name(rv)}",
                             s, hint="use a tuple (a, b, ...) to group values of different kinds")
         if not values:
             return np.zeros((0,))
@@ -308,7 +308,7 @@ def call_value(fn, args, kwargs, span):
 def call_error(fn, args, kwargs, exc, span):
     """Explain a failed call: not callable, or a wrong number or name of arguments."""
     if not is_callable_value(fn):
-        return error("type", f"a {type_name(fn)} cannot be called", span)
+        return error("type", f"{a_type_name(fn)} cannot be called", span)
     import inspect
     name = getattr(fn, "name", None) or getattr(fn, "__name__", "function")
     name = name.rstrip("_") or name        # the Python function len_ is dg's len

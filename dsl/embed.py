@@ -33,7 +33,7 @@ from .errors import DgError, error
 from .parser import parse
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
-from .values import Function, Module, Struct, StructDef, is_callable_value, type_name
+from .values import Function, Module, Struct, StructDef, a_type_name, is_callable_value
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -320,7 +320,7 @@ def _callable(interp, target, who):
     """The dg callable named by `target` (a name, or a function from this API)."""
     fn = to_dg(target, interp) if not isinstance(target, str) else interp.lookup(check_name(target))
     if not is_callable_value(fn):
-        raise error("type", f"{who} needs a function, but {target!r} is a {type_name(fn)}")
+        raise error("type", f"{who} needs a function, but {target!r} is {a_type_name(fn)}")
     return fn
 
 

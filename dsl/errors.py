@@ -192,7 +192,8 @@ def _stack_lines(frames):
     """The `= in f, called at ...` lines, with repeats folded and a long stack shortened."""
     groups = []
     for name, call in frames:
-        line = f"= in {name}" + (f", called at {call.where()}" if call is not None else "")
+        verb = "imported" if name.startswith("module ") else "called"     # see Interpreter.import_module
+        line = f"= in {name}" + (f", {verb} at {call.where()}" if call is not None else "")
         if groups and groups[-1][0] == line:
             groups[-1][1] += 1
         else:

@@ -82,7 +82,14 @@ class Interpreter:
     def run(self, src, filename="<input>", echo=None):
         """Run dg source text; return the value of its last expression statement."""
         program = parse(src, filename)
-        return self._execute(program, self.main, echo)
+        key = _script_key(filename)
+        if key is not None:     # a script that imports itself is an import cycle, found at that import
+            self.loading.append(key)
+        try:
+            return self._execute(program, self.main, echo)
+        finally:
+            if key is not None and self.loading and self.loading[-1] == key:
+                self.loading.pop()
 
     def run_file(self, path):
         """Run a .dg file."""
@@ -106,7 +113,13 @@ class Interpreter:
             resolver.resolve_program(program)
         except RecursionError:
             return resolver.problems + [self.limits.too_nested(Span(program.source, 1, 1))]
-        return resolver.problems
+        problems = list(resolver.problems)
+        for stmt in resolver.imports:       # a module that cannot be found is a name that does not resolve
+            try:
+                self.find_module(stmt.module, stmt.span, program.source)
+            except DgError as exc:
+                problems.append(exc)
+        return sorted(problems, key=lambda e: (e.span.line, e.span.column) if e.span else (0, 0))
 
     def _execute(self, program, module, echo=None):
         """Resolve, compile and run a parsed program in a module's namespace."""
@@ -155,18 +168,7 @@ class Interpreter:
     # -- modules ------------------------------------------------------------
     def import_module(self, name, span, origin):
         """Find NAME.dg beside the importing file, then in the standard library; run it once."""
-        candidates = []
-        origin_path = Path(origin.name) if origin is not None and not origin.name.startswith("<") else None
-        base = origin_path.parent if origin_path is not None else Path.cwd()
-        beside = base / f"{name}.dg"
-        if self.files.allows(beside):       # the file policy (dsl/sandbox.py); the stdlib is always allowed
-            candidates.append(beside)
-        candidates.append(stdlib_dir() / f"{name}.dg")
-        path = next((c.resolve() for c in candidates if sandbox.probe(c, "is_file")), None)
-        if path is None:
-            looked = " and ".join(str(c.parent) for c in candidates)
-            denied = "" if candidates[0] == beside else "; this program may not read modules outside it"
-            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked}{denied})", span)
+        path = self.find_module(name, span, origin)
         key = str(path)
         if key in self.modules:
             return self.modules[key]
@@ -182,10 +184,30 @@ class Interpreter:
         try:
             program = parse(Source(key, text))
             self._execute(program, module)
+        except DgError as exc:      # the stack shows which import ran the failing module
+            exc.exit_function(f"module {name}")
+            exc.add_call(span)
+            raise
         finally:
             self.loading.pop()
         self.modules[key] = module
         return module
+
+    def find_module(self, name, span, origin):
+        """The path of NAME.dg beside the importing file, else in the standard library (an import error if neither)."""
+        candidates = []
+        origin_path = Path(origin.name) if origin is not None and not origin.name.startswith("<") else None
+        base = origin_path.parent if origin_path is not None else Path.cwd()
+        beside = base / f"{name}.dg"
+        if self.files.allows(beside):       # the file policy (dsl/sandbox.py); the stdlib is always allowed
+            candidates.append(beside)
+        candidates.append(stdlib_dir() / f"{name}.dg")
+        path = next((c.resolve() for c in candidates if sandbox.probe(c, "is_file")), None)
+        if path is None:
+            looked = " and ".join(str(c.parent) for c in candidates)
+            denied = "" if candidates[0] == beside else "; this program may not read modules outside it"
+            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked}{denied})", span)
+        return path
 
     # -- names --------------------------------------------------------------
     def names(self):
@@ -250,3 +272,13 @@ class Interpreter:
         """The most recent gradient computation's tape as rows (dsl.tape_view.TapeRow)."""
         from . import embed
         return embed.tape_of(self)
+
+
+def _script_key(filename):
+    """The resolved path of a script run from a file (as imports key modules), or None for "<...>" names."""
+    if not filename or filename.startswith("<"):
+        return None
+    try:
+        return str(Path(filename).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None

@@ -140,4 +140,5 @@ def format_value(v, spec):
         return format(show(v), spec)
     except ValueError as exc:
         from .errors import error
-        raise error("value", f"bad format spec '{spec}' for a {type(v).__name__}: {exc}") from None
+        from .values import a_type_name
+        raise error("value", f"bad format spec '{spec}' for {a_type_name(v)}: {exc}") from None

@@ -71,6 +71,7 @@ class Resolver:
         self.blocks = []          # stack of (dict name -> Binding, FunctionScope)
         self.fn = None
         self.loops = 0
+        self.imports = []         # the Import statements seen, for `dg check` to look the modules up
 
     # -- entry ------------------------------------------------------------
     def resolve_program(self, program):
@@ -177,6 +178,7 @@ class Resolver:
             s.binding = self.declare(s.name, s.span, top_level)
         elif t is A.Import:
             s.binding = self.declare(s.alias, s.span, top_level)
+            self.imports.append(s)
         elif t in (A.Break, A.Continue):
             if self.loops == 0:
                 word = "break" if t is A.Break else "continue"

@@ -11,7 +11,7 @@ from .autodiff.tape import Box, raw
 from .compiler import compile_expr, compile_read, compile_sub
 from .errors import DgError, error, located
 from .ops.core import ndarray
-from .values import UNBOUND, Cell, Function, StructDef, type_name
+from .values import UNBOUND, Cell, Function, StructDef, a_type_name
 
 BREAK = object()
 CONTINUE = object()
@@ -88,7 +88,7 @@ def destructure(value, n, span):
     elif type(v) is ndarray and v.ndim > 0:
         items = [ops.item(value, (i,)) for i in range(v.shape[0])]
     else:
-        raise error("type", f"cannot unpack a {type_name(v)} into {n} names", span)
+        raise error("type", f"cannot unpack {a_type_name(v)} into {n} names", span)
     if len(items) != n:
         raise error("value", f"cannot unpack {len(items)} value{'s' * (len(items) != 1)} into {n} names", span)
     return items
@@ -112,7 +112,7 @@ def iterate(value, span):
         return list(v) if v.ndim > 1 else v.tolist()
     if hasattr(v, "__next__") and getattr(v, "dg_iterable", False):
         return v
-    raise error("type", f"cannot iterate over a {type_name(v)}", span)
+    raise error("type", f"cannot iterate over {a_type_name(v)}", span)
 
 
 # ---------------------------------------------------------------- targets

@@ -153,6 +153,14 @@ def is_callable_value(v):
     return isinstance(v, (Function, StructDef)) or (callable(v) and not isinstance(v, (type, Module)))
 
 
+def a_type_name(v):
+    """type_name with its article, for messages: "an int", "a tensor"."""
+    name = type_name(v)
+    if name == "none":
+        return name
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
 def type_name(v):
     """The name `type(x)` gives for a value (SPEC section 3)."""
     from .autodiff.tape import raw

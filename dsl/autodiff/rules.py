@@ -81,7 +81,10 @@ def _pow_base(g, ans, x, y):
     yv = raw(y)
     if type(yv) in (int, float) and yv == 2:
         return ub(O.mul(g, O.mul(x, 2.0)), x)
-    return ub(nz(g, O.mul(g, O.mul(y, O.pow(x, O.sub(y, 1.0))))), x)
+    expo = O.sub(y, 1.0)
+    if np.any(yv == 0):     # x**0 is constant: 0 here, not 0 * 0**-1 = nan at x = 0 (as JAX does)
+        expo = O.where(yv == 0, 1.0, expo)
+    return ub(nz(g, O.mul(g, O.mul(y, O.pow(x, expo)))), x)
 
 
 def _pow_exponent(g, ans, x, y):

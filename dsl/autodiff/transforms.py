@@ -61,7 +61,8 @@ def _argnums(argnums, nargs, who):
     single = type(argnums) is int
     nums = (argnums,) if single else argnums
     if type(nums) is not tuple or not nums or any(type(i) is not int for i in nums):
-        raise error("type", f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        from ..printing import show
+        raise error("type", f"{who}: argnums must be an int or a tuple of ints, got {show(argnums, nested=True)}")
     out = []
     for i in nums:
         if not -nargs <= i < nargs:
@@ -75,7 +76,9 @@ def _describe(v):
     """Say what kind of value v is, with the shape for tensors."""
     v = raw(v)
     if type(v) is np.ndarray:
-        return f"a tensor of shape {O.fmt_shape(v.shape)}"
+        return f"a {'bool ' if v.dtype.kind == 'b' else ''}tensor of shape {O.fmt_shape(v.shape)}"
+    if v is None:
+        return "none"
     from ..values import type_name
     name = type_name(v)
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
@@ -91,7 +94,7 @@ def _enter(trace, args, nums, who):
         rv = raw(v)
         if type(rv) is int or type(rv) is bool:
             raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                                f"which is {_describe(rv)} ({O.brief_int(int(rv)) if type(rv) is int else rv!r})",
+                                f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
                         hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
         if not (is_differentiable_leaf(rv) or is_container(rv)):
             raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
@@ -250,6 +253,10 @@ def _custom_vjp_rule(g, ans, leaves, kw, wanted):
     args = unflatten(spec, leaves)
     result = bwd(*args, ans, cotangent_value(g, ans))
     if len(args) == 1:
+        # JAX's bwd always returns a tuple: accept its 1-tuple too, unless the argument is itself
+        # a 1-tuple (then (g,) is that tuple's own gradient)
+        if _one_tuple(result) and not _one_tuple(args[0]):
+            result = raw(result)[0]
         result = (result,)
     elif type(raw(result)) is not tuple or len(raw(result)) != len(args):
         raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
@@ -262,11 +269,35 @@ def _custom_vjp_rule(g, ans, leaves, kw, wanted):
             raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
                                 f"whose structure does not match its argument") from None
     for o, leaf, w in zip(out, leaves, wanted):     # a number or tensor argument: same shape back
-        ro, rl = raw(o), raw(leaf)
-        if w and ro is not None and _numeric(rl) and (not _numeric(ro) or np.shape(ro) != np.shape(rl)):
-            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned "
-                                f"{_describe(ro)} as the gradient of {_describe(rl)}")
+        if w:
+            _check_like(leaf, o, kw["fn"])
     return [o if w else None for o, w in zip(out, wanted)]
+
+
+def _check_like(primal, grad_tree, fn):
+    """A gradient from custom_vjp's bwd must match its argument: same containers, same shapes.
+
+    A structured argument on the tape is one leaf here, so its insides are checked recursively."""
+    rp, rg = raw(primal), raw(grad_tree)
+    if rg is None:
+        return
+    if is_container(rp):
+        same = type(rg) is type(rp) and len(children(rg)) == len(children(rp)) and (
+            type(rp) is not dict or list(rg) == list(rp)) and (
+            type(rp) is tuple or type(rp) is dict or rg.sdef is rp.sdef)
+        if not same:
+            raise error("grad", f"the backward function of custom_vjp({_fname(fn)}) returned a gradient "
+                                f"whose structure does not match its argument")
+        for p, g in zip(children(rp), children(rg)):
+            _check_like(p, g, fn)
+    elif _numeric(rp) and (not _numeric(rg) or np.shape(rg) != np.shape(rp)):
+        raise error("grad", f"the backward function of custom_vjp({_fname(fn)}) returned "
+                            f"{_describe(rg)} as the gradient of {_describe(rp)}")
+
+
+def _one_tuple(v):
+    """Whether a (possibly recorded) value is a tuple of one element."""
+    return type(raw(v)) is tuple and len(raw(v)) == 1
 
 
 def _numeric(v):

@@ -11,7 +11,7 @@ from ..errors import error
 from ..ops.core import ndarray
 from ..printing import show
 from ..statements import iterate
-from ..values import Struct, type_name
+from ..values import Struct, type_name, a_type_name
 from . import progress
 
 
@@ -61,7 +61,7 @@ def int_(x):
             raise error("value", f"cannot convert the string {show(v, True)} to an int") from None
     if t is ndarray and v.size == 1:
         return int_(float(v.reshape(())))
-    raise error("type", f"cannot convert a {type_name(v)} to an int"
+    raise error("type", f"cannot convert {a_type_name(v)} to an int"
                         + (f" (it has shape {ops.fmt_shape(v.shape)})" if t is ndarray else ""))
 
 
@@ -89,7 +89,7 @@ def float_(x):
         if v.ndim == 0:
             x = ops.reshape(x, (1,))
         return ops.item(x, (0,) * max(v.ndim, 1))
-    raise error("type", f"cannot convert a {type_name(v)} to a float"
+    raise error("type", f"cannot convert {a_type_name(v)} to a float"
                         + (f" (it has shape {ops.fmt_shape(v.shape)})" if t is ndarray else ""))
 
 
@@ -121,7 +121,7 @@ def len_(x):
         return v.shape[0]
     if t is Struct:
         raise error("type", f"len of a struct {v.sdef.name} (structs have no length)")
-    raise error("type", f"a {type_name(v)} has no length")
+    raise error("type", f"{a_type_name(v)} has no length")
 
 
 def _int_arg(v, what):

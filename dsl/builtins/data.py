@@ -14,7 +14,7 @@ from ..autodiff.tape import Box, raw
 from ..errors import error
 from ..ops.core import ndarray, to_float
 from ..ops.shape import check_size
-from ..values import type_name
+from ..values import a_type_name, type_name
 from .files import read_path
 
 
@@ -91,7 +91,7 @@ def _rows(x, what):
     v = raw(x)
     if type(v) is not ndarray or v.ndim == 0:
         raise error("type", f"{what} must be a tensor with at least one axis, got "
-                            + (f"shape {ops.fmt_shape(v.shape)}" if type(v) is ndarray else f"a {type_name(v)}"))
+                            + (f"shape {ops.fmt_shape(v.shape)}" if type(v) is ndarray else f"{a_type_name(v)}"))
     return v.shape[0]
 
 

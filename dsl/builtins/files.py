@@ -35,7 +35,7 @@ from ..autodiff import tape
 from ..autodiff.tape import raw
 from ..errors import error
 from ..ops.shape import check_size
-from ..values import Struct, StructDef, type_name
+from ..values import Struct, StructDef, type_name, a_type_name
 
 MAGIC = b"DGCKPT\r\n"
 VERSION = 1
@@ -108,7 +108,7 @@ def _encode(v, buffers, offset, path, depth=0):
             node, offset = _encode(x, buffers, offset, f"{path}.{name}", depth + 1)
             items.append(node)
         return {"t": "struct", "name": v.sdef.name, "fields": list(v.sdef.fields), "items": items}, offset
-    raise error("type", f"save cannot store a {type_name(v)} (at {path or 'the top'}); a checkpoint holds "
+    raise error("type", f"save cannot store {a_type_name(v)} (at {path or 'the top'}); a checkpoint holds "
                         "tensors, numbers, strings, bools, none, tuples, maps and structs")
 
 

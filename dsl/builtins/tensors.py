@@ -7,7 +7,7 @@ from ..autodiff.tape import Box, raw
 from ..errors import error
 from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
 from ..ops.shape import check_size
-from ..values import type_name
+from ..values import a_type_name, type_name
 
 
 def make(interp):
@@ -80,7 +80,7 @@ def tensor(x):
         if type(x) is Box:
             return ops.reshape(x, ())
         return np.asarray(v if t is bool else to_float(v), dtype=bool if t is bool else np.float64)
-    raise error("type", f"tensor() takes numbers, tensors or tuples of them, not a {type_name(v)}")
+    raise error("type", f"tensor() takes numbers, tensors or tuples of them, not {a_type_name(v)}")
 
 
 def zeros(shape):
@@ -163,7 +163,7 @@ def shape(x):
         return tuple(int(s) for s in v.shape)
     if type(v) in (int, float, bool) or isinstance(v, np.generic):
         return ()
-    raise error("type", f"a {type_name(v)} has no shape")
+    raise error("type", f"{a_type_name(v)} has no shape")
 
 
 def ndim(x):

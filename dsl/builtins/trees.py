@@ -9,12 +9,22 @@ from .. import ops
 from ..autodiff.tape import Box, raw
 from ..autodiff.trees import children, is_container, rebuild
 from ..errors import error
+from ..printing import show
 from ..values import is_callable_value, type_name
 
 
 def _open(v):
     """A (possibly recorded) container as a plain one whose leaves are recorded reads."""
     return ops.unpack(v) if type(v) is Box else v
+
+
+def _outline(v):
+    """A container's kind with what tells two of its kind apart (keys, length), for tree_map's error."""
+    if type(v) is dict:
+        return f"a map with keys ({', '.join(show(k, nested=True) for k in v)})"
+    if type(v) is tuple:
+        return f"a tuple of length {len(v)}"
+    return type_name(v)
 
 
 def tree_map(f, tree, *more):
@@ -32,7 +42,7 @@ def tree_map(f, tree, *more):
                 if type(ro) is not type(rt) or len(children(ro)) != len(kids) or (
                         type(ro) is dict and list(ro) != list(rt)):
                     raise error("value", f"tree_map: the trees differ in structure at {path or 'the root'} "
-                                         f"({type_name(rt)} vs {type_name(ro)})")
+                                         f"({_outline(rt)} vs {_outline(ro)})")
                 other_kids.append(children(_open(o)))
             return rebuild(t, [walk(k, [ok[i] for ok in other_kids], f"{path}[{i}]")
                                for i, k in enumerate(kids)])
@@ -66,9 +76,9 @@ def global_norm(tree):
     return ops.sqrt(total)
 
 
-def clip_by_global_norm(tree, max_norm):
+def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parameter `max`)
     """clip_by_global_norm(tree, max): (tree scaled so its global norm is at most max, the norm before)."""
-    limit = raw(max_norm)
+    limit = raw(max)
     if type(limit) not in (int, float) or limit < 0:
         raise error("type", f"clip_by_global_norm needs a non-negative number, got {type_name(limit)}")
     norm = global_norm(tree)

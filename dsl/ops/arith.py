@@ -11,7 +11,7 @@ import numpy as np
 from ..autodiff.tape import record, record2, record_const
 from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
-                   norm, raw, brief_int, to_float, type_name)
+                   norm, raw, brief_int, to_float, type_name, a_type_name)
 
 MAX_INT_BITS = 1 << 20          # an int result beyond ~a million bits is refused
 MAX_SEQUENCE = 10_000_000       # longest string or tuple built by repetition
@@ -97,7 +97,7 @@ def mul(a, b, span=None):
 def _repeat(seq, n):
     """Repeat a string or tuple n times, refusing absurd sizes."""
     if len(seq) * max(n, 0) > MAX_SEQUENCE:
-        raise error("limit", f"repeating a {type_name(seq)} of length {len(seq):,} {brief_int(n)} times makes "
+        raise error("limit", f"repeating {a_type_name(seq)} of length {len(seq):,} {brief_int(n)} times makes "
                              f"one longer than {MAX_SEQUENCE:,}")
     return seq * int(n) if seq and n > 0 else seq[:0]     # "" * 2 ** 70 is "", not an overflow
 
@@ -204,7 +204,7 @@ def neg(a, span=None):
         return -int(a)
     if t is ndarray:
         return norm(np.negative(as_operand(a, "negate")))
-    raise error("type", f"cannot negate a {type_name(a)}")
+    raise error("type", f"cannot negate {a_type_name(a)}")
 
 
 def pos(a, span=None):

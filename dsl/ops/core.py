@@ -4,7 +4,7 @@ import numpy as np
 
 from ..autodiff.tape import Box, raw
 from ..errors import error
-from ..values import type_name
+from ..values import a_type_name, type_name
 
 np.seterr(all="ignore")   # IEEE results (inf, nan) are dg's semantics, not warnings
 
@@ -48,7 +48,7 @@ def as_operand(v, what):
         return v if -INT64_MAX <= v <= INT64_MAX else _big_int_to_float(v)
     if t is np.float64 or t is np.bool_:
         return v
-    raise error("type", f"cannot {what} a {type_name(v)}")
+    raise error("type", f"cannot {what} {a_type_name(v)}")
 
 
 def _big_int_to_float(v):

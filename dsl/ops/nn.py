@@ -57,8 +57,8 @@ def cross_entropy(logits, targets, span=None):
     lsm = log_softmax(lv)
     if mode == "index":
         picked = np.take_along_axis(lsm, targets[..., None], axis=-1)[..., 0]
-        return float(-np.mean(picked))
-    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1)))
+        return float(-np.mean(picked)) + 0.0     # + 0.0: a perfect fit is 0.0, not -0.0
+    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1))) + 0.0
 
 
 def _target_mode(lv, tv):

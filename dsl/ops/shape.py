@@ -7,7 +7,7 @@ from ..autodiff.tape import record
 from . import reduce as _reduce       # reduce imports this module only inside functions
 from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
                    shape_of,
-                   raw, to_tensor, type_name)
+                   raw, to_tensor, type_name, a_type_name)
 
 MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
 
@@ -119,7 +119,7 @@ def _cat(*items, axis=0):
     shape = list(vals[0].shape)
     shape[ax] = sum(v.shape[ax] for v in vals)
     check_size(tuple(shape), "cat result")
-    return np.concatenate(vals, axis=ax)
+    return _keep_bool(items, np.concatenate(vals, axis=ax))
 
 
 def stack(tensors, axis=0, span=None):
@@ -145,7 +145,14 @@ def _stack(*items, axis=0):
         raise error("limit", f"a tensor may have at most {MAX_AXES} axes")
     ax = normalize_axis(axis, len(shape) + 1, False)
     check_size((len(vals),) + shape)
-    return np.stack(vals, axis=ax)
+    return _keep_bool(items, np.stack(vals, axis=ax))
+
+
+def _keep_bool(items, out):
+    """Joining only bools (masks) gives a bool tensor, as numpy does; any number makes it float."""
+    if all(type(t) is bool or (type(t) is ndarray and t.dtype.kind == "b") for t in items):
+        return out.astype(bool)
+    return out
 
 
 # ---------------------------------------------------------------- broadcasting
@@ -297,5 +304,5 @@ def set_index(x, key, v, span=None):
         raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(val))} to "
                              f"x[...] of shape {fmt_shape(np.shape(out[key]))}") from None
     except TypeError:
-        raise error("type", f"cannot store a {type_name(val)} in a tensor") from None
+        raise error("type", f"cannot store {a_type_name(val)} in a tensor") from None
     return out

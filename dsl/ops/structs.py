@@ -6,7 +6,7 @@ import numpy as np
 
 from ..autodiff.tape import Box, raw, record
 from ..values import Module, Struct, UNBOUND
-from .core import error, ndarray, type_name
+from .core import error, ndarray, type_name, a_type_name
 from .shape import index as tensor_index, make_key, set_index
 
 MAP_KEY_TYPES = (str, int, bool)
@@ -67,7 +67,7 @@ def field(obj, name):
             raise error("name", f"the module {obj.name} has no name '{name}'")
         return cell.v
     else:
-        raise error("type", f"cannot read the field '{name}' of a {type_name(obj)}"
+        raise error("type", f"cannot read the field '{name}' of {a_type_name(obj)}"
                             + (" (fields belong to structs; use m[\"key\"] for maps)"
                                if type(raw(obj)) is dict else ""))
     raise error("key", f"{obj.sdef.name} has no field '{name}' "
@@ -78,7 +78,7 @@ def set_field(obj, name, value):
     """A copy of struct `obj` with field `name` replaced."""
     s = unpack(obj)
     if type(s) is not Struct:
-        raise error("type", f"cannot set the field '{name}' of a {type_name(obj)}")
+        raise error("type", f"cannot set the field '{name}' of {a_type_name(obj)}")
     i = s.sdef.index.get(name)
     if i is None:
         raise error("key", f"{s.sdef.name} has no field '{name}' "
@@ -98,7 +98,7 @@ def item(obj, subs):
             raise error("index", "cannot index a tensor with no axes (shape ())")
         return tensor_index(obj, make_key(v.shape, [raw(s) for s in subs]))
     if len(subs) != 1:
-        raise error("index", f"a {type_name(v)} takes one index, got {len(subs)}")
+        raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
     key = raw(subs[0])
     if t is dict:
         if type(key) not in MAP_KEY_TYPES:
@@ -117,7 +117,7 @@ def item(obj, subs):
         if type(obj) is Box:
             return struct_slot(obj, i, len(v), i)
         return v[i]
-    raise error("type", f"cannot index a {type_name(v)}")
+    raise error("type", f"cannot index {a_type_name(v)}")
 
 
 def set_item(obj, subs, value):
@@ -129,10 +129,10 @@ def set_item(obj, subs, value):
             raise error("index", "cannot index a tensor with no axes (shape ())")
         val = raw(value)
         if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
-            raise error("type", f"cannot store a {type_name(val)} in a tensor")
+            raise error("type", f"cannot store {a_type_name(val)} in a tensor")
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
     if len(subs) != 1:
-        raise error("index", f"a {type_name(v)} takes one index, got {len(subs)}")
+        raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
     key = raw(subs[0])
     if t is dict:
         if type(key) not in MAP_KEY_TYPES:
@@ -145,7 +145,7 @@ def set_item(obj, subs, value):
         items = list(unpack(obj))
         items[i] = value
         return tuple(items)
-    raise error("type", f"cannot assign to an element of a {type_name(v)}")
+    raise error("type", f"cannot assign to an element of {a_type_name(v)}")
 
 
 def _seq_index(key, n, what):
