@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..ops.shape import unbroadcast
+from . import tape
 from .tape import defvjp, defvjp_all, raw
 
 LN2 = math.log(2.0)
@@ -36,7 +37,11 @@ def ub(g, x):
 
 def cmul(g, c):
     """g times a constant (a mask or a number), without recording the constant."""
-    if type(g) is np.ndarray or type(g) is float:
+    if type(g) is np.ndarray:
+        if g is tape.owned and np.shape(c) == g.shape:     # nobody else sees g: skip an allocation
+            return np.multiply(g, c, out=g)
+        return O.core.norm(g * c)
+    if type(g) is float:
         return O.core.norm(g * c)
     return O.mul(g, c)
 

@@ -12,6 +12,7 @@ in reverse with a table of rules and never recurses.
 
 import itertools
 import math
+import sys
 
 import numpy as np
 
@@ -22,6 +23,10 @@ _levels = itertools.count(1)
 # The span of the dg expression being evaluated, for nodes recorded by
 # builtins (operators pass their own span). Set by the compiled call sites.
 current_span = None
+
+# The cotangent the running rule may overwrite in place (see `cmul` in rules.py), or None:
+# set only when nothing else refers to it, so no other node or value can see the change.
+owned = None
 
 
 class Trace:
@@ -205,7 +210,7 @@ def backward_from(trace, seeds):
 
 def _reverse(nodes, seeds, check):
     """The reverse pass: each node's rule, from the last node to the first, never recursing."""
-    global current_span
+    global current_span, owned
     for node in nodes:
         node.g = None
     for box, g in seeds:
@@ -231,6 +236,8 @@ def _reverse(nodes, seeds, check):
             parents = node.parents
             if kind == "each":
                 args, kw = node.args, node.kw
+                if len(parents) == 1 and type(g) is np.ndarray and g.base is None and sys.getrefcount(g) == 2:
+                    owned = g   # only `g` here refers to it: the one rule may reuse its memory
                 for i, p in enumerate(parents):
                     if p is None or p.op == "Input":
                         continue
@@ -238,6 +245,7 @@ def _reverse(nodes, seeds, check):
                     if check:
                         check_finite(pg, node)
                     p.g = pg if p.g is None else accumulate(p.g, pg)
+                owned = None
             else:
                 wanted = tuple(p is not None and p.op != "Input" for p in parents)
                 grads = rule(g, node.v, node.args, node.kw or {}, wanted)
@@ -247,8 +255,10 @@ def _reverse(nodes, seeds, check):
                     if check:
                         check_finite(pg, node)
                     p.g = pg if p.g is None else accumulate(p.g, pg)
+            pg = grads = None   # drop our references, so the next rule's `owned` test can pass
     finally:
         current_span = saved_span
+        owned = None
 
 
 def _finite(g):
