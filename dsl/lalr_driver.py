@@ -51,11 +51,11 @@ class Driver:
                     row[symbol] = (REDUCE, len(arg.expansion), callbacks[arg], arg.origin.name)
 
     def parse(self, tokens, start):
-        """Parse the token stream from rule `start`; return the transformer's result."""
+        """Parse the token stream (ending in `$END`) from rule `start`; return the transformer's result."""
         states = self.states
+        end_state = self.end_states[start]
         state_stack = [self.start_states[start]]
         value_stack = []
-        token = None
         for token in tokens:
             kind = token.type
             while True:
@@ -70,42 +70,48 @@ class Driver:
                 if step is PASS:     # the child stays on the value stack; only the state moves
                     state_stack[-1] = states[state_stack[-2]][action[1]][1]
                 else:
-                    _reduce(states, action, state_stack, value_stack)
-        end = Token.new_borrow_pos("$END", "", token) if token else Token("$END", "", 0, 1, 1)
-        end_state = self.end_states[start]
-        while True:
-            action = states[state_stack[-1]].get("$END")
-            if action is None or action[0] is SHIFT:
-                raise Reject()
-            if action[0] is PASS:
-                state_stack[-1] = states[state_stack[-2]][action[1]][1]
-            else:
-                _reduce(states, action, state_stack, value_stack)
-            if state_stack[-1] == end_state:
-                return value_stack[-1]
+                    _, size, callback, origin = action
+                    if size:
+                        children = value_stack[-size:]
+                        del state_stack[-size:]
+                        del value_stack[-size:]
+                    else:
+                        children = []
+                    value_stack.append(callback(children))
+                    state_stack.append(states[state_stack[-1]][origin][1])
+                if kind == "$END" and state_stack[-1] == end_state:
+                    return value_stack[-1]
+        raise Reject()      # the stream ended without `$END`
 
 
 def _lexer(basic):
     """A generator function equivalent to lark's BasicLexer `basic`, for input it can lex."""
     scanner = basic.scanner            # building it also builds basic.callback
-    master = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals),
-                        basic.g_regex_flags)
+    ignore, newline_types = basic.ignore_types, basic.newline_types
+    # Blanks before a token are skipped by the same match (one match per token, not two);
+    # lark's own blank terminal stays in the alternation for blanks at the very end.
+    blanks = [t.pattern.to_regexp() for t in scanner.terminals if t.name in ignore]
+    skip = next((b[:-1] + "*" for b in blanks if re.fullmatch(r"\[[^\]\n]*\]\+", b)), "")
+    master = re.compile(skip + "(?:" + "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})"
+                                              for t in scanner.terminals) + ")", basic.g_regex_flags)
     retype = {}
     for name, callback in basic.callback.items():
         if type(callback) is not UnlessCallback:
             raise TypeError(f"no fast lexer for the callback on {name}")
         retype[name] = {t.pattern.value: t.name for t in callback.scanner.terminals}
-    ignore, newline_types = basic.ignore_types, basic.newline_types
 
     def tokens(text):
-        """Yield the tokens of `text`; raise Reject at a character no terminal matches."""
+        """Yield the tokens of `text`, then `$END`; raise Reject at a character no terminal matches."""
         match, new_str = master.match, str.__new__
         pos, line, line_start, end_of_text = 0, 1, 0, len(text)
+        last = None
         while pos < end_of_text:
             m = match(text, pos)
             if m is None:
                 raise Reject()
-            kind, value, end = m.lastgroup, m.group(), m.end()
+            kind = m.lastgroup
+            pos, end = m.span(kind)
+            value = text[pos:end]
             start_line, column = line, pos - line_start + 1
             if kind in newline_types and "\n" in value:
                 line += value.count("\n")
@@ -118,23 +124,12 @@ def _lexer(basic):
                 tok.type, tok.value, tok.start_pos, tok.end_pos = kind, value, pos, end
                 tok.line, tok.column, tok.end_line, tok.end_column = start_line, column, line, end - line_start + 1
                 yield tok
+                last = tok
             pos = end
+        yield Token.new_borrow_pos("$END", "", last) if last is not None else Token("$END", "", 0, 1, 1)
     return tokens
 
 
 def _passes_through(rule):
     """Whether reducing `rule` just hands its single child up (a `?rule` alternative with no alias)."""
     return len(rule.expansion) == 1 and rule.alias is None and rule.options.expand1
-
-
-def _reduce(states, action, state_stack, value_stack):
-    """Replace a rule's children on the stacks by the callback's value, then take the goto."""
-    _, size, callback, origin = action
-    if size:
-        children = value_stack[-size:]
-        del state_stack[-size:]
-        del value_stack[-size:]
-    else:
-        children = []
-    value_stack.append(callback(children))
-    state_stack.append(states[state_stack[-1]][origin][1])

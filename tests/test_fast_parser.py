@@ -36,6 +36,19 @@ def dump(node):
     return node if isinstance(node, (int, float, str, bool, type(None))) else repr(node)
 
 
+def parse_without_lark(text, monkeypatch):
+    """Parse with the fast path only: lark's own parse loop must not be needed for correct input."""
+    P._get_parser()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("lark's parser ran: the fast path rejected correct input")
+    monkeypatch.setattr(P._parser, "parse", refuse)
+    try:
+        return P.parse(text, "x.dg")
+    finally:
+        monkeypatch.undo()
+
+
 def parse_with_lark(text, monkeypatch):
     """Parse with lark's own lexer and parser loop (the fast path switched off)."""
     class Refuse:
@@ -55,7 +68,7 @@ def parse_with_lark(text, monkeypatch):
 @pytest.mark.parametrize("text", [p.read_text() for p in PROGRAMS] + SNIPPETS,
                          ids=[p.name for p in PROGRAMS] + [f"snippet{i}" for i in range(len(SNIPPETS))])
 def test_same_tree_as_lark(text, monkeypatch):
-    fast = P.parse(text, "x.dg")
+    fast = parse_without_lark(text, monkeypatch)
     slow = parse_with_lark(text, monkeypatch)
     assert dump(fast) == dump(slow)
     assert len(dump(fast)) > 1
@@ -67,3 +80,8 @@ def test_bad_input_reports_lark_error(text):
         P.parse(text, "x.dg")
     assert info.value.kind == "syntax"
     assert info.value.line >= 1
+
+
+@pytest.mark.parametrize("text", ["", "   ", "# only a comment", "print(1)   ", "print(1) # c", "\n\n  \n"])
+def test_edges_of_the_input(text, monkeypatch):
+    assert dump(parse_without_lark(text, monkeypatch)) == dump(parse_with_lark(text, monkeypatch))
