@@ -10,7 +10,6 @@ stack than the current thread has runs on a helper thread whose stack is
 sized for it, while the calling thread waits (and forwards Ctrl-C).
 """
 
-import ctypes
 import resource
 import threading
 
@@ -87,6 +86,7 @@ def _wait(worker, done):
             if interrupted:
                 raise
             interrupted = True
+            import ctypes       # here, not at the top: every `dg run` would pay for it
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident),
                                                        ctypes.py_object(KeyboardInterrupt))
     worker.join()
