@@ -119,6 +119,9 @@ def _cut(items, n, elide):
     return items
 
 
+NUMERIC_CODES = set("bcdoxXneEfFgG%")
+
+
 def format_value(v, spec):
     """An f-string field: Python's format-spec mini-language applied to numbers
     (and to each element of a tensor); other values print as `str` does."""
@@ -132,7 +135,8 @@ def format_value(v, spec):
     t = type(v)
     try:
         if t is bool or t is np.bool_:
-            return format(show(v), spec)
+            # a numeric presentation type formats the bool as the int it is, as Python does ({true:d} -> 1)
+            return format(int(v) if spec[-1:] in NUMERIC_CODES else show(v), spec)
         if t is int or t is float or t is np.float64:
             return format(v, spec)
         if t is np.ndarray:

@@ -37,13 +37,21 @@ def ub(g, x):
 
 def cmul(g, c):
     """g times a constant (a mask or a number), without recording the constant."""
+    # + 0.0 turns -0.0 into 0.0: a masked-out entry is 0.0 (as JAX's select gives), not -g * 0
     if type(g) is np.ndarray:
         if g is tape.owned and np.shape(c) == g.shape:     # nobody else sees g: skip an allocation
-            return np.multiply(g, c, out=g)
-        return O.core.norm(g * c)
+            return np.add(np.multiply(g, c, out=g), 0.0, out=g)
+        return O.core.norm(g * c + 0.0)
     if type(g) is float:
-        return O.core.norm(g * c)
+        return O.core.norm(g * c + 0.0)
     return O.mul(g, c)
+
+
+def negate(g):
+    """-g for a cotangent, but 0.0 rather than -0.0 where g is zero (a gradient of 0 prints as 0.0)."""
+    if type(g) is np.ndarray or type(g) is float:
+        return 0.0 - g
+    return O.neg(g)
 
 
 def nz(g, r):
@@ -65,13 +73,13 @@ def nz(g, r):
 defvjp("Add", lambda g, ans, x, y: ub(g, x),
               lambda g, ans, x, y: ub(g, y))
 defvjp("Sub", lambda g, ans, x, y: ub(g, x),
-              lambda g, ans, x, y: ub(O.neg(g), y))
-defvjp("Mul", lambda g, ans, x, y: ub(O.mul(g, y), x),
-              lambda g, ans, x, y: ub(O.mul(g, x), y))
+              lambda g, ans, x, y: ub(negate(g), y))
+defvjp("Mul", lambda g, ans, x, y: ub(nz(g, O.mul(g, y)), x),     # nz: y may be inf where g is 0
+              lambda g, ans, x, y: ub(nz(g, O.mul(g, x)), y))
 defvjp("ScalarMul", lambda g, ans, x, c: O.mul(g, c))
 defvjp("Div", lambda g, ans, x, y: ub(nz(g, O.div(g, y)), x),
-              lambda g, ans, x, y: ub(nz(g, O.neg(O.div(O.mul(g, ans), y))), y))
-defvjp("Neg", lambda g, ans, x: O.neg(g))
+              lambda g, ans, x, y: ub(nz(g, negate(O.div(O.mul(g, ans), y))), y))
+defvjp("Neg", lambda g, ans, x: negate(g))
 defvjp("Mod", lambda g, ans, x, y: ub(g, x),
               lambda g, ans, x, y: ub(cmul(O.neg(g), np.floor(np.divide(_f(raw(x)), _f(raw(y))))), y))
 
@@ -85,7 +93,7 @@ def _pow_base(g, ans, x, y):
     """d/dx x**y = y * x**(y-1)."""
     yv = raw(y)
     if type(yv) in (int, float) and yv == 2:
-        return ub(O.mul(g, O.mul(x, 2.0)), x)
+        return ub(nz(g, O.mul(g, O.mul(x, 2.0))), x)
     expo = O.sub(y, 1.0)
     if np.any(yv == 0):     # x**0 is constant: 0 here, not 0 * 0**-1 = nan at x = 0 (as JAX does)
         expo = O.where(yv == 0, 1.0, expo)
@@ -138,11 +146,11 @@ defvjp("MatMul", _matmul_a, _matmul_b)
 
 
 # ---------------------------------------------------------------- elementwise
-defvjp("Exp", lambda g, ans, x: O.mul(g, ans))
+defvjp("Exp", lambda g, ans, x: nz(g, O.mul(g, ans)))      # exp(1000) = inf where g may be 0
 defvjp("Ln", lambda g, ans, x: nz(g, O.div(g, x)))
 defvjp("Log2", lambda g, ans, x: nz(g, O.div(g, O.mul(x, LN2))))
 defvjp("Sin", lambda g, ans, x: O.mul(g, O.cos(x)))
-defvjp("Cos", lambda g, ans, x: O.neg(O.mul(g, O.sin(x))))
+defvjp("Cos", lambda g, ans, x: negate(O.mul(g, O.sin(x))))
 defvjp("Sqrt", lambda g, ans, x: nz(g, O.div(g, O.mul(ans, 2.0))))
 defvjp("Abs", lambda g, ans, x: cmul(g, O.sign(x)))
 defvjp("Sigmoid", lambda g, ans, x: O.mul(g, O.mul(ans, O.sub(1.0, ans))))

@@ -68,6 +68,8 @@ def _argnums(argnums, nargs, who):
         if not -nargs <= i < nargs:
             raise error("type", f"{who}: argnums={argnums} but the function was called with "
                                 f"{nargs} argument{'s' * (nargs != 1)}")
+        if i % nargs in out:        # one Parameter per argument: a repeat would get no gradient
+            raise error("type", f"{who}: argnums={tuple(nums)} names argument {i % nargs + 1} twice")
         out.append(i % nargs)
     return tuple(out), single
 
@@ -129,7 +131,8 @@ def _run(f, args, kwargs, nums, opts, who):
     trace = Trace(opts.check_numerics)
     boxed, params = _enter(trace, args, nums, who)
     out = f(*boxed, **kwargs)
-    ours = type(out) is Box and out.trace is trace
+    # an Input returned as is has no rule to run: its cotangent stops there, like a constant's
+    ours = type(out) is Box and out.trace is trace and out.op != "Input"
     return trace, params, (out if ours else None), (out.v if ours else out)
 
 
@@ -241,10 +244,30 @@ def custom_vjp(f, bwd, opts=None):
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
             return f(*args, **kwargs)
-        return record("CustomVjp", forward, tuple(leaves),
-                      {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f})
+        top = tape.top_trace(leaves)
+        out = record("CustomVjp", forward, tuple(leaves),
+                     {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f})
+        if type(out) is Box and out.op == "CustomVjp" and _reads_trace(out.v, top):
+            # bwd gives gradients for the arguments only: a differentiated value that f reads
+            # through its closure would silently get none (JAX refuses this too)
+            raise error("grad", f"custom_vjp({_fname(f)}) reads a value that is being differentiated "
+                                f"through its closure or a keyword argument, but its backward function "
+                                f"only gives gradients for its positional arguments",
+                        hint="pass that value to the function as a positional argument")
+        return out
 
     return Transformed(f"custom_vjp({_fname(f)})", call)
+
+
+def _reads_trace(tree, trace):
+    """Whether a function's result, computed on unboxed arguments, still holds boxes of `trace`
+    (or of a deeper one): then the function read recorded values through its closure."""
+    for leaf in flatten(tree)[0]:
+        while type(leaf) is Box:
+            if leaf.trace.level >= trace.level:
+                return True
+            leaf = leaf.v
+    return False
 
 
 def _custom_vjp_rule(g, ans, leaves, kw, wanted):
@@ -309,8 +332,11 @@ defvjp_all("CustomVjp", _custom_vjp_rule)
 
 
 # ---------------------------------------------------------------- checkpoint
-def checkpoint(f, opts=None):
-    """checkpoint(f): f, whose intermediates are recomputed during backward instead of kept."""
+def checkpoint(f, opts=None, generator=None):
+    """checkpoint(f): f, whose intermediates are recomputed during backward instead of kept.
+
+    `generator()` gives the interpreter's random generator: its state is kept with the node so
+    that the recomputation draws the same numbers as the forward pass (dropout masks)."""
     opts = opts or Options()
 
     def forward(*leaves, spec=None, kwargs=None, **_):
@@ -320,8 +346,20 @@ def checkpoint(f, opts=None):
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
             return f(*args, **kwargs)
-        return record("Checkpoint", forward, tuple(leaves),
-                      {"spec": spec, "kwargs": kwargs, "fn": f, "check": opts.check_numerics})
+        top = tape.top_trace(leaves)
+        mark = len(top.nodes)
+        state = generator().bit_generator.state if generator else None
+        out = record("Checkpoint", forward, tuple(leaves),
+                     {"spec": spec, "kwargs": kwargs, "fn": f, "check": opts.check_numerics,
+                      "generator": generator, "state": state})
+        if _reads_trace(out.v if type(out) is Box and out.trace is top else out, top):
+            # f read recorded values through its closure, which the recomputation cannot reach
+            # as arguments: drop this attempt and record f as usual (correct, without the saving)
+            del top.nodes[mark:]
+            if state is not None:
+                generator().bit_generator.state = state
+            return f(*args, **kwargs)
+        return out
 
     return Transformed(f"checkpoint({_fname(f)})", call)
 
@@ -337,13 +375,27 @@ def _checkpoint_rule(g, ans, leaves, kw, wanted):
             boxed.append(b)
         else:
             boxed.append(leaf)
-    out = kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    out = _replay(kw, boxed)
     seeds = [(box, cot) for box, cot in _pair_leaves(out, cotangent_value(g, ans))
              if type(box) is Box and box.trace is trace and cot is not None]
     tape.backward_from(trace, seeds)
     grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
     trace.nodes = []
     return grads
+
+
+def _replay(kw, boxed):
+    """Run a checkpointed function again with the random generator as it was in the forward pass."""
+    generator, state = kw.get("generator"), kw.get("state")
+    if state is None:
+        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    gen = generator()
+    now = gen.bit_generator.state
+    gen.bit_generator.state = state
+    try:
+        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    finally:
+        gen.bit_generator.state = now
 
 
 def _pair_leaves(out, cot):

@@ -39,7 +39,7 @@ def make(interp):
 
     def checkpoint(f):
         """checkpoint(f): f, recomputed during backward instead of kept on the tape."""
-        return T.checkpoint(_fn(f, "checkpoint"), opts)
+        return T.checkpoint(_fn(f, "checkpoint"), opts, lambda: interp.rng)
 
     return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "hessian": hessian,
             "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}

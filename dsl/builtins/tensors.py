@@ -18,8 +18,10 @@ def make(interp):
         n = raw(n)
         if type(n) is float and n.is_integer():
             n = int(n)
-        if type(n) is not int or n < 0:
+        if type(n) is not int:
             raise error("type", f"seed needs a non-negative int, got {type_name(n)}")
+        if n < 0:       # numpy's ValueError: the kind is right, only the value is not
+            raise error("value", f"seed needs a non-negative int, got {n}")
         interp.reseed(n)
         return None
 
@@ -37,7 +39,7 @@ def make(interp):
         "ones_like": ones_like, "shape": shape, "ndim": ndim, "size": size,
         "reshape": ops.reshape, "transpose": ops.transpose, "cat": ops.cat, "stack": ops.stack,
         "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
-        "neg": ops.neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
+        "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
         "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
         "relu": ops.relu, "tanh": ops.tanh, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
         "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
@@ -50,6 +52,11 @@ def make(interp):
 def _shape(shape):
     """A checked shape argument."""
     return check_size(check_shape_arg(shape))
+
+
+def neg(x):
+    """neg(x): -x (named x like the other unary math builtins, so neg(x=...) works)."""
+    return ops.neg(x)
 
 
 def pow_(x, y):
@@ -98,6 +105,8 @@ def full(shape, v):
     fill = raw(v)
     if type(fill) not in (int, float, bool):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
+    if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
+        return ops.add(np.zeros(_shape(shape)), v)
     return np.full(_shape(shape), to_float(fill))
 
 
@@ -140,8 +149,10 @@ def linspace(a, b, n):
     count = raw(n)
     if type(count) is float and count.is_integer():
         count = int(count)
-    if type(count) is not int or count < 0:
-        raise error("type", "linspace needs a non-negative int count")
+    if type(count) is not int:
+        raise error("type", f"linspace needs a non-negative int count, got {type_name(count)}")
+    if count < 0:
+        raise error("value", f"linspace needs a non-negative int count, got {count}")
     check_size((count,))
     return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
 

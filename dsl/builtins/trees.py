@@ -84,8 +84,9 @@ def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parame
     norm = global_norm(tree)
     if raw(norm) <= limit:
         return tree, norm
-    scale = ops.div(float(limit), norm)
-    clipped = tree_map(lambda x: ops.mul(x, scale) if type(raw(x)) not in (str, bool, int) else x, tree)
+    # (x / norm) * max, as optax does, so hand-checked results come out exact: (3, 4) -> (0.6, 0.8)
+    clipped = tree_map(lambda x: ops.mul(ops.div(x, norm), float(limit))
+                       if type(raw(x)) not in (str, bool, int) else x, tree)
     return clipped, norm
 
 

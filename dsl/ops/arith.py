@@ -10,6 +10,7 @@ import numpy as np
 
 from ..autodiff.tape import record, record2, record_const
 from .shape import check_size
+from .structs import unpack
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
                    norm, raw, brief_int, to_float, type_name, a_type_name)
 
@@ -39,6 +40,14 @@ def _ieee(ufunc, a, b):
 
 
 # ---------------------------------------------------------------- + - *
+_MAY_HOLD_TUPLE = (tuple, Box)      # one cheap look before the full test below, on the hot path
+
+
+def _recorded_tuple(a, b):
+    """Whether a or b is a tuple on a tape (a differentiated argument), which + and * must open."""
+    return type(raw(a)) is tuple or type(raw(b)) is tuple
+
+
 def add(a, b, span=None):
     """a + b (numbers, tensors; strings and tuples concatenate)."""
     ta, tb = type(a), type(b)
@@ -48,6 +57,9 @@ def add(a, b, span=None):
         except OverflowError:
             return _ieee(np.add, a, b)
     if ta is Box or tb is Box:
+        if (type(a.v if ta is Box else a) in _MAY_HOLD_TUPLE or type(b.v if tb is Box else b) in _MAY_HOLD_TUPLE) \
+                and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
+            return add(unpack(a), unpack(b), span)
         return record2("Add", add, a, b, span)
     if ta is tb and (ta is str or ta is tuple):
         if len(a) + len(b) > MAX_SEQUENCE:    # doubling a string in a loop would eat the memory
@@ -82,6 +94,9 @@ def mul(a, b, span=None):
         except OverflowError:
             return _ieee(np.multiply, a, b)
     if ta is Box or tb is Box:
+        if (type(a.v if ta is Box else a) in _MAY_HOLD_TUPLE or type(b.v if tb is Box else b) in _MAY_HOLD_TUPLE) \
+                and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
+            return mul(unpack(a), unpack(b), span)
         if ta is float or ta is int:
             return record_const("ScalarMul", mul, b, a, span)
         if tb is float or tb is int:

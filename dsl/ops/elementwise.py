@@ -9,7 +9,7 @@ from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
 
-SQRT_HALF = math.sqrt(0.5)
+SQRT_TWO = math.sqrt(2.0)
 
 
 def _unary(op, name, scalar, vector):
@@ -59,12 +59,13 @@ def _erf_vector(x):
 
 def _gelu_scalar(x):
     """Exact GELU: x * Phi(x)."""
-    return 0.5 * x * (1.0 + math.erf(x * SQRT_HALF))
+    # x / sqrt(2), as JAX and math.erf-based references write it (x * sqrt(0.5) differs in the last bit)
+    return 0.5 * x * (1.0 + math.erf(x / SQRT_TWO))
 
 
 def _gelu_vector(x):
     """Exact GELU over a tensor."""
-    return 0.5 * x * (1.0 + _erf_vector(x * SQRT_HALF))
+    return 0.5 * x * (1.0 + _erf_vector(x / SQRT_TWO))
 
 
 def _silu_scalar(x):

@@ -85,6 +85,9 @@ def _tensors(items, name):
         raise error("type", f"{name} takes a tuple of tensors, got {type_name(items)}")
     if not items:
         raise error("value", f"{name} needs at least one tensor")
+    if type(boxed) is Box:          # a recorded tuple (a differentiated argument): read its elements
+        from .structs import unpack
+        return list(unpack(boxed))
     return list(items)
 
 

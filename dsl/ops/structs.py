@@ -96,7 +96,10 @@ def item(obj, subs):
     if t is ndarray:
         if v.ndim == 0:
             raise error("index", "cannot index a tensor with no axes (shape ())")
-        return tensor_index(obj, make_key(v.shape, [raw(s) for s in subs]))
+        key = make_key(v.shape, [raw(s) for s in subs])
+        # an index tensor makes x[idx] a gather (SPEC 4), recorded under SPEC 6.3's GatherOp
+        gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
+        return tensor_index(obj, key, op="GatherOp" if gathers else "Index")
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
     key = raw(subs[0])
