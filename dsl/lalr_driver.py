@@ -16,9 +16,11 @@ that matches, as lark's scanner does), keywords retyped from NAME the way
 lark's "unless" callbacks do, and the same Token objects with positions.
 """
 
+import copy
 import re
 
 from lark import Token
+from lark.parse_tree_builder import ChildFilter
 from lark.lexer import UnlessCallback
 from lark.parsers.lalr_analysis import Shift
 
@@ -40,6 +42,7 @@ class Driver:
         self.start_states = table.start_states
         self.end_states = table.end_states
         self.states = {}
+        self.passes = {}    # memo of _pass_run
         for state, actions in table.states.items():
             row = self.states[state] = {}
             for symbol, (action, arg) in actions.items():
@@ -48,11 +51,11 @@ class Driver:
                 elif _passes_through(arg):
                     row[symbol] = (PASS, arg.origin.name)
                 else:
-                    row[symbol] = (REDUCE, len(arg.expansion), callbacks[arg], arg.origin.name)
+                    row[symbol] = (REDUCE, len(arg.expansion), _callback(arg, callbacks[arg]), arg.origin.name)
 
     def parse(self, tokens, start):
         """Parse the token stream (ending in `$END`) from rule `start`; return the transformer's result."""
-        states = self.states
+        states, passes = self.states, self.passes
         end_state = self.end_states[start]
         state_stack = [self.start_states[start]]
         value_stack = []
@@ -67,8 +70,15 @@ class Driver:
                     state_stack.append(action[1])
                     value_stack.append(action[2](token) if action[2] else token)
                     break
-                if step is PASS:     # the child stays on the value stack; only the state moves
-                    state_stack[-1] = states[state_stack[-2]][action[1]][1]
+                if step is PASS:     # the child stays on the value stack; only the top state moves
+                    if kind == "$END":
+                        state_stack[-1] = states[state_stack[-2]][action[1]][1]
+                    else:           # a run of them depends only on (state below, top state, token type)
+                        key = (state_stack[-2], state_stack[-1], kind)
+                        top = passes.get(key)
+                        if top is None:
+                            top = passes[key] = self._pass_run(*key)
+                        state_stack[-1] = top
                 else:
                     _, size, callback, origin = action
                     if size:
@@ -82,6 +92,37 @@ class Driver:
                 if kind == "$END" and state_stack[-1] == end_state:
                     return value_stack[-1]
         raise Reject()      # the stream ended without `$END`
+
+
+    def _pass_run(self, below, top, kind):
+        """The top state after every pass-through reduction that `kind` triggers from `top`."""
+        states = self.states
+        action = states[top].get(kind)
+        while action is not None and action[0] is PASS:
+            top = states[below][action[1]][1]
+            action = states[top].get(kind)
+        return top
+
+
+class _Inlined:
+    """What a `_rule` (or lark's `__x_star_N` helper) builds: children its parent splices into its own."""
+
+    __slots__ = ("children",)
+
+    def __init__(self, children):
+        self.children = children
+
+
+def _callback(rule, callback):
+    """The callback for `rule`; for a rule whose children are spliced into its parent, one that
+    skips building a lark Tree (the transformer has no method for it; the parent reads `.children`)."""
+    if not rule.origin.name.startswith("_") or rule.alias is not None:
+        return callback
+    if isinstance(callback, ChildFilter):
+        spliced = copy.copy(callback)
+        spliced.node_builder = _Inlined
+        return spliced
+    return _Inlined
 
 
 def _lexer(basic):
