@@ -182,7 +182,7 @@ def _run_source(settings, text, filename, script_args):
 def _run_file(settings, path, script_args):
     """Run a .dg file."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except OSError as exc:
         sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
@@ -198,7 +198,7 @@ def _check(paths):
     found = unreadable = 0
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:
                 text = fh.read()
         except OSError as exc:
             sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")

@@ -188,6 +188,8 @@ def _tensor(e, ctx):
             if exc.kind == "shape":
                 exc.message = "the elements of a bracket literal must all have one shape: " + exc.message
                 exc.args = (exc.message,)
+                if exc.hint is None:      # SPEC 3: a ragged literal is an error that suggests a tuple
+                    exc.hint = "use a tuple (a, b, ...) to group values of different shapes"
             if exc.span is None:
                 exc.span = span
             raise

@@ -33,7 +33,7 @@ from .errors import DgError, error
 from .parser import parse
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
-from .values import Function, Module, Struct, StructDef, a_type_name, is_callable_value
+from .values import UNBOUND, Function, Module, Struct, StructDef, a_type_name, is_callable_value
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -308,7 +308,21 @@ def evaluate(interp, expr, filename="<eval>"):
 
 def get(interp, name):
     """Interpreter.get: a top-level dg name's value, as Python."""
-    return to_py(interp.lookup(check_name(name)), interp)
+    return to_py(_lookup(interp, name), interp)
+
+
+def _lookup(interp, name):
+    """The value of a top-level name, or of an imported module's name written as dg does: "nn.mse"."""
+    first, *attrs = name.split(".") if isinstance(name, str) else (name,)
+    value = interp.lookup(check_name(first))
+    for attr in attrs:
+        if type(value) is not Module:
+            raise error("type", f"{first} is {a_type_name(value)}, not a module, so '{name}' names nothing")
+        cell = value.cells.get(check_name(attr))
+        if cell is None or cell.v is UNBOUND:
+            raise error("name", f"the module {value.name} has no name '{attr}'")
+        value = cell.v
+    return value
 
 
 def set_(interp, name, value):
@@ -318,7 +332,7 @@ def set_(interp, name, value):
 
 def _callable(interp, target, who):
     """The dg callable named by `target` (a name, or a function from this API)."""
-    fn = to_dg(target, interp) if not isinstance(target, str) else interp.lookup(check_name(target))
+    fn = to_dg(target, interp) if not isinstance(target, str) else _lookup(interp, target)
     if not is_callable_value(fn):
         raise error("type", f"{who} needs a function, but {target!r} is {a_type_name(fn)}")
     return fn

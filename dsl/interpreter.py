@@ -22,7 +22,7 @@ from .resolver import Resolver
 from .resources import stdlib_dir
 from .sandbox import FileAccess
 from .statements import compile_program
-from .values import UNBOUND, Module
+from .values import UNBOUND, Module, Struct
 
 def _default_max_tensor():
     """A quarter of the machine's memory, in float64 elements (2**28 if it cannot be read)."""
@@ -86,7 +86,7 @@ class Interpreter:
         if key is not None:     # a script that imports itself is an import cycle, found at that import
             self.loading.append(key)
         try:
-            return self._execute(program, self.main, echo)
+            return _detached(self._execute(program, self.main, echo))
         finally:
             if key is not None and self.loading and self.loading[-1] == key:
                 self.loading.pop()
@@ -95,7 +95,7 @@ class Interpreter:
         """Run a .dg file."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")      # a BOM is not source, as in Python
         except OSError as exc:
             raise error("import", f"cannot read {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
@@ -176,7 +176,7 @@ class Interpreter:
             chain = " -> ".join(Path(p).name for p in self.loading[self.loading.index(key):] + [key])
             raise error("import", f"import cycle: {chain}", span)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise error("import", f"cannot read module {path}: {exc}", span) from None
         module = Module(name, key, {})
@@ -282,3 +282,25 @@ def _script_key(filename):
         return str(Path(filename).resolve())
     except (OSError, RuntimeError, ValueError):
         return None
+
+
+def _detached(value):
+    """A dg value with its tensors copied: the caller may change them without changing dg's values."""
+    try:
+        return _copy_tensors(value)
+    except RecursionError:      # nested deeper than Python's stack: hand it over as it is
+        return value
+
+
+def _copy_tensors(value):
+    """_detached without the guard against deep nesting."""
+    t = type(value)
+    if t is np.ndarray:
+        return value.copy()
+    if t is tuple:
+        return tuple(_copy_tensors(v) for v in value)
+    if t is dict:
+        return {k: _copy_tensors(v) for k, v in value.items()}
+    if t is Struct:
+        return Struct(value.sdef, [_copy_tensors(v) for v in value.vals])
+    return value

@@ -72,6 +72,7 @@ class Resolver:
         self.fn = None
         self.loops = 0
         self.imports = []         # the Import statements seen, for `dg check` to look the modules up
+        self.pending = set()      # top-level let/import names whose statement has not been walked yet
 
     # -- entry ------------------------------------------------------------
     def resolve_program(self, program):
@@ -81,6 +82,9 @@ class Resolver:
         for stmt in program.stmts:
             for name, span in _declared(stmt):
                 top[name] = self._global(name, span)
+                if type(stmt) in (A.Let, A.Import):       # fn and struct are hoisted; these run in order
+                    self.pending.add(name)
+        self.pending -= {n for s in program.stmts if type(s) in (A.FnDecl, A.StructDecl) for n, _ in _declared(s)}
         self.fn = module_fn
         self.blocks = [(top, module_fn)]
         for stmt in program.stmts:
@@ -104,6 +108,9 @@ class Resolver:
             if b is not None:
                 if b.kind == "local" and b.owner is not self.fn:
                     self._capture(b)
+                elif name in self.pending and scope is self.blocks[0][0] and self.fn.parent is None \
+                        and b.cell.v is UNBOUND:      # top-level code reads it before its `let` runs
+                    self.problems.append(error("name", f"'{name}' is used before its definition runs", span))
                 return b
         if name in self.cells and self.cells[name].v is not UNBOUND:
             return Binding(name, "global", cell=self.cells[name])
@@ -125,6 +132,7 @@ class Resolver:
         scope, fn = self.blocks[-1]
         if top_level and len(self.blocks) == 1:
             b = scope.get(name) or self._global(name, span)
+            self.pending.discard(name)
         else:
             b = fn.new_local(name, span)
         scope[name] = b

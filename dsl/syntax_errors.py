@@ -43,11 +43,15 @@ def expected_words(expected):
         return "a statement or '}'" if "RBRACE" in expected else "a statement"
     if {"NAME", "INT"} <= expected:
         return "an expression"
+    if {"COMMA", "RBRACE", "_NL"} <= expected:         # between a struct's fields
+        return "',', '}' or a line break"
     if expected & {"_NL", "SEMI"}:
         return "the end of the statement (a line break or ';')"
     structural = expected - CONTINUES_EXPR
     if structural - {"$END"}:
         expected = structural
+    elif expected - {"$END"} == {"LPAR"}:                # after `fn`: its parameter list
+        return "'('"
     elif expected & CONTINUES_EXPR:
         return "an operator"
     words = sorted({WORDS.get(t, t.lower()) for t in expected if t != "$END"})

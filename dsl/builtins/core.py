@@ -110,7 +110,7 @@ def type_(x):
 
 
 def len_(x):
-    """len(x): tuples, maps, strings, ranges, and tensors (the size of axis 0)."""
+    """len(x): tuples, maps, strings, ranges, tensors (the size of axis 0) and batches."""
     v = raw(x)
     t = type(v)
     if t in (tuple, dict, str, range):
@@ -121,6 +121,8 @@ def len_(x):
         return v.shape[0]
     if t is Struct:
         raise error("type", f"len of a struct {v.sdef.name} (structs have no length)")
+    if getattr(v, "dg_iterable", False) and hasattr(t, "__len__"):
+        return len(v)       # batches(...) knows its count, like len() of a PyTorch DataLoader
     raise error("type", f"{a_type_name(v)} has no length")
 
 

@@ -41,7 +41,8 @@ def make(interp):
         if type(f) not in (int, float) or not 0 < f < 1:
             raise error("value", f"train_test_split's fraction is the share of rows for testing, "
                                  f"a number between 0 and 1 (exclusive), got {_show(f)}")
-        n_test = math.ceil(f * n)
+        # rounded first: 0.07 * 100 is 7.000000000000001, and 8 test rows would surprise
+        n_test = math.ceil(round(f * n, 9))
         if n_test >= n:
             raise error("value", f"train_test_split with fraction {f} leaves no training rows out of {n}")
         order = interp.rng.permutation(n)
@@ -125,10 +126,12 @@ def one_hot(labels, n):
     """one_hot(labels, n): a tensor of shape shape(labels) + (n,) with 1.0 at each label."""
     count = _positive_int(n, "one_hot's n")
     v = raw(labels)
-    if type(v) in (int, float):
+    if type(v) in (int, float, bool):
         v = np.asarray(to_float(v))
     elif type(v) is tuple:
-        v = np.asarray([to_float(i) for i in v], dtype=np.float64) if all(type(i) in (int, float) for i in v) else None
+        v = np.asarray([to_float(i) for i in v], dtype=np.float64) if all(type(i) in (int, float, bool) for i in v) else None
+    if type(v) is ndarray and v.dtype.kind == "b":
+        v = v.astype(np.float64)        # a bool label (y > 0) is class 0 or 1, as in jax.nn.one_hot
     if type(v) is not ndarray or v.dtype.kind not in "fiu":
         raise error("type", f"one_hot needs labels as an int, a tensor or a tuple of ints, got {type_name(labels)}")
     check_size(v.shape + (count,))

@@ -35,6 +35,7 @@ from ..autodiff import tape
 from ..autodiff.tape import raw
 from ..errors import error
 from ..ops.shape import check_size
+from ..printing import show
 from ..values import Struct, StructDef, type_name, a_type_name
 
 MAGIC = b"DGCKPT\r\n"
@@ -99,7 +100,7 @@ def _encode(v, buffers, offset, path, depth=0):
         pairs = []
         for k, x in v.items():
             key, _ = _encode(k, buffers, offset, path)
-            node, offset = _encode(x, buffers, offset, f"{path}[{k!r}]", depth + 1)
+            node, offset = _encode(x, buffers, offset, f"{path}[{show(k, True)}]", depth + 1)   # dg's ["k"]
             pairs.append([key, node])
         return {"t": "map", "items": pairs}, offset
     if t is Struct:

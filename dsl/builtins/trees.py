@@ -21,7 +21,7 @@ def _open(v):
 def _outline(v):
     """A container's kind with what tells two of its kind apart (keys, length), for tree_map's error."""
     if type(v) is dict:
-        return f"a map with keys ({', '.join(show(k, nested=True) for k in v)})"
+        return f"a map with keys {show(tuple(v))}"        # a tuple's text: one key shows as ("a",)
     if type(v) is tuple:
         return f"a tuple of length {len(v)}"
     return type_name(v)
