@@ -26,11 +26,13 @@ def compile_read(b, span, ctx):
         value = b.value
         return lambda f: value
     if kind == "global":
-        cell, name = b.cell, b.name
+        cell, name, builtin = b.cell, b.name, b.value
 
         def read_global(f):
             v = cell.v
             if v is UNBOUND:
+                if builtin is not None:
+                    return builtin
                 raise error("name", f"'{name}' is not defined" if not ctx.declared(name)
                             else f"'{name}' is used before its definition runs", span)
             return v

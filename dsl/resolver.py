@@ -98,7 +98,8 @@ class Resolver:
         cell = self.cells.get(name)
         if cell is None:
             cell = self.cells[name] = Cell(UNBOUND)
-        return Binding(name, "global", cell=cell, span=span)
+        # until its `let` runs, a global named like a builtin reads the builtin, as in Python
+        return Binding(name, "global", cell=cell, value=self.builtins.get(name), span=span)
 
     # -- lookups ----------------------------------------------------------
     def lookup(self, name, span):
@@ -109,7 +110,7 @@ class Resolver:
                 if b.kind == "local" and b.owner is not self.fn:
                     self._capture(b)
                 elif name in self.pending and scope is self.blocks[0][0] and self.fn.parent is None \
-                        and b.cell.v is UNBOUND:      # top-level code reads it before its `let` runs
+                        and b.cell.v is UNBOUND and b.value is None:   # read before its `let` runs
                     self.problems.append(error("name", f"'{name}' is used before its definition runs", span))
                 return b
         if name in self.cells and self.cells[name].v is not UNBOUND:
@@ -149,7 +150,11 @@ class Resolver:
     def stmt(self, s, top_level=False):
         """Resolve one statement."""
         t = type(s)
-        if t is A.Let:
+        if t is A.Let and len(s.names) == 1 and type(s.value) is A.Lambda:
+            # `let f = fn(n) { ... f(n - 1) }` may recurse, as at the top level and in Python
+            s.bindings = [self.declare(s.names[0], s.name_spans[0], top_level)]
+            self.expr(s.value)
+        elif t is A.Let:
             self.expr(s.value)
             s.bindings = [self.declare(n, sp, top_level) for n, sp in zip(s.names, s.name_spans)]
         elif t is A.Assign:

@@ -213,6 +213,14 @@ def _unpacker(binders, span):
 
 def _let(s, ctx):
     value = compile_expr(s.value, ctx)
+    b = s.bindings[0]
+    if type(s.value) is A.Lambda and b.kind == "local" and b.captured:
+        slot = b.slot
+
+        def let_recursive(f):
+            cell = f[slot] = Cell(None)   # the function may call itself through this cell
+            cell.v = value(f)
+        return let_recursive
     store = _unpacker([compile_declare(b, ctx) for b in s.bindings], s.span)
 
     def let(f):
@@ -496,10 +504,15 @@ class FunctionCode:
             if frame[i] is _MISSING:
                 default = self.defaults[i]
                 if default is None:
-                    missing = [self.names[j] for j in range(n) if frame[j] is _MISSING]
+                    missing = [self.names[j] for j in range(n)      # not those a default fills
+                               if frame[j] is _MISSING and self.defaults[j] is None]
                     raise error("type", f"{self.name} is missing a value for "
                                         f"{', '.join(repr(m) for m in missing)}")
-                frame[i] = default(frame)
+                try:
+                    frame[i] = default(frame)
+                except DgError as exc:     # a default runs inside the callee: show its frame
+                    exc.exit_function(self.name)
+                    raise
             if i in captured:
                 frame[i] = Cell(frame[i])
         return frame

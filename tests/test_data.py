@@ -179,7 +179,7 @@ def test_train_test_split_is_reproducible():
 
 
 @pytest.mark.parametrize("fraction, kind", [("0.0", "value"), ("1.0", "value"), ("-0.5", "value"),
-                                            ('"half"', "value"), ("0.99", "value")])
+                                            ('"half"', "type"), ("0.99", "value")])
 def test_train_test_split_bad_fraction(run_error, fraction, kind):
     assert run_error(f"train_test_split(arange(10), arange(10), {fraction})").kind == kind
 

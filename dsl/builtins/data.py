@@ -39,8 +39,10 @@ def make(interp):
                                  f"{n} and {_rows(y, 'y')}")
         f = raw(fraction)
         if type(f) not in (int, float) or not 0 < f < 1:
-            raise error("value", f"train_test_split's fraction is the share of rows for testing, "
-                                 f"a number between 0 and 1 (exclusive), got {_show(f)}")
+            # a non-number is a wrong argument type (SPEC 7); a number outside (0, 1) a bad value
+            raise error("value" if type(f) in (int, float) else "type",
+                        f"train_test_split's fraction is the share of rows for testing, "
+                        f"a number between 0 and 1 (exclusive), got {_show(f)}")
         # rounded first: 0.07 * 100 is 7.000000000000001, and 8 test rows would surprise
         n_test = math.ceil(round(f * n, 9))
         if n_test >= n:

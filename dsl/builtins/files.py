@@ -49,8 +49,10 @@ MAX_NESTING = 1000           # containers inside containers; deeper trees are re
 def _path_arg(path, who):
     """A path argument as a string."""
     p = raw(path)
-    if type(p) is not str or not p:
+    if type(p) is not str:
         raise error("type", f"{who} needs a file path as a non-empty string, got {type_name(p)}")
+    if not p:       # a string, so the type is right; only its value is bad
+        raise error("value", f"{who} needs a file path as a non-empty string, got \"\"")
     if "\0" in p:
         raise error("value", f"{who}: a file path cannot contain the character \\0")
     return p

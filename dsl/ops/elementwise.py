@@ -103,7 +103,7 @@ def _binary_elementwise(op, name, ufunc):
     def prim(a, b, span=None):
         if type(a) is Box or type(b) is Box:
             return record(op, prim, (a, b), None, span)
-        x, y = as_operand(a, name), as_operand(b, name)
+        x, y = as_operand(a, f"take the {name} of"), as_operand(b, f"take the {name} of")
         check_broadcast(x, y, f"take the {name} of")
         return norm(ufunc(x, y))
 

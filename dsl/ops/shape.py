@@ -193,6 +193,10 @@ def make_key(shape, subs):
     n_axes = sum(1 for s in subs if not (type(s) is ndarray and s.dtype.kind == "b")) + sum(
         s.ndim for s in subs if type(s) is ndarray and s.dtype.kind == "b")
     if n_axes > len(shape):
+        masks = [s for s in subs if type(s) is ndarray and s.dtype.kind == "b"]
+        if masks:   # "too many indices (1)" misleads when one mask covers several axes
+            raise error("shape", f"a bool mask of shape {fmt_shape(masks[0].shape)} does not fit "
+                                 f"a tensor of shape {fmt_shape(shape)}")
         raise error("index", f"too many indices ({len(subs)}) for a tensor of shape {fmt_shape(shape)}")
     for s in subs:
         s = raw(s)
@@ -246,11 +250,11 @@ def index_array(s, size, axis):
     """An int-valued float tensor used as indices: as intp, checked against `size`."""
     if s.size and not np.all(np.isfinite(s) & (s == np.floor(s))):
         raise error("type", "index tensors must hold whole numbers")
-    idx = s.astype(np.intp)
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        bad = idx[(idx < -size) | (idx >= size)].flat[0]
+    # check before the cast: a float past the intp range would wrap and be reported wrongly
+    if s.size and (s.min() < -size or s.max() >= size):
+        bad = s[(s < -size) | (s >= size)].flat[0]
         raise error("index", f"index {int(bad)} is out of range for axis {axis} with size {size}")
-    return idx
+    return s.astype(np.intp)
 
 
 def index(x, key, span=None, op="Index"):
@@ -299,8 +303,10 @@ def set_index(x, key, v, span=None):
     """A copy of tensor x with x[key] = v (value semantics)."""
     if type(x) is Box or type(v) is Box:
         return record("SetIndex", _set_index_forward, (x, v), {"key": key}, span)
-    out = np.array(x, dtype=FLOAT if x.dtype.kind != "b" or type(raw(v)) is not bool else bool)
     val = raw(v)
+    # a bool tensor stays bool when given bools or a bool tensor (as numpy), else it becomes float
+    keep = x.dtype.kind == "b" and (type(val) is bool or getattr(val, "dtype", None) == np.bool_)
+    out = np.array(x, dtype=bool if keep else FLOAT)
     try:
         out[key] = val
     except ValueError:
