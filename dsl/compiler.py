@@ -182,19 +182,15 @@ def _tensor(e, ctx):
                             s, hint="use a tuple (a, b, ...) to group values of different kinds")
         if not values:
             return np.zeros((0,))
-        if all(type(raw(v)) is bool for v in values):
-            return np.array([bool(raw(v)) for v in values])
         try:
-            return ops.stack(tuple(values), 0, span)
+            return ops.stack(tuple(values), 0, span)      # stacking only bools keeps them bool
         except DgError as exc:
             if exc.kind == "shape":
                 exc.message = "the elements of a bracket literal must all have one shape: " + exc.message
                 exc.args = (exc.message,)
                 if exc.hint is None:      # SPEC 3: a ragged literal is an error that suggests a tuple
                     exc.hint = "use a tuple (a, b, ...) to group values of different shapes"
-            if exc.span is None:
-                exc.span = span
-            raise
+            raise located(exc, span)
     return ev
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from . import bigstack, ops, sandbox
 from .autodiff import tape
 from .autodiff.transforms import Options
+from .autodiff.trees import children, is_container, rebuild
 from .builtins import make_builtins
 from .errors import DgError, Source, Span, error
 from .limits import DEFAULT_MAX_DEPTH, Limits
@@ -22,7 +23,7 @@ from .resolver import Resolver
 from .resources import stdlib_dir
 from .sandbox import FileAccess
 from .statements import compile_program
-from .values import UNBOUND, Module, Struct
+from .values import UNBOUND, Module
 
 def _default_max_tensor():
     """A quarter of the machine's memory, in float64 elements (2**28 if it cannot be read)."""
@@ -294,13 +295,8 @@ def _detached(value):
 
 def _copy_tensors(value):
     """_detached without the guard against deep nesting."""
-    t = type(value)
-    if t is np.ndarray:
+    if type(value) is np.ndarray:
         return value.copy()
-    if t is tuple:
-        return tuple(_copy_tensors(v) for v in value)
-    if t is dict:
-        return {k: _copy_tensors(v) for k, v in value.items()}
-    if t is Struct:
-        return Struct(value.sdef, [_copy_tensors(v) for v in value.vals])
+    if is_container(value):
+        return rebuild(value, [_copy_tensors(v) for v in children(value)])
     return value

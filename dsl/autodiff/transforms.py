@@ -79,11 +79,8 @@ def _describe(v):
     v = raw(v)
     if type(v) is np.ndarray:
         return f"a {'bool ' if v.dtype.kind == 'b' else ''}tensor of shape {O.fmt_shape(v.shape)}"
-    if v is None:
-        return "none"
-    from ..values import type_name
-    name = type_name(v)
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+    from ..values import a_type_name
+    return a_type_name(v)
 
 
 def _enter(trace, args, nums, who):

@@ -15,14 +15,7 @@ def make(interp):
 
     def seed(n):
         """seed(n): restart the random generator, so runs repeat exactly."""
-        n = raw(n)
-        if type(n) is float and n.is_integer():
-            n = int(n)
-        if type(n) is not int:
-            raise error("type", f"seed needs a non-negative int, got {type_name(n)}")
-        if n < 0:       # numpy's ValueError: the kind is right, only the value is not
-            raise error("value", f"seed needs a non-negative int, got {n}")
-        interp.reseed(n)
+        interp.reseed(_count(n, "seed needs a non-negative int"))
         return None
 
     def rand(shape):
@@ -52,6 +45,19 @@ def make(interp):
 def _shape(shape):
     """A checked shape argument."""
     return check_size(check_shape_arg(shape))
+
+
+def _count(v, need):
+    """A non-negative int argument (int-valued floats accepted): not an int is a `type` error,
+    a negative int a `value` error (its kind is right, only its value is not)."""
+    v = raw(v)
+    if type(v) is float and v.is_integer():
+        v = int(v)
+    if type(v) is not int:
+        raise error("type", f"{need}, got {type_name(v)}")
+    if v < 0:
+        raise error("value", f"{need}, got {v}")
+    return v
 
 
 def neg(x):
@@ -146,13 +152,7 @@ def arange(*args):
 
 def linspace(a, b, n):
     """linspace(a, b, n): n evenly spaced numbers from a to b inclusive."""
-    count = raw(n)
-    if type(count) is float and count.is_integer():
-        count = int(count)
-    if type(count) is not int:
-        raise error("type", f"linspace needs a non-negative int count, got {type_name(count)}")
-    if count < 0:
-        raise error("value", f"linspace needs a non-negative int count, got {count}")
+    count = _count(n, "linspace needs a non-negative int count")
     check_size((count,))
     return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
 
