@@ -104,3 +104,18 @@ def test_numerics_check_can_be_switched_off():
 def test_zero_upstream_never_makes_nan_in_division_and_pow():
     g = value("let g = grad(fn(x) => 0.0 * (1.0 / x) + 0.0 * x ** 0.5)(0.0)", check_numerics=True)
     assert g == 0.0
+
+
+def test_huge_but_finite_gradients_pass_the_numerics_check():
+    # the fast test squares the entries (1e200 ** 2 overflows): only the exact test may decide
+    g = value("let g = grad(fn(x) => sum(x * 1e200))(ones((3, 4)))")
+    np.testing.assert_array_equal(g, np.full((3, 4), 1e200))
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan"])
+def test_one_bad_entry_among_many_fails_the_numerics_check(bad):
+    src = (f"let c = where(linspace(0.0, 1.0, 1000) == 1.0, float(\"{bad}\"), 1.0)\n"
+           "let g = grad(fn(x) => sum(x * c))(ones(1000))")
+    with pytest.raises(DgError) as info:
+        value(src)
+    assert info.value.kind == "numerics"

@@ -7,6 +7,8 @@ random cotangent for every output.
 import numpy as np
 import pytest
 
+import dsl
+
 from gradcheck import check
 
 rng = np.random.default_rng(42)
@@ -119,6 +121,7 @@ NN = [
     ("log_softmax(x, axis=0)", dict(x=r(3, 4))),
     ("cross_entropy(x, [0.0, 3.0, 1.0])", dict(x=r(3, 4))),
     ("cross_entropy(x, 2)", dict(x=r(4))),
+    ("cross_entropy(x, [[0.0, 2.0], [1.0, 1.0]])", dict(x=r(2, 2, 3))),     # a batch of sequences
     ("cross_entropy(x, y)", dict(x=r(3, 4), y=pos(3, 4) / 4.0)),
     ("layer_norm(x)", dict(x=r(3, 5))),
     ("layer_norm(x, g, b)", dict(x=r(3, 5), g=r(5), b=r(5))),
@@ -187,3 +190,14 @@ def test_iterating_tensor_rows_is_differentiable():
     x = r(3, 2)
     (g,) = interp.lookup("grad")(f, (0,))(x, 0.7)
     assert_close(g, numeric_grad(lambda *a: f(*a, 0.7), [x], 0), "d/dx")
+
+
+def test_cross_entropy_with_indices_has_the_gradient_of_its_one_hot_probabilities_to_the_bit():
+    # class indices take a fused path (rules._cross_entropy); one-hot probabilities the general one
+    interp = dsl.Interpreter(seed=0)
+    interp.run("fn by_index(x) { return cross_entropy(x, [2.0, 0.0, 3.0]) * 3.0 }\n"
+               "fn by_probs(x) { return cross_entropy(x, one_hot([2.0, 0.0, 3.0], 4)) * 3.0 }")
+    x = rng.standard_normal((3, 4)) * 5.0
+    by_index, by_probs = interp.grad("by_index")(x), interp.grad("by_probs")(x)
+    np.testing.assert_array_equal(by_index, by_probs)
+    assert interp.lookup("by_index")(x) == interp.lookup("by_probs")(x)

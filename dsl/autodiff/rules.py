@@ -301,6 +301,14 @@ def _cross_entropy(g, ans, args, kw, wanted):
     scale = O.div(g, float(n))
     dl = dt = None
     if type(tv) is np.ndarray and tv.dtype.kind == "i":
+        if wanted[0] and type(logits) is np.ndarray and logits.dtype == np.float64 and type(g) is float:
+            # nothing records here (no outer differentiation): (softmax - onehot) * g / n in place
+            flat = logits.reshape(-1, logits.shape[-1])
+            e = np.exp(flat - np.max(flat, axis=-1, keepdims=True))
+            e /= np.sum(e, axis=-1, keepdims=True)
+            e[np.arange(flat.shape[0]), tv.reshape(-1)] -= 1.0
+            e *= g / n
+            return e.reshape(lv.shape), None
         if wanted[0]:
             onehot = np.zeros(lv.shape)
             np.put_along_axis(onehot, tv[..., None], 1.0, axis=-1)

@@ -73,6 +73,9 @@ def cotangent_value(g, primal):
 
     Iterative over the structure so that deep nesting cannot overflow the stack.
     """
+    pv = raw(primal)
+    if type(pv) is np.ndarray and type(g) is np.ndarray and pv.dtype.kind == "f":
+        return g        # the common case: a tensor argument and its gradient
     root = [None]
     stack = [(g, primal, root, 0)]
     while stack:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..autodiff.tape import record, record2, record_const
+from . import shape as _shape
 from .shape import check_size
 from .structs import unpack
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
@@ -237,6 +238,13 @@ def matmul(a, b, span=None):
     if type(a) is not ndarray or type(b) is not ndarray:
         raise error("type", f"@ needs two tensors, got {type_name(a)} and {type_name(b)}"
                             " (use * to multiply by a number)")
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == FLOAT and b.dtype == FLOAT:
+        # the common case, without the general checks below (the product's size still is one)
+        m, n = a.shape[0], b.shape[1]
+        limit = _shape.MAX_ELEMENTS
+        if limit is not None and max(m * n, m, n) > limit:
+            check_size((m, n), "matmul result")
+        return np.matmul(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise error("shape", f"@ needs tensors with at least one axis, got shapes "
                              f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}")

@@ -46,19 +46,37 @@ def log_softmax(x, axis=-1, span=None):
 def cross_entropy(logits, targets, span=None):
     """Mean cross-entropy; targets are class indices or probabilities (SPEC section 5)."""
     lv, tv = raw(logits), raw(targets)
-    mode = _target_mode(lv, tv)
-    if mode == "index":
-        targets = _class_indices(lv, tv)
+    if _target_mode(lv, tv) == "index":
+        return _cross_entropy_index(logits, _class_indices(lv, tv), span)
     if type(logits) is Box or type(targets) is Box:
         return record("CrossEntropy", cross_entropy, (logits, targets), None, span)
-    if lv.size == 0:        # the mean over no examples (or no classes) is undefined, as mean's is
+    _check_examples(lv)
+    lsm = log_softmax(lv)
+    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1))) + 0.0
+
+
+def _cross_entropy_index(logits, idx, span=None):
+    """Mean cross-entropy against class indices already checked by `_class_indices`."""
+    if type(logits) is Box:
+        return record("CrossEntropy", _cross_entropy_index, (logits, idx), None, span)
+    lv = raw(logits)
+    _check_examples(lv)
+    if lv.dtype == FLOAT:
+        # only the picked entries of log_softmax are needed (the same arithmetic, fewer passes)
+        flat = lv.reshape(-1, lv.shape[-1])
+        shifted = flat - np.max(flat, axis=-1, keepdims=True)
+        lse = np.log(np.sum(np.exp(shifted), axis=-1))
+        picked = shifted[np.arange(flat.shape[0]), idx.reshape(-1)] - lse
+    else:
+        picked = np.take_along_axis(log_softmax(lv), idx[..., None], axis=-1)[..., 0]
+    return float(-np.mean(picked)) + 0.0     # + 0.0: a perfect fit is 0.0, not -0.0
+
+
+def _check_examples(lv):
+    """The mean over no examples (or no classes) is undefined, as mean's is."""
+    if lv.size == 0:
         raise error("value", f"cross_entropy needs at least one example and one class, got logits of "
                              f"shape {fmt_shape(lv.shape)}")
-    lsm = log_softmax(lv)
-    if mode == "index":
-        picked = np.take_along_axis(lsm, targets[..., None], axis=-1)[..., 0]
-        return float(-np.mean(picked)) + 0.0     # + 0.0: a perfect fit is 0.0, not -0.0
-    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1))) + 0.0
 
 
 def _target_mode(lv, tv):

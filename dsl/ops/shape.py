@@ -179,6 +179,10 @@ def unbroadcast(g, shape):
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                       if s == 1 and gshape[i + lead] != 1)
+    if type(g) is ndarray:     # a plain cotangent (no outer differentiation): numpy directly
+        if axes:
+            g = np.add.reduce(g, axis=axes)
+        return g if g.shape == shape else g.reshape(shape)
     if axes:
         g = sum_(g, axes)
     if shape_of(g) != shape:
