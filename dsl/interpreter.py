@@ -18,7 +18,7 @@ from .autodiff.trees import children, is_container, rebuild
 from .builtins import make_builtins
 from .errors import DgError, Source, Span, error
 from .limits import DEFAULT_MAX_DEPTH, Limits
-from .parser import parse
+from .parser import gc_paused, parse
 from .resolver import Resolver
 from .resources import stdlib_dir
 from .sandbox import FileAccess
@@ -111,7 +111,8 @@ class Interpreter:
             return [exc]
         resolver = Resolver(dict(self.main.cells), self.builtins)
         try:
-            resolver.resolve_program(program)
+            with gc_paused():
+                resolver.resolve_program(program)
         except RecursionError:
             return resolver.problems + [self.limits.too_nested(Span(program.source, 1, 1))]
         problems = list(resolver.problems)
@@ -125,12 +126,13 @@ class Interpreter:
     def _execute(self, program, module, echo=None):
         """Resolve, compile and run a parsed program in a module's namespace."""
         try:
-            resolver = Resolver(module.cells, self.builtins)
-            resolver.resolve_program(program)
-            for problem in resolver.problems:
-                if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
-                    raise problem
-            code = compile_program(program, self, echo)
+            with gc_paused():      # resolving and compiling build trees too (see parser.gc_paused)
+                resolver = Resolver(module.cells, self.builtins)
+                resolver.resolve_program(program)
+                for problem in resolver.problems:
+                    if problem.kind == "syntax":      # 'return' or 'break' out of place: nothing runs
+                        raise problem
+                code = compile_program(program, self, echo)
         except RecursionError:      # deep nesting under a small recursion limit (see dsl/nesting.py)
             raise self.limits.too_nested(Span(program.source, 1, 1)) from None
         return self.call_in_run(code)

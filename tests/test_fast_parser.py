@@ -1,5 +1,7 @@
 """The lean lexer and LALR loop (dsl/lalr_driver.py) build exactly what lark's own parser builds."""
 
+import contextlib
+import gc
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
@@ -85,3 +87,53 @@ def test_bad_input_reports_lark_error(text):
 @pytest.mark.parametrize("text", ["", "   ", "# only a comment", "print(1)   ", "print(1) # c", "\n\n  \n"])
 def test_edges_of_the_input(text, monkeypatch):
     assert dump(parse_without_lark(text, monkeypatch)) == dump(parse_with_lark(text, monkeypatch))
+
+
+def _collections_during(action):
+    """How many cycle collections ran while `action()` did."""
+    runs = []
+
+    def hook(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+    gc.callbacks.append(hook)
+    try:
+        action()
+    finally:
+        gc.callbacks.remove(hook)
+    return len(runs)
+
+
+BIG = "\n".join(f"let v{k} = {{\"a\": [1.0, {k}.0], \"f\": fn(x) => x * {k}.0 + v0[\"a\"][0]}}"
+                for k in range(3000))
+
+
+def test_the_cycle_collector_rests_while_a_program_is_parsed_resolved_and_compiled():
+    import dsl
+    assert gc.isenabled()
+    # (at most the one that the switch back on may start at once)
+    assert _collections_during(lambda: P.parse(BIG, "big.dg")) <= 1
+    checker, runner = dsl.Interpreter(), dsl.Interpreter()
+    assert _collections_during(lambda: checker.check(BIG, "big.dg")) <= 2
+    # running: resolving and compiling a large function that is never called
+    assert _collections_during(lambda: runner.run("fn unused() {\n" + BIG + "\nreturn 0 }", "big.dg")) <= 2
+    assert gc.isenabled()
+    # without the pause the same work does collect (the test above could fail)
+    real = P.gc_paused
+    try:
+        P.gc_paused = contextlib.nullcontext
+        assert _collections_during(lambda: P.parse(BIG, "big.dg")) > 5
+    finally:
+        P.gc_paused = real
+
+
+def test_the_collector_is_switched_back_on_after_a_syntax_error_and_left_off_if_it_was():
+    with pytest.raises(DgError):
+        P.parse("let x = (1 +\nlet y = 2", "bad.dg")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        P.parse("let x = 1", "ok.dg")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

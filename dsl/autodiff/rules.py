@@ -304,8 +304,8 @@ def _cross_entropy(g, ans, args, kw, wanted):
         if wanted[0] and type(logits) is np.ndarray and logits.dtype == np.float64 and type(g) is float:
             # nothing records here (no outer differentiation): (softmax - onehot) * g / n in place
             flat = logits.reshape(-1, logits.shape[-1])
-            e = np.exp(flat - np.max(flat, axis=-1, keepdims=True))
-            e /= np.sum(e, axis=-1, keepdims=True)
+            e = np.exp(flat - np.maximum.reduce(flat, axis=-1, keepdims=True))
+            e /= np.add.reduce(e, axis=-1, keepdims=True)
             e[np.arange(flat.shape[0]), tv.reshape(-1)] -= 1.0
             e *= g / n
             return e.reshape(lv.shape), None
