@@ -6,7 +6,7 @@ from .engines import MISSING_AUTOGRAD, MISSING_TORCH, autograd_or_none, dg_progr
 from .report import make_row
 from .timing import measure, median
 
-FULL = {"sizes": (784, 256, 10), "batch": 256, "reps": 21}
+FULL = {"sizes": (784, 256, 10), "batch": 256, "reps": 41}
 SMOKE = {"sizes": (12, 8, 3), "batch": 4, "reps": 2}
 
 
