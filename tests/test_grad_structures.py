@@ -150,3 +150,19 @@ for step in range(300) {
 """)
     assert i.lookup("first") > 1.0 and i.lookup("last") < 1e-6
     assert np.allclose(i.lookup("p")["l"].w.ravel(), [1.0, -2.0, 0.5], atol=1e-3)
+
+
+def test_reads_of_a_struct_and_a_map_boxed_by_two_nested_differentiations_record_on_both():
+    # inner = w*w*b, its gradient (2wb, w*w); outer = 2wb + w*w, whose gradient is (2b + 2w, 2w)
+    i = run("struct P { w, b }\n"
+            "fn inner(q) { return q.w * q.w * q.b }\n"
+            "let g = grad(fn(p) => sum_leaves(grad(inner)(p)))(P(3.0, 2.0))\n"
+            "fn minner(m) { return m[\"a\"] * m[\"a\"] * m[\"b\"] }\n"
+            "let h = grad(fn(m) => sum_leaves(grad(minner)(m)))({\"a\": 3.0, \"b\": 2.0})\n"
+            "let t = grad(fn(t) => sum_leaves(grad(fn(u) => u[0] * u[0] * u[1])(t)))((3.0, 2.0))\n"
+            "fn sum_leaves(v) {\n if type(v) == \"map\" { return v[\"a\"] + v[\"b\"] }\n"
+            " if type(v) == \"tuple\" { return v[0] + v[1] }\n return v.w + v.b\n}")
+    g = i.lookup("g")
+    assert (g.w, g.b) == (10.0, 6.0)
+    assert i.lookup("h") == {"a": 10.0, "b": 6.0}
+    assert i.lookup("t") == (10.0, 6.0)

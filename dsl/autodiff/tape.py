@@ -145,6 +145,15 @@ def record_const(op, fn, x, c, span):
     return box
 
 
+def record_read(op, x, out, kw):
+    """`record` for a structural read (StructField, MapLookup): `out` was read from box x's value."""
+    if x.op == "Input":
+        return out
+    box = Box(out, x.trace, op, (x,), (x.v,), kw, current_span)
+    x.trace.nodes.append(box)
+    return box
+
+
 # ---------------------------------------------------------------- rules
 VJPS = {}
 

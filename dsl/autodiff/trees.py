@@ -77,44 +77,31 @@ def cotangent_value(g, primal):
     if type(pv) is np.ndarray and type(g) is np.ndarray and pv.dtype.kind == "f":
         return g        # the common case: a tensor argument and its gradient
     root = [None]
-    stack = [(g, primal, root, 0)]
+    stack = [(g, pv, root, 0)]
+    built = []      # (primal container, its filled items, where it goes), parents before children
     while stack:
-        g, p, holder, pos = stack.pop()
-        pv = raw(p)
-        if is_container(pv):
-            items = children(pv)
-            if g is None:
-                slots = [None] * len(items)
-            elif type(g) is SlotGrad:
+        g, pv, holder, pos = stack.pop()
+        t = type(pv)
+        if t is tuple or t is dict or t is Struct:
+            items = pv.vals if t is Struct else (list(pv.values()) if t is dict else pv)
+            n = len(items)
+            if type(g) is SlotGrad:
                 slots = g.slots
+            elif g is not None and is_container(raw(g)):
+                slots = children(raw(g))
             else:
-                slots = children(raw(g)) if is_container(raw(g)) else [None] * len(items)
-            out = [None] * len(items)
-            holder[pos] = _Partial(pv, out)
-            for i, (sg, item) in enumerate(zip(slots, items)):
-                stack.append((sg, item, out, i))
+                slots = (None,) * n
+            out = [None] * n
+            built.append((pv, out, holder, pos))
+            for i in range(n):
+                stack.append((slots[i], raw(items[i]), out, i))
         elif g is None or not is_differentiable_leaf(pv):
             holder[pos] = zero_of(pv)
         else:
             holder[pos] = g
-    return _assemble(root[0])
-
-
-class _Partial:
-    """A container being filled in by cotangent_value."""
-
-    __slots__ = ("template", "items")
-
-    def __init__(self, template, items):
-        self.template = template
-        self.items = items
-
-
-def _assemble(node):
-    """Turn the _Partial nodes that cotangent_value built into containers."""
-    if type(node) is not _Partial:
-        return node
-    return rebuild(node.template, [_assemble(i) for i in node.items])
+    for pv, out, holder, pos in reversed(built):     # children are complete before their parents
+        holder[pos] = rebuild(pv, out)
+    return root[0]
 
 
 def flatten(tree):
