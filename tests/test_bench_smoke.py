@@ -93,3 +93,21 @@ def test_references_present_exactly_when_installed(smoke):
         assert scalar["ratio"] is None
     else:
         assert scalar["ratio"] == pytest.approx(scalar["dg"] / scalar["refs"]["autograd"])
+
+
+def test_a_benchmark_run_in_several_processes_reports_each_row_from_its_median_process():
+    sys.path.insert(0, str(ROOT))
+    from bench.report import make_row
+    from bench.run import median_rows
+
+    def run(step, struct):
+        return [make_row("2. MLP step vs numpy", "ms/step", 8.0, {"numpy": 8.0 / step}, step, "numpy",
+                         "<= 1.15x numpy", step <= 1.15, "value_and_grad"),
+                make_row("3. structured parameters", "ms/step", 8.0, {}, struct, "flat", "<= 1.05x flat",
+                         struct <= 1.05),
+                make_row("4. no ratio", "ms", 1.0, {}, None, None, "-", None)]
+    merged = median_rows([run(1.19, 1.00), run(1.08, 1.06), run(1.10, 1.02)])
+    assert [r["ratio"] for r in merged] == [1.10, 1.02, None]
+    assert merged[0]["met"] is True and merged[0]["refs"] == {"numpy": 8.0 / 1.10}
+    assert merged[0]["note"] == "value_and_grad; median of 3 processes (ratios 1.19, 1.08, 1.1)"
+    assert merged[1]["note"] == "median of 3 processes (ratios 1, 1.06, 1.02)"
