@@ -191,18 +191,38 @@ defvjp("Where", None,
        lambda g, ans, c, a, b: ub(O.where(c, 0.0, g), b))
 
 
-def _clamp(g, ans, x, lo=None, hi=None):
-    """Gradient passes where lo <= x <= hi."""
-    xv = raw(x)
-    inside = np.ones(np.broadcast_shapes(*(np.shape(v) for v in (xv, lo, hi) if v is not None)), dtype=bool)
-    if lo is not None:
-        inside &= xv >= lo
-    if hi is not None:
-        inside &= xv <= hi
-    return ub(cmul(g, inside if inside.ndim else bool(inside)), x)     # bounds may broadcast x up
+def _clamp_where(x, lo, hi):
+    """Which entries clamp(x, lo, hi) takes from x, lo and hi (x where lo <= x <= hi: ties go to x)."""
+    xv, lov, hiv = (None if v is None else _f(raw(v)) for v in (x, lo, hi))
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (xv, lov, hiv) if v is not None))
+    # clamp is min(max(x, lo), hi), as numpy's clip: with lo > hi every entry is hi
+    none = np.zeros(shape, dtype=bool)
+    above = np.greater(np.maximum(xv, lov) if lo is not None else xv, hiv) if hi is not None else none
+    below = np.less(xv, lov) & ~above if lo is not None else none
+    inside = ~(below | above)
+    return [np.broadcast_to(m, shape) if np.ndim(m) else bool(m) for m in (inside, below, above)]
 
 
-defvjp("Clamp", _clamp)
+def _clamp(which):
+    """The rule of clamp for x (0), lo (1) or hi (2): g where that operand was taken."""
+    def rule(g, ans, x, lo, hi):
+        taken = _clamp_where(x, lo, hi)[which]
+        return ub(cmul(g, taken), (x, lo, hi)[which])      # the bounds may broadcast x up
+    return rule
+
+
+defvjp("Clamp", _clamp(0), _clamp(1), _clamp(2))
+
+
+def _linspace_share(ans, of_start):
+    """How much each point of linspace(a, b, n) moves with a (1 - t) or with b (t), t = i / (n - 1)."""
+    t = np.linspace(0.0, 1.0, np.shape(raw(ans))[0])
+    return 1.0 - t if of_start else t
+
+
+defvjp("Linspace", lambda g, ans, a, b, n: O.sum_(cmul(g, _linspace_share(ans, True))),
+                   lambda g, ans, a, b, n: O.sum_(cmul(g, _linspace_share(ans, False))),
+                   None)
 
 
 # ---------------------------------------------------------------- reductions

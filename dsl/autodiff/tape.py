@@ -129,7 +129,7 @@ def record2(op, fn, a, b, span):
     out = fn(av, bv, span)
     if (pa is None or pa.op == "Input") and (pb is None or pb.op == "Input"):
         return out
-    box = Box(out, top, op, (pa, pb), (av, bv), None, span)
+    box = Box(out, top, op, (pa, pb), (av, bv), None, span or current_span)
     top.nodes.append(box)
     return box
 
@@ -140,7 +140,7 @@ def record_const(op, fn, x, c, span):
     out = fn(xv, c, span)
     if x.op == "Input":
         return out
-    box = Box(out, x.trace, op, (x, None), (xv, c), None, span)
+    box = Box(out, x.trace, op, (x, None), (xv, c), None, span or current_span)
     x.trace.nodes.append(box)
     return box
 

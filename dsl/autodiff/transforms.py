@@ -51,8 +51,12 @@ class Transformed:
 
 
 def _fname(f):
-    """A function's name for messages."""
-    return getattr(f, "name", None) or getattr(f, "__name__", "f")
+    """A function's name for messages (a builtin's Python name `len_` is dg's `len`)."""
+    name = getattr(f, "name", None)
+    if name:
+        return name
+    name = getattr(f, "__name__", "f")
+    return name.rstrip("_") or name
 
 
 def _argnums(argnums, nargs, who):
@@ -161,16 +165,16 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
     return Transformed(who, call)
 
 
-def grad(f, argnums=0, opts=None):
+def grad(f, argnums=0, opts=None, name="grad"):
     """grad(f, argnums): a function returning the gradient of scalar f."""
-    vg = value_and_grad(f, argnums, opts, name="grad")
+    vg = value_and_grad(f, argnums, opts, name=name)
     return Transformed(vg.name, lambda *a, **k: vg.call(*a, **k)[1])
 
 
-def jacobian(f, argnums=0, opts=None, name="jacobian"):
+def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
     """jacobian(f): every derivative, shaped out_shape + in_shape, by one backward pass per output."""
     opts = opts or Options()
-    who = f"{name}({_fname(f)})"
+    who = who or f"{name}({_fname(f)})"
 
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
@@ -222,7 +226,8 @@ def hessian(f, argnums=0, opts=None):
     """hessian(f): exact second derivatives, the jacobian of the gradient (reverse over reverse)."""
     if type(raw(argnums)) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
-    return jacobian(grad(f, argnums, opts), argnums, opts, name="hessian")
+    # the inner grad speaks as hessian too: its errors are about the function given to hessian
+    return jacobian(grad(f, argnums, opts, name="hessian"), argnums, opts, who=f"hessian({_fname(f)})")
 
 
 def stop_gradient(x):
@@ -235,11 +240,16 @@ def custom_vjp(f, bwd, opts=None):
     """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
 
     def forward(*leaves, spec=None, kwargs=None, **_):
-        return f(*unflatten(spec, leaves), **kwargs)
+        # through `call` again: an outer differentiation records its own CustomVjp node, so
+        # bwd gives the derivative at every level (grad of grad, hessian), as in JAX
+        return call(*unflatten(spec, leaves), **kwargs)
 
     def call(*args, **kwargs):
+        args, kwargs = _as_positional(f, args, kwargs)
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
+            if any(type(x) is Box for x in flatten(kwargs)[0]):
+                raise _keyword_error(f)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
         out = record("CustomVjp", forward, tuple(leaves),
@@ -254,6 +264,24 @@ def custom_vjp(f, bwd, opts=None):
         return out
 
     return Transformed(f"custom_vjp({_fname(f)})", call)
+
+
+def _as_positional(f, args, kwargs):
+    """Move keyword arguments of a dg function to their positions, as bwd takes them (JAX does the same)."""
+    code = getattr(f, "code", None)
+    if not kwargs or code is None:
+        return args, kwargs
+    frame = code.bind(f, args, kwargs)      # a type error here is the one the call would raise
+    last = max([len(args) - 1] + [code.index[k] for k in kwargs])
+    captured = code.captured_params
+    return tuple(frame[i].v if i in captured else frame[i] for i in range(last + 1)), {}
+
+
+def _keyword_error(f):
+    """A differentiated value passed by keyword to a custom_vjp function that is not a dg function."""
+    return error("grad", f"custom_vjp({_fname(f)}) got a value that is being differentiated as a keyword "
+                         f"argument, but its backward function only gives gradients for positional ones",
+                 hint="pass that value to the function as a positional argument")
 
 
 def _reads_trace(tree, trace):
@@ -288,9 +316,11 @@ def _custom_vjp_rule(g, ans, leaves, kw, wanted):
         except ValueError:
             raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
                                 f"whose structure does not match its argument") from None
-    for o, leaf, w in zip(out, leaves, wanted):     # a number or tensor argument: same shape back
+    for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
         if w:
             _check_like(leaf, o, kw["fn"])
+            if type(o) is int and type(raw(leaf)) is float:
+                out[i] = float(o)     # the gradient of a float is a float, as dg's own rules give
     return [o if w else None for o, w in zip(out, wanted)]
 
 
@@ -337,11 +367,16 @@ def checkpoint(f, opts=None, generator=None):
     opts = opts or Options()
 
     def forward(*leaves, spec=None, kwargs=None, **_):
-        return f(*unflatten(spec, leaves), **kwargs)
+        # through `call` again: an outer differentiation records its own CustomVjp node, so
+        # bwd gives the derivative at every level (grad of grad, hessian), as in JAX
+        return call(*unflatten(spec, leaves), **kwargs)
 
     def call(*args, **kwargs):
+        args, kwargs = _as_positional(f, args, kwargs)
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
+            if any(type(x) is Box for x in flatten(kwargs)[0]):
+                raise _keyword_error(f)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
         mark = len(top.nodes)

@@ -218,10 +218,12 @@ def enumerate_(xs, start=0):
     return tuple((i + start, x) for i, x in enumerate(_sequence(xs, "enumerate")))
 
 
-def zip_(*seqs):
-    """zip(a, b, ...): a tuple of tuples, as long as the shortest argument."""
-    if not seqs:
-        return ()
+_UNSET = object()     # zip's a and b may be left out, as Python's zip allows
+
+
+def zip_(a=_UNSET, b=_UNSET, *more):
+    """zip(a, b, ...): a tuple of tuples, as long as the shortest argument (SPEC names a and b)."""
+    seqs = tuple(s for s in (a, b) if s is not _UNSET) + more
     return tuple(zip(*[_sequence(s, "zip") for s in seqs]))
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .. import ops
-from ..autodiff.tape import Box, raw
+from ..autodiff.tape import Box, raw, record
 from ..errors import error
 from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
 from ..ops.shape import check_size
@@ -154,6 +154,8 @@ def linspace(a, b, n):
     """linspace(a, b, n): n evenly spaced numbers from a to b inclusive."""
     count = _count(n, "linspace needs a non-negative int count")
     check_size((count,))
+    if type(a) is Box or type(b) is Box:     # the points move with the bounds: differentiable in both
+        return record("Linspace", linspace, (a, b, count))
     return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
 
 

@@ -10,7 +10,7 @@ from ..autodiff.tape import Box, raw
 from ..autodiff.trees import children, is_container, rebuild
 from ..errors import error
 from ..printing import show
-from ..values import is_callable_value, type_name
+from ..values import Struct, is_callable_value, type_name
 
 
 def _open(v):
@@ -40,7 +40,8 @@ def tree_map(f, tree, *more):
             for o in others:
                 ro = raw(o)
                 if type(ro) is not type(rt) or len(children(ro)) != len(kids) or (
-                        type(ro) is dict and list(ro) != list(rt)):
+                        type(ro) is dict and list(ro) != list(rt)) or (
+                        type(ro) is Struct and ro.sdef is not rt.sdef):     # P(1.0) != Q(1.0) too
                     raise error("value", f"tree_map: the trees differ in structure at {path or 'the root'} "
                                          f"({_outline(rt)} vs {_outline(ro)})")
                 other_kids.append(children(_open(o)))
@@ -69,11 +70,15 @@ def global_norm(tree):
     """global_norm(tree): the L2 norm over every float leaf of the tree."""
     total = 0.0
     for leaf in tree_leaves(tree):
-        v = raw(leaf)
-        if type(v) is bool or type(v) is str or not (type(v) in (int, float) or hasattr(v, "dtype")):
-            continue
-        total = ops.add(total, ops.sum_(ops.mul(leaf, leaf)))
+        if _counted(leaf):
+            total = ops.add(total, ops.sum_(ops.mul(leaf, leaf)))
     return ops.sqrt(total)
+
+
+def _counted(leaf):
+    """Whether a leaf counts in global_norm (numbers and tensors; not bools, strings or none)."""
+    v = raw(leaf)
+    return type(v) is not bool and type(v) is not str and (type(v) in (int, float) or hasattr(v, "dtype"))
 
 
 def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parameter `max`)
@@ -87,8 +92,8 @@ def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parame
     if raw(norm) <= limit:
         return tree, norm
     # (x / norm) * max, as optax does, so hand-checked results come out exact: (3, 4) -> (0.6, 0.8)
-    clipped = tree_map(lambda x: ops.mul(ops.div(x, norm), float(limit))
-                       if type(raw(x)) not in (str, bool, int) else x, tree)
+    # every leaf the norm counted is scaled (an int too, which becomes a float): the result's norm is max
+    clipped = tree_map(lambda x: ops.mul(ops.div(x, norm), float(limit)) if _counted(x) else x, tree)
     return clipped, norm
 
 

@@ -116,6 +116,11 @@ maximum = _binary_elementwise("Maximum", "maximum", np.maximum)
 minimum = _binary_elementwise("Minimum", "minimum", np.minimum)
 
 
+def _bools(v):
+    """Whether a where operand is a bool or a bool tensor."""
+    return type(v) is bool or (type(v) is ndarray and v.dtype.kind == "b")
+
+
 def where(c, a, b, span=None):
     """where(c, a, b): a where c is true, else b (c is not differentiated)."""
     c = raw(c)
@@ -123,7 +128,10 @@ def where(c, a, b, span=None):
         return record("Where", where, (c, a, b), None, span)
     if type(c) is not ndarray and type(c) not in (bool, int, float) and not isinstance(c, np.generic):
         raise error("type", f"where needs a condition tensor or bool, got {type_name(c)}")
-    x, y = as_operand(a, "select"), as_operand(b, "select")
+    if _bools(a) and _bools(b):     # choosing between masks gives a mask, as in numpy
+        x, y = a, b
+    else:
+        x, y = as_operand(a, "select"), as_operand(b, "select")
     cond = c if type(c) is not ndarray or c.dtype.kind == "b" else c != 0
     shapes = [np.shape(cond), np.shape(x), np.shape(y)]
     try:
@@ -138,9 +146,9 @@ def where(c, a, b, span=None):
 
 def clamp(x, lo=None, hi=None, span=None):
     """clamp(x, lo, hi): x limited to [lo, hi]; either bound may be none."""
-    lo, hi = (None if b is None else as_operand(raw(b), "clamp to") for b in (lo, hi))
-    if type(x) is Box:
-        return record("Clamp", clamp, (x,), {"lo": lo, "hi": hi}, span)
+    if type(x) is Box or type(lo) is Box or type(hi) is Box:    # the bounds are differentiable too
+        return record("Clamp", clamp, (x, lo, hi), None, span)
+    lo, hi = (None if b is None else as_operand(b, "clamp to") for b in (lo, hi))
     v = as_operand(x, "clamp")
     shapes = [np.shape(b) for b in (v, lo, hi) if b is not None]
     try:

@@ -45,6 +45,14 @@ def log_softmax(x, axis=-1, span=None):
 # ---------------------------------------------------------------- cross entropy
 def cross_entropy(logits, targets, span=None):
     """Mean cross-entropy; targets are class indices or probabilities (SPEC section 5)."""
+    if type(raw(targets)) is tuple:     # (0, 2, 1) is a tensor of class indices, as sum((1.0, 2.0)) reads one
+        items = raw(targets)
+        if not items or any(type(raw(t)) not in (int, float) for t in items):
+            got = "a tuple of other things" if items else "an empty tuple"
+            raise error("type", f"cross_entropy targets must be a tensor, a number or a tuple of numbers, "
+                                f"got {got}")
+        from .shape import stack
+        targets = stack(targets)
     lv, tv = raw(logits), raw(targets)
     if _target_mode(lv, tv) == "index":
         return _cross_entropy_index(logits, _class_indices(lv, tv), span)

@@ -25,8 +25,8 @@ def _reduction(op, name, fn, empty_ok):
             return record(op, prim, (x,), {"axis": axis, "keepdims": keepdims}, span)
         v = to_tensor(x, f"a tensor to {name}")
         ax = normalize_axis(axis, v.ndim)
-        if not empty_ok and v.size == 0 or (not empty_ok and ax is not None and
-                                             any(v.shape[a] == 0 for a in np.atleast_1d(ax))):
+        # only a reduction over an empty axis is undefined: max(zeros((0, 3)), axis=1) is empty, as in numpy
+        if not empty_ok and (v.size == 0 if ax is None else any(v.shape[a] == 0 for a in np.atleast_1d(ax))):
             raise error("value", f"cannot take the {name} of an empty tensor (shape {fmt_shape(v.shape)})")
         return norm(fn(v, ax, bool(keepdims)))
 

@@ -35,7 +35,7 @@ def reshape(x, shape, span=None):
     shape = check_shape_arg(shape)
     if type(x) is Box:
         return record("Reshape", reshape, (x,), {"shape": shape}, span)
-    v = to_tensor(x, "a tensor to reshape")
+    v = _mask_or_tensor(x, "a tensor to reshape")
     if shape.count(-1) > 1 or any(s < -1 for s in shape):
         raise error("value", f"reshape takes at most one -1 and no other negative size, got {shape}")
     known = int(np.prod([s for s in shape if s != -1])) if shape else 1
@@ -49,13 +49,20 @@ def reshape(x, shape, span=None):
     return v.reshape(shape)
 
 
+def _mask_or_tensor(x, what):
+    """A tensor argument of a shape operation: a bool tensor stays bool (a mask stays a mask), as in numpy."""
+    if type(x) is ndarray and x.dtype.kind == "b":
+        return x
+    return to_tensor(x, what)
+
+
 def transpose(x, axes=None, span=None):
     """transpose(x) reverses the axes; transpose(x, axes) permutes them."""
     if axes is not None:
         axes = check_shape_arg(axes, "permutation of axes")
     if type(x) is Box:
         return record("TransposeOp", transpose, (x,), {"axes": axes}, span)
-    v = to_tensor(x, "a tensor to transpose")
+    v = _mask_or_tensor(x, "a tensor to transpose")
     if axes is not None:
         axes = tuple(a + v.ndim if a < 0 else a for a in axes)
         if sorted(axes) != list(range(v.ndim)):

@@ -1,0 +1,60 @@
+"""Regressions found by a fifth audit of the language and builtins against the SPEC (sections 3-5).
+
+Each test names the SPEC sentence (or the numpy behaviour) it holds dg to.
+"""
+
+import pytest
+
+
+def test_clip_by_global_norm_scales_every_leaf_the_norm_counts(run):
+    # SPEC 5: clip_by_global_norm returns (clipped, norm_before_clipping); the int 3 counted in the
+    # norm but stayed 3, so the "clipped" tree had norm 3.1
+    src = ("let c, n = clip_by_global_norm((3, [4.0]), 1.0)\nprint(c, n, global_norm(c))\n"
+           "let d, m = clip_by_global_norm((3, 4, \"s\", true), 1.0)\nprint(d, m)")
+    assert run(src) == "(0.6, [0.8]) 5.0 1.0\n(0.6, 0.8, \"s\", true) 5.0\n"
+
+
+def test_zip_takes_its_documented_parameter_names(run):
+    # SPEC 5 names zip(a, b) and says keyword arguments work for builtins alike
+    src = "print(zip(a=(1,), b=(2,)))\nprint(zip((1,), b=(2,)))\nprint(zip((1, 2), (3, 4), (5, 6)))\nprint(zip((1,)))"
+    assert run(src) == "((1, 2),)\n((1, 2),)\n((1, 3, 5), (2, 4, 6))\n((1,),)\n"
+
+
+def test_shape_operations_keep_a_mask_a_mask(run):
+    # numpy: reshape, transpose and where of bools are bools; a float "mask" indexed as a gather
+    src = ("let x = [10.0, 20.0, 30.0]\nlet m = x > 15.0\n"
+           "print(x[reshape(m, (3,))], x[transpose(m)])\n"
+           "print(reshape(m, (3, 1)), where(m, m, false), where(m, 1.0, m))")
+    assert run(src) == ("[20.0, 30.0] [20.0, 30.0]\n"
+                        "[[false], [true], [true]] [false, true, true] [0.0, 1.0, 1.0]\n")
+
+
+def test_reductions_over_a_non_empty_axis_of_an_empty_tensor_are_empty(run, run_error):
+    # numpy: max(zeros((0, 3)), axis=1) is an empty result; only reducing an empty axis is undefined
+    src = ("print(max(zeros((0, 3)), axis=1), min(zeros((2, 0)), axis=0), mean(zeros((0, 3)), axis=1), "
+           "logsumexp(zeros((0, 3)), axis=1))")
+    assert run(src) == "[] [] [] []\n"
+    for bad in ("max(zeros((0, 3)), axis=0)", "mean(zeros((0, 3)))", "min(zeros((2, 0)), axis=1)"):
+        assert run_error(f"print({bad})").kind == "value"
+
+
+def test_cross_entropy_reads_a_tuple_of_class_indices_as_a_tensor(run, run_error):
+    src = ("print(cross_entropy([[2.0, 1.0], [0.5, 2.5]], (0, 1)) == "
+           "cross_entropy([[2.0, 1.0], [0.5, 2.5]], [0.0, 1.0]))")
+    assert run(src) == "true\n"
+    err = run_error("print(cross_entropy([[2.0, 1.0]], ((0.5, 0.5),)))")
+    assert err.kind == "type" and "tuple of numbers" in err.message
+
+
+def test_tree_map_refuses_structs_of_different_types(run, run_error):
+    # SPEC 3: P(1.0) == Q(1.0) is false; they are different structures to tree_map too
+    assert run("struct P {w}\nprint(tree_map(fn(a, b) => a + b, P(1.0), P(2.0)))") == "P(w=3.0)\n"
+    err = run_error("struct P {w}\nstruct Q {w}\nprint(tree_map(fn(a, b) => a + b, P(1.0), Q(2.0)))")
+    assert err.kind == "value" and "(P vs Q)" in err.message
+
+
+@pytest.mark.parametrize("src, want", [
+    ("print(type(reshape([1.0, 2.0] > 1.0, (2, 1))[1, 0]))", "bool\n"),
+])
+def test_an_element_of_a_reshaped_mask_is_still_a_bool(run, src, want):
+    assert run(src) == want
