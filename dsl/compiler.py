@@ -169,7 +169,7 @@ def _boolop(e, ctx):
 
 def _not(e, ctx):
     x = compile_expr(e.operand, ctx)
-    span = e.span
+    span = e.operand.span       # a bad operand is pointed at, as for `and` and `or`
 
     def ev(f):
         try:

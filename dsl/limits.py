@@ -47,7 +47,7 @@ class Limits:
             raise error("limit", f"the program ran more than {self.max_steps:,} steps", span,
                         hint="raise the budget with --max-steps or Interpreter(max_steps=...)")
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise error("limit", f"the program ran longer than {self.timeout:g} seconds", span,
+            raise error("limit", f"the program ran longer than {self.timeout:g} second{'' if self.timeout == 1 else 's'}", span,
                         hint="raise it with --timeout or Interpreter(timeout=...)")
 
     def too_nested(self, span):

@@ -58,3 +58,18 @@ def test_tree_map_refuses_structs_of_different_types(run, run_error):
 ])
 def test_an_element_of_a_reshaped_mask_is_still_a_bool(run, src, want):
     assert run(src) == want
+
+
+def test_a_bad_operand_of_not_is_pointed_at_as_for_and_and_or(run_error):
+    # SPEC 7: the caret marks the offending expression; `and`/`or` pointed at the operand already
+    err = run_error("if not [1.0, 2.0] { }")
+    assert err.kind == "shape" and (err.line, err.column) == (1, 8)
+    err = run_error("print(not 5)")
+    assert err.kind == "type" and (err.line, err.column) == (1, 11)
+
+
+def test_an_error_under_hessian_shows_one_hessian_frame(run_error):
+    # SPEC 7: errors come with the dg call stack; hessian's inner gradient added a second frame
+    err = run_error("fn q(x) { return x[9] }\nprint(hessian(q)([1.0]))", "h.dg")
+    frames = [line for line in str(err).splitlines() if line.strip().startswith("= in")]
+    assert frames == ["  = in q", "  = in hessian(q), called at h.dg:2:7"]

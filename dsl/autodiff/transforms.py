@@ -226,8 +226,10 @@ def hessian(f, argnums=0, opts=None):
     """hessian(f): exact second derivatives, the jacobian of the gradient (reverse over reverse)."""
     if type(raw(argnums)) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
-    # the inner grad speaks as hessian too: its errors are about the function given to hessian
-    return jacobian(grad(f, argnums, opts, name="hessian"), argnums, opts, who=f"hessian({_fname(f)})")
+    # the inner grad speaks as hessian too (its errors are about the function given to hessian),
+    # and adds no call frame of its own: the stack shows one `in hessian(f)`
+    inner = grad(f, argnums, opts, name="hessian")
+    return jacobian(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
 
 
 def stop_gradient(x):
