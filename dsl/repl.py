@@ -260,7 +260,11 @@ COMMANDS = {
 def should_submit(text):
     """Enter submits a command, an empty line, complete input, and invalid input (to show its error)."""
     stripped = text.strip()
-    return not stripped or stripped.startswith(":") or is_complete(text)
+    if not stripped or stripped.startswith(":"):
+        return True
+    if _line_ends_in(text.rsplit("\n", 1)[-1]) == "string":
+        return True     # a string cannot go on past the line: no more lines could complete it
+    return is_complete(text)
 
 
 # ---------------------------------------------------------------- completion
@@ -270,8 +274,8 @@ _MEMBER = re.compile(rf"({_PATH})\.(\w*)$")
 _WORD = re.compile(r"(?<![\w.])([A-Za-z_]\w*)$")
 
 
-def _in_string_or_comment(line):
-    """Whether the end of `line` is inside a string or a comment."""
+def _line_ends_in(line):
+    """What the end of `line` is inside: "string", "comment" or None."""
     quoted = False
     i = 0
     while i < len(line):
@@ -284,9 +288,14 @@ def _in_string_or_comment(line):
         elif c == '"':
             quoted = True
         elif c == "#":
-            return True
+            return "comment"
         i += 1
-    return quoted
+    return "string" if quoted else None
+
+
+def _in_string_or_comment(line):
+    """Whether the end of `line` is inside a string or a comment."""
+    return _line_ends_in(line) is not None
 
 
 def _resolve(interp, path):

@@ -80,7 +80,8 @@ def test_enter_rule_submits_complete_and_invalid_input_only():
     assert R.should_submit("let x = 1")
     assert not R.should_submit("fn f(x) {")
     assert not R.should_submit("let y = (1 +")
-    assert not R.should_submit('let s = "abc')
+    assert R.should_submit('let s = "abc')        # a string cannot go on past the line: its error shows
+    assert not R.should_submit('let s = "a{" + (')  # brackets inside a closed string do not count
     assert R.should_submit("let x = )")        # invalid: submitted so its error shows
     assert R.should_submit(":vars")
     assert R.should_submit("   ")
