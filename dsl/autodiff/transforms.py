@@ -369,16 +369,11 @@ def checkpoint(f, opts=None, generator=None):
     opts = opts or Options()
 
     def forward(*leaves, spec=None, kwargs=None, **_):
-        # through `call` again: an outer differentiation records its own CustomVjp node, so
-        # bwd gives the derivative at every level (grad of grad, hessian), as in JAX
-        return call(*unflatten(spec, leaves), **kwargs)
+        return f(*unflatten(spec, leaves), **kwargs)
 
     def call(*args, **kwargs):
-        args, kwargs = _as_positional(f, args, kwargs)
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
-            if any(type(x) is Box for x in flatten(kwargs)[0]):
-                raise _keyword_error(f)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
         mark = len(top.nodes)
