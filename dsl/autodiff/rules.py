@@ -58,7 +58,7 @@ def nz(g, r):
     """SPEC 6.7: where the upstream cotangent is 0, the result is 0 even if r is inf or NaN."""
     rv = raw(r)
     if type(rv) is np.ndarray:
-        if rv.size == 0 or math.isfinite(float(np.add.reduce(rv, axis=None))):
+        if rv.size == 0 or tape.all_finite(rv):
             return r
         zero = raw(g) == 0
         if not np.any(zero):
@@ -203,15 +203,14 @@ def _clamp_where(x, lo, hi):
     return [np.broadcast_to(m, shape) if np.ndim(m) else bool(m) for m in (inside, below, above)]
 
 
-def _clamp(which):
-    """The rule of clamp for x (0), lo (1) or hi (2): g where that operand was taken."""
-    def rule(g, ans, x, lo, hi):
-        taken = _clamp_where(x, lo, hi)[which]
-        return ub(cmul(g, taken), (x, lo, hi)[which])      # the bounds may broadcast x up
-    return rule
+def _clamp(g, ans, args, kw, wanted):
+    """clamp's rule: g goes to x, lo or hi, wherever the result came from (masks worked out once)."""
+    taken = _clamp_where(*args)
+    return [ub(cmul(g, m), a) if w else None          # the bounds may broadcast x up
+            for m, a, w in zip(taken, args, wanted)]
 
 
-defvjp("Clamp", _clamp(0), _clamp(1), _clamp(2))
+defvjp_all("Clamp", _clamp)
 
 
 def _linspace_share(ans, of_start):
@@ -324,8 +323,7 @@ def _cross_entropy(g, ans, args, kw, wanted):
         if wanted[0] and type(logits) is np.ndarray and logits.dtype == np.float64 and type(g) is float:
             # nothing records here (no outer differentiation): (softmax - onehot) * g / n in place
             flat = logits.reshape(-1, logits.shape[-1])
-            e = np.exp(flat - np.maximum.reduce(flat, axis=-1, keepdims=True))
-            e /= np.add.reduce(e, axis=-1, keepdims=True)
+            e = O.softmax(flat)
             e[np.arange(flat.shape[0]), tv.reshape(-1)] -= 1.0
             e *= g / n
             return e.reshape(lv.shape), None

@@ -289,7 +289,7 @@ def _finite(g):
             if not math.isfinite(v):
                 return False
         elif t is np.ndarray:
-            if v.dtype.kind == "f" and v.size and not _all_finite(v):
+            if v.dtype.kind == "f" and v.size and not all_finite(v):
                 return False
         elif t is tuple or t is dict:
             stack.extend(v.values() if t is dict else v)
@@ -298,8 +298,8 @@ def _finite(g):
     return True
 
 
-def _all_finite(v):
-    """Whether a float tensor has no NaN or infinity; fast when it has none."""
+def all_finite(v):
+    """Whether a tensor has no NaN or infinity; fast when it has none (the common case)."""
     # A sum of squares is finite exactly when every entry is, unless it overflows (entries
     # past 1e154): only a non-finite sum needs the exact test. BLAS's dot is about 3x faster
     # than a numpy sum, and this runs on every gradient of every step (SPEC 6.8).

@@ -81,9 +81,8 @@ def cotangent_value(g, primal):
     built = []      # (primal container, its filled items, where it goes), parents before children
     while stack:
         g, pv, holder, pos = stack.pop()
-        t = type(pv)
-        if t is tuple or t is dict or t is Struct:
-            items = pv.vals if t is Struct else (list(pv.values()) if t is dict else pv)
+        if is_container(pv):
+            items = children(pv)
             n = len(items)
             if type(g) is SlotGrad:
                 slots = g.slots

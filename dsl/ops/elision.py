@@ -22,8 +22,8 @@ import sys
 import numpy as np
 
 from ..autodiff.tape import REFCOUNTS_EXACT, Box, record2
+from .core import FLOAT
 
-FLOAT = np.float64
 ENABLED = REFCOUNTS_EXACT     # on Pythons whose counts prove nothing, operators allocate as before
 
 # Ops whose gradient rule never reads the node's own output (see autodiff/rules.py).

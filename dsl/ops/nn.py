@@ -4,7 +4,7 @@ softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
 import numpy as np
 
 from ..autodiff.tape import record
-from .shape import check_size
+from .shape import check_size, stack
 from .core import (Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float, to_tensor,
                    type_name)
 
@@ -51,7 +51,6 @@ def cross_entropy(logits, targets, span=None):
             got = "a tuple of other things" if items else "an empty tuple"
             raise error("type", f"cross_entropy targets must be a tensor, a number or a tuple of numbers, "
                                 f"got {got}")
-        from .shape import stack
         targets = stack(targets)
     lv, tv = raw(logits), raw(targets)
     if _target_mode(lv, tv) == "index":
@@ -107,7 +106,7 @@ def _target_mode(lv, tv):
 def _class_indices(lv, tv):
     """Class-index targets as an int array, checked against the number of classes."""
     if type(tv) is ndarray and tv.dtype.kind == "i":
-        idx = tv                    # already checked (the tape records the checked indices)
+        idx = tv                    # an int tensor holds whole numbers already (its range is checked below)
     else:
         t = np.asarray(to_float(tv) if type(tv) is int else tv, dtype=FLOAT)
         # t - floor(t) is 0 exactly for whole numbers (nan for nan and the infinities)
