@@ -17,7 +17,7 @@ import numpy as np
 from .. import ops as O
 from ..ops.shape import unbroadcast
 from . import tape
-from .tape import defvjp, defvjp_all, raw
+from .tape import Box, defvjp, defvjp_all, raw
 
 LN2 = math.log(2.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -91,12 +91,15 @@ def _f(v):
 
 def _pow_base(g, ans, x, y):
     """d/dx x**y = y * x**(y-1)."""
-    yv = raw(y)
-    if type(yv) in (int, float) and yv == 2:
+    if type(y) is not Box and type(y) in (int, float) and y == 2:
+        # a constant 2 only: an exponent differentiated at an outer level needs y * x**(y-1) itself
         return ub(nz(g, O.mul(g, O.mul(x, 2.0))), x)
     expo = O.sub(y, 1.0)
-    if np.any(yv == 0):     # x**0 is constant: 0 here, not 0 * 0**-1 = nan at x = 0 (as JAX does)
-        expo = O.where(yv == 0, 1.0, expo)
+    # x**0 is constant: its derivative at x = 0 is 0, not 0 * 0**-1 = nan. Only there is the
+    # exponent replaced (x**1 times y = 0 is 0 too); elsewhere y * x**(y-1) keeps its dependence on y
+    zero = np.logical_and(raw(x) == 0, raw(y) == 0)
+    if np.any(zero):
+        expo = O.where(zero, 1.0, expo)
     return ub(nz(g, O.mul(g, O.mul(y, O.pow(x, expo)))), x)
 
 

@@ -256,6 +256,8 @@ def _reverse(nodes, seeds, check):
                     if p is None or p.op == "Input":
                         continue
                     pg = rule[i](g, node.v, *args, **kw) if kw else rule[i](g, node.v, *args)
+                    if type(pg) is not float and type(raw(p.v)) is float:
+                        pg = as_float(pg)
                     if check:
                         check_finite(pg, node)
                     p.g = pg if p.g is None else accumulate(p.g, pg)
@@ -266,6 +268,8 @@ def _reverse(nodes, seeds, check):
                 for p, pg in zip(parents, grads):
                     if pg is None or p is None or p.op == "Input":
                         continue
+                    if type(pg) is not float and type(raw(p.v)) is float:
+                        pg = as_float(pg)
                     if check:
                         check_finite(pg, node)
                     p.g = pg if p.g is None else accumulate(p.g, pg)
@@ -273,6 +277,17 @@ def _reverse(nodes, seeds, check):
     finally:
         current_span = saved_span
         owned = None
+
+
+def as_float(g):
+    """The cotangent of a float as a float: a rule may give a numpy scalar or a one-element
+    tensor (a broadcast sum, a reshape back to ()), which must not reach the next rule."""
+    if type(g) is Box:
+        if type(raw(g)) is not np.ndarray:
+            return g
+        from ..ops import index, reshape     # recorded at the outer level: a read of the one element
+        return index(reshape(g, (1,)), (0,))
+    return float(g.reshape(())) if type(g) is np.ndarray else float(g)
 
 
 def _finite(g):

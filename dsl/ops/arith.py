@@ -218,6 +218,8 @@ def neg(a, span=None):
         return record("Neg", neg, (a,), None, span)
     if t is bool:
         return -int(a)
+    if isinstance(a, np.floating):
+        return -float(a)
     if t is ndarray:
         return norm(np.negative(as_operand(a, "negate")))
     raise error("type", f"cannot negate {a_type_name(a)}")

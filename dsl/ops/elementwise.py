@@ -141,7 +141,11 @@ def where(c, a, b, span=None):
                              + ", ".join(fmt_shape(s) for s in shapes)) from None
     check_size(out, "result of where")
     r = np.where(cond, x, y)
-    return norm(r.astype(FLOAT) if r.dtype.kind in "iu" else r)     # where(c, 1, 0): floats, not numpy ints
+    if r.dtype.kind in "iu":
+        r = r.astype(FLOAT)     # where(c, 1, 0): floats, not numpy ints
+    if r.ndim == 0 and type(cond) is not ndarray and type(x) is not ndarray and type(y) is not ndarray:
+        return r.item()         # numbers in, a number out, as every elementwise operation on numbers
+    return r
 
 
 def clamp(x, lo=None, hi=None, span=None):
