@@ -24,7 +24,7 @@ import numpy as np
 from . import ops
 from .ast import ExprStmt
 from .autodiff import tape
-from .autodiff.tape import Box, defvjp_all, raw, record
+from .autodiff.tape import Box, raw, record
 from .autodiff.trees import cotangent_value, flatten, is_differentiable_leaf, unflatten
 from .autodiff.transforms import Transformed
 from .autodiff.transforms import grad as make_grad
@@ -204,8 +204,7 @@ class HostFunction:
         """Called by dg with dg values: record a HostCall node when an argument is on a tape."""
         leaves, spec = flatten(args)
         if any(type(x) is Box for x in leaves):
-            return record("HostCall", _host_forward, tuple(leaves),
-                          {"host": self, "spec": spec, "kwargs": kwargs})
+            return record("HostCall", tuple(leaves), {"host": self, "spec": spec, "kwargs": kwargs})
         return self.call_python(args, kwargs)
 
     def call_python(self, args, kwargs):
@@ -226,18 +225,13 @@ class HostFunction:
         return f"<fn {self.name}>"
 
 
-def _host_forward(*leaves, host=None, spec=None, kwargs=None):
-    """The HostCall primitive: call the host again, which records on any outer trace."""
-    return host(*unflatten(spec, leaves), **kwargs)
-
-
 def _on_tape(x):
     """Whether a value has a part that some gradient is being taken through."""
     leaves, _ = flatten(x)
     return any(type(v) is Box and v.op != "Input" for v in leaves)
 
 
-def _host_vjp(g, ans, leaves, kw, wanted):
+def host_vjp(g, ans, leaves, kw, wanted):
     """The HostCall rule: call the host's vjp in Python and match its answer to the arguments."""
     host, spec, kwargs = kw["host"], kw["spec"], kw["kwargs"]
     if host.vjp is None:
@@ -282,8 +276,6 @@ def _host_vjp(g, ans, leaves, kw, wanted):
         out += grad_leaves
     return [o if w else None for o, w in zip(out, wanted)]
 
-
-defvjp_all("HostCall", _host_vjp)
 
 
 # ---------------------------------------------------------------- the Interpreter methods

@@ -22,7 +22,7 @@ WORD_OPERATORS = ("and", "or", "not")
 BUILTINS = frozenset("""
     tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
     shape ndim size reshape transpose cat stack gather where clamp
-    neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf softmax log_softmax
+    neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign softmax log_softmax
     logsumexp cross_entropy layer_norm batch_norm sum mean max min maximum minimum matmul ssm_scan
     print str int float bool type len range keys values items has get remove enumerate zip
     assert error time

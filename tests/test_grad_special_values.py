@@ -71,6 +71,10 @@ SMOOTH = [
     ("where(x > 0.5, 2.0 - (1.0 - x * y), 0.0)", 0.6, 1.5),
     ("sum(where([true, false], [x, y] * x, [y, x] * y))", 0.6, 1.5),
     ("where(x > 0.5, x, 0.0) * y * 2.0", 1.0, 3.0),
+    # where the first-order cotangent of a node is exactly 0, its second derivative still flows
+    ("(1.0 - x * y) ** 2", 1.0, 1.0), ("(x - y) ** 2 * x", 1.0, 1.0), ("exp(x) * (y - 1.0) ** 2", 0.5, 1.0),
+    ("ln(x) * (y - 2.0) * (y - 2.0)", 1.5, 2.0), ("sqrt(x) * (y - x) ** 2", 1.0, 1.0),
+    ("(x / y - 1.0) ** 2", 2.0, 2.0), ("sin(x - y) ** 2", 0.5, 0.5),
 ]
 
 

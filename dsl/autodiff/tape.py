@@ -20,11 +20,16 @@ from ..errors import error
 
 _levels = itertools.count(1)
 
+# Kinds of trace. REVERSE records a tape for grad's backward pass; FORWARD computes
+# each value's tangent as it goes (jvp); STAGE records every operation, with the
+# guards that decided control flow, for jit and vmap to replay (dsl/autodiff/stage.py).
+REVERSE, FORWARD, STAGE = "reverse", "forward", "stage"
+
 # The span of the dg expression being evaluated, for nodes recorded by
 # builtins (operators pass their own span). Set by the compiled call sites.
 current_span = None
 
-# The cotangent the running rule may overwrite in place (see `cmul` in rules.py), or None:
+# The cotangent the running rule may overwrite in place (see `cmul` in namespaces.py), or None:
 # set only when nothing else refers to it, so no other node or value can see the change.
 owned = None
 
@@ -35,20 +40,25 @@ REFCOUNTS_EXACT = sys.version_info < (3, 14)
 
 
 class Trace:
-    """One differentiation in progress: its level and its node list."""
+    """One transformation in progress: its level, its kind and its node list."""
 
-    __slots__ = ("level", "nodes", "check")
+    __slots__ = ("level", "nodes", "check", "kind")
 
-    def __init__(self, check=True):
+    def __init__(self, check=True, kind=REVERSE):
         self.level = next(_levels)
         self.nodes = []
         self.check = check
+        self.kind = kind
+
+    def process(self, op, args, unboxed, parents, kw, span):
+        """Apply primitive `op` on a trace that is not a reverse tape (see ForwardTrace, stage.py)."""
+        raise NotImplementedError
 
 
 class Box:
-    """A value on a trace, and the tape node that produced it."""
+    """A value on a trace, and the tape node that produced it (`t`: its tangent, in forward mode)."""
 
-    __slots__ = ("v", "trace", "op", "parents", "args", "kw", "span", "g")
+    __slots__ = ("v", "trace", "op", "parents", "args", "kw", "span", "g", "t")
 
     def __init__(self, v, trace, op, parents, args, kw, span):
         self.v = v
@@ -71,6 +81,14 @@ def raw(x):
     return x
 
 
+def peek(x):
+    """A value's type, shape and dtype as seen under its boxes, for checks that read nothing
+    else (so that, unlike `raw`, it never ties a staged trace to this value: dsl/autodiff/stage.py)."""
+    while type(x) is Box:
+        x = x.v
+    return x
+
+
 def top_trace(args):
     """The trace of highest level among boxed arguments, or None."""
     top = None
@@ -80,13 +98,14 @@ def top_trace(args):
     return top
 
 
-def record(op, fn, args, kw=None, span=None):
-    """Apply primitive `fn` to `args`, recording node `op` if any argument is boxed.
+def record(op, args, kw=None, span=None):
+    """Apply primitive `op` (see dsl/primitives) to `args`, recording a node if any argument is boxed.
 
-    `fn` is called with the arguments of the top trace unboxed, so it may
-    record again on outer traces. Nodes whose parents are all `Input`s are not
-    recorded: nothing they compute can reach a gradient.
+    The primitive's kernel is called with the arguments of the top trace unboxed, so
+    it may record again on outer traces. On a reverse tape, nodes whose parents are
+    all `Input`s are not recorded: nothing they compute can reach a gradient.
     """
+    fn = IMPLS[op]
     top = top_trace(args)
     if top is None:
         return fn(*args, **kw) if kw else fn(*args)
@@ -102,6 +121,8 @@ def record(op, fn, args, kw=None, span=None):
         else:
             unboxed.append(a)
             parents.append(None)
+    if top.kind is not REVERSE:
+        return top.process(op, args, tuple(unboxed), tuple(parents), kw, span or current_span)
     out = fn(*unboxed, **kw) if kw else fn(*unboxed)
     if not needed:
         return out
@@ -110,8 +131,10 @@ def record(op, fn, args, kw=None, span=None):
     return box
 
 
-def record2(op, fn, a, b, span):
-    """`record` for the binary arithmetic operators, without the generality."""
+def record2(op, a, b, span, fn=None):
+    """`record` for the binary arithmetic operators, without the generality.
+
+    `fn(av, bv, span)` computes the result (by default the primitive's kernel)."""
     ta = a.trace if type(a) is Box else None
     tb = b.trace if type(b) is Box else None
     if ta is not None and (tb is None or ta.level >= tb.level):
@@ -126,7 +149,9 @@ def record2(op, fn, a, b, span):
         bv, pb = b.v, b
     else:
         bv, pb = b, None
-    out = fn(av, bv, span)
+    if top.kind is not REVERSE:
+        return top.process(op, (a, b), (av, bv), (pa, pb), None, span or current_span)
+    out = (fn or IMPLS[op])(av, bv, span)
     if (pa is None or pa.op == "Input") and (pb is None or pb.op == "Input"):
         return out
     box = Box(out, top, op, (pa, pb), (av, bv), None, span or current_span)
@@ -134,38 +159,99 @@ def record2(op, fn, a, b, span):
     return box
 
 
-def record_const(op, fn, x, c, span):
+def record_const(op, x, c, span):
     """`record` for a recorded value x and a constant number c, e.g. ScalarMul."""
     xv = x.v
-    out = fn(xv, c, span)
+    trace = x.trace
+    if trace.kind is not REVERSE:
+        return trace.process(op, (x, c), (xv, c), (x, None), None, span or current_span)
+    out = IMPLS[op](xv, c, span)
     if x.op == "Input":
         return out
-    box = Box(out, x.trace, op, (x, None), (xv, c), None, span or current_span)
-    x.trace.nodes.append(box)
+    box = Box(out, trace, op, (x, None), (xv, c), None, span or current_span)
+    trace.nodes.append(box)
     return box
 
 
 def record_read(op, x, out, kw):
     """`record` for a structural read (StructField, MapLookup): `out` was read from box x's value."""
+    trace = x.trace
+    if trace.kind is not REVERSE:
+        return trace.process(op, (x,), (x.v,), (x,), kw, current_span)
     if x.op == "Input":
         return out
-    box = Box(out, x.trace, op, (x,), (x.v,), kw, current_span)
-    x.trace.nodes.append(box)
+    box = Box(out, trace, op, (x,), (x.v,), kw, current_span)
+    trace.nodes.append(box)
     return box
 
 
+def strip_unstaged(x):
+    """x without its reverse and forward boxes: what jit and vmap see of a non-differentiated value."""
+    while type(x) is Box and x.trace.kind is not STAGE:
+        x = x.v
+    return x
+
+
+def nondiff(op, args, kw=None):
+    """A primitive without derivatives (comparisons, floor, argmax): computed on the values
+    under any reverse or forward box, recorded only on a trace that stages every operation."""
+    plain = [strip_unstaged(a) for a in args]
+    staged = any(type(a) is Box for a in plain)
+    if staged:
+        return record(op, plain, kw)
+    fn = IMPLS[op]
+    return fn(*plain, **kw) if kw else fn(*plain)
+
+
+# ---------------------------------------------------------------- forward mode
+class ForwardTrace(Trace):
+    """jvp: every value on it carries its tangent in `t`; nothing is kept."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__(False, FORWARD)
+
+    def process(self, op, args, unboxed, parents, kw, span):
+        """Compute the primitive and its output's tangent by the primitive's forward rule."""
+        fn = IMPLS[op]
+        out = fn(*unboxed, **kw) if kw else fn(*unboxed)
+        tangents = tuple(None if p is None else p.t for p in parents)
+        if all(t is None for t in tangents):
+            return out
+        rule = PUSHFORWARDS.get(op) or _missing(op, "jvp", span)
+        t = rule(_ns(out, unboxed, tangents), tangents, out, unboxed, kw)
+        if t is None:
+            return out
+        box = Box(out, self, op, (), (), None, span)
+        box.t = as_float(t) if type(t) is not float and type(raw(out)) is float else t
+        return box
+
+
 # ---------------------------------------------------------------- rules
-VJPS = {}
+IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rule, PUSHFORWARDS -> its
+PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
+PUSHFORWARDS = {}
 
 
-def defvjp(op, *rules):
-    """Register one rule per argument of `op`: rule(g, ans, *args, **kw) -> cotangent."""
-    VJPS[op] = ("each", rules)
+def _missing(op, kind, span):
+    """Raise the loud error for a primitive without the rule a transformation needs."""
+    from ..primitives.registry import rule_of
+    rule_of(op, kind, span)
+    raise AssertionError(op)
 
 
-def defvjp_all(op, rule):
-    """Register one rule for all arguments: rule(g, ans, args, kw, wanted) -> tuple."""
-    VJPS[op] = ("all", rule)
+def _ns(*groups):
+    """The namespace a rule runs in: numpy itself when nothing it sees is boxed."""
+    from ..primitives.namespaces import EAGER, TRACED
+    for g in groups:
+        if type(g) is Box:
+            return TRACED
+        if type(g) is tuple:
+            for v in g:
+                if type(v) is Box:
+                    return TRACED
+    return EAGER
 
 
 class SlotGrad:
@@ -177,12 +263,28 @@ class SlotGrad:
         self.slots = [None] * n
 
 
+class OneSlot:
+    """The cotangent of one read of a structure: slot `index` of `total` holds `g`."""
+
+    __slots__ = ("index", "total", "g")
+
+    def __init__(self, index, total, g):
+        self.index = index
+        self.total = total
+        self.g = g
+
+
 _add = None     # ops.add, bound on first use (ops imports this module)
 
 
 def accumulate(old, new):
     """Sum two cotangents of one value (fan-out), including structured ones."""
     global _add
+    if type(new) is OneSlot:        # one read of a structure: add into that slot
+        sg = SlotGrad(new.total) if old is None else old if type(old) is SlotGrad else _to_slots(old)
+        slot = sg.slots[new.index]
+        sg.slots[new.index] = new.g if slot is None else accumulate(slot, new.g)
+        return sg
     if old is None:
         return new
     if new is None:
@@ -190,14 +292,19 @@ def accumulate(old, new):
     if type(old) is float and type(new) is float:
         return old + new
     if type(old) is SlotGrad or type(new) is SlotGrad:
-        from .trees import to_slotgrad
-        old, new = to_slotgrad(old), to_slotgrad(new)
+        old, new = _to_slots(old), _to_slots(new)
         merged = SlotGrad(len(old.slots))
         merged.slots = [accumulate(x, y) for x, y in zip(old.slots, new.slots)]
         return merged
     if _add is None:
         from ..ops.arith import add as _add
     return _add(old, new)
+
+
+def _to_slots(g):
+    """A structured cotangent as a SlotGrad."""
+    from .trees import to_slotgrad
+    return to_slotgrad(g)
 
 
 def backward(trace, out, seed):
@@ -228,60 +335,67 @@ def _reverse(nodes, seeds, check):
     for node in nodes:
         node.g = None
     for box, g in seeds:
-        box.g = g if box.g is None else accumulate(box.g, g)
+        box.g = accumulate(box.g, g)
     saved_span = current_span
-    vjps = VJPS
+    pullbacks = PULLBACKS
+    from ..primitives.namespaces import EAGER, TRACED
     try:
         for node in reversed(nodes):
             g = node.g
             if g is None:
                 continue
-            op = node.op
-            if op == "Parameter":
+            parents = node.parents
+            if not parents:         # Parameters and Inputs: where the cotangents end up
                 continue
             node.g = None
-            if op == "StructField" or op == "MapLookup":
-                _scatter(node, g)
-                continue
             current_span = node.span
-            kind, rule = vjps.get(op, (None, None))
-            if kind is None:
-                raise error("grad", f"no gradient rule for the operation {op}", node.span)
-            parents = node.parents
-            if kind == "each":
-                args, kw = node.args, node.kw
-                if REFCOUNTS_EXACT and len(parents) == 1 and type(g) is np.ndarray and g.base is None and sys.getrefcount(g) == 2:
-                    owned = g   # only `g` here refers to it: the one rule may reuse its memory
-                for i, p in enumerate(parents):
-                    if p is None or p.op == "Input":
-                        continue
-                    pg = rule[i](g, node.v, *args, **kw) if kw else rule[i](g, node.v, *args)
-                    if type(pg) is not float and type(raw(p.v)) is float:
-                        pg = as_float(pg)
-                    if check:
-                        check_finite(pg, node)
-                    p.g = pg if p.g is None else accumulate(p.g, pg)
-                owned = None
+            rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
+            args = node.args
+            ns = EAGER
+            if type(g) is Box or type(node.v) is Box:
+                ns = TRACED
             else:
-                wanted = tuple(p is not None and p.op != "Input" for p in parents)
-                grads = rule(g, node.v, node.args, node.kw or {}, wanted)
-                for p, pg in zip(parents, grads):
-                    if pg is None or p is None or p.op == "Input":
-                        continue
-                    if type(pg) is not float and type(raw(p.v)) is float:
-                        pg = as_float(pg)
-                    if check:
-                        check_finite(pg, node)
-                    p.g = pg if p.g is None else accumulate(p.g, pg)
+                for a in args:
+                    if type(a) is Box:
+                        ns = TRACED
+                        break
+            n = len(parents)
+            if n == 1:
+                wanted = _ONE
+                if REFCOUNTS_EXACT and type(g) is np.ndarray and g.base is None and sys.getrefcount(g) == 2:
+                    owned = g   # only `g` here refers to it: the one rule may reuse its memory
+            elif n == 2:
+                pa, pb = parents
+                wanted = (pa is not None and pa.op != "Input", pb is not None and pb.op != "Input")
+            else:
+                wanted = tuple([p is not None and p.op != "Input" for p in parents])
+            grads = rule(ns, g, node.v, args, node.kw, wanted)
+            owned = None
+            for p, pg in zip(parents, grads):
+                if pg is None or p is None or p.op == "Input":
+                    continue
+                if type(pg) is not float and type(raw(p.v)) is float:
+                    pg = as_float(pg)
+                if check:
+                    check_finite(pg, node)
+                if p.g is None and type(pg) is not OneSlot:
+                    p.g = pg
+                else:
+                    p.g = accumulate(p.g, pg)
             pg = grads = None   # drop our references, so the next rule's `owned` test can pass
     finally:
         current_span = saved_span
         owned = None
 
 
+_ONE = (True,)
+
+
 def as_float(g):
     """The cotangent of a float as a float: a rule may give a numpy scalar or a one-element
     tensor (a broadcast sum, a reshape back to ()), which must not reach the next rule."""
+    if type(g) is OneSlot or type(g) is SlotGrad:
+        return g
     if type(g) is Box:
         if type(raw(g)) is not np.ndarray:
             return g
@@ -297,6 +411,9 @@ def _finite(g):
         g = stack.pop()
         if type(g) is SlotGrad:
             stack.extend(g.slots)
+            continue
+        if type(g) is OneSlot:
+            stack.append(g.g)
             continue
         v = raw(g)
         t = type(v)
@@ -320,24 +437,6 @@ def all_finite(v):
     # than a numpy sum, and this runs on every gradient of every step (SPEC 6.8).
     flat = v.reshape(-1) if v.flags.c_contiguous else v.ravel()
     return math.isfinite(float(np.dot(flat, flat))) or bool(np.isfinite(v).all())
-
-
-def _scatter(node, g):
-    """StructField/MapLookup: put `g` into one slot of the parent's structured cotangent."""
-    parent = node.parents[0]
-    kw = node.kw
-    if node.op == "StructField":
-        index, total = kw["field_index"], kw["total_fields"]
-    else:
-        index, total = kw["key_index"], kw["total_keys"]
-    pg = parent.g
-    if pg is None:
-        pg = parent.g = SlotGrad(total)
-    elif type(pg) is not SlotGrad:
-        from .trees import to_slotgrad
-        pg = parent.g = to_slotgrad(pg)
-    old = pg.slots[index]
-    pg.slots[index] = g if old is None else accumulate(old, g)
 
 
 def check_finite(g, node):

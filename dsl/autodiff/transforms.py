@@ -5,9 +5,9 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import DgError, error
-from . import rules  # noqa: F401  (registers the rule table)
+from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import tape
-from .tape import Box, Trace, backward, defvjp_all, raw, record
+from .tape import Box, Trace, backward, raw, record
 from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf,
                     strip, unflatten)
 
@@ -241,11 +241,6 @@ def stop_gradient(x):
 def custom_vjp(f, bwd, opts=None):
     """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
 
-    def forward(*leaves, spec=None, kwargs=None, **_):
-        # through `call` again: an outer differentiation records its own CustomVjp node, so
-        # bwd gives the derivative at every level (grad of grad, hessian), as in JAX
-        return call(*unflatten(spec, leaves), **kwargs)
-
     def call(*args, **kwargs):
         args, kwargs = _as_positional(f, args, kwargs)
         leaves, spec = flatten(args)
@@ -254,8 +249,12 @@ def custom_vjp(f, bwd, opts=None):
                 raise _keyword_error(f)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
-        out = record("CustomVjp", forward, tuple(leaves),
-                     {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f})
+        if top.kind is tape.STAGE:      # jit and vmap see what f does; bwd matters only to derivatives
+            return f(*args, **kwargs)
+        # the kernel calls `call` again: an outer differentiation records its own CustomVjp node,
+        # so bwd gives the derivative at every level (grad of grad, hessian), as in JAX
+        out = record("CustomVjp", tuple(leaves), {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f,
+                                                  "call": call})
         if type(out) is Box and out.op == "CustomVjp" and _reads_trace(out.v, top):
             # bwd gives gradients for the arguments only: a differentiated value that f reads
             # through its closure would silently get none (JAX refuses this too)
@@ -297,35 +296,6 @@ def _reads_trace(tree, trace):
     return False
 
 
-def _custom_vjp_rule(g, ans, leaves, kw, wanted):
-    """Call the user's backward function and split its answer over the argument leaves."""
-    spec, bwd = kw["spec"], kw["bwd"]
-    args = unflatten(spec, leaves)
-    result = bwd(*args, ans, cotangent_value(g, ans))
-    if len(args) == 1:
-        # JAX's bwd always returns a tuple: accept its 1-tuple too, unless the argument is itself
-        # a 1-tuple (then (g,) is that tuple's own gradient)
-        if _one_tuple(result) and not _one_tuple(args[0]):
-            result = raw(result)[0]
-        result = (result,)
-    elif type(raw(result)) is not tuple or len(raw(result)) != len(args):
-        raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
-                            f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
-    out = []
-    for arg_spec, grad_tree in zip(spec[1], raw(result)):
-        try:
-            out += flatten_like(arg_spec, grad_tree)
-        except ValueError:
-            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
-                                f"whose structure does not match its argument") from None
-    for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
-        if w:
-            _check_like(leaf, o, kw["fn"])
-            if type(o) is int and type(raw(leaf)) is float:
-                out[i] = float(o)     # the gradient of a float is a float, as dg's own rules give
-    return [o if w else None for o, w in zip(out, wanted)]
-
-
 def _check_like(primal, grad_tree, fn):
     """A gradient from custom_vjp's bwd must match its argument: same containers, same shapes.
 
@@ -357,9 +327,6 @@ def _numeric(v):
     return type(v) in (int, float, np.float64, np.ndarray)
 
 
-defvjp_all("CustomVjp", _custom_vjp_rule)
-
-
 # ---------------------------------------------------------------- checkpoint
 def checkpoint(f, opts=None, generator=None):
     """checkpoint(f): f, whose intermediates are recomputed during backward instead of kept.
@@ -368,17 +335,16 @@ def checkpoint(f, opts=None, generator=None):
     that the recomputation draws the same numbers as the forward pass (dropout masks)."""
     opts = opts or Options()
 
-    def forward(*leaves, spec=None, kwargs=None, **_):
-        return f(*unflatten(spec, leaves), **kwargs)
-
     def call(*args, **kwargs):
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
+        if top.kind is not tape.REVERSE:        # saving memory is reverse mode's concern only
+            return f(*args, **kwargs)
         mark = len(top.nodes)
         state = generator().bit_generator.state if generator else None
-        out = record("Checkpoint", forward, tuple(leaves),
+        out = record("Checkpoint", tuple(leaves),
                      {"spec": spec, "kwargs": kwargs, "fn": f, "check": opts.check_numerics,
                       "generator": generator, "state": state})
         if _reads_trace(out.v if type(out) is Box and out.trace is top else out, top):
@@ -393,51 +359,6 @@ def checkpoint(f, opts=None, generator=None):
     return Transformed(f"checkpoint({_fname(f)})", call)
 
 
-def _checkpoint_rule(g, ans, leaves, kw, wanted):
-    """Re-run the function on a fresh trace and pull the cotangent through it."""
-    trace = Trace(kw["check"])
-    boxed = []
-    for leaf, want in zip(leaves, wanted):
-        if want:
-            b = Box(leaf, trace, "Parameter", (), (), None, tape.current_span)
-            trace.nodes.append(b)
-            boxed.append(b)
-        else:
-            boxed.append(leaf)
-    out = _replay(kw, boxed)
-    seeds = [(box, cot) for box, cot in _pair_leaves(out, cotangent_value(g, ans))
-             if type(box) is Box and box.trace is trace and cot is not None]
-    tape.backward_from(trace, seeds)
-    grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
-    trace.nodes = []
-    return grads
-
-
-def _replay(kw, boxed):
-    """Run a checkpointed function again with the random generator as it was in the forward pass."""
-    generator, state = kw.get("generator"), kw.get("state")
-    if state is None:
-        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
-    gen = generator()
-    now = gen.bit_generator.state
-    gen.bit_generator.state = state
-    try:
-        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
-    finally:
-        gen.bit_generator.state = now
-
-
-def _pair_leaves(out, cot):
-    """Pair the leaves of an output tree with the leaves of its cotangent tree."""
-    if type(out) is not Box and is_container(out):
-        pairs = []
-        for o, c in zip(children(out), children(cot)):
-            pairs += _pair_leaves(o, c)
-        return pairs
-    return [(out, cot)]
-
-
-defvjp_all("Checkpoint", _checkpoint_rule)
 
 
 __all__ = ["Options", "Transformed", "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",

@@ -58,6 +58,14 @@ def zero_of(v):
     return None
 
 
+def zero_like_tree(tree):
+    """A tree shaped like `tree` with zeros at its float and tensor leaves (none elsewhere)."""
+    v = raw(tree)
+    if is_container(v):
+        return rebuild(v, [zero_like_tree(c) for c in children(v)])
+    return zero_of(v)
+
+
 def to_slotgrad(g):
     """A plain structured cotangent (struct/map/tuple value) as a SlotGrad."""
     if type(g) is SlotGrad:

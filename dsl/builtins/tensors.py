@@ -155,7 +155,7 @@ def linspace(a, b, n):
     count = _count(n, "linspace needs a non-negative int count")
     check_size((count,))
     if type(a) is Box or type(b) is Box:     # the points move with the bounds: differentiable in both
-        return record("Linspace", linspace, (a, b, count))
+        return record("Linspace", (a, b, count))
     return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
 
 

@@ -61,7 +61,7 @@ def add(a, b, span=None):
         if (type(a.v if ta is Box else a) in _MAY_HOLD_TUPLE or type(b.v if tb is Box else b) in _MAY_HOLD_TUPLE) \
                 and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
             return add(unpack(a), unpack(b), span)
-        return record2("Add", add, a, b, span)
+        return record2("Add", a, b, span)
     if ta is tb and (ta is str or ta is tuple):
         if len(a) + len(b) > MAX_SEQUENCE:    # doubling a string in a loop would eat the memory
             raise error("limit", f"joining two {type_name(a)}s of lengths {len(a):,} and {len(b):,} makes "
@@ -79,7 +79,7 @@ def sub(a, b, span=None):
         except OverflowError:
             return _ieee(np.subtract, a, b)
     if ta is Box or tb is Box:
-        return record2("Sub", sub, a, b, span)
+        return record2("Sub", a, b, span)
     return _arith(np.subtract, "subtract", a, b)
 
 
@@ -99,10 +99,10 @@ def mul(a, b, span=None):
                 and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
         if ta is float or ta is int:
-            return record_const("ScalarMul", mul, b, a, span)
+            return record_const("ScalarMul", b, a, span)
         if tb is float or tb is int:
-            return record_const("ScalarMul", mul, a, b, span)
-        return record2("Mul", mul, a, b, span)
+            return record_const("ScalarMul", a, b, span)
+        return record2("Mul", a, b, span)
     if (ta is str or ta is tuple) and (tb is int or tb is bool):
         return _repeat(a, b)
     if (tb is str or tb is tuple) and (ta is int or ta is bool):
@@ -130,7 +130,7 @@ def div(a, b, span=None):
                 return _ieee(np.true_divide, a, b)
         return _div_by_zero(a, b, np.true_divide)
     if ta is Box or tb is Box:
-        return record2("Div", div, a, b, span)
+        return record2("Div", a, b, span)
     if (ta is int or ta is bool) and (tb is int or tb is bool):
         return div(int(a), int(b))
     return _arith(np.true_divide, "divide", a, b)
@@ -171,7 +171,7 @@ def _mod_plain(a, b, span=None):
 def mod(a, b, span=None):
     """a % b, with Python's sign convention (the result has the sign of b)."""
     if type(a) is Box or type(b) is Box:
-        return record2("Mod", mod, a, b, span)
+        return record2("Mod", a, b, span)
     return _mod_plain(a, b)
 
 
@@ -182,7 +182,7 @@ def pow(a, b, span=None):
     if (ta is float or ta is int) and (tb is float or tb is int):
         return _pow_num(a, b)
     if ta is Box or tb is Box:
-        return record2("Pow", pow, a, b, span)
+        return record2("Pow", a, b, span)
     if is_num(a) and is_num(b):
         return _pow_num(a, b)
     return _arith(np.power, "raise to a power", a, b)
@@ -215,7 +215,7 @@ def neg(a, span=None):
     if t is float or t is int:
         return -a
     if t is Box:
-        return record("Neg", neg, (a,), None, span)
+        return record("Neg", (a,), None, span)
     if t is bool:
         return -int(a)
     if isinstance(a, np.floating):
@@ -236,7 +236,7 @@ def pos(a, span=None):
 def matmul(a, b, span=None):
     """a @ b for 1-D, 2-D and batched tensors, like numpy.matmul."""
     if type(a) is Box or type(b) is Box:
-        return record2("MatMul", matmul, a, b, span)
+        return record2("MatMul", a, b, span)
     if type(a) is not ndarray or type(b) is not ndarray:
         raise error("type", f"@ needs two tensors, got {type_name(a)} and {type_name(b)}"
                             " (use * to multiply by a number)")

@@ -2,8 +2,11 @@
 
 import numpy as np
 
+from ..autodiff.tape import Box, nondiff
 from ..values import Function, Module, Struct, StructDef
 from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
+
+ORDER_OPS = {"<": "Less", "<=": "LessEqual", ">": "Greater", ">=": "GreaterEqual"}
 
 _ORDER = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 _PY = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -12,8 +15,9 @@ _PY = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
 
 def order(op, a, b):
     """a < b (and <=, >, >=): numbers and strings give a bool, tensors compare elementwise."""
-    a, b = raw(a), raw(b)
     ta, tb = type(a), type(b)
+    if ta is Box or tb is Box:     # not differentiable: recorded only where every operation is staged
+        return nondiff(ORDER_OPS[op], (a, b))
     if (ta is float or ta is int) and (tb is float or tb is int):
         return _PY[op](a, b)
     if ta is ndarray or tb is ndarray:
@@ -38,6 +42,8 @@ def _orderable_num(v):
 
 def eq(a, b):
     """a == b: elementwise for tensors (against tensors or numbers), structural otherwise."""
+    if (type(a) is Box or type(b) is Box) and _on_numbers(a, b):
+        return nondiff("Equal", (a, b))
     a, b = raw(a), raw(b)
     if type(a) is ndarray or type(b) is ndarray:
         if _orderable_num(a) and _orderable_num(b):
@@ -50,8 +56,51 @@ def eq(a, b):
 
 def ne(a, b):
     """a != b, the negation of `eq`."""
+    if (type(a) is Box or type(b) is Box) and _on_numbers(a, b):
+        return nondiff("NotEqual", (a, b))
     r = eq(a, b)
     return np.logical_not(r) if type(r) is ndarray else not r
+
+
+def _on_numbers(a, b):
+    """Whether both operands of == are numbers or tensors (compared elementwise, not structurally)."""
+    return _orderable_num(raw(a)) and _orderable_num(raw(b))
+
+
+# ---------------------------------------------------------------- masks
+def logical_and(a, b):
+    """Elementwise `and` of two masks (bools or bool tensors)."""
+    if type(a) is Box or type(b) is Box:
+        return nondiff("LogicalAnd", (a, b))
+    return norm(np.logical_and(a, b))
+
+
+def logical_or(a, b):
+    """Elementwise `or` of two masks."""
+    if type(a) is Box or type(b) is Box:
+        return nondiff("LogicalOr", (a, b))
+    return norm(np.logical_or(a, b))
+
+
+def logical_not(a):
+    """Elementwise `not` of a mask."""
+    if type(a) is Box:
+        return nondiff("LogicalNot", (a,))
+    return norm(np.logical_not(a))
+
+
+def isfinite(a):
+    """Which entries are finite (a mask; a bool for a number)."""
+    if type(a) is Box:
+        return nondiff("IsFinite", (a,))
+    return norm(np.isfinite(a))
+
+
+def any_(a):
+    """Whether any entry of a mask is true (a bool)."""
+    if type(a) is Box:
+        return truth(nondiff("Any", (a,)), "any(...)")
+    return bool(np.any(a))
 
 
 def values_equal(a, b):

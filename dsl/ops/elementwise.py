@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import record
+from ..autodiff import tape
+from ..autodiff.tape import nondiff, record
 from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
@@ -23,7 +24,7 @@ def _unary(op, name, scalar, vector):
             except (OverflowError, ValueError):
                 return float(vector(np.asarray(to_float(x))))
         if t is Box:
-            return record(op, prim, (x,), None, span)
+            return record(op, (x,), None, span)
         if t is ndarray:
             return norm(vector(as_operand(x, name)))
         if t is bool or isinstance(x, np.generic):
@@ -88,12 +89,40 @@ gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
 
 
-def sign(x):
-    """The sign of x (-1, 0 or 1) as a constant: its derivative is zero."""
-    x = raw(x)
-    if type(x) is ndarray:
-        return np.sign(as_operand(x, "take the sign of"))
-    return float(np.sign(float(x)))
+def _constant(op, name, vector, scalar):
+    """A function whose derivative is zero wherever it has one (floor, sign): not recorded on
+    gradient tapes, so its value is a constant there, as in JAX."""
+
+    def prim(x, span=None):
+        t = type(x)
+        if t is Box:
+            return nondiff(op, (x,))
+        if t is float or t is int or t is bool or isinstance(x, np.generic):
+            return scalar(to_float(x))
+        if t is ndarray:
+            return vector(as_operand(x, name))
+        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}")
+
+    prim.__name__ = name
+    return prim
+
+
+sign = _constant("Sign", "sign", np.sign, lambda v: float(np.sign(v)))
+floor = _constant("Floor", "floor", np.floor, lambda v: float(np.floor(v)))
+
+
+def nz(g, r, span=None):
+    """r, but 0 wherever g is 0 (SPEC 6.7: a zero cotangent times an infinite derivative is 0)."""
+    if type(g) is Box or type(r) is Box:
+        return record("Nz", (g, r), None, span)
+    if type(r) is ndarray:
+        if r.size == 0 or tape.all_finite(r):
+            return r
+        zero = np.equal(g, 0)
+        return np.where(zero, 0.0, r) if np.any(zero) else r
+    if type(r) is float and not math.isfinite(r) and np.all(np.equal(g, 0)):
+        return 0.0 if np.ndim(g) == 0 else np.where(np.equal(g, 0), 0.0, r)
+    return r
 
 
 # ---------------------------------------------------------------- binary
@@ -102,7 +131,7 @@ def _binary_elementwise(op, name, ufunc):
 
     def prim(a, b, span=None):
         if type(a) is Box or type(b) is Box:
-            return record(op, prim, (a, b), None, span)
+            return record(op, (a, b), None, span)
         x, y = as_operand(a, f"take the {name} of"), as_operand(b, f"take the {name} of")
         check_broadcast(x, y, f"take the {name} of")
         return norm(ufunc(x, y))
@@ -123,9 +152,9 @@ def _bools(v):
 
 def where(c, a, b, span=None):
     """where(c, a, b): a where c is true, else b (c is not differentiated)."""
-    c = raw(c)
-    if type(a) is Box or type(b) is Box:
-        return record("Where", where, (c, a, b), None, span)
+    if type(a) is Box or type(b) is Box or type(c) is Box:
+        c = tape.strip_unstaged(c)      # the condition is not differentiated, but jit and vmap stage it
+        return record("Where", (c, a, b), None, span)
     if type(c) is not ndarray and type(c) not in (bool, int, float) and not isinstance(c, np.generic):
         raise error("type", f"where needs a condition tensor or bool, got {type_name(c)}")
     if _bools(a) and _bools(b):     # choosing between masks gives a mask, as in numpy
@@ -151,7 +180,7 @@ def where(c, a, b, span=None):
 def clamp(x, lo=None, hi=None, span=None):
     """clamp(x, lo, hi): x limited to [lo, hi]; either bound may be none."""
     if type(x) is Box or type(lo) is Box or type(hi) is Box:    # the bounds are differentiable too
-        return record("Clamp", clamp, (x, lo, hi), None, span)
+        return record("Clamp", (x, lo, hi), None, span)
     lo, hi = (None if b is None else as_operand(b, "clamp to") for b in (lo, hi))
     v = as_operand(x, "clamp")
     shapes = [np.shape(b) for b in (v, lo, hi) if b is not None]

@@ -9,29 +9,22 @@ would otherwise keep until backward.
 
 On a tape the temporary is a Box, whose value the tape still links to; the
 reuse is safe only when no gradient rule will read that value again: the
-box's own rule must not read its output (`ANS_UNUSED`), and the new node's
-rule must read only the operand's shape (Add, Sub). `sys.getrefcount`
-proves that nothing but the caller's local and the trace's node list hold
-the box, and nothing but the box holds its array (no other node saved it,
-no view of it exists). tests/test_elision.py checks ANS_UNUSED against the
-rules themselves.
+box's own rule must not read its output (`reads_output`, which the primitive
+registry derives from the rule's code), and the new node's rule must read
+only the operand's shape (Add, Sub). `sys.getrefcount` proves that nothing
+but the caller's local and the trace's node list hold the box, and nothing
+but the box holds its array (no other node saved it, no view of it exists).
 """
 
 import sys
 
 import numpy as np
 
-from ..autodiff.tape import REFCOUNTS_EXACT, Box, record2
+from ..autodiff.tape import REFCOUNTS_EXACT, REVERSE, Box, record2
+from ..primitives.registry import reads_output
 from .core import FLOAT
 
 ENABLED = REFCOUNTS_EXACT     # on Pythons whose counts prove nothing, operators allocate as before
-
-# Ops whose gradient rule never reads the node's own output (see autodiff/rules.py).
-ANS_UNUSED = frozenset({
-    "Add", "Sub", "Mul", "ScalarMul", "Neg", "MatMul", "Ln", "Log2", "Sin", "Cos", "Abs",
-    "Relu", "Erf", "Silu", "Gelu", "Maximum", "Minimum", "Where", "Clamp", "Sum", "Mean",
-    "GatherOp", "IndexAdd", "SetIndex", "CatOp", "Stack", "LayerNorm", "BatchNorm",
-})
 
 # The ufunc of each operator that may write into its left operand; on a tape only
 # + and - (their rules read operand shapes, where * and / read operand values).
@@ -84,7 +77,7 @@ def reuse_left(op, a, b, span):
             return UFUNCS[op](a, b, out=a)
         return None
     opname = ON_TAPE.get(op)
-    if opname is None or a.op not in ANS_UNUSED or not _on_live_tape(a):
+    if opname is None or a.trace.kind is not REVERSE or reads_output(a.op) or not _on_live_tape(a):
         return None
     if sys.getrefcount(a) != 4:     # one more: the trace's node list
         return None
@@ -100,4 +93,4 @@ def reuse_left(op, a, b, span):
     if not _fits(av, bv) or sys.getrefcount(av) != 3:
         return None
     av = bv = None
-    return record2(opname, INTO[op], a, b, span)
+    return record2(opname, a, b, span, INTO[op])

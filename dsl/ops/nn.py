@@ -3,7 +3,7 @@ softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
 
 import numpy as np
 
-from ..autodiff.tape import record
+from ..autodiff.tape import nondiff, peek, record
 from .shape import check_size, stack
 from .core import (Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float, to_tensor,
                    type_name)
@@ -21,7 +21,7 @@ def _tensor_arg(x, name):
 def softmax(x, axis=-1, span=None):
     """softmax(x, axis=-1), stable for large logits."""
     if type(x) is Box:
-        return record("Softmax", softmax, (x,), {"axis": axis}, span)
+        return record("Softmax", (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "softmax")
     ax = normalize_axis(axis, v.ndim, False)
     if v.size == 0:
@@ -33,7 +33,7 @@ def softmax(x, axis=-1, span=None):
 def log_softmax(x, axis=-1, span=None):
     """log_softmax(x, axis=-1), stable for large logits."""
     if type(x) is Box:
-        return record("LogSoftmax", log_softmax, (x,), {"axis": axis}, span)
+        return record("LogSoftmax", (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "log_softmax")
     ax = normalize_axis(axis, v.ndim, False)
     if v.size == 0:
@@ -52,24 +52,23 @@ def cross_entropy(logits, targets, span=None):
             raise error("type", f"cross_entropy targets must be a tensor, a number or a tuple of numbers, "
                                 f"got {got}")
         targets = stack(targets)
-    lv, tv = raw(logits), raw(targets)
+    lv, tv = peek(logits), peek(targets)
     if _target_mode(lv, tv) == "index":
-        return _cross_entropy_index(logits, _class_indices(lv, tv), span)
+        targets = class_indices(targets, lv.shape[-1])
     if type(logits) is Box or type(targets) is Box:
-        return record("CrossEntropy", cross_entropy, (logits, targets), None, span)
-    _check_examples(lv)
-    lsm = log_softmax(lv)
-    return float(-np.mean(np.sum(to_tensor(tv) * lsm, axis=-1))) + 0.0
+        return record("CrossEntropy", (logits, targets), None, span)
+    return cross_entropy_kernel(logits, targets)
 
 
-def _cross_entropy_index(logits, idx, span=None):
-    """Mean cross-entropy against class indices already checked by `_class_indices`."""
-    if type(logits) is Box:
-        return record("CrossEntropy", _cross_entropy_index, (logits, idx), None, span)
-    lv = raw(logits)
-    _check_examples(lv)
-    if lv.dtype != FLOAT:
-        lv = to_tensor(lv)
+def cross_entropy_kernel(logits, targets):
+    """The CrossEntropy primitive: targets are int class indices (checked) or probabilities."""
+    if type(logits) is Box or type(targets) is Box:
+        return record("CrossEntropy", (logits, targets))
+    _check_examples(logits)
+    if type(targets) is not ndarray or targets.dtype.kind != "i":
+        return float(-np.mean(np.sum(to_tensor(targets) * log_softmax(logits), axis=-1))) + 0.0
+    idx = targets
+    lv = logits if logits.dtype == FLOAT else to_tensor(logits)
     # Only the picked entries of log_softmax are needed: the same arithmetic in fewer passes,
     # with ufunc reductions (numpy's max/sum/mean wrappers cost more than a small batch does).
     flat = lv.reshape(-1, lv.shape[-1])
@@ -103,8 +102,11 @@ def _target_mode(lv, tv):
                          f"{fmt_shape(lv.shape)} (probabilities) nor {fmt_shape(lv.shape[:-1])} (class indices)")
 
 
-def _class_indices(lv, tv):
-    """Class-index targets as an int array, checked against the number of classes."""
+def class_indices(targets, n):
+    """Class-index targets as an int array, checked against the number n of classes."""
+    if type(targets) is Box:    # a value jit and vmap stage: converted (and checked) when it runs
+        return nondiff("ClassIndices", (targets,), {"n": n})
+    tv = targets
     if type(tv) is ndarray and tv.dtype.kind == "i":
         idx = tv                    # an int tensor holds whole numbers already (its range is checked below)
     else:
@@ -113,7 +115,6 @@ def _class_indices(lv, tv):
         if t.size and not (np.subtract(t, np.floor(t)) == 0.0).all():
             raise error("value", "cross_entropy class indices must be whole numbers")
         idx = t.astype(np.intp)
-    n = lv.shape[-1]
     if idx.size and (np.minimum.reduce(idx, axis=None) < 0 or np.maximum.reduce(idx, axis=None) >= n):
         raise error("index", f"cross_entropy class index {int(idx[(idx < 0) | (idx >= n)].flat[0])} "
                              f"is out of range for {n} classes")
@@ -162,7 +163,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """layer_norm over the last axis, with optional scale gamma and shift beta."""
     eps = _eps(eps, "layer_norm")
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
-        return record("LayerNorm", layer_norm, (x, gamma, beta), {"eps": eps}, span)
+        return record("LayerNorm", (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "layer_norm")
     if v.shape[-1] == 0:        # statistics of nothing, as mean's are
         raise error("value", f"layer_norm needs at least one feature (last axis), got shape {fmt_shape(v.shape)}")
@@ -174,7 +175,7 @@ def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """batch_norm: each feature normalised over axis 0 (training statistics)."""
     eps = _eps(eps, "batch_norm")
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
-        return record("BatchNorm", batch_norm, (x, gamma, beta), {"eps": eps}, span)
+        return record("BatchNorm", (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "batch_norm")
     if v.shape[0] == 0:
         raise error("value", f"batch_norm needs at least one example (axis 0), got shape {fmt_shape(v.shape)}")
@@ -186,7 +187,7 @@ def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
 def ssm_scan(a, b, x, span=None):
     """h[t] = a[t] * h[t-1] + b[t] * x[t] along axis 0 with h[-1] = 0."""
     if type(a) is Box or type(b) is Box or type(x) is Box:
-        return record("SsmScan", ssm_scan, (a, b, x), None, span)
+        return record("SsmScan", (a, b, x), None, span)
     av, bv, xv = (to_tensor(v, "tensors for ssm_scan") for v in (a, b, x))
     try:
         shape = np.broadcast_shapes(av.shape, bv.shape, xv.shape)

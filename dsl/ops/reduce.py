@@ -22,7 +22,7 @@ def _reduction(op, name, fn, empty_ok):
             raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}")
         x = _operand(x, name)
         if type(x) is Box:
-            return record(op, prim, (x,), {"axis": axis, "keepdims": keepdims}, span)
+            return record(op, (x,), {"axis": axis, "keepdims": keepdims}, span)
         v = to_tensor(x, f"a tensor to {name}")
         ax = normalize_axis(axis, v.ndim)
         # only a reduction over an empty axis is undefined: max(zeros((0, 3)), axis=1) is empty, as in numpy

@@ -34,7 +34,7 @@ def reshape(x, shape, span=None):
     """reshape(x, shape); one entry of shape may be -1."""
     shape = check_shape_arg(shape)
     if type(x) is Box:
-        return record("Reshape", reshape, (x,), {"shape": shape}, span)
+        return record("Reshape", (x,), {"shape": shape}, span)
     v = _mask_or_tensor(x, "a tensor to reshape")
     if shape.count(-1) > 1 or any(s < -1 for s in shape):
         raise error("value", f"reshape takes at most one -1 and no other negative size, got {shape}")
@@ -61,7 +61,7 @@ def transpose(x, axes=None, span=None):
     if axes is not None:
         axes = check_shape_arg(axes, "permutation of axes")
     if type(x) is Box:
-        return record("TransposeOp", transpose, (x,), {"axes": axes}, span)
+        return record("TransposeOp", (x,), {"axes": axes}, span)
     v = _mask_or_tensor(x, "a tensor to transpose")
     if axes is not None:
         axes = tuple(a + v.ndim if a < 0 else a for a in axes)
@@ -109,14 +109,14 @@ def cat(tensors, axis=0, span=None):
     items = _tensors(tensors, "cat")
     _axis_given(axis, "cat")
     if any(type(t) is Box for t in items):
-        return record("CatOp", _cat, tuple(items), {"axis": axis}, span)
+        return record("CatOp", tuple(items), {"axis": axis}, span)
     return _cat(*items, axis=axis)
 
 
 def _cat(*items, axis=0):
     """cat on values unboxed at one level (they may be boxed at an outer one), with shape checks."""
     if any(type(t) is Box for t in items):
-        return record("CatOp", _cat, items, {"axis": axis})
+        return record("CatOp", items, {"axis": axis})
     vals = [to_tensor(t, "tensors to cat") for t in items]
     nd = vals[0].ndim
     if nd == 0:
@@ -137,14 +137,14 @@ def stack(tensors, axis=0, span=None):
     items = _tensors(tensors, "stack")
     _axis_given(axis, "stack")
     if any(type(t) is Box for t in items):
-        return record("Stack", _stack, tuple(items), {"axis": axis}, span)
+        return record("Stack", tuple(items), {"axis": axis}, span)
     return _stack(*items, axis=axis)
 
 
 def _stack(*items, axis=0):
     """stack on values unboxed at one level (they may be boxed at an outer one), with shape checks."""
     if any(type(t) is Box for t in items):
-        return record("Stack", _stack, items, {"axis": axis})
+        return record("Stack", items, {"axis": axis})
     vals = [to_tensor(t, "numbers or tensors to stack") for t in items]
     shape = vals[0].shape
     for v in vals[1:]:
@@ -169,7 +169,7 @@ def _keep_bool(items, out):
 def broadcast_to(x, shape, span=None):
     """x broadcast to `shape` (used by the rules of reductions)."""
     if type(x) is Box:
-        return record("BroadcastTo", broadcast_to, (x,), {"shape": shape}, span)
+        return record("BroadcastTo", (x,), {"shape": shape}, span)
     if np.shape(x) == shape:
         return x
     return np.broadcast_to(x, shape)
@@ -271,7 +271,7 @@ def index_array(s, size, axis):
 def index(x, key, span=None, op="Index"):
     """x[key] for a checked numpy key (see make_key)."""
     if type(x) is Box:
-        return record(op, index, (x,), {"key": key, "op": op}, span)
+        return record(op, (x,), {"key": key, "op": op}, span)
     return norm(x[key])
 
 
@@ -296,7 +296,7 @@ def gather(x, idx, axis=0, span=None):
 def index_add(g, key, shape, span=None):
     """zeros(shape) with g added at key: the cotangent of indexing (repeats accumulate)."""
     if type(g) is Box:
-        return record("IndexAdd", index_add, (g,), {"key": key, "shape": shape}, span)
+        return record("IndexAdd", (g,), {"key": key, "shape": shape}, span)
     out = np.zeros(shape)
     if any(type(k) is ndarray for k in key):
         np.add.at(out, key, g)
@@ -313,7 +313,7 @@ def _set_index_forward(x, v, key=None):
 def set_index(x, key, v, span=None):
     """A copy of tensor x with x[key] = v (value semantics)."""
     if type(x) is Box or type(v) is Box:
-        return record("SetIndex", _set_index_forward, (x, v), {"key": key}, span)
+        return record("SetIndex", (x, v), {"key": key}, span)
     val = raw(v)
     # a bool tensor stays bool when given bools or a bool tensor (as numpy), else it becomes float
     keep = x.dtype.kind == "b" and (type(val) is bool or getattr(val, "dtype", None) == np.bool_)

@@ -1,0 +1,26 @@
+"""Every primitive of dg, declared once with its rules (see registry.py for the recipe).
+
+Importing this package fills the registry and the tables the transformations
+read: the kernels `record` calls (tape.IMPLS) and the uniform reverse and
+forward rules (tape.PULLBACKS, tape.PUSHFORWARDS).
+"""
+
+from ..autodiff import tape
+from . import arith, compare, control, elementwise, nn, reduce, shape, structs  # noqa: F401  (they define)
+from .mechanism import pullback, pushforward
+from .registry import PRIMS
+
+
+def _fill_tables():
+    """Copy each primitive's kernel and uniform rules into the tables the tape reads."""
+    for name, prim in PRIMS.items():
+        tape.IMPLS[name] = prim.impl
+        rule = pullback(prim)
+        if rule is not None:
+            tape.PULLBACKS[name] = rule
+        rule = pushforward(prim)
+        if rule is not None:
+            tape.PUSHFORWARDS[name] = rule
+
+
+_fill_tables()

@@ -1,0 +1,131 @@
+"""The arithmetic primitives: Add Sub Mul ScalarMul Div Neg Mod Pow MatMul."""
+
+import numpy as np
+
+from .. import ops as O
+from ..autodiff.tape import Box
+from ..ops.core import shape_of
+from .mechanism import MINUS_ONE, ONE
+from .registry import define
+
+ELEMENTWISE = "elementwise"     # batch: by the generic elementwise rule (dsl/primitives/batching.py)
+
+
+# ---------------------------------------------------------------- + - * / and unary minus
+define("Add", O.add, partials=(ONE, ONE), linear=True, batch=ELEMENTWISE, emit="({0} + {1})")
+define("Sub", O.sub, partials=(ONE, MINUS_ONE), linear=True, batch=ELEMENTWISE, emit="({0} - {1})")
+define("Neg", O.neg, partials=(MINUS_ONE,), linear=True, batch=ELEMENTWISE, emit="(-{0})")
+define("Mul", O.mul, partials=(lambda ns, ans, x, y: y, lambda ns, ans, x, y: x), batch=ELEMENTWISE,
+       emit="({0} * {1})")
+# a recorded value times a constant number c (c is never differentiated)
+define("ScalarMul", O.mul, partials=(lambda ns, ans, x, c: c, None), batch=ELEMENTWISE, emit="({0} * {1})")
+define("Div", O.div, partials=(lambda ns, ans, x, y: ns.div(1.0, y),
+                               lambda ns, ans, x, y: ns.neg(ns.div(ans, y))), batch=ELEMENTWISE)
+define("Mod", O.mod, partials=(ONE, lambda ns, ans, x, y: ns.neg(ns.floor(ns.div(x, y)))), batch=ELEMENTWISE)
+
+
+# ---------------------------------------------------------------- **
+def _pow_base(ns, ans, x, y):
+    """d/dx x**y = y * x**(y-1)."""
+    if type(y) is not Box and type(y) in (int, float) and y == 2:
+        # a constant 2 only: an exponent differentiated at an outer level needs y * x**(y-1) itself
+        return ns.mul(x, 2.0)
+    expo = ns.sub(y, 1.0)
+    # x**0 is constant: its derivative at x = 0 is 0, not 0 * 0**-1 = nan. Only there is the
+    # exponent replaced (x**1 times y = 0 is 0 too); elsewhere y * x**(y-1) keeps its dependence on y
+    zero = ns.logical_and(ns.equal(x, 0.0), ns.equal(y, 0.0))
+    if ns.any(zero):
+        expo = ns.where(zero, 1.0, expo)
+    return ns.mul(y, ns.pow(x, expo))
+
+
+def _pow_exponent(ns, ans, x, y):
+    """d/dy x**y = x**y * ln(x), taken as 0 where x == 0 (SPEC 6.6)."""
+    at_zero = ns.equal(x, 0.0)
+    safe_x = ns.where(at_zero, 1.0, x) if ns.any(at_zero) else x
+    return ns.mul(ans, ns.ln(safe_x))
+
+
+define("Pow", O.pow, partials=(_pow_base, _pow_exponent), batch=ELEMENTWISE)
+
+
+# ---------------------------------------------------------------- @
+def _matmul_parts(ns, g, a, b):
+    """Promote 1-D operands to matrices as numpy.matmul does; return (g2, a2, b2)."""
+    sa, sb = shape_of(a), shape_of(b)
+    a2 = ns.reshape(a, (1, sa[0])) if len(sa) == 1 else a
+    b2 = ns.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
+    s2a, s2b = shape_of(a2), shape_of(b2)
+    gshape = np.broadcast_shapes(s2a[:-2], s2b[:-2]) + (s2a[-2], s2b[-1])
+    g2 = ns.reshape(g, gshape) if shape_of(g) != gshape else g
+    return g2, a2, b2
+
+
+def _swap_last(ns, x):
+    """Swap the last two axes."""
+    nd = len(shape_of(x))
+    return ns.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _matmul_a(ns, g, ans, a, b):
+    """Cotangent of the left operand of a @ b."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) == 2 and len(sb) == 2:
+        return ns.matmul(g, ns.transpose(b))
+    if len(sa) == 1 and len(sb) == 1:
+        return ns.mul(g, b)
+    g2, a2, b2 = _matmul_parts(ns, g, a, b)
+    return ns.reshape(ns.unbroadcast(ns.matmul(g2, _swap_last(ns, b2)), shape_of(a2)), sa)
+
+
+def _matmul_b(ns, g, ans, a, b):
+    """Cotangent of the right operand of a @ b."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) == 2 and len(sb) == 2:
+        return ns.matmul(ns.transpose(a), g)
+    if len(sa) == 1 and len(sb) == 1:
+        return ns.mul(g, a)
+    g2, a2, b2 = _matmul_parts(ns, g, a, b)
+    return ns.reshape(ns.unbroadcast(ns.matmul(_swap_last(ns, a2), g2), shape_of(b2)), sb)
+
+
+def _matmul_jvp(ns, tangents, ans, args, kw):
+    """d(a @ b) = da @ b + a @ db."""
+    (ta, tb), (a, b) = tangents, args
+    out = None
+    if ta is not None:
+        out = ns.matmul(ta, b)
+    if tb is not None:
+        term = ns.matmul(a, tb)
+        out = term if out is None else ns.add(out, term)
+    return out
+
+
+def _matmul_batch(ns, args, batched, kw):
+    """a @ b with the batch on axis 0 of either operand, as numpy.matmul of each example."""
+    a, b = args
+    ba, bb = int(batched[0]), int(batched[1])
+    sa, sb = shape_of(a), shape_of(b)
+    ea, eb = sa[ba:], sb[bb:]                   # one example's shapes
+    ea2 = (1,) + ea if len(ea) == 1 else ea     # a vector on the left is a row, on the right a column
+    eb2 = eb + (1,) if len(eb) == 1 else eb
+    stack = max(len(ea2), len(eb2)) - 2         # the stacking axes of one example's product
+    size = sa[0] if ba else sb[0]
+
+    def lined_up(x, e, e2, is_batched):
+        """The operand with its example as a matrix and the batch ahead of every stacking axis."""
+        if is_batched:
+            return ns.reshape(x, (size,) + (1,) * (stack - (len(e2) - 2)) + e2)
+        return ns.reshape(x, e2) if e2 != e else x
+
+    out = ns.matmul(lined_up(a, ea, ea2, ba), lined_up(b, eb, eb2, bb))
+    so = shape_of(out)
+    if len(ea) == 1:
+        so = so[:-2] + so[-1:]
+    if len(eb) == 1:
+        so = so[:-1]
+    return ns.reshape(out, so) if so != shape_of(out) else out
+
+
+define("MatMul", O.matmul, vjp=(_matmul_a, _matmul_b), jvp=_matmul_jvp, batch=_matmul_batch,
+       emit="({0} @ {1})")

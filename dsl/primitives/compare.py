@@ -1,0 +1,26 @@
+"""Operations without derivatives: comparisons, masks, floor, sign, class indices.
+
+They are recorded only on traces that stage every operation (jit, vmap), where
+their results decide control flow or select values; under grad and jvp they
+are computed on the plain values (tape.nondiff), so their results are constants
+there, as in JAX. Their batching is elementwise (or an axis moved past the batch).
+"""
+
+from .. import ops as O
+from ..ops.compare import ORDER_OPS, order
+from ..ops.nn import class_indices
+from .arith import ELEMENTWISE
+from .registry import define
+
+for _op, _name in ORDER_OPS.items():
+    define(_name, (lambda op: lambda a, b: order(op, a, b))(_op), differentiable=False, batch=ELEMENTWISE)
+define("Equal", O.eq, differentiable=False, batch=ELEMENTWISE)
+define("NotEqual", O.ne, differentiable=False, batch=ELEMENTWISE)
+define("LogicalAnd", O.logical_and, differentiable=False, batch=ELEMENTWISE)
+define("LogicalOr", O.logical_or, differentiable=False, batch=ELEMENTWISE)
+define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE)
+define("Sign", O.sign, differentiable=False, batch=ELEMENTWISE)
+define("Floor", O.floor, differentiable=False, batch=ELEMENTWISE)
+define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE)
+define("Any", lambda a: O.any_(a), differentiable=False)
+define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE)

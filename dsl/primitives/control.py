@@ -1,0 +1,155 @@
+"""Primitives that run dg code: CustomVjp (custom_vjp's user rule), Checkpoint
+(recomputed in backward) and HostCall (a Python function given to dg).
+
+Under jit and vmap, CustomVjp and Checkpoint are not recorded: the function
+they wrap is staged like any other code (dsl/autodiff/transforms.py), and
+under forward mode Checkpoint just runs its function.
+"""
+
+import numpy as np
+
+from ..autodiff import tape
+from ..autodiff.tape import Box, Trace, raw
+from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
+from ..errors import error
+from .registry import define
+
+
+# ---------------------------------------------------------------- custom_vjp
+def _custom_vjp_kernel(*leaves, spec=None, kwargs=None, bwd=None, fn=None, call=None):
+    """The function itself, through custom_vjp's call again (so outer levels record their own node)."""
+    return call(*unflatten(spec, leaves), **kwargs)
+
+
+def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
+    """Call the user's backward function and split its answer over the argument leaves."""
+    from ..autodiff.transforms import _check_like, _describe, _fname, _one_tuple
+    spec, bwd = kw["spec"], kw["bwd"]
+    args = unflatten(spec, leaves)
+    result = bwd(*args, ans, cotangent_value(g, ans))
+    if len(args) == 1:
+        # JAX's bwd always returns a tuple: accept its 1-tuple too, unless the argument is itself
+        # a 1-tuple (then (g,) is that tuple's own gradient)
+        if _one_tuple(result) and not _one_tuple(args[0]):
+            result = raw(result)[0]
+        result = (result,)
+    elif type(raw(result)) is not tuple or len(raw(result)) != len(args):
+        raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
+                            f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
+    out = []
+    for arg_spec, grad_tree in zip(spec[1], raw(result)):
+        try:
+            out += flatten_like(arg_spec, grad_tree)
+        except ValueError:
+            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
+                                f"whose structure does not match its argument") from None
+    for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
+        if w:
+            _check_like(leaf, o, kw["fn"])
+            if type(o) is int and type(raw(leaf)) is float:
+                out[i] = float(o)     # the gradient of a float is a float, as dg's own rules give
+    return [o if w else None for o, w in zip(out, wanted)]
+
+
+def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
+    """J t, where bwd gives the transpose of J: the gradient of u -> <bwd(u), t> (bwd is linear in u).
+
+    So forward mode through custom_vjp uses the user's rule too, as reverse mode does."""
+    from ..autodiff.transforms import grad
+    from ..autodiff.trees import flatten
+    from .. import ops as O
+    wanted = tuple(t is not None for t in tangents)
+
+    def pairing(u):
+        from ..ops.structs import unpack
+        grads = _custom_vjp_rule(ns, unpack(u), ans, leaves, kw, wanted)
+        total = 0.0
+        for d, t in zip(grads, tangents):
+            if d is not None and t is not None:
+                for dl, tl in zip(flatten(d)[0], flatten(t)[0]):
+                    if dl is not None and tl is not None:
+                        total = O.add(total, O.sum_(O.mul(dl, tl)))
+        return total
+
+    from ..autodiff.trees import zero_like_tree
+    return grad(pairing)(zero_like_tree(ans))
+
+
+define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp)
+
+
+# ---------------------------------------------------------------- checkpoint
+def _checkpoint_kernel(*leaves, spec=None, kwargs=None, fn=None, **_):
+    """The checkpointed function on its arguments."""
+    return fn(*unflatten(spec, leaves), **kwargs)
+
+
+def _checkpoint_rule(ns, g, ans, leaves, kw, wanted):
+    """Re-run the function on a fresh trace and pull the cotangent through it."""
+    trace = Trace(kw["check"])
+    boxed = []
+    for leaf, want in zip(leaves, wanted):
+        if want:
+            b = Box(leaf, trace, "Parameter", (), (), None, tape.current_span)
+            trace.nodes.append(b)
+            boxed.append(b)
+        else:
+            boxed.append(leaf)
+    out = _replay(kw, boxed)
+    seeds = [(box, cot) for box, cot in _pair_leaves(out, cotangent_value(g, ans))
+             if type(box) is Box and box.trace is trace and cot is not None]
+    tape.backward_from(trace, seeds)
+    grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
+    trace.nodes = []
+    return grads
+
+
+def _replay(kw, boxed):
+    """Run a checkpointed function again with the random generator as it was in the forward pass."""
+    generator, state = kw.get("generator"), kw.get("state")
+    if state is None:
+        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    gen = generator()
+    now = gen.bit_generator.state
+    gen.bit_generator.state = state
+    try:
+        return kw["fn"](*unflatten(kw["spec"], boxed), **kw["kwargs"])
+    finally:
+        gen.bit_generator.state = now
+
+
+def _pair_leaves(out, cot):
+    """Pair the leaves of an output tree with the leaves of its cotangent tree."""
+    if type(out) is not Box and is_container(out):
+        pairs = []
+        for o, c in zip(children(out), children(cot)):
+            pairs += _pair_leaves(o, c)
+        return pairs
+    return [(out, cot)]
+
+
+define("Checkpoint", _checkpoint_kernel, vjp_all=_checkpoint_rule)
+
+
+# ---------------------------------------------------------------- host functions
+def _host_kernel(*leaves, host=None, spec=None, kwargs=None):
+    """Call the host function again, which records on any outer trace."""
+    return host(*unflatten(spec, leaves), **kwargs)
+
+
+def _host_rule(ns, g, ans, leaves, kw, wanted):
+    """The host's own vjp, in Python (see dsl/embed.py)."""
+    from ..embed import host_vjp
+    return host_vjp(g, ans, leaves, kw, wanted)
+
+
+def _host_batch(ns, args, batched, kw):
+    """A host function is Python code: called once per example, the results stacked."""
+    from .. import ops as O
+    size = next(np.shape(raw(a))[0] for a, b in zip(args, batched) if b)
+    outs = [_host_kernel(*[O.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
+            for i in range(size)]
+    return O.stack(tuple(outs))
+
+
+define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch)

@@ -1,0 +1,123 @@
+"""Elementwise primitives: exp, ln, sin, ..., the activations, maximum/minimum,
+where, clamp and Nz (SPEC 6.7's zero rule as an operation of its own)."""
+
+import math
+
+from .. import ops as O
+from ..ops.core import shape_of
+from .arith import ELEMENTWISE
+from .registry import define
+
+LN2 = math.log(2.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_HALF = math.sqrt(0.5)
+
+
+def unary(name, impl, partial, emit=None, piecewise=False):
+    """An elementwise primitive of one argument, from its derivative d(ns, ans, x)."""
+    return define(name, impl, partials=(partial,), batch=ELEMENTWISE, emit=emit, piecewise=piecewise)
+
+
+unary("Exp", O.exp, lambda ns, ans, x: ans)                   # exp(1000) = inf where g may be 0: nz
+unary("Ln", O.ln, lambda ns, ans, x: ns.div(1.0, x))
+unary("Log2", O.log2, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN2)))
+unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x))
+unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)))     # 0.0, not -0.0, at x = 0
+unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans))
+unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), piecewise=True)          # abs'(0) = 0 (SPEC 6.6)
+unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), piecewise=True)  # relu'(0) = 0
+unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)))
+unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)))
+unary("Erf", O.erf, lambda ns, ans, x: ns.mul(TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
+
+
+def _silu(ns, ans, x):
+    """d/dx x*s(x) = s * (1 + x * (1 - s))."""
+    s = ns.sigmoid(x)
+    return ns.mul(s, ns.add(1.0, ns.mul(x, ns.sub(1.0, s))))
+
+
+def _gelu(ns, ans, x):
+    """d/dx x*Phi(x) = Phi(x) + x * phi(x)."""
+    cdf = ns.mul(0.5, ns.add(1.0, ns.erf(ns.mul(x, SQRT_HALF))))
+    pdf = ns.mul(INV_SQRT_2PI, ns.exp(ns.mul(-0.5, ns.mul(x, x))))
+    return ns.add(cdf, ns.mul(x, pdf))
+
+
+unary("Silu", O.silu, _silu)
+unary("Gelu", O.gelu, _gelu)
+
+
+# ---------------------------------------------------------------- maximum / minimum
+def _tie_weights(ns, a, b, wins):
+    """Share of the derivative a side of maximum/minimum gets: 1, 0, or 1/2 on ties (SPEC 6.6)."""
+    return ns.add(ns.where(wins(a, b), 1.0, 0.0), ns.where(ns.equal(a, b), 0.5, 0.0))
+
+
+define("Maximum", O.maximum, batch=ELEMENTWISE, piecewise=True,
+       partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.greater),
+                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.greater)))
+define("Minimum", O.minimum, batch=ELEMENTWISE, piecewise=True,
+       partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.less),
+                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.less)))
+
+
+# ---------------------------------------------------------------- where
+def _where_jvp(ns, tangents, ans, args, kw):
+    """The tangent of the branch taken, entry by entry."""
+    c = args[0]
+    ta, tb = tangents[1], tangents[2]
+    if ta is None and tb is None:
+        return None
+    out = ns.where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+    return out if shape_of(out) == shape_of(ans) else ns.broadcast_to(out, shape_of(ans))
+
+
+define("Where", O.where, batch=ELEMENTWISE,
+       vjp=(None,
+            lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, g, 0.0), shape_of(a)),
+            lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, 0.0, g), shape_of(b))),
+       jvp=_where_jvp)
+
+
+# ---------------------------------------------------------------- clamp
+def _clamp_taken(ns, x, lo, hi):
+    """Which entries clamp(x, lo, hi) takes from x, lo and hi (x where lo <= x <= hi: ties go to x)."""
+    # clamp is min(max(x, lo), hi), as numpy's clip: with lo > hi every entry is hi
+    above = None if hi is None else ns.greater(x if lo is None else ns.where(ns.greater(lo, x), lo, x), hi)
+    below = None if lo is None else ns.less(x, lo)
+    if below is not None and above is not None:
+        below = ns.logical_and(below, ns.logical_not(above))
+    inside = ns.logical_not(below if above is None else above if below is None else ns.logical_or(below, above))
+    return inside, below, above
+
+
+def _clamp_vjp(ns, g, ans, args, kw, wanted):
+    """g goes to x, lo or hi, wherever the result came from (the masks worked out once)."""
+    taken = _clamp_taken(ns, *args)
+    return [ns.unbroadcast(ns.cmul(g, m), shape_of(a)) if w else None      # the bounds may broadcast x up
+            for m, a, w in zip(taken, args, wanted)]
+
+
+def _clamp_jvp(ns, tangents, ans, args, kw):
+    """The tangent of whichever of x, lo and hi each entry came from."""
+    out = None
+    for m, t in zip(_clamp_taken(ns, *args), tangents):
+        if t is not None:
+            term = ns.cmul(t, m)
+            out = term if out is None else ns.add(out, term)
+    if out is None:
+        return None
+    return out if shape_of(out) == shape_of(ans) else ns.broadcast_to(out, shape_of(ans))
+
+
+define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE)
+
+
+# ---------------------------------------------------------------- SPEC 6.7 as an operation
+# nz(g, r): r, but 0 where g is 0 and r is not finite. Recorded only when a rule runs on recorded
+# values; its own derivative passes through wherever r was kept (a finite r at g = 0 included: there
+# r = g * d still moves with g).
+define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True,
+       partials=(None, lambda ns, ans, g, r: ns.logical_or(ns.logical_not(ns.equal(g, 0.0)), ns.isfinite(r))))

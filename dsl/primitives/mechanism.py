@@ -1,0 +1,135 @@
+"""How the transformations call a primitive's rules, whatever form they were declared in.
+
+`pullback(prim)` and `pushforward(prim)` turn a primitive's declaration into
+one function each, with one signature:
+
+    pullback(ns, g, ans, args, kw, wanted) -> one cotangent (or None) per argument
+    pushforward(ns, tangents, ans, args, kw) -> the output's tangent, or None for zero
+
+For an elementwise primitive (declared by its `partials`, the local derivative
+d_i with respect to each argument) they are
+
+    cotangent_i = unbroadcast(nz(g, g * d_i), shape of argument i)
+    tangent     = sum_i nz(t_i, t_i * d_i), broadcast to the output's shape
+
+where nz(g, r) is r with 0 wherever g is 0: SPEC 6.7's "a zero cotangent times an
+infinite local derivative is 0", applied here and nowhere else. A partial of
+`ONE` or `MINUS_ONE` multiplies by nothing, and a mask (a bool partial) is taken
+as a constant (cmul), so a masked-out entry is 0.0 rather than -0.0.
+"""
+
+import numpy as np
+
+from ..ops.core import shape_of
+
+ONE = "one"             # a partial derivative of exactly 1 (Add, Sub's first argument)
+MINUS_ONE = "minus one"  # exactly -1 (Sub's second argument, Neg)
+
+
+def _is_mask(d):
+    """Whether a partial derivative is a constant mask (bools), which needs no nz."""
+    return type(d) is bool or (type(d) is np.ndarray and d.dtype.kind == "b")
+
+
+def times(ns, g, d, piecewise=False):
+    """g times the partial d, with SPEC 6.7's zero rule (a piecewise constant d is finite: no need)."""
+    if d is ONE:
+        return g
+    if d is MINUS_ONE:
+        return ns.negate(g)
+    if piecewise or _is_mask(d):
+        return ns.cmul(g, d)
+    return ns.nz(g, ns.mul(g, d))
+
+
+def _partial(d, ns, ans, args):
+    """The value of one declared partial derivative."""
+    return d if d is ONE or d is MINUS_ONE else d(ns, ans, *args)
+
+
+def elementwise_pullback(prim):
+    """The pullback of an elementwise primitive, from its partials (written out: it is the hot path)."""
+    partials, piecewise = prim.partials, prim.piecewise
+
+    def pullback(ns, g, ans, args, kw, wanted):
+        out = []
+        for i, want in enumerate(wanted):
+            p = partials[i]
+            if not want or p is None:       # None: that argument is not differentiated
+                out.append(None)
+                continue
+            if p is ONE:
+                r = g
+            elif p is MINUS_ONE:
+                r = ns.negate(g)
+            else:
+                d = p(ns, ans, *args)
+                if piecewise or _is_mask(d):
+                    r = ns.cmul(g, d)
+                elif type(g) is float and type(d) is float:
+                    r = g * d
+                    if r - r != 0.0 and g == 0.0:     # inf or nan times a zero cotangent (SPEC 6.7)
+                        r = 0.0
+                else:
+                    r = ns.nz(g, ns.mul(g, d))
+            x = args[i]
+            out.append(r if type(r) is float and type(x) is float else ns.unbroadcast(r, shape_of(x)))
+        return out
+    return pullback
+
+
+def elementwise_pushforward(prim):
+    """The pushforward of an elementwise primitive, from its partials."""
+    partials, piecewise = prim.partials, prim.piecewise
+
+    def pushforward(ns, tangents, ans, args, kw):
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None or partials[i] is None:
+                continue
+            term = times(ns, t, _partial(partials[i], ns, ans, args), piecewise)
+            total = term if total is None else ns.add(total, term)
+        if total is None:
+            return None
+        out_shape = shape_of(ans)
+        return total if shape_of(total) == out_shape else ns.broadcast_to(total, out_shape)
+    return pushforward
+
+
+def per_argument_pullback(rules):
+    """A pullback from one rule per argument, rule(ns, g, ans, *args, **kw)."""
+
+    def pullback(ns, g, ans, args, kw, wanted):
+        if kw:
+            return [rule(ns, g, ans, *args, **kw) if want else None for rule, want in zip(rules, wanted)]
+        return [rule(ns, g, ans, *args) if want else None for rule, want in zip(rules, wanted)]
+    return pullback
+
+
+def all_arguments_pullback(rule):
+    """A pullback from one rule for all arguments, rule(ns, g, ans, args, kw, wanted)."""
+    return lambda ns, g, ans, args, kw, wanted: rule(ns, g, ans, args, kw or {}, wanted)
+
+
+def pullback(prim):
+    """The uniform pullback of a primitive, or None when it has no reverse-mode rule."""
+    if prim.partials is not None:
+        return elementwise_pullback(prim)
+    if prim.vjp is not None:
+        return per_argument_pullback(prim.vjp)
+    if prim.vjp_all is not None:
+        return all_arguments_pullback(prim.vjp_all)
+    return None
+
+
+def pushforward(prim):
+    """The uniform pushforward of a primitive, or None when it has no forward-mode rule."""
+    if prim.jvp is not None:
+        rule = prim.jvp
+        return lambda ns, tangents, ans, args, kw: rule(ns, tangents, ans, args, kw or {})
+    if prim.partials is not None:
+        return elementwise_pushforward(prim)
+    return None
+
+
+__all__ = ["ONE", "MINUS_ONE", "times", "pullback", "pushforward"]

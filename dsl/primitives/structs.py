@@ -1,0 +1,27 @@
+"""Reads of a field, key or element of a recorded structure: StructField (structs and
+tuples) and MapLookup (maps), SPEC 6.2. The cotangent of a read fills one slot of its
+parent's structured cotangent; the tangent of a read is that slot of the parent's tangent."""
+
+from ..autodiff.tape import OneSlot
+from ..autodiff.trees import children, is_container
+from ..ops.structs import map_slot, struct_slot
+from .registry import define
+
+
+def _slot_of(tree, index):
+    """Slot `index` of a tangent tree (None: a zero tangent)."""
+    if tree is None or not is_container(tree):
+        return None
+    return children(tree)[index]
+
+
+define("StructField", lambda s, field_index=0, total_fields=0, name=None: struct_slot(s, field_index, total_fields, name),
+       vjp=(lambda ns, g, ans, s, field_index=0, total_fields=0, name=None: OneSlot(field_index, total_fields, g),),
+       jvp=lambda ns, tangents, ans, args, kw: _slot_of(tangents[0], kw["field_index"]),
+       batch=lambda ns, args, batched, kw: struct_slot(args[0], kw["field_index"], kw["total_fields"], kw["name"]),
+       linear=True)
+define("MapLookup", lambda m, key_index=0, total_keys=0, key=None: map_slot(m, key_index, total_keys, key),
+       vjp=(lambda ns, g, ans, m, key_index=0, total_keys=0, key=None: OneSlot(key_index, total_keys, g),),
+       jvp=lambda ns, tangents, ans, args, kw: _slot_of(tangents[0], kw["key_index"]),
+       batch=lambda ns, args, batched, kw: map_slot(args[0], kw["key_index"], kw["total_keys"], kw["key"]),
+       linear=True)
