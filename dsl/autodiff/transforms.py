@@ -165,6 +165,49 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
     return Transformed(who, call)
 
 
+def vjp(f, primals, opts=None):
+    """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal.
+
+    The tape stays with the pullback, which may be called any number of times."""
+    opts = opts or Options()
+    who = f"vjp({_fname(f)})"
+    trace = Trace(opts.check_numerics)
+    nums = tuple(i for i, v in enumerate(primals)
+                 if is_differentiable_leaf(v) or is_container(raw(v)))    # others get none back
+    boxed, params = _enter(trace, primals, nums, who)
+    out = f(*boxed)
+    leaves, spec = flatten(out)
+    ours = [type(v) is Box and v.trace is trace for v in leaves]
+    value = unflatten(spec, [v.v if mine else v for v, mine in zip(leaves, ours)])
+    if opts.keep_tape:
+        opts.last_tape = list(trace.nodes)
+    by_arg = dict(zip(nums, params))
+
+    def pullback(cotangent):
+        try:
+            cots = flatten_like(spec, cotangent)
+        except ValueError:
+            raise error("type", f"the pullback of {who} needs a cotangent with the structure of the "
+                                f"function's result") from None
+        seeds = []
+        for leaf, mine, c in zip(leaves, ours, cots):
+            if c is None:
+                continue
+            if np.shape(raw(c)) != np.shape(raw(leaf)) and not is_container(raw(leaf)):
+                raise error("shape", f"the pullback of {who} got a cotangent of shape "
+                                     f"{O.fmt_shape(np.shape(raw(c)))} for a result of shape "
+                                     f"{O.fmt_shape(np.shape(raw(leaf)))}")
+            if mine and leaf.op != "Input":
+                seeds.append((leaf, float(c) if type(raw(leaf.v)) is float and type(c) is int else c))
+        if seeds:
+            tape.backward_from(trace, seeds)
+        grads = _take(params)
+        got = dict(zip(nums, grads))
+        return tuple(got[i] if i in by_arg else None for i in range(len(primals)))
+
+    return value, Transformed(f"pullback of {who}", pullback)
+
+
 def grad(f, argnums=0, opts=None, name="grad"):
     """grad(f, argnums): a function returning the gradient of scalar f."""
     vg = value_and_grad(f, argnums, opts, name=name)
@@ -361,5 +404,5 @@ def checkpoint(f, opts=None, generator=None):
 
 
 
-__all__ = ["Options", "Transformed", "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
+__all__ = ["Options", "Transformed", "grad", "value_and_grad", "vjp", "jacobian", "hessian", "stop_gradient",
            "custom_vjp", "checkpoint", "contains_box"]

@@ -1,5 +1,6 @@
 """The differentiation builtins, bound to an interpreter's settings (numerics check, tape)."""
 
+from ..autodiff import forward as F
 from ..autodiff import transforms as T
 from ..autodiff.tape import raw
 from ..errors import error
@@ -26,12 +27,28 @@ def make(interp):
         return T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts)
 
     def jacobian(f, argnums=0):
-        """jacobian(f, argnums=0): the full Jacobian, shape out_shape + in_shape."""
+        """jacobian(f, argnums=0): the full Jacobian, shape out_shape + in_shape (reverse mode, as jacrev)."""
         return T.jacobian(_fn(f, "jacobian"), argnums, opts)
 
+    def jacrev(f, argnums=0):
+        """jacrev(f, argnums=0): the Jacobian by reverse mode, shape out_shape + in_shape."""
+        return T.jacobian(_fn(f, "jacrev"), argnums, opts, name="jacrev")
+
+    def jacfwd(f, argnums=0):
+        """jacfwd(f, argnums=0): the Jacobian by forward mode, shape out_shape + in_shape."""
+        return F.jacfwd(_fn(f, "jacfwd"), argnums, opts)
+
     def hessian(f, argnums=0):
-        """hessian(f, argnums=0): exact second derivatives."""
-        return T.hessian(_fn(f, "hessian"), argnums, opts)
+        """hessian(f, argnums=0): exact second derivatives (forward mode over reverse mode)."""
+        return F.hessian(_fn(f, "hessian"), argnums, opts)
+
+    def jvp(f, primals, tangents):
+        """jvp(f, primals, tangents): (f(*primals), the output's tangent), by forward mode."""
+        return F.jvp(_fn(f, "jvp"), primals, tangents, opts)
+
+    def vjp(f, *primals):
+        """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal."""
+        return T.vjp(_fn(f, "vjp"), primals, opts)
 
     def custom_vjp(f, bwd):
         """custom_vjp(f, bwd): f with the gradient bwd(args..., out, g)."""
@@ -41,5 +58,6 @@ def make(interp):
         """checkpoint(f): f, recomputed during backward instead of kept on the tape."""
         return T.checkpoint(_fn(f, "checkpoint"), opts, lambda: interp.rng)
 
-    return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "hessian": hessian,
+    return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "jacrev": jacrev,
+            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp,
             "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}

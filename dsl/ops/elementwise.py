@@ -111,17 +111,19 @@ sign = _constant("Sign", "sign", np.sign, lambda v: float(np.sign(v)))
 floor = _constant("Floor", "floor", np.floor, lambda v: float(np.floor(v)))
 
 
-def nz(g, r, span=None):
-    """r, but 0 wherever g is 0 (SPEC 6.7: a zero cotangent times an infinite derivative is 0)."""
-    if type(g) is Box or type(r) is Box:
-        return record("Nz", (g, r), None, span)
+def nz(a, b, r, span=None):
+    """r = a * b, but 0 wherever a or b is 0 and r is not finite: a derivative times a zero is zero
+    (SPEC 6.7: a zero cotangent times an infinite local derivative, and in forward mode an
+    infinite tangent times a zero derivative)."""
+    if type(a) is Box or type(b) is Box or type(r) is Box:
+        return record("Nz", (a, b, r), None, span)
     if type(r) is ndarray:
         if r.size == 0 or tape.all_finite(r):
             return r
-        zero = np.equal(g, 0)
-        return np.where(zero, 0.0, r) if np.any(zero) else r
-    if type(r) is float and not math.isfinite(r) and np.all(np.equal(g, 0)):
-        return 0.0 if np.ndim(g) == 0 else np.where(np.equal(g, 0), 0.0, r)
+        zero = np.logical_or(np.equal(a, 0), np.equal(b, 0))
+        return np.where(zero & ~np.isfinite(r), 0.0, r) if np.any(zero) else r
+    if type(r) is float and not math.isfinite(r) and (np.all(np.equal(a, 0)) or np.all(np.equal(b, 0))):
+        return 0.0
     return r
 
 

@@ -116,8 +116,12 @@ define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE)
 
 
 # ---------------------------------------------------------------- SPEC 6.7 as an operation
-# nz(g, r): r, but 0 where g is 0 and r is not finite. Recorded only when a rule runs on recorded
-# values; its own derivative passes through wherever r was kept (a finite r at g = 0 included: there
-# r = g * d still moves with g).
-define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True,
-       partials=(None, lambda ns, ans, g, r: ns.logical_or(ns.logical_not(ns.equal(g, 0.0)), ns.isfinite(r))))
+# nz(a, b, r): the product r = a * b, but 0 where a or b is 0 and r is not finite. Recorded only when a
+# rule runs on recorded values; its derivative passes through wherever r was kept.
+def _kept(ns, ans, a, b, r):
+    """Where nz kept r (everywhere but the non-finite products of a zero)."""
+    replaced = ns.logical_and(ns.logical_or(ns.equal(a, 0.0), ns.equal(b, 0.0)), ns.logical_not(ns.isfinite(r)))
+    return ns.logical_not(replaced)
+
+
+define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept))

@@ -9,13 +9,15 @@ one function each, with one signature:
 For an elementwise primitive (declared by its `partials`, the local derivative
 d_i with respect to each argument) they are
 
-    cotangent_i = unbroadcast(nz(g, g * d_i), shape of argument i)
-    tangent     = sum_i nz(t_i, t_i * d_i), broadcast to the output's shape
+    cotangent_i = unbroadcast(g * d_i, shape of argument i)
+    tangent     = sum_i t_i * d_i, broadcast to the output's shape
 
-where nz(g, r) is r with 0 wherever g is 0: SPEC 6.7's "a zero cotangent times an
-infinite local derivative is 0", applied here and nowhere else. A partial of
-`ONE` or `MINUS_ONE` multiplies by nothing, and a mask (a bool partial) is taken
-as a constant (cmul), so a masked-out entry is 0.0 rather than -0.0.
+where every product of a derivative with a zero is zero, even when the other
+factor is infinite or undefined: SPEC 6.7's "a zero cotangent times an infinite
+local derivative is 0", and in forward mode its mirror, an infinite tangent times
+a zero local derivative (`times`, applied here and nowhere else). A partial of
+`ONE` or `MINUS_ONE` multiplies by nothing, and a piecewise constant partial (a
+mask, a sign) by cmul, so that a masked-out entry is 0.0 rather than -0.0.
 """
 
 import numpy as np
@@ -27,19 +29,20 @@ MINUS_ONE = "minus one"  # exactly -1 (Sub's second argument, Neg)
 
 
 def _is_mask(d):
-    """Whether a partial derivative is a constant mask (bools), which needs no nz."""
+    """Whether a partial derivative is a constant mask (bools)."""
     return type(d) is bool or (type(d) is np.ndarray and d.dtype.kind == "b")
 
 
 def times(ns, g, d, piecewise=False):
-    """g times the partial d, with SPEC 6.7's zero rule (a piecewise constant d is finite: no need)."""
+    """g times the partial d, with SPEC 6.7's zero rule."""
     if d is ONE:
         return g
     if d is MINUS_ONE:
         return ns.negate(g)
-    if piecewise or _is_mask(d):
-        return ns.cmul(g, d)
-    return ns.nz(g, ns.mul(g, d))
+    if type(g) is float and type(d) is float:
+        r = g * d + 0.0 if piecewise else g * d        # + 0.0: a masked-out -0.0 is 0.0
+        return 0.0 if r - r != 0.0 and (g == 0.0 or d == 0.0) else r     # 0 * inf is 0, not nan
+    return ns.nz(g, d, ns.cmul(g, d) if piecewise or _is_mask(d) else ns.mul(g, d))
 
 
 def _partial(d, ns, ans, args):
@@ -64,14 +67,12 @@ def elementwise_pullback(prim):
                 r = ns.negate(g)
             else:
                 d = p(ns, ans, *args)
-                if piecewise or _is_mask(d):
-                    r = ns.cmul(g, d)
-                elif type(g) is float and type(d) is float:
-                    r = g * d
-                    if r - r != 0.0 and g == 0.0:     # inf or nan times a zero cotangent (SPEC 6.7)
+                if type(g) is float and type(d) is float:
+                    r = g * d + 0.0 if piecewise else g * d       # + 0.0: a masked-out -0.0 is 0.0
+                    if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (SPEC 6.7)
                         r = 0.0
                 else:
-                    r = ns.nz(g, ns.mul(g, d))
+                    r = ns.nz(g, d, ns.cmul(g, d) if piecewise or _is_mask(d) else ns.mul(g, d))
             x = args[i]
             out.append(r if type(r) is float and type(x) is float else ns.unbroadcast(r, shape_of(x)))
         return out

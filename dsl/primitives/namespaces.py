@@ -167,16 +167,9 @@ def log_softmax(x, axis=-1):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def nz(g, r):
-    """SPEC 6.7: where the cotangent (or tangent) g is 0, r is 0 even if it is inf or nan."""
-    if type(r) is np.ndarray:
-        if r.size == 0 or tape.all_finite(r):
-            return r
-        zero = np.equal(g, 0)
-        return np.where(zero, 0.0, r) if np.any(zero) else r
-    if type(r) is float and not math.isfinite(r) and np.all(np.equal(g, 0)):
-        return 0.0 if np.ndim(g) == 0 else np.where(np.equal(g, 0), 0.0, r)
-    return r
+def nz(a, b, r):
+    """r = a * b with SPEC 6.7's rule: 0 where a or b is 0 and r is not finite (see ops.nz)."""
+    return O.nz(a, b, r)
 
 
 def _compare(ufunc, py):
@@ -208,11 +201,6 @@ EAGER = SimpleNamespace(
 
 
 # ---------------------------------------------------------------- traced: dg's primitives
-def _traced_nz(g, r):
-    """SPEC 6.7 on recorded values: where g is 0 the result is 0, as the Nz primitive computes."""
-    return O.nz(g, r)
-
-
 TRACED = SimpleNamespace(
     add=O.add, sub=O.sub, mul=O.mul, div=O.div, neg=O.neg, negate=lambda g: O.sub(0.0, g),
     cmul=lambda g, c: O.mul(g, c), exp=O.exp, ln=O.ln, sin=O.sin, cos=O.cos, sqrt=O.sqrt, sigmoid=O.sigmoid,
@@ -223,7 +211,7 @@ TRACED = SimpleNamespace(
     sum=O.sum_, mean=O.mean, max=O.max_, reshape=O.reshape, transpose=O.transpose,
     broadcast_to=O.broadcast_to, unbroadcast=O.unbroadcast, index=O.index, index_add=O.index_add,
     set_index=O.set_index, cat=O.cat, stack=O.stack, matmul=O.matmul, softmax=O.softmax,
-    log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=_traced_nz, zeros=np.zeros, eager=False,
+    log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, zeros=np.zeros, eager=False,
 )
 
 

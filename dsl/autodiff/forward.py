@@ -1,0 +1,214 @@
+"""Forward mode: jvp, jacfwd, and hessian as forward over reverse (SPEC section 6).
+
+`jvp(f, primals, tangents)` opens a forward trace with a fresh level: each float
+or tensor leaf of the primals becomes a Box carrying its tangent in `.t`, and
+every primitive applied to it computes its result's tangent at once by its
+forward rule (tape.ForwardTrace). Nothing is kept, so forward mode needs no tape.
+Levels keep nested transformations apart exactly as for grad: a jvp inside a
+grad, or a grad inside a jvp (Hessian-vector products), confuse no perturbations.
+"""
+
+import numpy as np
+
+from .. import ops as O
+from ..errors import error
+from .tape import Box, ForwardTrace, as_float, raw, current_span
+from .transforms import Options, Transformed, _argnums, _describe, _fname, grad
+from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
+
+
+def _check_tangent(primal, tangent, who, where):
+    """A tangent leaf must fit its primal leaf: a number for a float, a tensor of its shape for a tensor."""
+    p, t = raw(primal), raw(tangent)
+    if t is None:
+        return None
+    if not is_differentiable_leaf(p):
+        if type(p) is int and type(t) in (int, float) and t == 0:
+            return None
+        raise error("grad", f"{who}: {where} is {_describe(p)}, which has no tangent (got {_describe(t)})",
+                    hint=f"write it as a float literal, e.g. {O.to_float(p)!r}" if type(p) is int else
+                    "give none as its tangent")
+    if type(p) is np.ndarray:
+        if type(t) not in (np.ndarray, float, int) or np.shape(t) != p.shape:
+            raise error("shape", f"{who}: the tangent of {where} must be a tensor of shape "
+                                 f"{O.fmt_shape(p.shape)}, got {_describe(t)}")
+        return tangent if type(t) is np.ndarray else np.full(p.shape, O.to_float(t))
+    if type(t) not in (float, int):
+        raise error("type", f"{who}: the tangent of {where} (a float) must be a number, got {_describe(t)}")
+    return tangent if type(t) is float else float(t)
+
+
+def push(f, primals, tangents, who, kwargs=None):
+    """Run f on primals carrying tangents; return (output, output's tangent tree)."""
+    trace = ForwardTrace()
+    span = current_span
+    leaves, spec = flatten(primals)
+    try:
+        tleaves = flatten_like(spec, tangents)
+    except ValueError:
+        raise error("type", f"{who}: the tangents must have the structure of the primals") from None
+    boxed = []
+    for i, (p, t) in enumerate(zip(leaves, tleaves)):
+        t = _check_tangent(p, t, who, f"a leaf of argument {_argument_of(spec, i) + 1}")
+        if t is None:
+            boxed.append(p)
+            continue
+        b = Box(p, trace, "Tangent", (), (), None, span)
+        b.t = t
+        boxed.append(b)
+    out = f(*unflatten(spec, boxed), **(kwargs or {}))
+    return _split(out, trace)
+
+
+def _argument_of(spec, leaf):
+    """Which argument (of the tuple `spec` describes) holds leaf number `leaf`."""
+    counts = [len(flatten_like(kid, None)) for kid in spec[1]]
+    for i, n in enumerate(counts):
+        if leaf < n:
+            return i
+        leaf -= n
+    return len(counts) - 1
+
+
+def _split(out, trace):
+    """An output tree as (its values, its tangents): a zero tangent for every leaf the trace never touched."""
+    leaves, spec = flatten(out)
+    values, tangents = [], []
+    for leaf in leaves:
+        if type(leaf) is Box and leaf.trace is trace:
+            values.append(leaf.v)
+            t = leaf.t
+            tangents.append(as_float(t) if type(raw(leaf.v)) is float and type(t) is not float else t)
+        else:
+            values.append(leaf)
+            tangents.append(zero_of(leaf))
+    return unflatten(spec, values), unflatten(spec, tangents)
+
+
+def jvp(f, primals, tangents, opts=None):
+    """jvp(f, primals, tangents): (f(*primals), tangent of the output), by forward mode."""
+    who = f"jvp({_fname(f)})"
+    p, t = raw(primals), raw(tangents)
+    if type(p) is not tuple or type(t) is not tuple:
+        bad = "primals" if type(p) is not tuple else "tangents"
+        raise error("type", f"{who}: {bad} must be a tuple with one entry per argument, got "
+                            f"{_describe(p if bad == 'primals' else t)}",
+                    hint="write jvp(f, (x,), (v,)) for a function of one argument")
+    if len(p) != len(t):
+        raise error("type", f"{who}: {len(p)} primal{'s' * (len(p) != 1)} but {len(t)} "
+                            f"tangent{'s' * (len(t) != 1)}")
+    out, tangent = push(f, p, t, who)
+    return out, tangent
+
+
+# ---------------------------------------------------------------- Jacobians by forward mode
+def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
+    """jacfwd(f, argnums): the Jacobian, shaped out_shape + in_shape, by one forward pass per input."""
+    who = who or f"{name}({_fname(f)})"
+
+    def call(*args, **kwargs):
+        nums, single = _argnums(argnums, len(args), who)
+        for i in nums:
+            _check_differentiable(args[i], i, who)
+        columns = {}            # (argnum, leaf) -> list of output tangents, one per element of the leaf
+        value = None
+        for i in nums:
+            leaves, spec = flatten(args[i])
+            for k, leaf in enumerate(leaves):
+                if not is_differentiable_leaf(leaf):
+                    continue
+                shape = np.shape(raw(leaf))
+                for e in np.ndindex(*shape):
+                    tangents = tuple(_one_hot(args, i, k, e) if j == i else None for j in range(len(args)))
+                    value, t = push(f, tuple(args), tangents, who, kwargs)
+                    columns.setdefault((i, k), []).append(t)
+        if value is None:
+            value = f(*args, **kwargs)
+        out_shape = _output_shape(value, who)
+        result = [_assemble(args[i], i, columns, out_shape) for i in nums]
+        return result[0] if single else tuple(result)
+
+    return Transformed(who, call)
+
+
+def _check_differentiable(v, i, who):
+    """jacfwd's arguments follow grad's rules: floats, tensors and structures of them."""
+    rv = raw(v)
+    if type(rv) is int or type(rv) is bool:
+        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                            f"which is {_describe(rv)}",
+                    hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
+    if not (is_differentiable_leaf(rv) or is_container(rv)):
+        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                            f"which is {_describe(rv)}")
+
+
+def _one_hot(args, i, k, e):
+    """A tangent for argument i: zero everywhere but 1 at element e of its leaf k."""
+    leaves, spec = flatten(args[i])
+    out = [None] * len(leaves)
+    v = raw(leaves[k])
+    if type(v) is np.ndarray:
+        t = np.zeros(v.shape)
+        t[e] = 1.0
+    else:
+        t = 1.0
+    out[k] = t
+    return unflatten(spec, out)
+
+
+def _output_shape(value, who):
+    """A Jacobian needs a number or tensor result."""
+    v = raw(value)
+    if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
+        raise error("grad", f"{who} needs a function that returns a number or a tensor, "
+                            f"but it returned {_describe(v)}")
+    return np.shape(v)
+
+
+def _assemble(arg, i, columns, out_shape):
+    """The Jacobian block of one argument, a tree like it with leaves of shape out_shape + leaf_shape."""
+    leaves, spec = flatten(arg)
+    blocks = []
+    for k, leaf in enumerate(leaves):
+        if not is_differentiable_leaf(leaf):
+            blocks.append(None)
+            continue
+        shape = np.shape(raw(leaf))
+        cols = columns.get((i, k), [])
+        if not cols:
+            blocks.append(np.zeros(tuple(out_shape) + shape))
+            continue
+        if not shape:
+            blocks.append(cols[0])
+            continue
+        stacked = O.reshape(O.stack(tuple(_as_array(c, out_shape) for c in cols)), shape + tuple(out_shape))
+        n, m = len(shape), len(out_shape)       # element axes first: move them behind the output's axes
+        blocks.append(O.transpose(stacked, tuple(range(n, n + m)) + tuple(range(n))) if m else stacked)
+    return unflatten(spec, blocks)
+
+
+def _as_array(t, out_shape):
+    """An output tangent (None: zero) of shape out_shape."""
+    if t is None:
+        return np.zeros(out_shape) if out_shape else 0.0
+    return t
+
+
+def jacrev(f, argnums=0, opts=None):
+    """jacrev(f, argnums): the Jacobian by reverse mode (today's jacobian)."""
+    from .transforms import jacobian
+    return jacobian(f, argnums, opts, name="jacrev")
+
+
+def hessian(f, argnums=0, opts=None):
+    """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode)."""
+    if type(raw(argnums)) is not int:
+        raise error("type", "hessian takes a single argnums (an int)")
+    # the inner grad speaks as hessian too (its errors are about the function given to hessian),
+    # and adds no call frame of its own: the stack shows one `in hessian(f)`
+    inner = grad(f, argnums, opts or Options(), name="hessian")
+    return jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
+
+
+__all__ = ["jvp", "jacfwd", "jacrev", "hessian", "push"]
