@@ -11,7 +11,7 @@ import numpy as np
 from . import ast as A
 from . import ops
 from .autodiff import tape
-from .autodiff.tape import Box, raw
+from .autodiff.tape import Box, peek, raw
 from .errors import DgError, error, located
 from .ops.core import ndarray
 from .ops.elision import UFUNCS as reuse_ops, reuse_left
@@ -192,7 +192,7 @@ def _tensor(e, ctx):
     def ev(f):
         values = [i(f) for i in items]
         for v, s in zip(values, spans):
-            rv = raw(v)
+            rv = peek(v)
             t = type(rv)
             if not (t is float or t is int or t is bool or t is ndarray or isinstance(rv, np.generic)):
                 raise error("type", f"a bracket literal [...] holds numbers or tensors, not {a_type_name(rv)}",
@@ -234,19 +234,34 @@ def _fstring(e, ctx):
             parts.append((compile_expr(p.expr, ctx), p.spec, p.expr.span))
 
     def ev(f):
-        out = []
+        values = []
         for part_ev, text, span in parts:
-            if part_ev is None:
-                out.append(text)
-            else:
+            if part_ev is not None:
                 try:
-                    out.append(format_value(part_ev(f), text))
+                    values.append(part_ev(f))
                 except DgError as exc:
                     raise located(exc, span)
-        if sum(map(len, out)) > ops.MAX_SEQUENCE:    # f"{s}{s}" in a loop would eat the memory
-            raise error("limit", f"an f-string longer than {ops.MAX_SEQUENCE:,} characters", e.span)
-        return "".join(out)
+        if any(type(v) is Box for v in values):     # staged values are formatted when the program runs
+            return tape.nondiff("FString", values, {"parts": parts, "span": e.span})
+        return fstring_text(parts, values, e.span)
     return ev
+
+
+def fstring_text(parts, values, span):
+    """An f-string's text from its parts and the values of its fields."""
+    out = []
+    it = iter(values)
+    for part_ev, text, field_span in parts:
+        if part_ev is None:
+            out.append(text)
+        else:
+            try:
+                out.append(format_value(next(it), text))
+            except DgError as exc:
+                raise located(exc, field_span)
+    if sum(map(len, out)) > ops.MAX_SEQUENCE:    # f"{s}{s}" in a loop would eat the memory
+        raise error("limit", f"an f-string longer than {ops.MAX_SEQUENCE:,} characters", span)
+    return "".join(out)
 
 
 def _field(e, ctx):

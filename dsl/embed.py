@@ -24,7 +24,7 @@ import numpy as np
 from . import ops
 from .ast import ExprStmt
 from .autodiff import tape
-from .autodiff.tape import Box, raw, record
+from .autodiff.tape import Box, peek, raw, record
 from .autodiff.trees import cotangent_value, flatten, is_differentiable_leaf, unflatten
 from .autodiff.transforms import Transformed
 from .autodiff.transforms import grad as make_grad
@@ -269,10 +269,10 @@ def host_vjp(g, ans, leaves, kw, wanted):
             raise error("grad", f"the gradient rule of the host function '{host.name}' returned a gradient "
                                 f"whose structure does not match argument {i}", tape.current_span)
         for a, gl in zip(arg_leaves, grad_leaves):
-            if gl is not None and is_differentiable_leaf(a) and np.shape(gl) != np.shape(raw(a)):
+            if gl is not None and is_differentiable_leaf(a) and np.shape(gl) != np.shape(peek(a)):
                 raise error("grad", f"the gradient rule of the host function '{host.name}' returned a "
                                     f"gradient of shape {ops.fmt_shape(np.shape(gl))} for argument {i}, "
-                                    f"whose shape is {ops.fmt_shape(np.shape(raw(a)))}", tape.current_span)
+                                    f"whose shape is {ops.fmt_shape(np.shape(peek(a)))}", tape.current_span)
         out += grad_leaves
     return [o if w else None for o, w in zip(out, wanted)]
 

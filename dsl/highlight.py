@@ -22,12 +22,12 @@ WORD_OPERATORS = ("and", "or", "not")
 BUILTINS = frozenset("""
     tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
     shape ndim size reshape transpose cat stack gather where clamp
-    neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign softmax log_softmax
+    neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign floor softmax log_softmax
     logsumexp cross_entropy layer_norm batch_norm sum mean max min maximum minimum matmul ssm_scan
     print str int float bool type len range keys values items has get remove enumerate zip
     assert error time
     tree_map tree_leaves global_norm clip_by_global_norm
-    grad value_and_grad jacobian jacrev jacfwd hessian jvp vjp stop_gradient custom_vjp checkpoint
+    grad value_and_grad jacobian jacrev jacfwd hessian jvp vjp vmap jit stop_gradient custom_vjp checkpoint
     load_csv batches one_hot train_test_split save load progress
 """.split())
 

@@ -52,6 +52,7 @@ class Interpreter:
         self.modules = {}          # resolved path -> Module
         self.loading = []          # paths being imported, to find cycles
         self.main = Module("__main__", None, {})
+        self.staging = []          # the traces jit and vmap are recording now, innermost last
         self.builtins = make_builtins(self)
         self.running = 0
 

@@ -7,7 +7,7 @@ ordinary control flow.
 
 from . import ast as A
 from . import ops
-from .autodiff.tape import Box, raw
+from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub
 from .errors import DgError, error, located
 from .ops.core import ndarray
@@ -82,7 +82,7 @@ def compile_declare(b, ctx):
 
 def destructure(value, n, span):
     """Split a tuple (or the rows of a tensor) into exactly n values."""
-    v = raw(value)
+    v = peek(value)
     if type(v) is tuple:
         items = ops.unpack(value) if type(value) is Box else v
     elif type(v) is ndarray and v.ndim > 0:
@@ -96,7 +96,7 @@ def destructure(value, n, span):
 
 def iterate(value, span):
     """The sequence a `for` loop walks: range, tuple, map keys, tensor rows, string characters."""
-    v = raw(value)
+    v = peek(value)
     t = type(v)
     if t is range or t is tuple or t is str:
         return ops.unpack(value) if type(value) is Box and t is tuple else v

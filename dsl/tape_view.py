@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .autodiff.tape import raw
+from .autodiff.tape import peek
 from .printing import quote
 from .values import type_name
 
@@ -44,7 +44,7 @@ def tape_rows(nodes):
 
 def _kind_and_shape(value):
     """The type name of a node's value and its shape (tensors and numbers only)."""
-    v = raw(value)
+    v = peek(value)
     if type(v) is np.ndarray:
         return "tensor", tuple(v.shape)
     name = type_name(v)

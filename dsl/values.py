@@ -163,8 +163,8 @@ def a_type_name(v):
 
 def type_name(v):
     """The name `type(x)` gives for a value (SPEC section 3)."""
-    from .autodiff.tape import raw
-    v = raw(v)
+    from .autodiff.tape import peek
+    v = peek(v)
     t = type(v)
     if t is bool or t is np.bool_:
         return "bool"

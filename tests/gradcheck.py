@@ -49,10 +49,12 @@ def assert_close(got, want, what, rtol=1e-6, atol=1e-7):
         f"analytic:\n{got}\nnumeric:\n{want}\nmax abs diff {np.max(np.abs(got - want))}")
 
 
-def check(expr, rtol=1e-6, atol=1e-7, wrt=None, seed=0, **args):
-    """Check dg's gradient of sum(expr * c) against finite differences for each float argument."""
+def check(expr, rtol=1e-6, atol=1e-7, wrt=None, seed=0, prelude="", **args):
+    """Check dg's gradient of sum(expr * c) against finite differences for each float argument
+    (`prelude`: dg definitions the expression uses)."""
     names = list(args)
     interp = _interp()
+    interp.run(prelude)
     params = ", ".join(names)
     interp.run(f"fn out({params}) {{ return {expr} }}")
     value = interp.lookup("out")(*args.values())

@@ -12,14 +12,14 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
-from .tape import Box, ForwardTrace, as_float, raw, current_span
+from .tape import Box, ForwardTrace, as_float, peek, current_span
 from .transforms import Options, Transformed, _argnums, _describe, _fname, grad
 from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
 
 
 def _check_tangent(primal, tangent, who, where):
     """A tangent leaf must fit its primal leaf: a number for a float, a tensor of its shape for a tensor."""
-    p, t = raw(primal), raw(tangent)
+    p, t = peek(primal), peek(tangent)
     if t is None:
         return None
     if not is_differentiable_leaf(p):
@@ -78,7 +78,7 @@ def _split(out, trace):
         if type(leaf) is Box and leaf.trace is trace:
             values.append(leaf.v)
             t = leaf.t
-            tangents.append(as_float(t) if type(raw(leaf.v)) is float and type(t) is not float else t)
+            tangents.append(as_float(t) if type(peek(leaf.v)) is float and type(t) is not float else t)
         else:
             values.append(leaf)
             tangents.append(zero_of(leaf))
@@ -88,7 +88,7 @@ def _split(out, trace):
 def jvp(f, primals, tangents, opts=None):
     """jvp(f, primals, tangents): (f(*primals), tangent of the output), by forward mode."""
     who = f"jvp({_fname(f)})"
-    p, t = raw(primals), raw(tangents)
+    p, t = peek(primals), peek(tangents)
     if type(p) is not tuple or type(t) is not tuple:
         bad = "primals" if type(p) is not tuple else "tangents"
         raise error("type", f"{who}: {bad} must be a tuple with one entry per argument, got "
@@ -117,7 +117,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
             for k, leaf in enumerate(leaves):
                 if not is_differentiable_leaf(leaf):
                     continue
-                shape = np.shape(raw(leaf))
+                shape = np.shape(peek(leaf))
                 for e in np.ndindex(*shape):
                     tangents = tuple(_one_hot(args, i, k, e) if j == i else None for j in range(len(args)))
                     value, t = push(f, tuple(args), tangents, who, kwargs)
@@ -133,7 +133,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
 
 def _check_differentiable(v, i, who):
     """jacfwd's arguments follow grad's rules: floats, tensors and structures of them."""
-    rv = raw(v)
+    rv = peek(v)
     if type(rv) is int or type(rv) is bool:
         raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
                             f"which is {_describe(rv)}",
@@ -147,7 +147,7 @@ def _one_hot(args, i, k, e):
     """A tangent for argument i: zero everywhere but 1 at element e of its leaf k."""
     leaves, spec = flatten(args[i])
     out = [None] * len(leaves)
-    v = raw(leaves[k])
+    v = peek(leaves[k])
     if type(v) is np.ndarray:
         t = np.zeros(v.shape)
         t[e] = 1.0
@@ -159,7 +159,7 @@ def _one_hot(args, i, k, e):
 
 def _output_shape(value, who):
     """A Jacobian needs a number or tensor result."""
-    v = raw(value)
+    v = peek(value)
     if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
         raise error("grad", f"{who} needs a function that returns a number or a tensor, "
                             f"but it returned {_describe(v)}")
@@ -174,7 +174,7 @@ def _assemble(arg, i, columns, out_shape):
         if not is_differentiable_leaf(leaf):
             blocks.append(None)
             continue
-        shape = np.shape(raw(leaf))
+        shape = np.shape(peek(leaf))
         cols = columns.get((i, k), [])
         if not cols:
             blocks.append(np.zeros(tuple(out_shape) + shape))
@@ -203,7 +203,7 @@ def jacrev(f, argnums=0, opts=None):
 
 def hessian(f, argnums=0, opts=None):
     """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode)."""
-    if type(raw(argnums)) is not int:
+    if type(peek(argnums)) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`

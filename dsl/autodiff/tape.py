@@ -75,8 +75,14 @@ class Box:
 
 
 def raw(x):
-    """Strip every level of boxing from a value (not from containers)."""
+    """Strip every level of boxing from a value (not from containers), to use the value itself.
+
+    A staged box stripped here ties the staged program to this value: its trace records a
+    guard (dsl/autodiff/stage.py). Code that reads only a type or a shape uses `peek`."""
     while type(x) is Box:
+        trace = x.trace
+        if trace.kind is STAGE:
+            trace.concretize(x)
         x = x.v
     return x
 
@@ -224,7 +230,7 @@ class ForwardTrace(Trace):
         if t is None:
             return out
         box = Box(out, self, op, (), (), None, span)
-        box.t = as_float(t) if type(t) is not float and type(raw(out)) is float else t
+        box.t = as_float(t) if type(t) is not float and type(peek(out)) is float else t
         return box
 
 
@@ -374,7 +380,7 @@ def _reverse(nodes, seeds, check):
             for p, pg in zip(parents, grads):
                 if pg is None or p is None or p.op == "Input":
                     continue
-                if type(pg) is not float and type(raw(p.v)) is float:
+                if type(pg) is not float and type(peek(p.v)) is float:
                     pg = as_float(pg)
                 if check:
                     check_finite(pg, node)
@@ -397,7 +403,7 @@ def as_float(g):
     if type(g) is OneSlot or type(g) is SlotGrad:
         return g
     if type(g) is Box:
-        if type(raw(g)) is not np.ndarray:
+        if type(peek(g)) is not np.ndarray:
             return g
         from ..ops import index, reshape     # recorded at the outer level: a read of the one element
         return index(reshape(g, (1,)), (0,))
@@ -415,7 +421,12 @@ def _finite(g):
         if type(g) is OneSlot:
             stack.append(g.g)
             continue
-        v = raw(g)
+        v = strip_unstaged(g)
+        if type(v) is Box:      # staged: the check runs with the program, its outcome a guard
+            from ..ops.compare import truth
+            if not truth(nondiff("AllFinite", (v,))):
+                return False
+            continue
         t = type(v)
         if t is float:
             if not math.isfinite(v):
@@ -427,6 +438,19 @@ def _finite(g):
             stack.extend(v.values() if t is dict else v)
         elif hasattr(v, "sdef"):
             stack.extend(v.vals)
+    return True
+
+
+def finite(v, rows=False):
+    """The AllFinite primitive: whether a number or tensor has no NaN or infinity (with `rows`,
+    for each entry of axis 0: a bool tensor)."""
+    if rows:
+        return np.isfinite(v.reshape(v.shape[0], -1)).all(axis=1) if v.dtype.kind == "f" else np.ones(v.shape[0], bool)
+    t = type(v)
+    if t is float:
+        return math.isfinite(v)
+    if t is np.ndarray:
+        return v.dtype.kind != "f" or not v.size or all_finite(v)
     return True
 
 

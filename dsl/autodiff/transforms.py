@@ -7,7 +7,7 @@ from .. import ops as O
 from ..errors import DgError, error
 from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import tape
-from .tape import Box, Trace, backward, raw, record
+from .tape import Box, Trace, backward, peek, record
 from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf,
                     strip, unflatten)
 
@@ -61,7 +61,7 @@ def _fname(f):
 
 def _argnums(argnums, nargs, who):
     """Normalise argnums (an int or a tuple of ints) against the number of arguments."""
-    argnums = raw(argnums)
+    argnums = peek(argnums)
     single = type(argnums) is int
     nums = (argnums,) if single else argnums
     if type(nums) is not tuple or not nums or any(type(i) is not int for i in nums):
@@ -80,7 +80,7 @@ def _argnums(argnums, nargs, who):
 
 def _describe(v):
     """Say what kind of value v is, with the shape for tensors."""
-    v = raw(v)
+    v = peek(v)
     if type(v) is np.ndarray:
         return f"a {'bool ' if v.dtype.kind == 'b' else ''}tensor of shape {O.fmt_shape(v.shape)}"
     from ..values import a_type_name
@@ -94,7 +94,7 @@ def _enter(trace, args, nums, who):
     span = tape.current_span
     for i in nums:
         v = args[i]
-        rv = raw(v)
+        rv = peek(v)
         if type(rv) is int or type(rv) is bool:
             raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
                                 f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
@@ -116,7 +116,7 @@ def _enter(trace, args, nums, who):
 
 def _seed(value, who):
     """The cotangent 1 for a scalar result; an error naming the shape otherwise (SPEC 6.5)."""
-    v = raw(value)
+    v = peek(value)
     t = type(v)
     if t is float or t is int or t is np.float64:
         return 1.0
@@ -173,7 +173,7 @@ def vjp(f, primals, opts=None):
     who = f"vjp({_fname(f)})"
     trace = Trace(opts.check_numerics)
     nums = tuple(i for i, v in enumerate(primals)
-                 if is_differentiable_leaf(v) or is_container(raw(v)))    # others get none back
+                 if is_differentiable_leaf(v) or is_container(peek(v)))    # others get none back
     boxed, params = _enter(trace, primals, nums, who)
     out = f(*boxed)
     leaves, spec = flatten(out)
@@ -193,12 +193,12 @@ def vjp(f, primals, opts=None):
         for leaf, mine, c in zip(leaves, ours, cots):
             if c is None:
                 continue
-            if np.shape(raw(c)) != np.shape(raw(leaf)) and not is_container(raw(leaf)):
+            if np.shape(peek(c)) != np.shape(peek(leaf)) and not is_container(peek(leaf)):
                 raise error("shape", f"the pullback of {who} got a cotangent of shape "
-                                     f"{O.fmt_shape(np.shape(raw(c)))} for a result of shape "
-                                     f"{O.fmt_shape(np.shape(raw(leaf)))}")
+                                     f"{O.fmt_shape(np.shape(peek(c)))} for a result of shape "
+                                     f"{O.fmt_shape(np.shape(peek(leaf)))}")
             if mine and leaf.op != "Input":
-                seeds.append((leaf, float(c) if type(raw(leaf.v)) is float and type(c) is int else c))
+                seeds.append((leaf, float(c) if type(peek(leaf.v)) is float and type(c) is int else c))
         if seeds:
             tape.backward_from(trace, seeds)
         grads = _take(params)
@@ -223,13 +223,13 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
         nums, single = _argnums(argnums, len(args), who)
         trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
         try:
-            v = raw(value)
+            v = peek(value)
             if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
                 raise error("grad", f"{who} needs a function that returns a number or a tensor, "
                                     f"but it returned {_describe(v)}")
             out_shape = np.shape(v)
             for p in params:        # refuse a Jacobian over the size limit before computing its rows
-                O.check_size(out_shape + np.shape(raw(p.v)), "Jacobian")
+                O.check_size(out_shape + np.shape(peek(p.v)), "Jacobian")
             rows = []
             for idx in np.ndindex(*out_shape):
                 if out is not None:
@@ -261,13 +261,13 @@ def _stack_rows(rows, out_shape, primal):
                 stacked.append(None)
             continue
         s = O.stack(tuple(column)) if len(column) > 1 or out_shape else column[0]
-        stacked.append(O.reshape(s, tuple(out_shape) + np.shape(raw(p))) if out_shape else s)
+        stacked.append(O.reshape(s, tuple(out_shape) + np.shape(peek(p))) if out_shape else s)
     return unflatten(spec, stacked)
 
 
 def hessian(f, argnums=0, opts=None):
     """hessian(f): exact second derivatives, the jacobian of the gradient (reverse over reverse)."""
-    if type(raw(argnums)) is not int:
+    if type(peek(argnums)) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
@@ -343,7 +343,7 @@ def _check_like(primal, grad_tree, fn):
     """A gradient from custom_vjp's bwd must match its argument: same containers, same shapes.
 
     A structured argument on the tape is one leaf here, so its insides are checked recursively."""
-    rp, rg = raw(primal), raw(grad_tree)
+    rp, rg = peek(primal), peek(grad_tree)
     if rg is None:
         return
     if is_container(rp):
@@ -362,7 +362,7 @@ def _check_like(primal, grad_tree, fn):
 
 def _one_tuple(v):
     """Whether a (possibly recorded) value is a tuple of one element."""
-    return type(raw(v)) is tuple and len(raw(v)) == 1
+    return type(peek(v)) is tuple and len(peek(v)) == 1
 
 
 def _numeric(v):

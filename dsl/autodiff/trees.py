@@ -10,7 +10,7 @@ flattens trees into leaves and back.
 import numpy as np
 
 from ..values import Struct
-from .tape import Box, SlotGrad, raw
+from .tape import Box, SlotGrad, peek, strip_unstaged
 
 
 def is_container(v):
@@ -41,7 +41,7 @@ def rebuild(template, items):
 
 def is_differentiable_leaf(v):
     """Float and float-tensor leaves get gradients; ints, bools, strings, none and functions do not."""
-    v = raw(v)
+    v = peek(v)
     t = type(v)
     if t is float or t is np.float64:
         return True
@@ -50,7 +50,7 @@ def is_differentiable_leaf(v):
 
 def zero_of(v):
     """The zero cotangent of one leaf: 0.0, zeros of its shape, or none."""
-    v = raw(v)
+    v = peek(v)
     if type(v) is np.ndarray:
         return np.zeros(v.shape) if v.dtype.kind == "f" else None
     if type(v) is float or type(v) is np.float64:
@@ -60,7 +60,7 @@ def zero_of(v):
 
 def zero_like_tree(tree):
     """A tree shaped like `tree` with zeros at its float and tensor leaves (none elsewhere)."""
-    v = raw(tree)
+    v = peek(tree)
     if is_container(v):
         return rebuild(v, [zero_like_tree(c) for c in children(v)])
     return zero_of(v)
@@ -81,7 +81,7 @@ def cotangent_value(g, primal):
 
     Iterative over the structure so that deep nesting cannot overflow the stack.
     """
-    pv = raw(primal)
+    pv = peek(primal)
     if type(pv) is np.ndarray and type(g) is np.ndarray and pv.dtype.kind == "f":
         return g        # the common case: a tensor argument and its gradient
     root = [None]
@@ -94,14 +94,14 @@ def cotangent_value(g, primal):
             n = len(items)
             if type(g) is SlotGrad:
                 slots = g.slots
-            elif g is not None and is_container(raw(g)):
-                slots = children(raw(g))
+            elif g is not None and is_container(peek(g)):
+                slots = children(peek(g))
             else:
                 slots = (None,) * n
             out = [None] * n
             built.append((pv, out, holder, pos))
             for i in range(n):
-                stack.append((slots[i], raw(items[i]), out, i))
+                stack.append((slots[i], peek(items[i]), out, i))
         elif g is None or not is_differentiable_leaf(pv):
             holder[pos] = zero_of(pv)
         else:
@@ -135,7 +135,7 @@ def flatten_like(spec, tree):
     template, kids = spec
     if tree is None:
         return [None] * sum(len(flatten_like(k, None)) for k in kids)
-    items = children(raw(tree)) if is_container(raw(tree)) else None
+    items = children(peek(tree)) if is_container(peek(tree)) else None
     if items is None or len(items) != len(kids):
         raise ValueError("structure mismatch")
     out = []
@@ -158,8 +158,9 @@ def unflatten(spec, leaves):
 
 
 def strip(tree):
-    """The tree with every level of boxing removed from every leaf (stop_gradient)."""
-    v = raw(tree)
+    """The tree with its reverse and forward boxes removed from every leaf (stop_gradient): no
+    derivative flows through it, while jit and vmap still see the value they stage."""
+    v = strip_unstaged(tree)
     if is_container(v):
         return rebuild(v, [strip(c) for c in children(v)])
     return v

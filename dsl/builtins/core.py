@@ -6,7 +6,8 @@ import time as _time
 import numpy as np
 
 from .. import ops
-from ..autodiff.tape import Box, raw
+from ..autodiff.stage import perform
+from ..autodiff.tape import Box, nondiff, peek, raw
 from ..errors import error
 from ..ops.core import ndarray
 from ..printing import show
@@ -18,8 +19,8 @@ from . import progress
 def make(interp):
     """The general builtins, bound to one interpreter (for its output stream)."""
 
-    def print_(*args, sep=" ", end="\n"):
-        """print(a, b, ...): the values separated by spaces, then a line break."""
+    def write(*args, sep=" ", end="\n"):
+        """Write the values to the interpreter's output."""
         out = interp.stdout
         text = show(sep).join(show(a) for a in args) + show(end)
         if progress.LIVE:
@@ -27,6 +28,14 @@ def make(interp):
         else:
             out.write(text)
         return None
+
+    def print_(*args, sep=" ", end="\n"):
+        """print(a, b, ...): the values separated by spaces, then a line break."""
+        return perform(interp.staging, write, args, {"sep": sep, "end": end})
+
+    def time_():
+        """time(): seconds since the epoch, as a float."""
+        return perform(interp.staging, _time.time, ())
 
     return {
         "print": print_, "str": str_, "int": int_, "float": float_, "bool": bool_, "type": type_,
@@ -38,6 +47,8 @@ def make(interp):
 
 def str_(x):
     """str(x): the text print would show."""
+    if type(x) is Box:      # a staged value is shown when the program runs, not when it is staged
+        return nondiff("Str", (x,))
     return show(x)
 
 
@@ -67,7 +78,7 @@ def int_(x):
 
 def float_(x):
     """float(x): numbers, numeric strings, and one-element tensors (differentiably)."""
-    v = raw(x)
+    v = peek(x)
     t = type(v)
     if t is float:
         return x
@@ -111,7 +122,7 @@ def type_(x):
 
 def len_(x):
     """len(x): tuples, maps, strings, ranges, tensors (the size of axis 0) and batches."""
-    v = raw(x)
+    v = peek(x)
     t = type(v)
     if t in (tuple, dict, str, range):
         return len(v)
@@ -153,7 +164,7 @@ def range_(*args):
 
 def _map(m, who):
     """Check that a value is a map."""
-    v = raw(m)
+    v = peek(m)
     if type(v) is not dict:
         raise error("type", f"{who} needs a map, got {type_name(v)}")
     return v
@@ -205,7 +216,7 @@ def remove(m, k):
 def _sequence(x, who):
     """A builtin's iterable argument as a list."""
     items = iterate(x, None)
-    v = raw(x)
+    v = peek(x)
     n = len(items) if hasattr(items, "__len__") else v.shape[0] if type(v) is ndarray else 0
     if n > ops.MAX_SEQUENCE:        # enumerate(range(10 ** 9)) would fill the memory with ints
         raise error("limit", f"{who} of more than {ops.MAX_SEQUENCE:,} items")
@@ -239,6 +250,3 @@ def error_(message):
     raise error("user", show(message))
 
 
-def time_():
-    """time(): seconds since the epoch, as a float."""
-    return _time.time()

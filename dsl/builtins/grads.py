@@ -2,16 +2,25 @@
 
 from ..autodiff import forward as F
 from ..autodiff import transforms as T
-from ..autodiff.tape import raw
+from ..autodiff import vmap as V
+from ..autodiff.tape import peek
 from ..errors import error
 from ..values import is_callable_value, type_name
 
 
 def _fn(f, who):
     """Check that the argument is a function."""
-    if not is_callable_value(raw(f)):
+    if not is_callable_value(peek(f)):
         raise error("type", f"{who} needs a function, got {type_name(f)}")
-    return raw(f)
+    return peek(f)
+
+
+def _flag(v, who, name):
+    """A bool option."""
+    v = peek(v)
+    if type(v) is not bool:
+        raise error("type", f"{who}: {name} must be true or false, got {type_name(v)}")
+    return v
 
 
 def make(interp):
@@ -46,6 +55,11 @@ def make(interp):
         """jvp(f, primals, tangents): (f(*primals), the output's tangent), by forward mode."""
         return F.jvp(_fn(f, "jvp"), primals, tangents, opts)
 
+    def vmap(f, in_axes=0, out_axes=0, explain=False):
+        """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments, batched by each
+        operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
+        return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp)
+
     def vjp(f, *primals):
         """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal."""
         return T.vjp(_fn(f, "vjp"), primals, opts)
@@ -59,5 +73,5 @@ def make(interp):
         return T.checkpoint(_fn(f, "checkpoint"), opts, lambda: interp.rng)
 
     return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "jacrev": jacrev,
-            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp,
+            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "vmap": vmap,
             "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}

@@ -3,7 +3,8 @@
 import numpy as np
 
 from .. import ops
-from ..autodiff.tape import Box, raw, record
+from ..autodiff.stage import perform
+from ..autodiff.tape import Box, peek, raw, record
 from ..errors import error
 from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
 from ..ops.shape import check_size
@@ -15,16 +16,15 @@ def make(interp):
 
     def seed(n):
         """seed(n): restart the random generator, so runs repeat exactly."""
-        interp.reseed(_count(n, "seed needs a non-negative int"))
-        return None
+        return perform(interp.staging, interp.reseed, (_count(n, "seed needs a non-negative int"),))
 
     def rand(shape):
         """rand(shape): uniform numbers in [0, 1)."""
-        return interp.rng.random(_shape(shape))
+        return perform(interp.staging, lambda s: interp.rng.random(s), (_shape(shape),))
 
     def randn(shape):
         """randn(shape): standard normal numbers."""
-        return interp.rng.standard_normal(_shape(shape))
+        return perform(interp.staging, lambda s: interp.rng.standard_normal(s), (_shape(shape),))
 
     return {
         "tensor": tensor, "zeros": zeros, "ones": ones, "full": full, "eye": eye, "arange": arange,
@@ -34,7 +34,7 @@ def make(interp):
         "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
         "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
         "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
-        "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
+        "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "floor": ops.floor, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
         "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
         "cross_entropy": ops.cross_entropy, "layer_norm": ops.layer_norm, "batch_norm": ops.batch_norm,
         "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
@@ -77,7 +77,7 @@ def matmul(a, b):
 
 def tensor(x):
     """tensor(x): a float tensor from a number, a tensor, or nested tuples of them."""
-    v = raw(x)
+    v = peek(x)
     t = type(v)
     if t is ndarray:
         return x
@@ -108,7 +108,7 @@ def ones(shape):
 
 def full(shape, v):
     """full(shape, v): a tensor filled with v."""
-    fill = raw(v)
+    fill = peek(v)
     if type(fill) not in (int, float, bool):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
@@ -161,17 +161,17 @@ def linspace(a, b, n):
 
 def zeros_like(x):
     """zeros_like(x): zeros with x's shape."""
-    return np.zeros(np.shape(to_tensor(raw(x))))
+    return np.zeros(np.shape(to_tensor(peek(x))))
 
 
 def ones_like(x):
     """ones_like(x): ones with x's shape."""
-    return np.ones(np.shape(to_tensor(raw(x))))
+    return np.ones(np.shape(to_tensor(peek(x))))
 
 
 def shape(x):
     """shape(x): a tuple of ints (() for numbers)."""
-    v = raw(x)
+    v = peek(x)
     if type(v) is ndarray:
         return tuple(int(s) for s in v.shape)
     if type(v) in (int, float, bool) or isinstance(v, np.generic):

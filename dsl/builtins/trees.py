@@ -6,7 +6,7 @@ tree's leaf through unchanged, so optimizers leave ints and strings alone.
 """
 
 from .. import ops
-from ..autodiff.tape import Box, raw
+from ..autodiff.tape import Box, peek, raw
 from ..autodiff.trees import children, is_container, rebuild
 from ..errors import error
 from ..printing import show
@@ -32,13 +32,13 @@ def tree_map(f, tree, *more):
     if not is_callable_value(f):
         raise error("type", f"tree_map needs a function as its first argument, got {type_name(f)}")
     def walk(t, others, path):
-        rt = raw(t)
+        rt = peek(t)
         if is_container(rt):
             t = _open(t)
             kids = children(t)
             other_kids = []
             for o in others:
-                ro = raw(o)
+                ro = peek(o)
                 if type(ro) is not type(rt) or len(children(ro)) != len(kids) or (
                         type(ro) is dict and list(ro) != list(rt)) or (
                         type(ro) is Struct and ro.sdef is not rt.sdef):     # P(1.0) != Q(1.0) too
@@ -47,7 +47,7 @@ def tree_map(f, tree, *more):
                 other_kids.append(children(_open(o)))
             return rebuild(t, [walk(k, [ok[i] for ok in other_kids], f"{path}[{i}]")
                                for i, k in enumerate(kids)])
-        if any(raw(o) is None for o in others) or rt is None:
+        if any(peek(o) is None for o in others) or rt is None:
             return t
         return f(t, *others)
     return walk(tree, list(more), "")
@@ -59,9 +59,9 @@ def tree_leaves(tree):
     stack = [tree]
     while stack:
         t = stack.pop()
-        if is_container(raw(t)):
+        if is_container(peek(t)):
             stack.extend(reversed(children(_open(t))))
-        elif raw(t) is not None:
+        elif peek(t) is not None:
             out.append(t)
     return tuple(out)
 
@@ -89,7 +89,7 @@ def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parame
     if limit < 0:   # a number of the right kind but a bad value: SPEC 7 calls that a value error
         raise error("value", f"clip_by_global_norm needs a non-negative max, got {limit!r}")
     norm = global_norm(tree)
-    if raw(norm) <= limit:
+    if ops.truth(ops.order("<=", norm, limit)):
         return tree, norm
     # (x / norm) * max, as optax does, so hand-checked results come out exact: (3, 4) -> (0.6, 0.8)
     # every leaf the norm counted is scaled (an int too, which becomes a float): the result's norm is max

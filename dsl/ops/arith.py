@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import record, record2, record_const
+from ..autodiff.tape import nondiff, record, record2, record_const
 from . import shape as _shape
 from .shape import check_size
 from .structs import unpack
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
-                   norm, raw, brief_int, to_float, type_name, a_type_name)
+                   norm, peek, raw, brief_int, to_float, type_name, a_type_name)
 
 MAX_INT_BITS = 1 << 20          # an int result beyond ~a million bits is refused
 MAX_SEQUENCE = 10_000_000       # longest string or tuple built by repetition
@@ -46,7 +46,7 @@ _MAY_HOLD_TUPLE = (tuple, Box)      # one cheap look before the full test below,
 
 def _recorded_tuple(a, b):
     """Whether a or b is a tuple on a tape (a differentiated argument), which + and * must open."""
-    return type(raw(a)) is tuple or type(raw(b)) is tuple
+    return type(peek(a)) is tuple or type(peek(b)) is tuple
 
 
 def add(a, b, span=None):
@@ -145,7 +145,8 @@ def _div_by_zero(a, b, ufunc):
 
 def floordiv(a, b, span=None):
     """a // b: floor division (not differentiable: its derivative is zero almost everywhere)."""
-    a, b = raw(a), raw(b)
+    if type(a) is Box or type(b) is Box:
+        return nondiff("FloorDiv", (a, b))
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         if not b:
@@ -227,7 +228,7 @@ def neg(a, span=None):
 
 def pos(a, span=None):
     """+a: numbers and tensors only."""
-    if not (_numeric(raw(a))):
+    if not (_numeric(peek(a))):
         raise error("type", f"unary '+' needs a number or tensor, got {type_name(a)}")
     return a
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..autodiff.tape import Box, nondiff
+from ..autodiff.tape import Box, nondiff, peek
 from ..values import Function, Module, Struct, StructDef
 from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
 
@@ -64,7 +64,7 @@ def ne(a, b):
 
 def _on_numbers(a, b):
     """Whether both operands of == are numbers or tensors (compared elementwise, not structurally)."""
-    return _orderable_num(raw(a)) and _orderable_num(raw(b))
+    return _orderable_num(peek(a)) and _orderable_num(peek(b))
 
 
 # ---------------------------------------------------------------- masks
@@ -96,10 +96,13 @@ def isfinite(a):
     return norm(np.isfinite(a))
 
 
-def any_(a):
-    """Whether any entry of a mask is true (a bool)."""
+def any_(a, rows=False):
+    """Whether any entry of a mask is true (a bool; with `rows`, for each entry of axis 0)."""
     if type(a) is Box:
-        return truth(nondiff("Any", (a,)), "any(...)")
+        out = nondiff("Any", (a,), {"rows": rows} if rows else None)
+        return out if rows else truth(out, "any(...)")
+    if rows:
+        return np.reshape(a, (np.shape(a)[0], -1)).any(axis=1)
     return bool(np.any(a))
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..autodiff.tape import Box, raw
+from ..autodiff.tape import Box, peek, raw
 from ..errors import error
 from ..values import a_type_name, type_name
 
@@ -69,7 +69,7 @@ def brief_int(n):
 
 def shape_of(v):
     """The shape of a number or tensor (numbers are ())."""
-    v = raw(v)
+    v = peek(v)
     return v.shape if type(v) is ndarray else ()
 
 
@@ -138,6 +138,6 @@ def check_shape_arg(shape, what="shape"):
     return tuple(out)
 
 
-__all__ = ["Box", "raw", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
+__all__ = ["Box", "raw", "peek", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
            "is_num", "as_operand", "shape_of", "check_broadcast", "to_tensor",
            "normalize_axis", "check_shape_arg"]

@@ -45,9 +45,9 @@ def log_softmax(x, axis=-1, span=None):
 # ---------------------------------------------------------------- cross entropy
 def cross_entropy(logits, targets, span=None):
     """Mean cross-entropy; targets are class indices or probabilities (SPEC section 5)."""
-    if type(raw(targets)) is tuple:     # (0, 2, 1) is a tensor of class indices, as sum((1.0, 2.0)) reads one
-        items = raw(targets)
-        if not items or any(type(raw(t)) not in (int, float) for t in items):
+    if type(peek(targets)) is tuple:     # (0, 2, 1) is a tensor of class indices, as sum((1.0, 2.0)) reads one
+        items = peek(targets)
+        if not items or any(type(peek(t)) not in (int, float) for t in items):
             got = "a tuple of other things" if items else "an empty tuple"
             raise error("type", f"cross_entropy targets must be a tensor, a number or a tuple of numbers, "
                                 f"got {got}")
@@ -133,7 +133,7 @@ def _eps(eps, name):
 def _norm_params(v, gamma, beta, shape, name):
     """Check gamma/beta of a normalisation against the normalised shape."""
     for p, pname in ((gamma, "gamma"), (beta, "beta")):
-        pv = raw(p)
+        pv = peek(p)
         if pv is None:
             continue
         if type(pv) not in (ndarray, int, float, bool):

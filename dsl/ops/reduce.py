@@ -3,12 +3,12 @@
 import numpy as np
 
 from ..autodiff.tape import record
-from .core import Box, error, fmt_shape, norm, normalize_axis, raw, to_tensor, type_name
+from .core import Box, error, fmt_shape, norm, normalize_axis, peek, to_tensor, type_name
 
 
 def _operand(x, name):
     """A reduction's operand: tensors as they are, a tuple of numbers/tensors stacked."""
-    if type(raw(x)) is tuple:
+    if type(peek(x)) is tuple:
         from .shape import stack
         return stack(x)
     return x

@@ -7,7 +7,7 @@ from ..autodiff.tape import record
 from . import reduce as _reduce       # reduce imports this module only inside functions
 from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
                    shape_of,
-                   raw, to_tensor, type_name, a_type_name)
+                   peek, raw, to_tensor, type_name, a_type_name)
 
 MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
 
@@ -73,7 +73,7 @@ def transpose(x, axes=None, span=None):
 
 def swap_last(x):
     """Swap the last two axes (the transpose inside a batched matmul's rule)."""
-    nd = raw(x).ndim
+    nd = peek(x).ndim
     axes = tuple(range(nd - 2)) + (nd - 1, nd - 2)
     return transpose(x, axes)
 
@@ -81,7 +81,7 @@ def swap_last(x):
 # ---------------------------------------------------------------- cat / stack
 def _tensors(items, name):
     """The elements of a cat/stack argument as a list."""
-    boxed, items = items, raw(items)
+    boxed, items = items, peek(items)
     if type(items) is ndarray:
         if items.ndim == 0 or items.shape[0] == 0:
             raise error("value", f"{name} needs at least one tensor, got a tensor of shape {fmt_shape(items.shape)}")
@@ -277,7 +277,7 @@ def index(x, key, span=None, op="Index"):
 
 def gather(x, idx, axis=0, span=None):
     """gather(x, idx, axis=0): the slices of x at the int-valued positions idx along axis."""
-    v = raw(x)
+    v = peek(x)
     if type(v) is not ndarray or v.ndim == 0:
         raise error("type", f"gather needs a tensor with at least one axis, got {type_name(x)}")
     _axis_given(axis, "gather")

@@ -4,7 +4,7 @@ recorded structure records StructField or MapLookup with its slot index."""
 
 import numpy as np
 
-from ..autodiff.tape import Box, raw, record_read
+from ..autodiff.tape import Box, peek, raw, record_read
 from ..values import Module, Struct, UNBOUND
 from .core import error, ndarray, type_name, a_type_name
 from .shape import index as tensor_index, make_key, set_index
@@ -33,7 +33,7 @@ def unpack(v):
     """A recorded struct, map or tuple as a plain one whose elements are recorded reads."""
     if type(v) is not Box:
         return v
-    s = raw(v)
+    s = peek(v)
     t = type(s)
     if t is Struct:
         n = len(s.vals)
@@ -55,12 +55,12 @@ def field(obj, name):
         i = obj.sdef.index.get(name)
         if i is not None:
             return obj.vals[i]
-    elif t is Box and type(raw(obj)) is Struct:
-        sdef = raw(obj).sdef
+    elif t is Box and type(peek(obj)) is Struct:
+        sdef = peek(obj).sdef
         i = sdef.index.get(name)
         if i is not None:
             return struct_slot(obj, i, len(sdef.fields), name)
-        obj = raw(obj)
+        obj = peek(obj)
     elif t is Module:
         cell = obj.cells.get(name)
         if cell is None or cell.v is UNBOUND:
@@ -69,7 +69,7 @@ def field(obj, name):
     else:
         raise error("type", f"cannot read the field '{name}' of {a_type_name(obj)}"
                             + (" (fields belong to structs; use m[\"key\"] for maps)"
-                               if type(raw(obj)) is dict else ""))
+                               if type(peek(obj)) is dict else ""))
     raise error("key", f"{obj.sdef.name} has no field '{name}' "
                        f"(its fields are {', '.join(obj.sdef.fields) or 'none'})")
 
@@ -91,7 +91,7 @@ def set_field(obj, name, value):
 # ---------------------------------------------------------------- x[k]
 def item(obj, subs):
     """obj[subs...] for tensors, tuples, maps, strings and ranges."""
-    v = raw(obj)
+    v = peek(obj)
     t = type(v)
     if t is ndarray:
         if v.ndim == 0:
@@ -125,12 +125,12 @@ def item(obj, subs):
 
 def set_item(obj, subs, value):
     """A copy of `obj` with obj[subs] = value (maps may gain a key)."""
-    v = raw(obj)
+    v = peek(obj)
     t = type(v)
     if t is ndarray:
         if v.ndim == 0:
             raise error("index", "cannot index a tensor with no axes (shape ())")
-        val = raw(value)
+        val = peek(value)
         if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)

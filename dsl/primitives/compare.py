@@ -7,6 +7,7 @@ there, as in JAX. Their batching is elementwise (or an axis moved past the batch
 """
 
 from .. import ops as O
+from ..autodiff.tape import finite, nondiff
 from ..ops.compare import ORDER_OPS, order
 from ..ops.nn import class_indices
 from .arith import ELEMENTWISE
@@ -22,5 +23,26 @@ define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE)
 define("Sign", O.sign, differentiable=False, batch=ELEMENTWISE)
 define("Floor", O.floor, differentiable=False, batch=ELEMENTWISE)
 define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE)
-define("Any", lambda a: O.any_(a), differentiable=False)
+define("AllFinite", finite, differentiable=False,      # batched: one bool per example
+       batch=lambda ns, args, batched, kw: nondiff("AllFinite", args, {"rows": True}))
+define("Any", lambda a, rows=False: O.any_(a, rows), differentiable=False,    # batched: one bool per example
+       batch=lambda ns, args, batched, kw: nondiff("Any", args, {"rows": True}))
 define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE)
+define("FloorDiv", O.floordiv, differentiable=False, batch=ELEMENTWISE)
+
+
+# text of staged values, made when the program runs (no batching: under vmap, per example)
+def _fstring(*values, parts=None, span=None):
+    """An f-string's text."""
+    from ..compiler import fstring_text
+    return fstring_text(parts, values, span)
+
+
+def _str(x):
+    """str(x)."""
+    from ..printing import show
+    return show(x)
+
+
+define("FString", _fstring, differentiable=False)
+define("Str", _str, differentiable=False)

@@ -9,9 +9,10 @@ under forward mode Checkpoint just runs its function.
 import numpy as np
 
 from ..autodiff import tape
-from ..autodiff.tape import Box, Trace, raw
+from ..autodiff.tape import Box, Trace, peek
 from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
 from ..errors import error
+from ..autodiff.stage import _effect_kernel
 from .registry import define
 
 
@@ -31,13 +32,13 @@ def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
         # JAX's bwd always returns a tuple: accept its 1-tuple too, unless the argument is itself
         # a 1-tuple (then (g,) is that tuple's own gradient)
         if _one_tuple(result) and not _one_tuple(args[0]):
-            result = raw(result)[0]
+            result = peek(result)[0]
         result = (result,)
-    elif type(raw(result)) is not tuple or len(raw(result)) != len(args):
+    elif type(peek(result)) is not tuple or len(peek(result)) != len(args):
         raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
                             f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
     out = []
-    for arg_spec, grad_tree in zip(spec[1], raw(result)):
+    for arg_spec, grad_tree in zip(spec[1], peek(result)):
         try:
             out += flatten_like(arg_spec, grad_tree)
         except ValueError:
@@ -46,7 +47,7 @@ def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
     for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
         if w:
             _check_like(leaf, o, kw["fn"])
-            if type(o) is int and type(raw(leaf)) is float:
+            if type(o) is int and type(peek(leaf)) is float:
                 out[i] = float(o)     # the gradient of a float is a float, as dg's own rules give
     return [o if w else None for o, w in zip(out, wanted)]
 
@@ -146,10 +147,15 @@ def _host_rule(ns, g, ans, leaves, kw, wanted):
 def _host_batch(ns, args, batched, kw):
     """A host function is Python code: called once per example, the results stacked."""
     from .. import ops as O
-    size = next(np.shape(raw(a))[0] for a, b in zip(args, batched) if b)
+    size = next(np.shape(peek(a))[0] for a, b in zip(args, batched) if b)
     outs = [_host_kernel(*[O.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
             for i in range(size)]
     return O.stack(tuple(outs))
 
 
 define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch)
+
+
+# ---------------------------------------------------------------- effects (jit and vmap)
+# print, random draws, the clock: performed again, in order, each time a staged program runs
+define("Effect", _effect_kernel, differentiable=False, effect=True)

@@ -6,6 +6,7 @@ import numpy as np
 from .. import ops as O
 from ..ops.core import shape_of
 from ..ops.shape import _cat, _set_index_forward, _stack
+from .batching import batch_behind, batch_first, batched_key, broadcast_batch
 from .registry import define
 
 
@@ -71,11 +72,8 @@ define("BroadcastTo", O.broadcast_to, linear=True,
 # ---------------------------------------------------------------- indexing
 def _index_batch(ns, args, batched, kw):
     """x[key] for each example: the batch axis is one more leading slice."""
-    from .batching import batched_key
-    x = args[0]
-    key, move = batched_key(kw["key"], len(shape_of(x)) - 1)
-    out = ns.index(x, key)
-    return ns.transpose(out, move) if move is not None else out
+    key, moved = batched_key(kw["key"], len(shape_of(args[0])) - 1)
+    return batch_first(ns, ns.index(args[0], key), moved)
 
 
 for _name in ("Index", "GatherOp"):
@@ -87,13 +85,10 @@ for _name in ("Index", "GatherOp"):
 
 def _index_add_batch(ns, args, batched, kw):
     """zeros(shape) with each example's g added at key, for every example at once."""
-    from .batching import batched_key
     g = args[0]
     size = shape_of(g)[0]
-    key, move = batched_key(kw["key"], len(kw["shape"]))
-    if move is not None:        # g's axes came out of x[key] moved: put them back first
-        g = ns.transpose(g, _inverse(move))
-    return ns.index_add(g, key, (size,) + tuple(kw["shape"]))
+    key, moved = batched_key(kw["key"], len(kw["shape"]))
+    return ns.index_add(batch_behind(ns, g, moved), key, (size,) + tuple(kw["shape"]))
 
 
 define("IndexAdd", O.index_add, linear=True,
@@ -114,19 +109,17 @@ def _set_index_jvp(ns, tangents, ans, args, kw):
 
 def _set_index_batch(ns, args, batched, kw):
     """x[key] = v in every example."""
-    from .batching import batched_key
     x, v = args
     bx, bv = batched
     size = shape_of(x)[0] if bx else shape_of(v)[0]
     if not bx:
         x = ns.broadcast_to(x, (size,) + shape_of(x))
-    key, move = batched_key(kw["key"], len(shape_of(x)) - 1)
-    if bv:
-        target = shape_of(O.index(np.zeros(shape_of(x)), key)) if move is None else None
-        if move is not None:    # v is laid out like an example's x[key]: move its axes as x[key]'s moved
-            v = ns.transpose(v, move)
-        elif len(shape_of(v)) < len(target):
+    key, moved = batched_key(kw["key"], len(shape_of(x)) - 1)
+    if bv:      # v is one value per example: lined up with the batch's x[key]
+        target = shape_of(np.zeros(shape_of(x))[key])
+        if moved is None and len(shape_of(v)) < len(target):
             v = ns.reshape(v, shape_of(v)[:1] + (1,) * (len(target) - len(shape_of(v))) + shape_of(v)[1:])
+        v = batch_behind(ns, v, moved)
     return ns.set_index(x, key, v)
 
 
@@ -164,7 +157,6 @@ def _cat_jvp(ns, tangents, ans, args, kw):
 def _join_batch(kind):
     """cat/stack of examples: every piece batched, the axis moved past the batch."""
     def rule(ns, args, batched, kw):
-        from .batching import broadcast_batch
         pieces = broadcast_batch(ns, args, batched)
         nd = len(shape_of(pieces[0])) - 1 + (kind == "stack")
         axis = int(kw.get("axis", 0)) % nd + 1

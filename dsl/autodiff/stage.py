@@ -1,0 +1,256 @@
+"""Staging: run a function once while recording every primitive it executes, for jit and vmap.
+
+A `StageTrace` records each primitive applied to its boxes, as a reverse tape
+does, but all of them, and two more kinds of step:
+
+- a *guard*, wherever the program looked at a staged value itself rather than
+  passing it to a primitive: a condition (`if x > 0`), an int taken from a
+  tensor, an index, a map key. The program went one way because the value was
+  what it was; the recording holds only while it still is. `tape.raw` adds the
+  guard whenever it strips a staged box (`concretize`), so a value read by code
+  that was never taught to stage it costs a re-trace, never a wrong answer.
+  Checks that only read a type or a shape use `tape.peek`, which adds none.
+- an *effect*: printing, random draws, the clock, reseeding. They happen again,
+  in order, each time the recording runs (`effect`).
+
+`stage(fn, args)` returns a `Program`: numbered slots for values, the inputs'
+slots, the steps, and the output tree. `run(program, inputs)` replays it through
+the primitives' kernels (which record on any outer trace: grad of jit, vmap of
+grad); dsl/autodiff/vmap.py replays it on a batch, and dsl/jit compiles it.
+"""
+
+import numpy as np
+
+from ..errors import error
+from . import tape
+from .tape import STAGE, Box, Trace, peek
+from .trees import flatten, unflatten
+
+
+class GuardFailed(Exception):
+    """A staged program met a value other than the one it was recorded with."""
+
+    def __init__(self, step):
+        super().__init__(step)
+        self.step = step
+
+
+class StageTrace(Trace):
+    """A trace that records every primitive, every guard and every effect (see the module docstring)."""
+
+    __slots__ = ("seen", "dry")
+
+    def __init__(self, dry=False):
+        super().__init__(False, STAGE)
+        self.seen = set()       # ids of boxes already guarded
+        self.dry = dry          # effects stay inside (vmap stages a function only to look at it)
+
+    def process(self, op, args, unboxed, parents, kw, span):
+        """Run the primitive on the values and record it."""
+        fn = tape.IMPLS[op]
+        out = fn(*unboxed, **kw) if kw else fn(*unboxed)
+        box = Box(out, self, op, parents, unboxed, kw, span)
+        self.nodes.append(box)
+        return box
+
+    def concretize(self, box):
+        """The program read this box's value: record a guard that it stays the same."""
+        if id(box) in self.seen:
+            return
+        self.seen.add(id(box))
+        self.nodes.append(Box(peek(box.v), self, "Guard", (box,), (None,), None, tape.current_span))
+
+    def effect(self, staging, fn, args, kw):
+        """Perform an effect now (through any outer stage too) and record it, to happen on every run."""
+        plain = [tape.strip_unstaged(a) for a in args]
+        parents = tuple(a if type(a) is Box and a.trace is self else None for a in plain)
+        unboxed = tuple(a.v if p is not None else a for a, p in zip(plain, parents))
+        out = fn(*unboxed, **kw) if self.dry else perform(staging, fn, unboxed, kw)
+        box = Box(out, self, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
+                  tape.current_span)
+        self.nodes.append(box)
+        return box if is_staged_leaf(out) else out
+
+
+def perform(staging, fn, args, kw=None):
+    """Call an effectful builtin's implementation, recorded by the innermost trace being staged (if any).
+
+    `staging` is the interpreter's list of traces being staged; while one records the effect it
+    steps aside, so that an outer one records it as well."""
+    if not staging:
+        return fn(*args, **(kw or {}))
+    trace = staging.pop()
+    try:
+        return trace.effect(staging, fn, args, kw or {})
+    finally:
+        staging.append(trace)
+
+
+def _effect_kernel(*args, fn=None, kw=None, staging=None):
+    """An effect, performed again."""
+    return perform(staging, fn, args, kw)
+
+
+def is_staged_leaf(v):
+    """Whether a leaf is a value a stage traces (numbers, tensors, boxes), not a static one."""
+    t = type(v)
+    return t is float or t is np.ndarray or t is Box or t is np.float64
+
+
+# ---------------------------------------------------------------- programs
+class Program:
+    """A staged function: inputs, steps and outputs over numbered slots.
+
+    `steps` holds (kind, op, refs, consts, kw, span, slot): kind is "op", "guard"
+    or "effect"; refs[i] is the slot of argument i, or -1 with consts[i] its
+    constant value; slot is where the step's result goes (a guard's `consts[0]`
+    is the value it expects).
+    """
+
+    __slots__ = ("nslots", "inputs", "steps", "out_spec", "out_refs", "out_consts", "effects", "guards")
+
+    def __init__(self, nslots, inputs, steps, out_spec, out_refs, out_consts):
+        self.nslots = nslots
+        self.inputs = inputs
+        self.steps = steps
+        self.out_spec = out_spec
+        self.out_refs = out_refs
+        self.out_consts = out_consts
+        self.effects = [s for s in steps if s[0] == "effect"]
+        self.guards = [s for s in steps if s[0] == "guard"]
+
+
+def stage(fn, args, kwargs=None, staging=None, dry=False):
+    """Run fn(*args) on a new StageTrace; return (Program, the call's own result).
+
+    `staging` is the interpreter's list of traces being staged, so that effects
+    know where to record themselves; with `dry`, they are not passed to outer traces."""
+    trace = StageTrace(dry)
+    leaves, spec = flatten(args)
+    inputs, boxed = [], []
+    for v in leaves:
+        if is_staged_leaf(v):
+            b = Box(v, trace, "Arg", (), (), None, tape.current_span)
+            inputs.append(b)
+            boxed.append(b)
+        else:
+            boxed.append(v)
+    if staging is not None:
+        staging.append(trace)
+    try:
+        out = fn(*unflatten(spec, boxed), **(kwargs or {}))
+    finally:
+        if staging is not None:
+            staging.pop()
+    program = _program(trace, inputs, out)
+    out_leaves, out_spec = flatten(out)
+    result = unflatten(out_spec, [v.v if type(v) is Box and v.trace is trace else v for v in out_leaves])
+    trace.nodes = []
+    return program, result
+
+
+def _program(trace, inputs, out):
+    """Number the trace's values and write its steps (only those the outputs, guards or effects need)."""
+    slot = {}
+    for b in inputs:
+        slot[id(b)] = len(slot)
+    out_leaves, out_spec = flatten(out)
+    live = _live(trace.nodes, out_leaves, trace)
+    steps = []
+    for node in trace.nodes:
+        if id(node) not in live:
+            continue
+        refs, consts = [], []
+        for p, a in zip(node.parents, node.args):
+            if p is None:
+                refs.append(-1)
+                consts.append(a)
+            else:
+                refs.append(slot[id(p)])
+                consts.append(None)
+        if node.op == "Guard":
+            steps.append(("guard", "Guard", tuple(refs), (node.v,), None, node.span, -1))
+            continue
+        slot[id(node)] = len(slot)
+        kind = "effect" if node.op == "Effect" else "op"
+        steps.append((kind, node.op, tuple(refs), tuple(consts), node.kw, node.span, slot[id(node)]))
+    out_refs = tuple(slot[id(v)] if type(v) is Box and v.trace is trace else -1 for v in out_leaves)
+    out_consts = tuple(None if type(v) is Box and v.trace is trace else v for v in out_leaves)
+    return Program(len(slot), tuple(slot[id(b)] for b in inputs), steps, out_spec, out_refs, out_consts)
+
+
+def _live(nodes, out_leaves, trace):
+    """The ids of the nodes the outputs, the guards and the effects depend on."""
+    live = set()
+    stack = [v for v in out_leaves if type(v) is Box and v.trace is trace]
+    stack += [n for n in nodes if n.op in ("Guard", "Effect")]
+    while stack:
+        n = stack.pop()
+        if id(n) in live:
+            continue
+        live.add(id(n))
+        stack.extend(p for p in n.parents if p is not None and p.op != "Arg")
+    return live
+
+
+def same(value, expected):
+    """Whether a value is the one a guard recorded (same type, shape and entries; nan equals nan)."""
+    v = peek(value)
+    if type(v) is not type(expected):
+        if isinstance(v, (bool, np.bool_)) and isinstance(expected, (bool, np.bool_)):
+            return bool(v) == bool(expected)
+        return False
+    if type(v) is np.ndarray:
+        return v.shape == expected.shape and v.dtype == expected.dtype and bool(
+            np.array_equal(v, expected, equal_nan=v.dtype.kind == "f"))
+    if type(v) is float:
+        return v == expected or (v != v and expected != expected)
+    return v == expected
+
+
+def run(program, values):
+    """Replay a program on input values (through the kernels, so outer traces record it)."""
+    env = [None] * program.nslots
+    for s, v in zip(program.inputs, values):
+        env[s] = v
+    impls = tape.IMPLS
+    for i, (kind, op, refs, consts, kw, span, out) in enumerate(program.steps):
+        args = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
+        if kind == "guard":
+            if not same(args[0], consts[0]):
+                raise GuardFailed(i)
+            continue
+        saved, tape.current_span = tape.current_span, span
+        try:
+            fn = impls[op]
+            env[out] = fn(*args, **kw) if kw else fn(*args)
+        finally:
+            tape.current_span = saved
+    return output(program, env)
+
+
+def output(program, env):
+    """The program's output tree from its slots."""
+    return unflatten(program.out_spec, [env[r] if r >= 0 else c
+                                        for r, c in zip(program.out_refs, program.out_consts)])
+
+
+def explain_step(program, step):
+    """Where a guard or effect came from, in words."""
+    kind, op, refs, consts, kw, span, _ = program.steps[step]
+    where = f" at {span.where()}" if span is not None else ""
+    if kind == "guard":
+        return f"the value {_brief(consts[0])} decided what ran{where}"
+    return f"{op}{where}"
+
+
+def _brief(v):
+    """A short description of a guarded value."""
+    if type(v) is np.ndarray:
+        return f"of a tensor of shape {tuple(v.shape)}"
+    if isinstance(v, (bool, np.bool_)):
+        return f"{str(bool(v)).lower()} (a condition)"
+    return repr(v)
+
+
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "same", "is_staged_leaf", "perform", "error"]

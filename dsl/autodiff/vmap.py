@@ -1,0 +1,257 @@
+"""vmap: a function of one example, run on a whole batch at once (SPEC section 6).
+
+`vmap(f, in_axes, out_axes)(*args)` stages f on the first example (the batch axis
+of each mapped argument moved to the front and its first entry taken), which gives
+a program of primitives with the guards that decided its control flow
+(dsl/autodiff/stage.py). The program is then replayed on the whole batch, each
+primitive by its batching rule (dsl/primitives): one numpy call per primitive,
+no Python loop over the examples. Where that cannot be right, f runs once per
+example and the results are stacked: when a guard does not hold for every
+example (a batched value decided control flow), when f has an effect (print,
+random numbers), or when a primitive has no batching rule. `vmap(f, explain=true)`
+prints why it did.
+"""
+
+import numpy as np
+
+from .. import ops as O
+from ..errors import error
+from ..primitives import batching
+from . import stage as S
+from . import tape
+from .tape import Box, peek
+from .transforms import Transformed, _describe, _fname
+from .trees import flatten, unflatten
+
+_RULES = None       # primitive name -> batching rule, built on first use
+
+
+class _Fallback(Exception):
+    """The batched replay cannot give each example's result: run f per example."""
+
+
+def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None):
+    """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments."""
+    who = f"vmap({_fname(f)})"
+    staging = interp.staging if interp is not None else []
+
+    def call(*args):
+        axes = _in_axes(in_axes, args, who)
+        leaves, spec, leaf_axes = _leaves_and_axes(args, axes, who)
+        size = _batch_size(leaves, leaf_axes, who)
+        moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
+        batched = [a is not None for a in leaf_axes]
+        try:
+            out = _batched(f, spec, moved, batched, size, staging, interp)
+        except _Fallback as why:
+            if explain:
+                _say(interp, f"{who} runs once per example: {why}")
+            out = _per_example(f, spec, moved, batched, size)
+        return _out_axes(out, out_axes, size, who)
+
+    return Transformed(who, call)
+
+
+# ---------------------------------------------------------------- arguments
+def _in_axes(in_axes, args, who):
+    """in_axes as one entry (an int or none) per argument."""
+    axes = peek(in_axes)
+    if axes is None or type(axes) is int:
+        return (axes,) * len(args)
+    if type(axes) is tuple and len(axes) == len(args) and all(a is None or type(a) is int for a in axes):
+        return axes
+    if type(axes) is tuple and len(axes) != len(args):
+        raise error("type", f"{who}: in_axes has {len(axes)} entries but the function was called with "
+                            f"{len(args)} argument{'s' * (len(args) != 1)}")
+    raise error("type", f"{who}: in_axes must be an int, none, or a tuple of them (one per argument), "
+                        f"got {_describe(axes)}")
+
+
+def _leaves_and_axes(args, axes, who):
+    """The leaves of the arguments and the axis each is mapped over (None: not mapped)."""
+    leaves, leaf_axes = [], []
+    for i, (arg, axis) in enumerate(zip(args, axes)):
+        ls, _ = flatten(arg)
+        for leaf in ls:
+            if axis is not None:
+                v = peek(leaf)
+                if type(v) is not np.ndarray or v.ndim == 0:
+                    raise error("type", f"{who}: in_axes maps argument {i + 1} over axis {axis}, but it holds "
+                                        f"{_describe(v)}",
+                                hint="give none for arguments (or parts of them) shared by every example")
+                if not -v.ndim <= axis < v.ndim:
+                    raise error("shape", f"{who}: axis {axis} is out of range for argument {i + 1}, a tensor of "
+                                         f"shape {O.fmt_shape(v.shape)}")
+                leaf_axes.append(axis % v.ndim)
+            else:
+                leaf_axes.append(None)
+            leaves.append(leaf)
+    _, spec = flatten(tuple(args))
+    return leaves, spec, leaf_axes
+
+
+def _batch_size(leaves, axes, who):
+    """The common length of the mapped axes."""
+    sizes = {peek(v).shape[a] for v, a in zip(leaves, axes) if a is not None}
+    if not sizes:
+        raise error("type", f"{who} needs at least one argument mapped over an axis (in_axes is none for all)")
+    if len(sizes) > 1:
+        raise error("shape", f"{who}: the mapped axes have different sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
+def _to_front(v, axis):
+    """A tensor with axis `axis` moved to the front."""
+    if axis == 0:
+        return v
+    nd = peek(v).ndim
+    return O.transpose(v, (axis,) + tuple(i for i in range(nd) if i != axis))
+
+
+# ---------------------------------------------------------------- the batched replay
+def _batched(f, spec, leaves, batched, size, staging, interp):
+    """Stage f on the first example, then replay the program on the batch."""
+    example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
+    program = _stage_dry(f, unflatten(spec, example), interp)
+    if program.effects:
+        raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
+    global _RULES
+    if _RULES is None:
+        _RULES = batching.table()
+    from ..primitives.namespaces import TRACED
+    env = [None] * program.nslots
+    flags = [False] * program.nslots
+    inputs = [(v, b) for v, b in zip(leaves, batched) if S.is_staged_leaf(peek(v)) or type(v) is Box]
+    for slot, (v, b) in zip(program.inputs, inputs):
+        env[slot], flags[slot] = v, b
+    impls = tape.IMPLS
+    for i, (kind, op, refs, consts, kw, span, out) in enumerate(program.steps):
+        args = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
+        arg_batched = [r >= 0 and flags[r] for r in refs]
+        if kind == "guard":
+            if not _holds(args[0], consts[0], arg_batched[0]):
+                raise _Fallback(f"a batched value decided control flow: {S.explain_step(program, i)}")
+            continue
+        saved, tape.current_span = tape.current_span, span
+        try:
+            if not any(arg_batched):
+                fn = impls[op]
+                env[out] = fn(*args, **kw) if kw else fn(*args)
+            else:
+                rule = _RULES.get(op)
+                if rule is None:
+                    raise _Fallback(f"the operation {op} has no batching rule")
+                env[out] = rule(TRACED, args, arg_batched, kw or {})
+                flags[out] = True
+        finally:
+            tape.current_span = saved
+    values = [env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)]
+    out_batched = [r >= 0 and flags[r] for r in program.out_refs]
+    return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
+
+
+def _stage_dry(f, example_args, interp):
+    """Stage f on one example without letting its effects out: output and random draws are undone."""
+    rng = interp.rng.bit_generator.state if interp is not None else None
+    saved_out = interp._stdout if interp is not None else None
+    if interp is not None:
+        import io
+        interp._stdout = io.StringIO()
+    try:
+        program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True)
+    finally:
+        if interp is not None:
+            interp._stdout = saved_out
+            interp.rng.bit_generator.state = rng
+    return program
+
+
+def _holds(value, expected, is_batched):
+    """Whether a guard holds: for a batched value, in every example."""
+    if not is_batched:
+        return S.same(value, expected)
+    v = peek(value)
+    if type(v) is not np.ndarray:
+        return False
+    e = np.asarray(expected)
+    if v.shape[1:] != e.shape:
+        return False
+    return bool(np.all(v == e) or (v.dtype.kind == "f" and np.all((v == e) | (np.isnan(v) & np.isnan(e)))))
+
+
+def _with_batch(v, is_batched, size):
+    """An output leaf with the batch axis in front (an unbatched one repeated for every example)."""
+    if is_batched:
+        return v
+    pv = peek(v)
+    if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
+        return O.broadcast_to(O.to_tensor(v) if type(v) is not Box and type(pv) is not np.ndarray else v,
+                              (size,) + np.shape(pv))
+    return _Unbatched(v)
+
+
+class _Unbatched:
+    """An output leaf that is not a number or tensor (a string, none): the same for every example."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+# ---------------------------------------------------------------- once per example
+def _per_example(f, spec, leaves, batched, size):
+    """f run on each example in turn, the results stacked leaf by leaf."""
+    results = []
+    for i in range(size):
+        example = [O.index(v, (i,)) if b else v for v, b in zip(leaves, batched)]
+        results.append(f(*unflatten(spec, example)))
+    leaf_lists = [flatten(r) for r in results]
+    out_spec = leaf_lists[0][1]
+    stacked = []
+    for k in range(len(leaf_lists[0][0])):
+        column = [ls[k] for ls, _ in leaf_lists]
+        pv = peek(column[0])
+        if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
+            stacked.append(O.stack(tuple(column)))
+        else:
+            stacked.append(_Unbatched(column[0]))
+    return unflatten(out_spec, stacked)
+
+
+# ---------------------------------------------------------------- results
+def _out_axes(out, out_axes, size, who):
+    """Move each output leaf's batch axis from the front to out_axes."""
+    axes = peek(out_axes)
+    leaves, spec = flatten(out)
+    if type(axes) is tuple:
+        if len(axes) != len(leaves):
+            raise error("type", f"{who}: out_axes has {len(axes)} entries but the result has {len(leaves)} "
+                                f"parts")
+    else:
+        axes = (axes,) * len(leaves)
+    moved = []
+    for v, a in zip(leaves, axes):
+        if type(v) is _Unbatched:
+            moved.append(v.v)
+            continue
+        if a is None:
+            moved.append(O.index(v, (0,)))
+            continue
+        if type(a) is not int:
+            raise error("type", f"{who}: out_axes must be an int, none, or a tuple of them, got {_describe(a)}")
+        nd = peek(v).ndim
+        if not -nd <= a < nd:
+            raise error("shape", f"{who}: out_axes={a} is out of range for a result with {nd} axes")
+        a %= nd
+        moved.append(v if a == 0 else O.transpose(v, tuple(range(1, a + 1)) + (0,) + tuple(range(a + 1, nd))))
+    return unflatten(spec, moved)
+
+
+def _say(interp, text):
+    """Tell the user (explain=true) on standard error."""
+    import sys
+    print(text, file=sys.stderr)
+
+
+__all__ = ["vmap"]

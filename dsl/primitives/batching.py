@@ -1,0 +1,85 @@
+"""Batching rules shared by many primitives (vmap, dsl/autodiff/vmap.py).
+
+A batched argument carries its batch on axis 0 and every rule puts the batch on
+axis 0 of its result, so that rules compose without tracking where batches are.
+"""
+
+import numpy as np
+
+from .. import ops as O
+from ..ops.core import shape_of
+from . import registry
+
+
+def elementwise(prim):
+    """The batching rule of an elementwise primitive: line each batched argument's example up
+    behind the batch axis, so that numpy's broadcasting from the right pairs the examples' axes."""
+    impl = prim.impl
+
+    def rule(ns, args, batched, kw):
+        rank = max(len(shape_of(a)) - b for a, b in zip(args, batched))
+        lined = []
+        for a, b in zip(args, batched):
+            if b:
+                s = shape_of(a)
+                missing = rank - (len(s) - 1)
+                if missing:
+                    a = O.reshape(a, s[:1] + (1,) * missing + s[1:])
+            lined.append(a)
+        out = impl(*lined, **kw) if kw else impl(*lined)
+        return out
+    return rule
+
+
+def broadcast_batch(ns, args, batched):
+    """Every argument with the batch axis: unbatched ones repeated along a new axis 0."""
+    size = next(shape_of(a)[0] for a, b in zip(args, batched) if b)
+    return [a if b else ns.broadcast_to(a, (size,) + shape_of(a)) for a, b in zip(args, batched)]
+
+
+def batched_key(key, example_ndim):
+    """A checked index key for one example, made into one for the batch: (key, moved).
+
+    `moved` is None when the batch axis stays in front of x[key]; otherwise numpy put
+    the advanced (array) indices' axes first, and `moved` is how many there are: the
+    batch axis then sits behind them (see `batch_first`)."""
+    out = (slice(None),) + tuple(key)
+    arrays = [i for i, k in enumerate(key) if type(k) is np.ndarray]
+    if not arrays:
+        return out, None
+    advanced = [i for i, k in enumerate(key) if type(k) is np.ndarray or type(k) is int]
+    if advanced == list(range(advanced[0], advanced[-1] + 1)):
+        return out, None            # adjacent: numpy keeps their axes in place, behind the batch
+    shapes = [(int(key[i].sum()),) if key[i].dtype.kind == "b" else key[i].shape for i in arrays]
+    return out, len(np.broadcast_shapes(*shapes))
+
+
+def batch_first(ns, x, moved):
+    """x[key] of a batch with the batch axis brought back in front of the advanced axes."""
+    if moved is None:
+        return x
+    nd = len(shape_of(x))
+    return ns.transpose(x, (moved,) + tuple(range(moved)) + tuple(range(moved + 1, nd)))
+
+
+def batch_behind(ns, x, moved):
+    """The inverse of batch_first: the batch axis back behind the advanced axes."""
+    if moved is None:
+        return x
+    nd = len(shape_of(x))
+    return ns.transpose(x, tuple(range(1, moved + 1)) + (0,) + tuple(range(moved + 1, nd)))
+
+
+def rule_of(prim):
+    """The batching rule of a primitive, with the elementwise ones made from their kernels."""
+    if prim.batch == "elementwise":
+        return elementwise(prim)
+    return prim.batch
+
+
+def table():
+    """Primitive name -> batching rule (None where a primitive has none)."""
+    return {name: rule_of(p) for name, p in registry.PRIMS.items()}
+
+
+__all__ = ["elementwise", "broadcast_batch", "batched_key", "batch_first", "batch_behind", "table"]
