@@ -28,6 +28,7 @@ def compile_read(b, span, ctx):
         return lambda f: value
     if kind == "global":
         cell, name, builtin = b.cell, b.name, b.value
+        ctx.globals_read.add(cell)
 
         def read_global(f):
             v = cell.v

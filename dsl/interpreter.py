@@ -18,7 +18,8 @@ from .autodiff.trees import children, is_container, rebuild
 from .builtins import make_builtins
 from .errors import DgError, Source, Span, error
 from .limits import DEFAULT_MAX_DEPTH, Limits
-from .parser import gc_paused, parse
+from .cycles import gc_paused
+from .parser import parse
 from .resolver import Resolver
 from .resources import stdlib_dir
 from .sandbox import FileAccess
@@ -127,7 +128,7 @@ class Interpreter:
     def _execute(self, program, module, echo=None):
         """Resolve, compile and run a parsed program in a module's namespace."""
         try:
-            with gc_paused():      # resolving and compiling build trees too (see parser.gc_paused)
+            with gc_paused():      # resolving and compiling build trees too (see cycles.py)
                 resolver = Resolver(module.cells, self.builtins)
                 resolver.resolve_program(program)
                 for problem in resolver.problems:

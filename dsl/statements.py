@@ -7,6 +7,7 @@ ordinary control flow.
 
 from . import ast as A
 from . import ops
+from .autodiff import tape
 from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub
 from .errors import DgError, error, located
@@ -27,6 +28,7 @@ class Ctx:
         self.services = services      # the interpreter (limits, imports, echo)
         self.limits = services.limits
         self.top_names = top_names
+        self.globals_read = set()     # the module-level Cells this code (and code nested in it) reads
 
     def slot_of(self, b):
         """The frame slot holding local or captured binding b in this function."""
@@ -303,6 +305,8 @@ def _condition(e, ctx):
         if v is True or v is False:
             return v
         try:
+            if type(v) is Box:      # a staged condition's guard points here
+                tape.current_span = span
             return truth(v)
         except DgError as exc:
             raise located(exc, span)
@@ -425,9 +429,9 @@ class FunctionCode:
     """A compiled function body and how to bind arguments into a new frame."""
 
     __slots__ = ("name", "nparams", "names", "index", "defaults", "pad", "captured_params",
-                 "body", "limits")
+                 "body", "limits", "global_cells")
 
-    def __init__(self, name, params, defaults, nlocals, captured_params, body, limits):
+    def __init__(self, name, params, defaults, nlocals, captured_params, body, limits, global_cells=()):
         self.name = name
         self.nparams = len(params)
         self.names = [p.name for p in params]
@@ -437,6 +441,7 @@ class FunctionCode:
         self.captured_params = captured_params
         self.body = body
         self.limits = limits
+        self.global_cells = global_cells    # what jit guards: module-level names the body reads
 
     def invoke1(self, fn, x):
         """Call with one positional argument (the common case, kept short)."""
@@ -527,7 +532,9 @@ def compile_function(lam, ctx):
     defaults = [compile_expr(p.default, inner) if p.default is not None else None for p in lam.params]
     captured_params = tuple(i for i, p in enumerate(lam.params) if p.binding.captured)
     body = _compile_body(lam.body, inner)
-    code = FunctionCode(lam.name, lam.params, defaults, nlocals, captured_params, body, ctx.limits)
+    ctx.globals_read |= inner.globals_read
+    code = FunctionCode(lam.name, lam.params, defaults, nlocals, captured_params, body, ctx.limits,
+                        tuple(inner.globals_read))
     sources = [ctx.slot_of(b) for b in scope.free]
     name = lam.name
     if not sources:

@@ -128,7 +128,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
         result = [_assemble(args[i], i, columns, out_shape) for i in nums]
         return result[0] if single else tuple(result)
 
-    return Transformed(who, call)
+    return Transformed(who, call, (f,))
 
 
 def _check_differentiable(v, i, who):
@@ -208,7 +208,9 @@ def hessian(f, argnums=0, opts=None):
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
     inner = grad(f, argnums, opts or Options(), name="hessian")
-    return jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
+    outer = jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
+    outer.wraps = (f,)
+    return outer
 
 
 __all__ = ["jvp", "jacfwd", "jacrev", "hessian", "push"]

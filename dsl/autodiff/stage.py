@@ -21,6 +21,7 @@ grad); dsl/autodiff/vmap.py replays it on a batch, and dsl/jit compiles it.
 
 import numpy as np
 
+from ..cycles import gc_paused
 from ..errors import error
 from . import tape
 from .tape import STAGE, Box, Trace, peek
@@ -38,27 +39,35 @@ class GuardFailed(Exception):
 class StageTrace(Trace):
     """A trace that records every primitive, every guard and every effect (see the module docstring)."""
 
-    __slots__ = ("seen", "dry")
+    __slots__ = ("seen", "dry", "nslots")
 
     def __init__(self, dry=False):
         super().__init__(False, STAGE)
         self.seen = set()       # ids of boxes already guarded
         self.dry = dry          # effects stay inside (vmap stages a function only to look at it)
+        self.nslots = 0         # every box of the trace is numbered (in `g`) as it is made
+
+    def box(self, value, op, parents, args, kw, span):
+        """A new numbered box; recorded in the node list unless it is an argument."""
+        b = Box(value, self, op, parents, args, kw, span)
+        b.g = self.nslots
+        self.nslots += 1
+        if op != "Arg":
+            self.nodes.append(b)
+        return b
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Run the primitive on the values and record it."""
         fn = tape.IMPLS[op]
         out = fn(*unboxed, **kw) if kw else fn(*unboxed)
-        box = Box(out, self, op, parents, unboxed, kw, span)
-        self.nodes.append(box)
-        return box
+        return self.box(out, op, parents, unboxed, kw, span)
 
     def concretize(self, box):
         """The program read this box's value: record a guard that it stays the same."""
         if id(box) in self.seen:
             return
         self.seen.add(id(box))
-        self.nodes.append(Box(peek(box.v), self, "Guard", (box,), (None,), None, tape.current_span))
+        self.box(peek(box.v), "Guard", (box,), (None,), None, tape.current_span)
 
     def effect(self, staging, fn, args, kw):
         """Perform an effect now (through any outer stage too) and record it, to happen on every run."""
@@ -66,9 +75,8 @@ class StageTrace(Trace):
         parents = tuple(a if type(a) is Box and a.trace is self else None for a in plain)
         unboxed = tuple(a.v if p is not None else a for a, p in zip(plain, parents))
         out = fn(*unboxed, **kw) if self.dry else perform(staging, fn, unboxed, kw)
-        box = Box(out, self, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
-                  tape.current_span)
-        self.nodes.append(box)
+        box = self.box(out, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
+                       tape.current_span)
         return box if is_staged_leaf(out) else out
 
 
@@ -107,10 +115,11 @@ class Program:
     is the value it expects).
     """
 
-    __slots__ = ("nslots", "inputs", "steps", "out_spec", "out_refs", "out_consts", "effects", "guards")
+    __slots__ = ("nslots", "inputs", "steps", "out_spec", "out_refs", "out_consts", "effects", "guards", "kinds")
 
-    def __init__(self, nslots, inputs, steps, out_spec, out_refs, out_consts):
+    def __init__(self, nslots, inputs, steps, out_spec, out_refs, out_consts, kinds):
         self.nslots = nslots
+        self.kinds = kinds      # per slot, what its value was when staged (see `kind_of`)
         self.inputs = inputs
         self.steps = steps
         self.out_spec = out_spec
@@ -126,11 +135,11 @@ def stage(fn, args, kwargs=None, staging=None, dry=False):
     `staging` is the interpreter's list of traces being staged, so that effects
     know where to record themselves; with `dry`, they are not passed to outer traces."""
     trace = StageTrace(dry)
-    leaves, spec = flatten(args)
+    leaves, spec = flatten((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
     for v in leaves:
         if is_staged_leaf(v):
-            b = Box(v, trace, "Arg", (), (), None, tape.current_span)
+            b = trace.box(v, "Arg", (), (), None, tape.current_span)
             inputs.append(b)
             boxed.append(b)
         else:
@@ -138,59 +147,69 @@ def stage(fn, args, kwargs=None, staging=None, dry=False):
     if staging is not None:
         staging.append(trace)
     try:
-        out = fn(*unflatten(spec, boxed), **(kwargs or {}))
+        with gc_paused():       # the recording has no cycles for the collector to look for
+            staged_args, staged_kwargs = unflatten(spec, boxed)
+            out = fn(*staged_args, **staged_kwargs)
+            program = _program(trace, inputs, out)
     finally:
         if staging is not None:
             staging.pop()
-    program = _program(trace, inputs, out)
     out_leaves, out_spec = flatten(out)
     result = unflatten(out_spec, [v.v if type(v) is Box and v.trace is trace else v for v in out_leaves])
     trace.nodes = []
     return program, result
 
 
+def kind_of(v):
+    """What a staged value is, for generated code: "float", "bool", "int", "str", ("array", ndim,
+    dtype kind) or "other"."""
+    v = peek(v)
+    t = type(v)
+    if t is float:
+        return "float"
+    if t is bool:
+        return "bool"
+    if t is int:
+        return "int"
+    if t is str:
+        return "str"
+    if t is np.ndarray:
+        return ("array", v.ndim, v.dtype.kind)
+    return "other"
+
+
 def _program(trace, inputs, out):
-    """Number the trace's values and write its steps (only those the outputs, guards or effects need)."""
-    slot = {}
-    for b in inputs:
-        slot[id(b)] = len(slot)
+    """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots."""
     out_leaves, out_spec = flatten(out)
-    live = _live(trace.nodes, out_leaves, trace)
+    nodes = trace.nodes
+    live = bytearray(trace.nslots)
+    for v in out_leaves:
+        if type(v) is Box and v.trace is trace:
+            live[v.g] = 1
+    for node in reversed(nodes):        # parents come before their nodes: one sweep finds what is needed
+        op = node.op
+        if live[node.g] or op == "Guard" or op == "Effect":
+            live[node.g] = 1
+            for p in node.parents:
+                if p is not None:
+                    live[p.g] = 1
+    kinds = [None] * trace.nslots
+    for b in inputs:
+        kinds[b.g] = kind_of(b.v)
     steps = []
-    for node in trace.nodes:
-        if id(node) not in live:
+    for node in nodes:
+        if not live[node.g]:
             continue
-        refs, consts = [], []
-        for p, a in zip(node.parents, node.args):
-            if p is None:
-                refs.append(-1)
-                consts.append(a)
-            else:
-                refs.append(slot[id(p)])
-                consts.append(None)
+        refs = tuple([-1 if p is None else p.g for p in node.parents])
         if node.op == "Guard":
-            steps.append(("guard", "Guard", tuple(refs), (node.v,), None, node.span, -1))
+            steps.append(("guard", "Guard", refs, (node.v,), None, node.span, -1))
             continue
-        slot[id(node)] = len(slot)
-        kind = "effect" if node.op == "Effect" else "op"
-        steps.append((kind, node.op, tuple(refs), tuple(consts), node.kw, node.span, slot[id(node)]))
-    out_refs = tuple(slot[id(v)] if type(v) is Box and v.trace is trace else -1 for v in out_leaves)
+        consts = tuple([a if p is None else None for p, a in zip(node.parents, node.args)])
+        kinds[node.g] = kind_of(node.v)
+        steps.append(("effect" if node.op == "Effect" else "op", node.op, refs, consts, node.kw, node.span, node.g))
+    out_refs = tuple(v.g if type(v) is Box and v.trace is trace else -1 for v in out_leaves)
     out_consts = tuple(None if type(v) is Box and v.trace is trace else v for v in out_leaves)
-    return Program(len(slot), tuple(slot[id(b)] for b in inputs), steps, out_spec, out_refs, out_consts)
-
-
-def _live(nodes, out_leaves, trace):
-    """The ids of the nodes the outputs, the guards and the effects depend on."""
-    live = set()
-    stack = [v for v in out_leaves if type(v) is Box and v.trace is trace]
-    stack += [n for n in nodes if n.op in ("Guard", "Effect")]
-    while stack:
-        n = stack.pop()
-        if id(n) in live:
-            continue
-        live.add(id(n))
-        stack.extend(p for p in n.parents if p is not None and p.op != "Arg")
-    return live
+    return Program(trace.nslots, tuple(b.g for b in inputs), steps, out_spec, out_refs, out_consts, kinds)
 
 
 def same(value, expected):
@@ -236,20 +255,21 @@ def output(program, env):
 
 
 def explain_step(program, step):
-    """Where a guard or effect came from, in words."""
+    """Where a guard or an effect came from, in words."""
     kind, op, refs, consts, kw, span, _ = program.steps[step]
     where = f" at {span.where()}" if span is not None else ""
-    if kind == "guard":
-        return f"the value {_brief(consts[0])} decided what ran{where}"
-    return f"{op}{where}"
+    if kind != "guard":
+        return f"{op}{where}"
+    expected = consts[0]
+    if isinstance(expected, (bool, np.bool_)):
+        return f"the condition{where} went the other way (it was {str(bool(expected)).lower()} when staged)"
+    return f"a value read{where} changed (it was {_brief(expected)} when staged)"
 
 
 def _brief(v):
     """A short description of a guarded value."""
     if type(v) is np.ndarray:
-        return f"of a tensor of shape {tuple(v.shape)}"
-    if isinstance(v, (bool, np.bool_)):
-        return f"{str(bool(v)).lower()} (a condition)"
+        return f"a tensor of shape {tuple(v.shape)}"
     return repr(v)
 
 

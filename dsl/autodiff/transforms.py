@@ -4,6 +4,7 @@ stop_gradient, custom_vjp and checkpoint (SPEC section 6)."""
 import numpy as np
 
 from .. import ops as O
+from ..cycles import gc_paused
 from ..errors import DgError, error
 from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import tape
@@ -31,11 +32,12 @@ class Options:
 class Transformed:
     """A function made by grad & co: callable from dg and Python alike."""
 
-    __slots__ = ("name", "call")
+    __slots__ = ("name", "call", "wraps")
 
-    def __init__(self, name, call):
+    def __init__(self, name, call, wraps=()):
         self.name = name
         self.call = call
+        self.wraps = wraps      # the functions it calls (jit guards what they read)
 
     def __call__(self, *args, **kwargs):
         try:
@@ -152,17 +154,18 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
 
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
-        trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
-        try:
-            seed = _seed(value, who)
-            if out is not None:
-                backward(trace, out, seed)
-            grads = _take(params)
-        finally:
-            opts.finished(trace)
+        with gc_paused():       # a tape has no cycles for the collector to look for
+            trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
+            try:
+                seed = _seed(value, who)
+                if out is not None:
+                    backward(trace, out, seed)
+                grads = _take(params)
+            finally:
+                opts.finished(trace)
         return value, (grads[0] if single else tuple(grads))
 
-    return Transformed(who, call)
+    return Transformed(who, call, (f,))
 
 
 def vjp(f, primals, opts=None):
@@ -205,13 +208,13 @@ def vjp(f, primals, opts=None):
         got = dict(zip(nums, grads))
         return tuple(got[i] if i in by_arg else None for i in range(len(primals)))
 
-    return value, Transformed(f"pullback of {who}", pullback)
+    return value, Transformed(f"pullback of {who}", pullback, (f,))
 
 
 def grad(f, argnums=0, opts=None, name="grad"):
     """grad(f, argnums): a function returning the gradient of scalar f."""
     vg = value_and_grad(f, argnums, opts, name=name)
-    return Transformed(vg.name, lambda *a, **k: vg.call(*a, **k)[1])
+    return Transformed(vg.name, lambda *a, **k: vg.call(*a, **k)[1], (f,))
 
 
 def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
@@ -243,7 +246,7 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
         result = [_stack_rows([r[j] for r in rows], out_shape, params[j].v) for j in range(len(params))]
         return result[0] if single else tuple(result)
 
-    return Transformed(who, call)
+    return Transformed(who, call, (f,))
 
 
 def _stack_rows(rows, out_shape, primal):
@@ -263,16 +266,6 @@ def _stack_rows(rows, out_shape, primal):
         s = O.stack(tuple(column)) if len(column) > 1 or out_shape else column[0]
         stacked.append(O.reshape(s, tuple(out_shape) + np.shape(peek(p))) if out_shape else s)
     return unflatten(spec, stacked)
-
-
-def hessian(f, argnums=0, opts=None):
-    """hessian(f): exact second derivatives, the jacobian of the gradient (reverse over reverse)."""
-    if type(peek(argnums)) is not int:
-        raise error("type", "hessian takes a single argnums (an int)")
-    # the inner grad speaks as hessian too (its errors are about the function given to hessian),
-    # and adds no call frame of its own: the stack shows one `in hessian(f)`
-    inner = grad(f, argnums, opts, name="hessian")
-    return jacobian(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
 
 
 def stop_gradient(x):
@@ -307,7 +300,7 @@ def custom_vjp(f, bwd, opts=None):
                         hint="pass that value to the function as a positional argument")
         return out
 
-    return Transformed(f"custom_vjp({_fname(f)})", call)
+    return Transformed(f"custom_vjp({_fname(f)})", call, (f, bwd))
 
 
 def _as_positional(f, args, kwargs):
@@ -399,10 +392,10 @@ def checkpoint(f, opts=None, generator=None):
             return f(*args, **kwargs)
         return out
 
-    return Transformed(f"checkpoint({_fname(f)})", call)
+    return Transformed(f"checkpoint({_fname(f)})", call, (f,))
 
 
 
 
-__all__ = ["Options", "Transformed", "grad", "value_and_grad", "vjp", "jacobian", "hessian", "stop_gradient",
+__all__ = ["Options", "Transformed", "grad", "value_and_grad", "vjp", "jacobian", "stop_gradient",
            "custom_vjp", "checkpoint", "contains_box"]

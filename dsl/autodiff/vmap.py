@@ -49,7 +49,7 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None):
             out = _per_example(f, spec, moved, batched, size)
         return _out_axes(out, out_axes, size, who)
 
-    return Transformed(who, call)
+    return Transformed(who, call, (f,))
 
 
 # ---------------------------------------------------------------- arguments

@@ -60,6 +60,12 @@ def make(interp):
         operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
         return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp)
 
+    def jit(f, explain=False):
+        """jit(f): f compiled per argument signature into straight-line code: the same results,
+        output and random draws; explain=true says when it stages f and why."""
+        from ..jit import jit as make_jit
+        return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp)
+
     def vjp(f, *primals):
         """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal."""
         return T.vjp(_fn(f, "vjp"), primals, opts)
@@ -73,5 +79,5 @@ def make(interp):
         return T.checkpoint(_fn(f, "checkpoint"), opts, lambda: interp.rng)
 
     return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "jacrev": jacrev,
-            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "vmap": vmap,
+            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "vmap": vmap, "jit": jit,
             "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}

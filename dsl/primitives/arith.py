@@ -19,7 +19,7 @@ define("Mul", O.mul, partials=(lambda ns, ans, x, y: y, lambda ns, ans, x, y: x)
        emit="({0} * {1})")
 # a recorded value times a constant number c (c is never differentiated)
 define("ScalarMul", O.mul, partials=(lambda ns, ans, x, c: c, None), batch=ELEMENTWISE, emit="({0} * {1})")
-define("Div", O.div, partials=(lambda ns, ans, x, y: ns.div(1.0, y),
+define("Div", O.div, emit={"float": "K.div({0}, {1})", "array": "({0} / {1})"}, partials=(lambda ns, ans, x, y: ns.div(1.0, y),
                                lambda ns, ans, x, y: ns.neg(ns.div(ans, y))), batch=ELEMENTWISE)
 define("Mod", O.mod, partials=(ONE, lambda ns, ans, x, y: ns.neg(ns.floor(ns.div(x, y)))), batch=ELEMENTWISE)
 
@@ -46,7 +46,8 @@ def _pow_exponent(ns, ans, x, y):
     return ns.mul(ans, ns.ln(safe_x))
 
 
-define("Pow", O.pow, partials=(_pow_base, _pow_exponent), batch=ELEMENTWISE)
+define("Pow", O.pow, partials=(_pow_base, _pow_exponent), batch=ELEMENTWISE,
+       emit={"float": "K.pow({0}, {1})", "array": "np.power({0}, {1})"})
 
 
 # ---------------------------------------------------------------- @

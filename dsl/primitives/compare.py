@@ -14,9 +14,10 @@ from .arith import ELEMENTWISE
 from .registry import define
 
 for _op, _name in ORDER_OPS.items():
-    define(_name, (lambda op: lambda a, b: order(op, a, b))(_op), differentiable=False, batch=ELEMENTWISE)
-define("Equal", O.eq, differentiable=False, batch=ELEMENTWISE)
-define("NotEqual", O.ne, differentiable=False, batch=ELEMENTWISE)
+    define(_name, (lambda op: lambda a, b: order(op, a, b))(_op), differentiable=False, batch=ELEMENTWISE,
+           emit=f"({{0}} {_op} {{1}})")
+define("Equal", O.eq, differentiable=False, batch=ELEMENTWISE, emit="({0} == {1})")
+define("NotEqual", O.ne, differentiable=False, batch=ELEMENTWISE, emit="({0} != {1})")
 define("LogicalAnd", O.logical_and, differentiable=False, batch=ELEMENTWISE)
 define("LogicalOr", O.logical_or, differentiable=False, batch=ELEMENTWISE)
 define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE)

@@ -19,16 +19,16 @@ def unary(name, impl, partial, emit=None, piecewise=False):
     return define(name, impl, partials=(partial,), batch=ELEMENTWISE, emit=emit, piecewise=piecewise)
 
 
-unary("Exp", O.exp, lambda ns, ans, x: ans)                   # exp(1000) = inf where g may be 0: nz
-unary("Ln", O.ln, lambda ns, ans, x: ns.div(1.0, x))
-unary("Log2", O.log2, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN2)))
-unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x))
-unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)))     # 0.0, not -0.0, at x = 0
-unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans))
-unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), piecewise=True)          # abs'(0) = 0 (SPEC 6.6)
-unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), piecewise=True)  # relu'(0) = 0
-unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)))
-unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)))
+unary("Exp", O.exp, lambda ns, ans, x: ans, {"float": "K.exp({0})", "array": "np.exp({0})"})                   # exp(1000) = inf where g may be 0: nz
+unary("Ln", O.ln, lambda ns, ans, x: ns.div(1.0, x), {"float": "K.ln({0})", "array": "np.log({0})"})
+unary("Log2", O.log2, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN2)), {"float": "K.log2({0})", "array": "np.log2({0})"})
+unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x), {"float": "K.sin({0})", "array": "np.sin({0})"})
+unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)), {"float": "K.cos({0})", "array": "np.cos({0})"})     # 0.0, not -0.0, at x = 0
+unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans), {"float": "K.sqrt({0})", "array": "np.sqrt({0})"})
+unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), {"float": "abs({0})", "array": "np.abs({0})"}, piecewise=True)          # abs'(0) = 0 (SPEC 6.6)
+unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), {"float": "(0.0 if {0} <= 0.0 else {0})", "array": "np.maximum({0}, 0.0)"}, piecewise=True)  # relu'(0) = 0
+unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)), {"float": "K.sigmoid({0})"})
+unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)), {"float": "K.tanh({0})", "array": "np.tanh({0})"})
 unary("Erf", O.erf, lambda ns, ans, x: ns.mul(TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
 
 
@@ -55,10 +55,10 @@ def _tie_weights(ns, a, b, wins):
     return ns.add(ns.where(wins(a, b), 1.0, 0.0), ns.where(ns.equal(a, b), 0.5, 0.0))
 
 
-define("Maximum", O.maximum, batch=ELEMENTWISE, piecewise=True,
+define("Maximum", O.maximum, batch=ELEMENTWISE, piecewise=True, emit={"array": "np.maximum({0}, {1})"},
        partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.greater),
                  lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.greater)))
-define("Minimum", O.minimum, batch=ELEMENTWISE, piecewise=True,
+define("Minimum", O.minimum, batch=ELEMENTWISE, piecewise=True, emit={"array": "np.minimum({0}, {1})"},
        partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.less),
                  lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.less)))
 
@@ -74,7 +74,7 @@ def _where_jvp(ns, tangents, ans, args, kw):
     return out if shape_of(out) == shape_of(ans) else ns.broadcast_to(out, shape_of(ans))
 
 
-define("Where", O.where, batch=ELEMENTWISE,
+define("Where", O.where, batch=ELEMENTWISE, emit={"array": "np.where({0}, {1}, {2})", "bools": True},
        vjp=(None,
             lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, g, 0.0), shape_of(a)),
             lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, 0.0, g), shape_of(b))),
@@ -124,4 +124,5 @@ def _kept(ns, ans, a, b, r):
     return ns.logical_not(replaced)
 
 
-define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept))
+define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept),
+       emit={"float": "K.nz({0}, {1}, {2})", "array": "K.nz_array({0}, {1}, {2})", "bools": True})

@@ -33,7 +33,7 @@ def _example_shape(shape, example):
     return tuple(size // known if s == -1 else s for s in shape)
 
 
-define("Reshape", O.reshape, linear=True,
+define("Reshape", O.reshape, linear=True, emit={"array": "{0}.reshape({shape})", "bools": True},
        vjp=(lambda ns, g, ans, x, shape=None: ns.reshape(g, shape_of(x)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.reshape(tangents[0], shape_of(ans)),
        batch=_reshape_batch)
@@ -48,7 +48,7 @@ def _transpose_batch(ns, args, batched, kw):
     return ns.transpose(x, (0,) + tuple(a + 1 for a in axes))
 
 
-define("TransposeOp", O.transpose, linear=True,
+define("TransposeOp", O.transpose, linear=True, emit={"array": "np.transpose({0}, {axes})", "bools": True},
        vjp=(lambda ns, g, ans, x, axes=None: ns.transpose(g, _inverse(axes)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.transpose(tangents[0], kw.get("axes")),
        batch=_transpose_batch)
@@ -63,7 +63,7 @@ def _broadcast_batch(ns, args, batched, kw):
     return ns.broadcast_to(x, shape_of(x)[:1] + shape)
 
 
-define("BroadcastTo", O.broadcast_to, linear=True,
+define("BroadcastTo", O.broadcast_to, linear=True, emit={"array": "np.broadcast_to({0}, {shape})"},
        vjp=(lambda ns, g, ans, x, shape=None: ns.unbroadcast(g, shape_of(x)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.broadcast_to(tangents[0], kw["shape"]),
        batch=_broadcast_batch)
@@ -77,7 +77,7 @@ def _index_batch(ns, args, batched, kw):
 
 
 for _name in ("Index", "GatherOp"):
-    define(_name, O.index, linear=True,
+    define(_name, O.index, linear=True, emit={"array": "{0}[{key}]", "bools": True},
            vjp=(lambda ns, g, ans, x, key=None, op=None: ns.index_add(g, key, shape_of(x)),),
            jvp=lambda ns, tangents, ans, args, kw: ns.index(tangents[0], kw["key"]),
            batch=_index_batch)

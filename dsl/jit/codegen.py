@@ -1,0 +1,183 @@
+"""A staged program as straight-line Python over numpy arrays and floats.
+
+Each step becomes one line: an operator or a numpy call where the primitive's
+`emit` template fits the kinds of values the step saw when it was staged (a
+Python float in and out: Python arithmetic; a tensor: numpy), else a call to the
+primitive's kernel with its options bound. A guard becomes a test that raises
+`GuardFailed(step)`; an effect, a call that performs it again. Tensors are
+dropped (`del`) after their last use, so memory is released as the interpreter
+would release it.
+
+`compile_program(program)` returns `run(inputs) -> output leaves`, compiled by
+Python once. The array namespace is one name in the generated code (`np`), so
+the same program could be written against another numpy-like library.
+"""
+
+import functools
+import itertools
+
+import numpy as np
+
+from ..autodiff import stage as S
+from ..autodiff.stage import GuardFailed, kind_of, same
+from ..autodiff.tape import finite
+from ..cycles import gc_paused
+from ..primitives.registry import PRIMS
+from . import kernels
+from .optimize import plan, resolve
+
+_names = itertools.count()
+NUMBER_KINDS = ("float", "int", "bool")
+
+
+def _is_array(kind):
+    """Whether a value kind is a tensor's."""
+    return type(kind) is tuple and kind[0] == "array"
+
+
+def template_for(prim, arg_kinds, out_kind):
+    """The primitive's emit template that fits these kinds, or None (then its kernel is called).
+
+    `emit` is a template for Python numbers and tensors alike, or a dict with a "float"
+    template (Python numbers in, a float or bool out) and an "array" one (float tensors in,
+    a tensor out, or a float from a full reduction, which is converted); "bools": true lets
+    bool tensors into the array template."""
+    emit = prim.emit
+    if emit is None:
+        return None
+    if type(emit) is str:
+        emit = {"float": emit, "array": emit}
+    numbers = all(k in NUMBER_KINDS for k in arg_kinds)
+    if numbers and out_kind in ("float", "bool"):
+        return emit.get("float")
+    arrays = [k for k in arg_kinds if _is_array(k)]
+    if not arrays or not all(_is_array(k) or k in ("float", "bool") for k in arg_kinds):
+        return None
+    if not emit.get("bools") and any(k[2] != "f" for k in arrays):
+        return None
+    template = emit.get("array")
+    if template is None:
+        return None
+    if _is_array(out_kind):
+        return template
+    if out_kind == "float":
+        return f"float({template})"
+    if out_kind == "bool":
+        return f"bool({template})"
+    return None
+
+
+class Inexact(Exception):
+    """A result the generated code checks (see optimize.py) is not finite: run the exact program."""
+
+
+class _Writer:
+    """The generated function's text and the constants it refers to."""
+
+    def __init__(self):
+        self.lines = []
+        self.consts = {"np": np, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
+                       "_finite": finite}
+
+    def const(self, value):
+        """A name in the generated code for a constant value."""
+        if value is None or value is True or value is False:
+            return repr(value)
+        if type(value) is float and value == value and value not in (float("inf"), float("-inf")):
+            return repr(value)
+        if type(value) is int and abs(value) < 2 ** 62:
+            return repr(value)
+        name = f"c{next(_names)}"
+        self.consts[name] = value
+        return name
+
+
+def compile_program(program, name="jitted"):
+    """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
+    with gc_paused():
+        return _compile(program, name)
+
+
+def _compile(program, name):
+    """The program as a compiled Python function run(inputs) -> tuple of output leaves.
+
+    The function has `inexact` set when optimize.py dropped Nz steps: then a failed guard
+    may be one that the exact program passes, and its results are checked (`Inexact`)."""
+    w = _Writer()
+    kinds = program.kinds
+    p = plan(program)
+    out_refs = tuple(resolve(p.alias, r) if r >= 0 else r for r in program.out_refs)
+    last = _last_uses(p.steps, out_refs)
+    inputs = set(program.inputs)
+    body = []
+    if program.inputs:
+        body.append("(" + "".join(f"v{s}, " for s in program.inputs) + ") = _in")
+    for i, step in _numbered(program.steps, p.steps):
+        kind, op, refs, consts, kw, span, out = step
+        args = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(refs, consts)]
+        if kind == "guard":
+            body.append(_guard(w, i, refs[0], args[0], consts[0], kinds))
+        elif kind == "effect":
+            fn = w.const(functools.partial(S._effect_kernel, **kw))
+            body.append(f"v{out} = {fn}({', '.join(args)})")
+        else:
+            body.append(f"v{out} = {_expression(w, op, args, refs, consts, kw, kinds[out], kinds)}")
+        dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
+                and _is_array(kinds[r])]
+        if dead:
+            body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
+    for r in p.checked:
+        body.append(f"if not _finite(v{r}): raise _Inexact()")
+    outs = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(out_refs, program.out_consts)]
+    body.append("return (" + "".join(o + ", " for o in outs) + ")")
+    source = f"def {name}(_in):\n" + "".join(f"    {line}\n" for line in body)
+    namespace = dict(w.consts)
+    exec(compile(source, f"<jit {name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.source = source
+    fn.inexact = len(p.steps) < len(program.steps) and any(
+        s[1] == "Nz" for s in program.steps) and bool(p.checked or program.guards)
+    return fn
+
+
+def _numbered(original, steps):
+    """The steps with their index in the original program (which guard failures report)."""
+    index = {id(s): i for i, s in enumerate(original)}
+    position = {(s[6], s[0], s[1]): i for i, s in enumerate(original)}
+    for s in steps:
+        yield index.get(id(s), position.get((s[6], s[0], s[1]), -1)), s
+
+
+def _guard(w, i, ref, arg, expected, kinds):
+    """The line that checks a guard."""
+    if type(expected) is bool and ref >= 0 and kinds[ref] == "bool":
+        return f"if {arg} is not {expected}: raise _GF({i})"
+    return f"if not _same({arg}, {w.const(expected)}): raise _GF({i})"
+
+
+def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
+    """The right-hand side computing one primitive."""
+    prim = PRIMS[op]
+    arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
+    template = template_for(prim, arg_kinds, out_kind)
+    if template is not None:
+        names = {k: w.const(v) for k, v in (kw or {}).items()}
+        return template.format(*args, **names)
+    fn = w.const(functools.partial(prim.impl, **kw) if kw else prim.impl)
+    return f"{fn}({', '.join(args)})"
+
+
+def _last_uses(steps, out_refs):
+    """Slot -> the original index of the last step that reads it (outputs: read after every step)."""
+    last = {}
+    for step in steps:
+        for r in step[2]:
+            if r >= 0:
+                last[r] = id(step)
+    for r in out_refs:
+        if r >= 0:
+            last[r] = None
+    return last
+
+
+__all__ = ["compile_program", "template_for"]

@@ -1,0 +1,225 @@
+"""jit(f): f compiled per argument signature into straight-line code (SPEC section 6).
+
+The first call with a signature (the arguments' structure, tensor shapes and dtypes,
+and the values of everything that is not a float or tensor) stages f
+(dsl/autodiff/stage.py): it runs f once, for real, while recording every primitive,
+every guard (a value the program looked at: a condition, an int taken from a
+tensor) and every effect (print, random draws, the clock). The recording is
+compiled into a Python function over numpy arrays and floats (codegen.py). Later
+calls with that signature run the compiled code, which checks the guards as it
+goes: where one fails, the call is staged again for the new path (a few paths
+are kept per signature; past `MAX_PATHS` the function runs in the interpreter).
+
+What the compiled code must not miss:
+- Module-level names and captured variables f reads (directly or through the
+  functions it calls) are checked on each call: the same objects (numbers: the
+  same values) as when f was staged, else it is staged again.
+- Effects happen on every call, in order. Output is held until the call has
+  passed its guards (a failed attempt prints nothing), and the random generator
+  is put back if a guard fails, so the re-staged call draws the same numbers.
+- The numerics check is a guard too: a non-finite gradient makes the call run
+  in the interpreter, which reports it with the operation and its line.
+- Called with values other transformations are tracing (grad of jit, vmap of
+  jit), the recording is replayed through the primitives, so they see every one.
+- A result that holds a function cannot be compiled (the function would keep the
+  staged values it closed over): such a signature always runs in the interpreter.
+
+`jit(f, explain=true)` (or `dg run --explain-jit`) says on standard error each
+time it stages f, and why it runs in the interpreter when it does.
+"""
+
+import io
+import sys
+
+import numpy as np
+
+from ..autodiff import stage as S
+from ..autodiff.tape import Box, peek
+from ..autodiff.transforms import Transformed, _fname
+from ..autodiff.trees import children, flatten, is_container, unflatten
+from ..errors import DgError
+from ..values import Function, Module, Struct
+from .codegen import Inexact, compile_program
+
+MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
+
+
+class Entry:
+    """One recording of f for one signature: its program, compiled code and what it read."""
+
+    __slots__ = ("program", "code", "cells", "untraceable")
+
+    def __init__(self, program, cells, untraceable=None):
+        self.program = program
+        self.code = None if untraceable else compile_program(program)
+        self.cells = cells
+        self.untraceable = untraceable
+
+    def cells_hold(self):
+        """Whether every name f read still holds what it held when f was staged."""
+        for cell, value in self.cells:
+            now = cell.v
+            if now is not value and not (type(now) in (int, float, str, bool) and type(now) is type(value)
+                                         and now == value):
+                return False
+        return True
+
+
+class Jitted:
+    """The state of one jit(f): recordings by signature, and what it has had to say."""
+
+    def __init__(self, f, interp, explain):
+        self.f = f
+        self.interp = interp
+        self.explain = explain
+        self.entries = {}       # signature -> [Entry]
+
+    def __call__(self, *args, **kwargs):
+        entries = self.entries.setdefault(signature(args, kwargs), [])
+        boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        why = "a new signature" if not entries else "the names it reads changed"
+        for entry in entries:
+            if entry.untraceable:
+                return self.f(*args, **kwargs)
+            if not entry.cells_hold():
+                continue
+            try:
+                return self._run(entry, args, kwargs, boxed)
+            except S.GuardFailed as failed:
+                why = S.explain_step(entry.program, failed.step)
+        if len(entries) >= MAX_PATHS:
+            self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none "
+                      f"applies ({why})")
+            return self.f(*args, **kwargs)
+        self._say(f"staging it: {why}")
+        return self._stage(entries, args, kwargs)
+
+    def _stage(self, entries, args, kwargs):
+        """Run f while staging it; keep the recording for later calls."""
+        program, result = S.stage(self.f, args, kwargs, staging=self.interp.staging if self.interp else None)
+        untraceable = _holds_function(result)
+        if untraceable:
+            self._say(f"runs in the interpreter for this signature: {untraceable}")
+        entries.append(Entry(program, reads(self.f), untraceable))
+        return result
+
+    def _run(self, entry, args, kwargs, boxed):
+        """Run a recording: the compiled code on plain values, else a replay through the primitives."""
+        values = [v for v in flatten((args, kwargs))[0] if S.is_staged_leaf(v)]
+        interp = self.interp
+        held = interp is not None and bool(entry.program.effects)      # output waits for the guards
+        rng = interp.rng.bit_generator.state if held else None
+        saved = interp._stdout if held else None
+        if held:
+            interp._stdout = io.StringIO()
+        try:
+            if boxed:
+                out = S.run(entry.program, values)
+            else:
+                out = self._compiled(entry, values)
+        except S.GuardFailed:
+            if held:        # as if this attempt had not run: nothing printed, nothing drawn
+                interp.rng.bit_generator.state = rng
+                interp._stdout = saved
+            raise
+        except DgError:
+            if held:
+                _release(interp, saved)
+            raise
+        if held:
+            _release(interp, saved)
+        return out
+
+    def _compiled(self, entry, values):
+        """The compiled code's result, or the exact program's where the compiled code cannot vouch
+        for its own (optimize.py: a NaN where a zero rule was left out, or a guard that noticed one)."""
+        try:
+            return unflatten(entry.program.out_spec, list(entry.code(values)))
+        except Inexact:
+            return S.run(entry.program, values)
+        except S.GuardFailed:
+            if not entry.code.inexact:
+                raise
+            return S.run(entry.program, values)
+
+    def _say(self, text):
+        """Explain (with explain=true or --explain-jit) on standard error."""
+        if self.explain or (self.interp is not None and getattr(self.interp, "explain_jit", False)):
+            print(f"jit({_fname(self.f)}): {text}", file=sys.stderr)
+
+
+def _release(interp, saved):
+    """Put the interpreter's output back and write what a compiled call printed."""
+    text = interp._stdout.getvalue()
+    interp._stdout = saved
+    if text:
+        interp.stdout.write(text)
+
+
+def jit(f, explain=False, interp=None):
+    """jit(f): f, compiled per argument signature; the same results, output and random draws."""
+    state = Jitted(f, interp, explain)
+    return Transformed(f"jit({_fname(f)})", state, (f,))
+
+
+# ---------------------------------------------------------------- signatures
+def signature(args, kwargs):
+    """What a recording depends on besides the float and tensor values: a hashable key."""
+    return (_key(args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
+
+
+def _key(v):
+    """The signature of one value."""
+    v = peek(v)
+    t = type(v)
+    if t is float or t is np.float64:
+        return "f"
+    if t is np.ndarray:
+        return ("t", v.shape, v.dtype.str)
+    if t in (int, bool, str) or v is None:
+        return (t.__name__, v)
+    if t is tuple:
+        return ("tuple",) + tuple(_key(x) for x in v)
+    if t is dict:
+        return ("map",) + tuple((type(k).__name__, k, _key(x)) for k, x in v.items())
+    if t is Struct:
+        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x) for x in v.vals)
+    return ("object", id(v), v)        # functions, modules, struct types: by identity
+
+
+def _holds_function(result):
+    """Why a result cannot come from compiled code, or None."""
+    for leaf in flatten(result)[0]:
+        if callable(peek(leaf)) and not isinstance(peek(leaf), (np.ndarray,)):
+            return "its result holds a function, which would keep the values it was staged with"
+    return None
+
+
+# ---------------------------------------------------------------- what f reads
+def reads(f):
+    """(cell, value) for every module-level name and captured variable f (and what it calls) reads."""
+    seen, pairs = set(), []
+    stack = [f]
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        t = type(v)
+        if t is Function:
+            for cell in tuple(v.code.global_cells) + tuple(v.cells):
+                if id(cell) not in seen:
+                    seen.add(id(cell))
+                    pairs.append((cell, cell.v))
+                    stack.append(cell.v)
+        elif t is Transformed:
+            stack.extend(v.wraps)
+            state = v.call
+            if type(state) is Jitted:
+                stack.append(state.f)
+        elif is_container(v) and t is not Module:
+            stack.extend(children(v))
+    return pairs
+
+
+__all__ = ["jit", "signature", "reads", "MAX_PATHS"]
