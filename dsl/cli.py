@@ -17,6 +17,8 @@ usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard i
 
 options:
   --no-check-numerics   do not stop when a gradient is NaN or infinite
+  --jit                 compile every function grad, value_and_grad, jacobian and hessian make
+  --explain-jit         say (on standard error) when jit stages a function, and why it falls back
   --max-depth N         nested calls allowed (default 1000)
   --max-steps N         stop after N loop iterations and calls (default: no limit)
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
@@ -28,7 +30,7 @@ options:
 
 VALUE_OPTIONS = {"--max-depth": int, "--max-steps": int, "--timeout": float, "--max-tensor": int,
                  "--seed": int, "--files": str}
-FLAG_OPTIONS = {"--no-check-numerics"}
+FLAG_OPTIONS = {"--no-check-numerics", "--jit", "--explain-jit"}
 POSITIVE = {"--max-depth", "--max-steps", "--timeout", "--max-tensor"}
 
 
@@ -86,7 +88,8 @@ def make_interpreter(settings, argv=(), keep_tape=False):
         max_steps=settings.get("--max-steps"),
         timeout=settings.get("--timeout"),
         max_tensor_elements=settings.get("--max-tensor", DEFAULT_MAX_TENSOR),
-        keep_tape=keep_tape, files=files_setting(settings.get("--files", "all")))
+        keep_tape=keep_tape, files=files_setting(settings.get("--files", "all")),
+        jit=settings.get("--jit", False), explain_jit=settings.get("--explain-jit", False))
     interp.bind("argv", tuple(argv))
     return interp
 

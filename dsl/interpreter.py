@@ -43,7 +43,7 @@ class Interpreter:
 
     def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
                  timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True,
-                 files="all"):
+                 files="all", jit=False, explain_jit=False):
         self.limits = Limits(max_depth, max_steps, timeout)
         self.files = FileAccess(files)      # what import/load_csv/load/save may touch (dsl/sandbox.py)
         self.grad_options = Options(check_numerics, keep_tape)
@@ -54,6 +54,9 @@ class Interpreter:
         self.loading = []          # paths being imported, to find cycles
         self.main = Module("__main__", None, {})
         self.staging = []          # the traces jit and vmap are recording now, innermost last
+        self.jit = jit                  # compile every gradient function (dg run --jit)
+        self.explain_jit = explain_jit  # jit says when it stages and why it falls back
+        self.compiled = {}         # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)
         self.running = 0
 

@@ -27,17 +27,30 @@ def make(interp):
     """grad & co., using the interpreter's differentiation options."""
     opts = interp.grad_options
 
+    def compiled(name, f, options, make_it):
+        """The transformed function; with Interpreter(jit=True) (dg run --jit), compiled, once per
+        function and options, so its recordings last from call to call."""
+        if not interp.jit:
+            return make_it()
+        key = (name, id(f), repr(options))
+        hit = interp.compiled.get(key)
+        if hit is None or hit[0] is not f:
+            from ..jit import jit as make_jit
+            hit = interp.compiled[key] = (f, make_jit(make_it(), False, interp))
+        return hit[1]
+
     def grad(f, argnums=0):
         """grad(f, argnums=0): a function returning the gradient of scalar f."""
-        return T.grad(_fn(f, "grad"), argnums, opts)
+        return compiled("grad", f, argnums, lambda: T.grad(_fn(f, "grad"), argnums, opts))
 
     def value_and_grad(f, argnums=0):
         """value_and_grad(f, argnums=0): a function returning (value, gradient)."""
-        return T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts)
+        return compiled("value_and_grad", f, argnums,
+                        lambda: T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts))
 
     def jacobian(f, argnums=0):
         """jacobian(f, argnums=0): the full Jacobian, shape out_shape + in_shape (reverse mode, as jacrev)."""
-        return T.jacobian(_fn(f, "jacobian"), argnums, opts)
+        return compiled("jacobian", f, argnums, lambda: T.jacobian(_fn(f, "jacobian"), argnums, opts))
 
     def jacrev(f, argnums=0):
         """jacrev(f, argnums=0): the Jacobian by reverse mode, shape out_shape + in_shape."""
@@ -49,7 +62,7 @@ def make(interp):
 
     def hessian(f, argnums=0):
         """hessian(f, argnums=0): exact second derivatives (forward mode over reverse mode)."""
-        return F.hessian(_fn(f, "hessian"), argnums, opts)
+        return compiled("hessian", f, argnums, lambda: F.hessian(_fn(f, "hessian"), argnums, opts))
 
     def jvp(f, primals, tangents):
         """jvp(f, primals, tangents): (f(*primals), the output's tangent), by forward mode."""

@@ -4,7 +4,8 @@ CrossEntropy LayerNorm BatchNorm SsmScan."""
 import numpy as np
 
 from .. import ops as O
-from ..ops.core import FLOAT, normalize_axis, shape_of
+from ..autodiff.tape import peek
+from ..ops.core import normalize_axis, shape_of
 from ..ops.nn import cross_entropy_kernel
 from .reduce import batch_axis
 from .registry import define
@@ -38,7 +39,7 @@ def _cross_entropy_vjp(ns, g, ans, args, kw, wanted):
     ls = shape_of(logits)
     n = int(np.prod(ls[:-1], dtype=np.int64)) if len(ls) > 1 else 1
     dl = dt = None
-    if type(targets) is np.ndarray and targets.dtype.kind == "i":       # class indices
+    if _indices(targets):       # class indices
         if wanted[0] and ns.eager and type(g) is float:
             # (softmax - onehot) * g / n computed in place
             flat = logits.reshape(-1, ls[-1])
@@ -47,9 +48,7 @@ def _cross_entropy_vjp(ns, g, ans, args, kw, wanted):
             e *= g / n
             return e.reshape(ls), None
         if wanted[0]:
-            onehot = np.zeros(ls)
-            np.put_along_axis(onehot, targets[..., None], 1.0, axis=-1)
-            dl = ns.mul(ns.sub(ns.softmax(logits), onehot), ns.div(g, float(n)))
+            dl = ns.mul(ns.sub(ns.softmax(logits), _one_hot(ns, targets, ls)), ns.div(g, float(n)))
         return dl, None
     scale = ns.div(g, float(n))
     if wanted[0]:
@@ -58,6 +57,18 @@ def _cross_entropy_vjp(ns, g, ans, args, kw, wanted):
     if wanted[1]:
         dt = ns.mul(ns.neg(ns.log_softmax(logits)), scale)
     return dl, dt
+
+
+def _indices(targets):
+    """Whether cross-entropy targets are class indices (an int tensor), however it is boxed."""
+    t = peek(targets)
+    return type(t) is np.ndarray and t.dtype.kind == "i"
+
+
+def _one_hot(ns, targets, logits_shape):
+    """Class indices as one-hot rows of the logits' shape."""
+    column = ns.reshape(targets, shape_of(targets) + (1,))
+    return ns.where(ns.equal(column, np.arange(logits_shape[-1])), 1.0, 0.0)
 
 
 def _cross_entropy_jvp(ns, tangents, ans, args, kw):
@@ -76,13 +87,8 @@ def _cross_entropy_batch(ns, args, batched, kw):
     logits, targets = args
     bl, bt = batched
     lsm = ns.log_softmax(logits)
-    if not bl:
-        lsm = ns.broadcast_to(lsm, shape_of(targets)[:1] + shape_of(lsm)) if type(targets) is not np.ndarray \
-            or targets.dtype.kind != "i" else lsm
-    if type(targets) is np.ndarray and targets.dtype.kind == "i":
-        classes = shape_of(logits)[-1]
-        onehot = np.equal(targets[..., None], np.arange(classes)).astype(FLOAT)
-        per_row = ns.sum(ns.mul(lsm, onehot), -1)
+    if _indices(targets):
+        per_row = ns.sum(ns.mul(lsm, _one_hot(ns, targets, shape_of(logits))), -1)
     else:
         per_row = ns.sum(ns.mul(targets, lsm), -1)
     rows = shape_of(per_row)

@@ -1,0 +1,266 @@
+"""jit: compiled functions behave exactly like the functions (issue 12, items 1-4 and 7)."""
+
+import gc
+import io
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dsl
+from dsl.errors import DgError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.dg"))
+
+
+def interp(src="", **options):
+    """An interpreter that has run `src`, printing into a buffer (interp.out)."""
+    out = io.StringIO()
+    i = dsl.Interpreter(seed=0, stdout=out, **options)
+    i.out = out
+    if src:
+        i.run(src)
+    return i
+
+
+def printed(src, **options):
+    """What a program prints (its error report appended, if it fails)."""
+    i = interp(**options)
+    try:
+        i.run(src)
+    except DgError as exc:
+        return i.out.getvalue() + "ERROR " + str(exc.settle())
+    return i.out.getvalue()
+
+
+# ---------------------------------------------------------------- the same results
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_prints_the_same_with_its_gradients_compiled(path, tmp_path):
+    def run(jit):
+        out = io.StringIO()
+        i = dsl.Interpreter(stdout=out, jit=jit)
+        i.bind("argv", (str(tmp_path / "model.ckpt"),))
+        try:
+            i.run_file(path)
+        except DgError as exc:
+            return out.getvalue() + "ERROR " + str(exc.settle())
+        return out.getvalue(), i
+    plain, jitted = run(False), run(True)
+    if isinstance(plain, str):
+        assert plain == jitted
+        return
+    assert plain[0] == jitted[0]
+    compiled = [c for _, c in jitted[1].compiled.values()]
+    if "grad" in path.read_text():      # the compiled functions were used, not only made
+        assert any(c.call.entries for c in compiled), f"{path.name}: nothing was compiled"
+
+
+OPS = ["sin", "cos", "exp", "tanh", "sigmoid", "relu", "abs", "gelu"]
+BINARY = ["+", "-", "*"]
+
+
+@st.composite
+def expressions(draw, depth=0):
+    """A random expression of the tensor x (shape (3,)) and the float y."""
+    if depth >= 3 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["x", "y", "x * y", "x[1]", "sum(x)", "(x + 0.5)", "2.0"]))
+    kind = draw(st.integers(0, 3))
+    a = draw(expressions(depth + 1))
+    if kind == 0:
+        return f"{draw(st.sampled_from(OPS))}({a})"
+    b = draw(expressions(depth + 1))
+    if kind == 1:
+        return f"({a} {draw(st.sampled_from(BINARY))} {b})"
+    if kind == 2:
+        return f"where({a} > {b}, {a}, {b} * 0.5)"
+    return f"(if_pos({a}) * {b})"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions(), st.lists(st.floats(-2.0, 2.0), min_size=4, max_size=4))
+def test_generated_programs_compile_to_the_same_values_and_gradients(expr, values):
+    i = interp("fn if_pos(v) { if sum(v) > 0.0 { return v } return -v }\n"
+               f"fn f(x, y) {{ return sum({expr}) }}\n"
+               "let jf = jit(f)\nlet jg = jit(grad(f, argnums=(0, 1)))")
+    f, jf, jg = (i.lookup(n) for n in ("f", "jf", "jg"))
+    g = i.lookup("grad")(f, (0, 1))
+    for k in range(3):      # later calls run the compiled code (or stage a new path)
+        x = np.array(values[:3]) * (1 + k)
+        y = values[3] - k
+        assert jf(x, y) == f(x, y) or (np.isnan(jf(x, y)) and np.isnan(f(x, y)))
+        want, got = g(x, y), jg(x, y)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] or (np.isnan(got[1]) and np.isnan(want[1]))
+
+
+# ---------------------------------------------------------------- guards
+def test_both_branches_of_a_condition_on_a_traced_value():
+    i = interp("fn f(x) { if x > 0.0 { return x * 2.0 } return x * x }\nlet jf = jit(f)")
+    jf = i.lookup("jf")
+    assert [jf(v) for v in (1.0, 3.0, -2.0, -3.0, 5.0)] == [2.0, 6.0, 4.0, 9.0, 10.0]
+    assert len(next(iter(jf.call.entries.values()))) == 2       # one recording per path
+
+
+def test_a_loop_whose_trip_count_depends_on_the_data():
+    src = ("fn halvings(x) { let n = 0.0\n while x > 1.0 { x = x / 2.0\n n += 1.0 }\n return n }\n"
+           "let jh = jit(halvings)")
+    i = interp(src)
+    jh, h = i.lookup("jh"), i.lookup("halvings")
+    for v in (5.0, 6.0, 100.0, 7.0, 1000.0, 3.0):
+        assert jh(v) == h(v)
+
+
+def test_past_the_limit_the_function_runs_in_the_interpreter_and_says_why(capfd):
+    from dsl.jit.jit import MAX_PATHS
+    src = ("fn steps(x) { let n = 0.0\n while x > 1.0 { x = x - 1.0\n n += 1.0 }\n return n }\n"
+           "let js = jit(steps, explain=true)")
+    i = interp(src)
+    js = i.lookup("js")
+    results = [js(float(v) + 0.5) for v in range(MAX_PATHS + 4)]
+    assert results == [float(v) for v in range(MAX_PATHS + 4)]
+    assert len(next(iter(js.call.entries.values()))) == MAX_PATHS
+    err = capfd.readouterr().err
+    assert "runs in the interpreter" in err and "went the other way" in err
+
+
+def test_a_changed_module_level_name_is_noticed():
+    i = interp("let scale = 2.0\nfn f(x) { return x * scale }\nlet jf = jit(f)\nlet a = jf(1.0)\n"
+               "scale = 3.0\nlet b = jf(1.0)\nfn g(x) { return f(x) + 1.0 }\nlet jg = jit(g)\nlet c = jg(1.0)\n"
+               "scale = 4.0\nlet d = jg(1.0)")
+    assert [i.get(n) for n in "abcd"] == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_a_captured_variable_is_noticed():
+    # the function that made the closure changes the variable the closure reads
+    i = interp("fn run() { let k = 2.0\n let f = jit(fn(x) => x * k)\n let a = f(1.0)\n k = 3.0\n"
+               " return (a, f(1.0)) }\nlet r = run()")
+    assert i.get("r") == (2.0, 3.0)
+
+
+def test_a_result_that_holds_a_function_runs_in_the_interpreter():
+    i = interp("fn f(x) { return fn(y) => x * y }\nlet jf = jit(f)\nlet a = jf(2.0)(3.0)\nlet b = jf(4.0)(3.0)")
+    assert (i.get("a"), i.get("b")) == (6.0, 12.0)
+
+
+# ---------------------------------------------------------------- effects, every call, in order
+def test_prints_happen_on_every_call_in_order():
+    src = ("fn f(x) { print(\"in\", x)\n let y = x * 2.0\n print(f\"y = {y:.2f}\")\n return y }\n"
+           "let jf = jit(f)\nfor v in (1.0, 2.0, 3.0) { print(\"got\", jf(v)) }")
+    assert printed(src) == printed(src.replace("jit(f)", "f"))
+    assert printed(src).count("in") == 3
+
+
+def test_random_draws_are_the_numbers_the_uncompiled_function_draws():
+    src = "seed(3)\nfn noisy(x) { return x + randn((2,)) }\nlet jn = JN\nfor k in range(4) { print(jn(1.0)) }"
+    assert printed(src.replace("JN", "jit(noisy)")) == printed(src.replace("JN", "noisy"))
+
+
+def test_the_clock_is_read_on_every_call():
+    i = interp("fn f(x) { return time() + x * 0.0 }\nlet jf = jit(f)")
+    jf = i.lookup("jf")
+    first = jf(1.0)
+    import time
+    time.sleep(0.01)
+    assert jf(1.0) > first
+
+
+def test_a_failed_attempt_prints_nothing_and_draws_nothing():
+    # the second call fails the recorded path's guard after printing and drawing: it is staged
+    # again, and what the caller sees is exactly one print and the numbers uncompiled code draws
+    src = ("seed(1)\nfn f(x) { print(\"x is\", x)\n let r = rand(())\n if x > 0.0 { return r } return -r }\n"
+           "let jf = JF\nprint(jf(1.0))\nprint(jf(-1.0))\nprint(jf(2.0))")
+    assert printed(src.replace("JF", "jit(f)")) == printed(src.replace("JF", "f"))
+
+
+def test_errors_in_compiled_code_point_at_the_dg_line():
+    src = ("fn f(x) {\n  let y = x * 2.0\n  assert(y < 10.0, \"too big\")\n  return y\n}\n"
+           "let jf = jit(f)\nprint(jf(1.0))\nprint(jf(2.0))\nprint(jf(20.0))")
+    out = printed(src)
+    assert out.startswith("2.0\n4.0\nERROR error[user]: too big") and "<input>:3:" in out
+
+
+def test_the_numerics_check_names_the_operation_in_compiled_code():
+    src = ("fn f(x) { return sqrt(x) }\nlet g = jit(grad(f))\nprint(g(4.0))\nprint(g(0.0))")
+    out = printed(src)
+    assert out.startswith("0.25\nERROR error[numerics]") and "Sqrt" in out
+
+
+# ---------------------------------------------------------------- composition
+COMPOSED = [
+    ("jit(grad(f))(x)", "grad(f)(x)"),
+    ("jit(value_and_grad(g, argnums=(0, 2)))(x, 2.0, x * 0.5)", "value_and_grad(g, argnums=(0, 2))(x, 2.0, x * 0.5)"),
+    ("grad(jit(f))(x)", "grad(f)(x)"),
+    ("grad(fn(v) => jit(f)(v) * 2.0)(x)", "grad(fn(v) => f(v) * 2.0)(x)"),
+    ("jit(hessian(f))(x)", "hessian(f)(x)"),
+    ("jit(jacobian(fn(v) => sin(v) * v))(x)", "jacobian(fn(v) => sin(v) * v)(x)"),
+    ("jit(jacfwd(fn(v) => sin(v) * v))(x)", "jacfwd(fn(v) => sin(v) * v)(x)"),
+    ("jit(grad(fn(v) => sum(checkpoint(fn(u) => sin(u) * u)(v))))(x)", "grad(fn(v) => sum(sin(v) * v))(x)"),
+    ("jit(grad(fn(v) => sum(clip(v) * v)))(x)", "grad(fn(v) => sum(clip(v) * v))(x)"),
+    ("jit(grad(fn(v) => sum(stop_gradient(v) * v)))(x)", "x"),
+    ("jit(fn(p) => grad(fn(q) => q.a * sum(q.b))(p))(P(2.0, x))", "grad(fn(q) => q.a * sum(q.b))(P(2.0, x))"),
+    ("jit(fn(m) => grad(fn(n) => n[\"w\"] * sum(n[\"v\"]))(m))({\"w\": 2.0, \"v\": x})",
+     "grad(fn(n) => n[\"w\"] * sum(n[\"v\"]))({\"w\": 2.0, \"v\": x})"),
+    ("jit(fn(t) => (t[0] * 2.0, (t[1], t[0])))((1.0, x))", "((1.0 * 2.0), (x, 1.0))"),
+    ("jit(vmap(fn(v) => sum(v * v)))(reshape(x, (3, 1)))", "x * x"),
+    ("vmap(jit(fn(v) => sum(v * v)))(reshape(x, (3, 1)))", "x * x"),
+    ("jit(fn(v) => jvp(f, (v,), (ones_like(v),)))(x)", "jvp(f, (x,), (ones_like(x),))"),
+]
+PRELUDE = ("struct P { a, b }\nfn f(v) { return sum(sin(v) * v ** 2) }\nfn g(a, b, c) { return sum(a * b * c) }\n"
+           "let clip = custom_vjp(fn(v) => v, fn(v, out, g) => clamp(g, -0.5, 0.5))\n"
+           "let x = [0.5, -1.0, 2.0]\n")
+
+
+@pytest.mark.parametrize("jitted,plain", COMPOSED, ids=[c[0] for c in COMPOSED])
+def test_jit_composes_with_every_transformation(jitted, plain):
+    i = interp(PRELUDE)
+    for _ in range(2):          # staged, then run from the recording
+        i.run(f"let got = {jitted}\nlet want = {plain}")
+        assert_same_tree(i.get("got"), i.get("want"))
+
+
+def assert_same_tree(got, want):
+    """Equal trees of numbers and tensors (to 1e-12, where the order of operations may differ)."""
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same_tree(g, w)
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want)
+        for k in want:
+            assert_same_tree(got[k], want[k])
+    elif isinstance(want, dsl.Struct):
+        assert isinstance(got, dsl.Struct) and got._fields == want._fields
+        for k in want._fields:
+            assert_same_tree(getattr(got, k), getattr(want, k))
+    else:
+        assert type(got) is type(want), (got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_value_and_grad_compiled_holds_forward_and_backward_together():
+    i = interp(PRELUDE + "let vg = jit(value_and_grad(f))\nlet r = vg(x)\nlet r2 = vg(x * 2.0)")
+    program = next(iter(i.lookup("vg").call.entries.values()))[0].program
+    ops = [s[1] for s in program.steps]
+    assert "Sin" in ops and "Cos" in ops       # the forward sin and the backward's cos, in one program
+
+
+# ---------------------------------------------------------------- memory
+def test_memory_stays_flat_over_5000_compiled_steps():
+    i = interp("seed(0)\nlet w = randn((8, 8))\nfn loss(w, x) { return sum(tanh(x @ w) ** 2) }\n"
+               "let step = jit(value_and_grad(loss))\nlet x = randn((4, 8))", keep_tape=False)
+    step, w, x = i.lookup("step"), i.lookup("w"), i.lookup("x")
+    for _ in range(200):
+        step(w, x)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(5000):
+        step(w, x)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 200_000, f"memory grew by {after - before} bytes over 5,000 calls"
