@@ -1,23 +1,27 @@
 """Holding Python's cycle collector while dg builds many objects that have no cycles."""
 
-import contextlib
 import gc
 
 
-@contextlib.contextmanager
-def gc_paused():
-    """Hold the cycle collector while a syntax tree, a tape or a staged program is built.
+class gc_paused:
+    """`with gc_paused():` holds the cycle collector while a syntax tree, a tape or a staged
+    program is built.
 
-    These make hundreds of thousands of objects that all survive until the work is
-    done, so the collector keeps scanning them for cycles they do not have: pausing it
-    makes parsing about 1.4x and a scalar gradient about 1.15x faster. Cycles made
-    meanwhile are collected later.
+    These make hundreds of thousands of objects that all survive until the work is done,
+    so the collector keeps scanning them for cycles they do not have: pausing it makes
+    parsing about 1.4x and a scalar gradient about 1.15x faster. Cycles made meanwhile are
+    collected later. (A class, not a contextlib generator: it is entered once per gradient.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    __slots__ = ("paused",)
+
+    def __enter__(self):
+        self.paused = gc.isenabled()
+        if self.paused:
+            gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        if self.paused:
+            gc.enable()
+        return False

@@ -103,32 +103,60 @@ def jvp(f, primals, tangents, opts=None):
 
 # ---------------------------------------------------------------- Jacobians by forward mode
 def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
-    """jacfwd(f, argnums): the Jacobian, shaped out_shape + in_shape, by one forward pass per input."""
+    """jacfwd(f, argnums): the Jacobian, shaped out_shape + in_shape, by forward mode: for each input
+    leaf, the jvp along every one of its unit directions at once (vmap over the basis)."""
     who = who or f"{name}({_fname(f)})"
+    caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
 
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
         for i in nums:
             _check_differentiable(args[i], i, who)
-        columns = {}            # (argnum, leaf) -> list of output tangents, one per element of the leaf
-        value = None
+        blocks, out_shape = {}, None
         for i in nums:
-            leaves, spec = flatten(args[i])
+            leaves, _ = flatten(args[i])
             for k, leaf in enumerate(leaves):
-                if not is_differentiable_leaf(leaf):
-                    continue
-                shape = np.shape(peek(leaf))
-                for e in np.ndindex(*shape):
-                    tangents = tuple(_one_hot(args, i, k, e) if j == i else None for j in range(len(args)))
-                    value, t = push(f, tuple(args), tangents, who, kwargs)
-                    columns.setdefault((i, k), []).append(t)
-        if value is None:
-            value = f(*args, **kwargs)
-        out_shape = _output_shape(value, who)
-        result = [_assemble(args[i], i, columns, out_shape) for i in nums]
+                if is_differentiable_leaf(leaf) and np.size(peek(leaf)):
+                    blocks[i, k], out_shape = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}))
+        if out_shape is None:
+            out_shape = _output_shape(f(*args, **kwargs), who)
+        result = [_assemble(args[i], i, blocks, out_shape) for i in nums]
         return result[0] if single else tuple(result)
 
     return Transformed(who, call, (f,))
+
+
+def _columns(f, args, kwargs, i, k, who, cache):
+    """d f / d (leaf k of argument i), shaped out_shape + leaf_shape, and out_shape."""
+    leaf = peek(flatten(args[i])[0][k])
+    shape = np.shape(leaf)
+
+    def column(primals, options, direction):
+        tangents = tuple(_along(primals, i, k, direction) if j == i else None for j in range(len(primals)))
+        value, tangent = push(f, tuple(primals), tangents, who, options)
+        _output_shape(value, who)
+        return tangent
+
+    if not shape:       # a float: one direction
+        t = column(args, kwargs, 1.0)
+        return t, np.shape(peek(t))
+    from .vmap import vmap
+    n = int(np.prod(shape))
+    # the primals are arguments (not constants) of what is staged, so its program serves every call
+    mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), cache=cache, shared_effects=True)
+    cols = mapped.call(tuple(args), dict(kwargs), np.eye(n).reshape((n,) + shape))   # .call: no frame
+    out_shape = np.shape(peek(cols))[1:]
+    block = O.reshape(cols, shape + out_shape)
+    nd, no = len(shape), len(out_shape)         # the leaf's axes behind the output's
+    return (O.transpose(block, tuple(range(nd, nd + no)) + tuple(range(nd))) if no else block), out_shape
+
+
+def _along(args, i, k, direction):
+    """A tangent for argument i: `direction` at its leaf k, zero elsewhere."""
+    leaves, spec = flatten(args[i])
+    out = [None] * len(leaves)
+    out[k] = direction
+    return unflatten(spec, out)
 
 
 def _check_differentiable(v, i, who):
@@ -143,20 +171,6 @@ def _check_differentiable(v, i, who):
                             f"which is {_describe(rv)}")
 
 
-def _one_hot(args, i, k, e):
-    """A tangent for argument i: zero everywhere but 1 at element e of its leaf k."""
-    leaves, spec = flatten(args[i])
-    out = [None] * len(leaves)
-    v = peek(leaves[k])
-    if type(v) is np.ndarray:
-        t = np.zeros(v.shape)
-        t[e] = 1.0
-    else:
-        t = 1.0
-    out[k] = t
-    return unflatten(spec, out)
-
-
 def _output_shape(value, who):
     """A Jacobian needs a number or tensor result."""
     v = peek(value)
@@ -166,33 +180,16 @@ def _output_shape(value, who):
     return np.shape(v)
 
 
-def _assemble(arg, i, columns, out_shape):
-    """The Jacobian block of one argument, a tree like it with leaves of shape out_shape + leaf_shape."""
+def _assemble(arg, i, blocks, out_shape):
+    """The Jacobian of one argument: a tree like it with leaves of shape out_shape + leaf_shape."""
     leaves, spec = flatten(arg)
-    blocks = []
+    out = []
     for k, leaf in enumerate(leaves):
         if not is_differentiable_leaf(leaf):
-            blocks.append(None)
-            continue
-        shape = np.shape(peek(leaf))
-        cols = columns.get((i, k), [])
-        if not cols:
-            blocks.append(np.zeros(tuple(out_shape) + shape))
-            continue
-        if not shape:
-            blocks.append(cols[0])
-            continue
-        stacked = O.reshape(O.stack(tuple(_as_array(c, out_shape) for c in cols)), shape + tuple(out_shape))
-        n, m = len(shape), len(out_shape)       # element axes first: move them behind the output's axes
-        blocks.append(O.transpose(stacked, tuple(range(n, n + m)) + tuple(range(n))) if m else stacked)
-    return unflatten(spec, blocks)
-
-
-def _as_array(t, out_shape):
-    """An output tangent (None: zero) of shape out_shape."""
-    if t is None:
-        return np.zeros(out_shape) if out_shape else 0.0
-    return t
+            out.append(None)
+        else:
+            out.append(blocks.get((i, k), np.zeros(tuple(out_shape) + np.shape(peek(leaf)))))
+    return unflatten(spec, out)
 
 
 def jacrev(f, argnums=0, opts=None):

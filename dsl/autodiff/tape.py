@@ -222,9 +222,7 @@ class ForwardTrace(Trace):
         """Compute the primitive and its output's tangent by the primitive's forward rule."""
         fn = IMPLS[op]
         out = fn(*unboxed, **kw) if kw else fn(*unboxed)
-        tangents = tuple(None if p is None else p.t for p in parents)
-        if all(t is None for t in tangents):
-            return out
+        tangents = tuple([None if p is None else p.t for p in parents])
         rule = PUSHFORWARDS.get(op) or _missing(op, "jvp", span)
         t = rule(_ns(out, unboxed, tangents), tangents, out, unboxed, kw)
         if t is None:
@@ -247,16 +245,19 @@ def _missing(op, kind, span):
     raise AssertionError(op)
 
 
-def _ns(*groups):
+EAGER = TRACED = None     # the namespaces rules run in (dsl/primitives/namespaces.py), bound with the tables
+
+
+def _ns(out, args, more):
     """The namespace a rule runs in: numpy itself when nothing it sees is boxed."""
-    from ..primitives.namespaces import EAGER, TRACED
-    for g in groups:
-        if type(g) is Box:
+    if type(out) is Box:
+        return TRACED
+    for v in args:
+        if type(v) is Box:
             return TRACED
-        if type(g) is tuple:
-            for v in g:
-                if type(v) is Box:
-                    return TRACED
+    for v in more:
+        if type(v) is Box:
+            return TRACED
     return EAGER
 
 
@@ -344,7 +345,7 @@ def _reverse(nodes, seeds, check):
         box.g = accumulate(box.g, g)
     saved_span = current_span
     pullbacks = PULLBACKS
-    from ..primitives.namespaces import EAGER, TRACED
+    eager, traced = EAGER, TRACED
     try:
         for node in reversed(nodes):
             g = node.g
@@ -357,13 +358,13 @@ def _reverse(nodes, seeds, check):
             current_span = node.span
             rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
             args = node.args
-            ns = EAGER
+            ns = eager
             if type(g) is Box or type(node.v) is Box:
-                ns = TRACED
+                ns = traced
             else:
                 for a in args:
                     if type(a) is Box:
-                        ns = TRACED
+                        ns = traced
                         break
             n = len(parents)
             if n == 1:

@@ -32,14 +32,17 @@ class Options:
 class Transformed:
     """A function made by grad & co: callable from dg and Python alike."""
 
-    __slots__ = ("name", "call", "wraps")
+    __slots__ = ("name", "call", "wraps", "frame")
 
-    def __init__(self, name, call, wraps=()):
+    def __init__(self, name, call, wraps=(), frame=True):
         self.name = name
         self.call = call
         self.wraps = wraps      # the functions it calls (jit guards what they read)
+        self.frame = frame      # whether errors show a frame for it (an internal helper shows none)
 
     def __call__(self, *args, **kwargs):
+        if not self.frame:
+            return self.call(*args, **kwargs)
         try:
             return self.call(*args, **kwargs)
         except DgError as exc:
@@ -218,7 +221,8 @@ def grad(f, argnums=0, opts=None, name="grad"):
 
 
 def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
-    """jacobian(f): every derivative, shaped out_shape + in_shape, by one backward pass per output."""
+    """jacobian(f): every derivative, shaped out_shape + in_shape, by reverse mode: one forward pass,
+    then the backward pass from every output's unit cotangent at once (vmap over the seeds)."""
     opts = opts or Options()
     who = who or f"{name}({_fname(f)})"
 
@@ -233,39 +237,50 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
             out_shape = np.shape(v)
             for p in params:        # refuse a Jacobian over the size limit before computing its rows
                 O.check_size(out_shape + np.shape(peek(p.v)), "Jacobian")
-            rows = []
-            for idx in np.ndindex(*out_shape):
-                if out is not None:
-                    seed = 1.0 if not out_shape else np.zeros(out_shape)
-                    if out_shape:
-                        seed[idx] = 1.0
-                    backward(trace, out, seed)
-                rows.append(_take(params))
+            rows = _rows(trace, params, out, out_shape)
         finally:
             opts.finished(trace)
-        result = [_stack_rows([r[j] for r in rows], out_shape, params[j].v) for j in range(len(params))]
+        result = [_shaped(rows[j], out_shape, params[j].v) for j in range(len(params))]
         return result[0] if single else tuple(result)
 
     return Transformed(who, call, (f,))
 
 
-def _stack_rows(rows, out_shape, primal):
-    """Stack per-output gradients (trees) into leaves of shape out_shape + leaf_shape."""
-    leaf_lists = [flatten(r)[0] for r in rows]
-    _, spec = flatten(strip(primal))
-    primal_leaves = flatten(strip(primal))[0]
-    stacked = []
-    for k, p in enumerate(primal_leaves):
-        column = [leaves[k] for leaves in leaf_lists]
-        if any(c is None for c in column) or not column:
-            if not column and is_differentiable_leaf(p):
-                stacked.append(np.zeros(tuple(out_shape) + np.shape(p)))
-            else:
-                stacked.append(None)
-            continue
-        s = O.stack(tuple(column)) if len(column) > 1 or out_shape else column[0]
-        stacked.append(O.reshape(s, tuple(out_shape) + np.shape(peek(p))) if out_shape else s)
-    return unflatten(spec, stacked)
+def _rows(trace, params, out, out_shape):
+    """Per parameter, its cotangent leaves with a leading axis of one row per output."""
+    m = int(np.prod(out_shape)) if out_shape else 1
+
+    def row(seed):
+        if out is not None:
+            backward(trace, out, seed)
+        return tuple(tuple(flatten(g)[0]) for g in _take(params))
+
+    if not out_shape:
+        return [[_with_row(leaf) for leaf in leaves] for leaves in row(1.0)]
+    if m == 0:
+        return [[None] * len(flatten(strip(p.v))[0]) for p in params]
+    from .vmap import vmap
+    seeds = np.eye(m).reshape((m,) + tuple(out_shape))
+    return vmap(row).call(seeds)     # .call: an internal vmap adds no frame to error reports
+
+
+def _with_row(leaf):
+    """A scalar output's gradient leaf with a row axis of one."""
+    return None if leaf is None else O.reshape(leaf, (1,) + np.shape(peek(leaf)))
+
+
+def _shaped(rows, out_shape, primal):
+    """One parameter's Jacobian: rows (one per output) reshaped to out_shape + leaf_shape."""
+    leaves, spec = flatten(strip(primal))
+    out = []
+    for leaf, r in zip(leaves, rows):
+        if not is_differentiable_leaf(leaf):
+            out.append(None)
+        elif r is None or type(r) is tuple:     # no output reached it
+            out.append(np.zeros(tuple(out_shape) + np.shape(peek(leaf))))
+        else:
+            out.append(O.reshape(r, tuple(out_shape) + np.shape(peek(leaf))))
+    return unflatten(spec, out)
 
 
 def stop_gradient(x):

@@ -30,10 +30,14 @@ class _Fallback(Exception):
     """The batched replay cannot give each example's result: run f per example."""
 
 
-def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None):
-    """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments."""
+def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, shared_effects=False):
+    """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments.
+
+    For jacfwd, which maps a function over the directions of its derivative again and again:
+    with `cache` (a dict) the staged program is kept per signature and replayed while what f
+    reads holds; with `shared_effects` an effect that no batched value reaches (a print of the
+    primal) happens once, as it would in one run of the function."""
     who = f"vmap({_fname(f)})"
-    staging = interp.staging if interp is not None else []
 
     def call(*args):
         axes = _in_axes(in_axes, args, who)
@@ -42,14 +46,40 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None):
         moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
         batched = [a is not None for a in leaf_axes]
         try:
-            out = _batched(f, spec, moved, batched, size, staging, interp)
+            program = _program_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects)
+            out = _replay(program, moved, batched, size)
         except _Fallback as why:
+            if cache is not None:
+                cache.clear()
             if explain:
                 _say(interp, f"{who} runs once per example: {why}")
             out = _per_example(f, spec, moved, batched, size)
         return _out_axes(out, out_axes, size, who)
 
     return Transformed(who, call, (f,))
+
+
+def _program_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
+    """f staged on the first example (or its kept program, if the cache holds one that applies)."""
+    if cache is None:
+        return _stage_first(f, spec, leaves, batched, interp, shared_effects)
+    from ..jit.jit import reads, signature
+    key = (signature(args, {}), axes)
+    kept = cache.get(key)
+    if kept is not None and all(cell.v is value for cell, value in kept[1]):
+        return kept[0]
+    program = _stage_first(f, spec, leaves, batched, interp, shared_effects)
+    cache[key] = (program, reads(f))
+    return program
+
+
+def _stage_first(f, spec, leaves, batched, interp, shared_effects):
+    """f staged on the first example; effects make it run per example instead (unless shared)."""
+    example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
+    program = _stage_dry(f, unflatten(spec, example), interp)
+    if program.effects and not shared_effects:
+        raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
+    return program
 
 
 # ---------------------------------------------------------------- arguments
@@ -109,12 +139,8 @@ def _to_front(v, axis):
 
 
 # ---------------------------------------------------------------- the batched replay
-def _batched(f, spec, leaves, batched, size, staging, interp):
-    """Stage f on the first example, then replay the program on the batch."""
-    example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
-    program = _stage_dry(f, unflatten(spec, example), interp)
-    if program.effects:
-        raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
+def _replay(program, leaves, batched, size):
+    """The program run on the whole batch, each primitive by its batching rule."""
     global _RULES
     if _RULES is None:
         _RULES = batching.table()
@@ -132,6 +158,8 @@ def _batched(f, spec, leaves, batched, size, staging, interp):
             if not _holds(args[0], consts[0], arg_batched[0]):
                 raise _Fallback(f"a batched value decided control flow: {S.explain_step(program, i)}")
             continue
+        if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
+            raise _Fallback(f"an effect depends on the batch ({S.explain_step(program, i)})")
         saved, tape.current_span = tape.current_span, span
         try:
             if not any(arg_batched):
@@ -187,11 +215,11 @@ def _with_batch(v, is_batched, size):
     if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
         return O.broadcast_to(O.to_tensor(v) if type(v) is not Box and type(pv) is not np.ndarray else v,
                               (size,) + np.shape(pv))
-    return _Unbatched(v)
+    return _PerExample((v,) * size)
 
 
-class _Unbatched:
-    """An output leaf that is not a number or tensor (a string, none): the same for every example."""
+class _PerExample:
+    """An output leaf that is not a number or tensor (a string, none): a tuple of every example's."""
 
     __slots__ = ("v",)
 
@@ -215,7 +243,7 @@ def _per_example(f, spec, leaves, batched, size):
         if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
             stacked.append(O.stack(tuple(column)))
         else:
-            stacked.append(_Unbatched(column[0]))
+            stacked.append(_PerExample(tuple(column)))
     return unflatten(out_spec, stacked)
 
 
@@ -232,7 +260,7 @@ def _out_axes(out, out_axes, size, who):
         axes = (axes,) * len(leaves)
     moved = []
     for v, a in zip(leaves, axes):
-        if type(v) is _Unbatched:
+        if type(v) is _PerExample:
             moved.append(v.v)
             continue
         if a is None:

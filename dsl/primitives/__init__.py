@@ -8,11 +8,13 @@ forward rules (tape.PULLBACKS, tape.PUSHFORWARDS).
 from ..autodiff import tape
 from . import arith, compare, control, elementwise, nn, reduce, shape, structs  # noqa: F401  (they define)
 from .mechanism import pullback, pushforward
+from .namespaces import EAGER, TRACED
 from .registry import PRIMS
 
 
 def _fill_tables():
     """Copy each primitive's kernel and uniform rules into the tables the tape reads."""
+    tape.EAGER, tape.TRACED = EAGER, TRACED
     for name, prim in PRIMS.items():
         tape.IMPLS[name] = prim.impl
         rule = pullback(prim)

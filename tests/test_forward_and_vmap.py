@@ -1,0 +1,173 @@
+"""jvp, vjp, jacfwd/jacrev and vmap as a user meets them (issue 13, items 2-5 and 7): structures in
+and out, nesting without perturbation confusion, the errors, and vmap's fallback and explanation.
+tests/test_primitive_rules.py checks every primitive's rules one by one."""
+
+import io
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+
+RNG = np.random.default_rng(13)
+
+
+def interp(src="", **values):
+    """An interpreter with `values` bound and `src` run."""
+    out = io.StringIO()
+    i = dsl.Interpreter(seed=0, stdout=out)
+    i.out = out
+    for k, v in values.items():
+        i.set(k, v)
+    if src:
+        i.run(src)
+    return i
+
+
+def error_of(src, **values):
+    """The DgError a program raises."""
+    with pytest.raises(DgError) as info:
+        interp(src, **values)
+    return info.value
+
+
+# ---------------------------------------------------------------- jvp and vjp
+def test_jvp_of_structures_gives_tangents_of_the_output_structure():
+    i = interp("struct P { w, b }\nfn f(p, m) { return (p.w * m[\"s\"], {\"y\": sum(p.b) * m[\"s\"]}) }\n"
+               "let out, t = jvp(f, (P([1.0, 2.0], [3.0]), {\"s\": 2.0}), (P([1.0, 0.0], [1.0]), {\"s\": 0.5}))")
+    out, t = i.get("out"), i.get("t")
+    np.testing.assert_allclose(out[0], [2.0, 4.0])
+    assert out[1] == {"y": 6.0}
+    np.testing.assert_allclose(t[0], [1.0 * 2.0 + 1.0 * 0.5, 0.0 + 2.0 * 0.5])
+    assert t[1] == {"y": 1.0 * 2.0 + 3.0 * 0.5}
+
+
+def test_a_result_that_does_not_depend_on_the_primals_has_a_zero_tangent():
+    i = interp("let r = jvp(fn(x) => (3.0, [1.0, 2.0], \"s\", 4), (1.0,), (1.0,))")
+    out, tangent = i.get("r")
+    assert out[0] == 3.0 and list(out[1]) == [1.0, 2.0] and out[2:] == ("s", 4)
+    assert tangent[0] == 0.0 and list(tangent[1]) == [0.0, 0.0] and tangent[2:] == (None, None)
+
+
+def test_hessian_vector_products_by_jvp_of_grad_match_the_hessian():
+    x, v = RNG.standard_normal(4), RNG.standard_normal(4)
+    i = interp("fn f(x) { return sum(sin(x) * x ** 2) + x[0] * x[3] }\nlet hvp = jvp(grad(f), (x,), (v,))[1]\n"
+               "let h = hessian(f)(x)\nlet h_rev = jacrev(grad(f))(x)", x=x, v=v)
+    np.testing.assert_allclose(i.get("hvp"), i.get("h") @ v, rtol=1e-12)
+    np.testing.assert_allclose(i.get("h"), i.get("h_rev"), rtol=1e-12)
+    np.testing.assert_allclose(i.get("h"), i.get("h").T, rtol=1e-12)
+
+
+def test_no_perturbation_confusion_in_any_order():
+    # d/dx [x * d/dy (x + y)] = 1, in every pairing of modes
+    i = interp("let rr = grad(fn(x) => x * grad(fn(y) => x + y)(1.0))(2.0)\n"
+               "let fr = jvp(fn(x) => x * grad(fn(y) => x + y)(1.0), (2.0,), (1.0,))[1]\n"
+               "let rf = grad(fn(x) => x * jvp(fn(y) => x + y, (1.0,), (1.0,))[1])(2.0)\n"
+               "let ff = jvp(fn(x) => x * jvp(fn(y) => x + y, (1.0,), (1.0,))[1], (2.0,), (1.0,))[1]\n"
+               "let nested = jvp(fn(x) => jvp(fn(y) => x * y, (x,), (1.0,))[1], (3.0,), (1.0,))[1]")
+    assert [i.get(n) for n in ("rr", "fr", "rf", "ff")] == [1.0, 1.0, 1.0, 1.0]
+    assert i.get("nested") == 1.0       # the inner tangent of x * y along y is x, whose derivative is 1
+
+
+def test_grad_of_a_function_that_calls_jvp():
+    i = interp("fn slope(w) { return jvp(fn(x) => w * x * x, (3.0,), (1.0,))[1] }\nlet g = grad(slope)(2.0)")
+    assert i.get("g") == 6.0        # slope(w) = 2 * 3 * w
+
+
+def test_the_pullback_may_be_called_many_times_and_gives_one_gradient_per_primal():
+    i = interp("struct P { a, b }\nfn f(p, x, n) { return (p.a * x, p.b * sum(x)) }\n"
+               "let out, pb = vjp(f, P(2.0, 3.0), [1.0, 2.0], 7)\n"
+               "let g1 = pb(([1.0, 0.0], 0.0))\nlet g2 = pb(([0.0, 0.0], 1.0))\nlet g3 = pb(([1.0, 0.0], 0.0))")
+    g1, g2, g3 = i.get("g1"), i.get("g2"), i.get("g3")
+    assert (g1[0].a, g1[0].b) == (1.0, 0.0) and list(g1[1]) == [2.0, 0.0] and g1[2] is None
+    assert (g2[0].a, g2[0].b) == (0.0, 3.0) and list(g2[1]) == [3.0, 3.0]
+    assert (g3[0].a, g3[0].b) == (1.0, 0.0)
+
+
+def test_jacfwd_and_jacrev_agree_on_structured_arguments():
+    i = interp("struct P { w, b }\nfn f(p) { return tanh(p.w @ [1.0, 2.0] + p.b) }\n"
+               "let p = P(reshape(arange(6.0), (3, 2)) * 0.1, [0.1, 0.2, 0.3])\n"
+               "let jf = jacfwd(f)(p)\nlet jr = jacrev(f)(p)\nlet jj = jacobian(f)(p)")
+    jf, jr, jj = i.get("jf"), i.get("jr"), i.get("jj")
+    assert jf.w.shape == (3, 3, 2) and jf.b.shape == (3, 3)
+    for a, b in ((jf, jr), (jr, jj)):
+        np.testing.assert_allclose(a.w, b.w, rtol=1e-12)
+        np.testing.assert_allclose(a.b, b.b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("src,kind,words", [
+    ("jvp(fn(x) => x, 1.0, 1.0)", "type", "primals must be a tuple"),
+    ("jvp(fn(x, y) => x, (1.0, 2.0), (1.0,))", "type", "2 primals but 1 tangent"),
+    ("jvp(fn(x) => x, ([1.0, 2.0],), ([1.0],))", "shape", "must be a tensor of shape (2,)"),
+    ("jvp(fn(n) => n, (3,), (1.0,))", "grad", "float literal"),
+    ("vjp(fn(x) => x * 2.0, [1.0, 2.0])[1]([1.0])", "shape", "cotangent of shape (1,)"),
+    ("jacfwd(fn(x) => x)(3)", "grad", "float literal"),
+    ("jacfwd(fn(x) => \"s\")(3.0)", "grad", "returns a number or a tensor"),
+])
+def test_forward_mode_errors_name_the_problem(src, kind, words):
+    err = error_of(f"let r = {src}")
+    assert err.kind == kind and words in str(err)
+
+
+# ---------------------------------------------------------------- vmap
+def test_per_example_gradients_both_ways_and_nested():
+    xs, ys, w = RNG.standard_normal((5, 3)), RNG.standard_normal(5), RNG.standard_normal(3)
+    i = interp("fn loss(w, x, y) { return (sum(w * x) - y) ** 2 }\n"
+               "let per = vmap(grad(loss), in_axes=(none, 0, 0))(w, xs, ys)\n"
+               "let total = grad(fn(w) => sum(vmap(loss, in_axes=(none, 0, 0))(w, xs, ys)))(w)\n"
+               "let table = vmap(vmap(fn(a, b) => a * b, in_axes=(0, none)), in_axes=(none, 0))(w, ys)\n"
+               "let hvps = vmap(fn(v) => jvp(grad(fn(u) => loss(u, xs[0], ys[0])), (w,), (v,))[1])(eye(3))",
+               xs=xs, ys=ys, w=w)
+    want = np.stack([2 * (w @ x - y) * x for x, y in zip(xs, ys)])
+    np.testing.assert_allclose(i.get("per"), want, rtol=1e-12)
+    np.testing.assert_allclose(i.get("total"), want.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(i.get("table"), np.outer(ys, w), rtol=1e-12)
+    np.testing.assert_allclose(i.get("hvps"), 2 * np.outer(xs[0], xs[0]), rtol=1e-12)
+
+
+def test_in_axes_1_and_out_axes():
+    x = RNG.standard_normal((3, 4))
+    i = interp("let r = vmap(fn(col) => col * sum(col), in_axes=1, out_axes=1)(x)\n"
+               "let s = vmap(fn(col) => col * 2.0, in_axes=(1,), out_axes=0)(x)", x=x)
+    np.testing.assert_allclose(i.get("r"), x * x.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(i.get("s"), (x * 2.0).T, rtol=1e-12)
+
+
+def test_control_flow_on_a_batched_value_runs_per_example_and_says_why(capfd):
+    x = np.array([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
+    i = interp("fn f(v) { if sum(v) > 0.0 { return v * 2.0 } return -v }\nlet r = vmap(f, explain=true)(x)\n"
+               "let q = vmap(f)(abs(x))", x=x)
+    np.testing.assert_allclose(i.get("r"), [[2.0, 4.0], [3.0, -1.0], [1.0, 1.0]])
+    err = capfd.readouterr().err
+    assert "once per example" in err and "condition" in err and "<input>:1:" in err
+    np.testing.assert_allclose(i.get("q"), np.abs(x) * 2.0)
+
+
+def test_effects_run_once_per_example_in_order():
+    i = interp("fn f(v) { print(\"example\", v[0])\n return v * 2.0 }\nlet r = vmap(f)([[1.0], [2.0]])\n"
+               "seed(5)\nlet noise = vmap(fn(v) => v + randn(()))([1.0, 2.0, 3.0])\n"
+               "seed(5)\nlet one_by_one = [1.0 + randn(()), 2.0 + randn(()), 3.0 + randn(())]")
+    assert i.out.getvalue() == "example 1.0\nexample 2.0\n"
+    np.testing.assert_array_equal(i.get("noise"), i.get("one_by_one"))
+
+
+def test_results_that_are_not_numbers_are_a_tuple_with_every_example_s():
+    i = interp("let r = vmap(fn(v) => (f\"{sum(v):.1f}\", str(v[0]), \"same\", sum(v)))([[1.0, 2.0], [3.0, 4.0]])")
+    text, first, same, total = i.get("r")
+    assert text == ("3.0", "7.0") and first == ("1.0", "3.0") and same == ("same", "same")
+    np.testing.assert_array_equal(total, [3.0, 7.0])
+
+
+@pytest.mark.parametrize("src,kind,words", [
+    ("vmap(fn(a, b) => a + b)([1.0, 2.0], [1.0, 2.0, 3.0])", "shape", "different sizes [2, 3]"),
+    ("vmap(fn(a) => a, in_axes=2)([[1.0, 2.0]])", "shape", "axis 2 is out of range"),
+    ("vmap(fn(a, b) => a * b)([1.0, 2.0], 3.0)", "type", "holds a float"),
+    ("vmap(fn(a, b) => a * b, in_axes=(0,))([1.0], [1.0])", "type", "in_axes has 1 entries"),
+    ("vmap(fn(a) => a, in_axes=\"x\")([1.0])", "type", "in_axes must be"),
+    ("vmap(fn(a) => a, in_axes=none)([1.0])", "type", "at least one argument mapped"),
+])
+def test_vmap_errors_name_the_problem_at_the_call(src, kind, words):
+    err = error_of(f"let r = {src}")
+    assert err.kind == kind and words in str(err)
+    assert err.settle().span is not None and err.settle().span.line == 1
