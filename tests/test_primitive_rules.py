@@ -66,6 +66,18 @@ CASES = [
     ("sum(grad(fn(t) => sum(clamp(t, -0.5, 0.5) * x))(y))", dict(x=r(3), y=np.array([-1.0, 0.2, 0.8]))),  # masks
     ("sum(grad(fn(t) => sum(t ** y))(x))", dict(x=r(3, low=0.5), y=r(3))),                   # pow's zero tests
     ("sum(grad(fn(t) => sum(t * t * x) * sum(t))(y))", dict(x=r(3), y=r(3))),                # BroadcastTo
+    ("log1p(x)", dict(x=r(3, low=0.1))), ("expm1(x)", dict(x=r(3))),
+    ("var(x)", dict(x=r(5))), ("var(x, axis=0, keepdims=true)", dict(x=r(3, 2))), ("std(x, axis=1)", dict(x=r(2, 4))),
+    ("prod(x)", dict(x=r(4))), ("prod(x, axis=1)", dict(x=r(2, 3))), ("prod(x * y, axis=0)", dict(x=np.array([[0.0, 1.5], [2.0, 0.0], [0.7, 3.0]]), y=r(3, 2))),
+    ("cumsum(x)", dict(x=r(2, 3))), ("cumsum(x, axis=0)", dict(x=r(3, 2))), ("cumsum(x, axis=-1) * y", dict(x=r(2, 3), y=r(3))),
+    ("sort(x)", dict(x=r(5))), ("sort(x, axis=0) * y", dict(x=r(4, 3), y=r(3))), ("norm(x)", dict(x=r(4))),
+    ("norm(x, axis=1)", dict(x=r(2, 3))),
+    ("einsum(\"ij,jk->ik\", x, y)", dict(x=r(2, 3), y=r(3, 4))), ("einsum(\"ij->\", x)", dict(x=r(2, 3))),
+    ("einsum(\"i,j->ij\", x, y)", dict(x=r(3), y=r(2))), ("einsum(\"bij,bjk->bik\", x, y)", dict(x=r(2, 2, 3), y=r(2, 3, 2))),
+    ("einsum(\"ij,j->\", x, y)", dict(x=r(2, 3), y=r(3))),
+    ("sum(grad(fn(t) => sum(sort(t) * x))(y))", dict(x=r(4), y=r(4))),                 # PutAlong, TakeAlong
+    ("sum(grad(fn(t) => prod(t * x))(y))", dict(x=np.array([0.0, 1.5, 0.7]), y=r(3))),   # CumProd at a zero
+    ("jvp(fn(t) => sort(t) * x, (x,), (y,))[1]", dict(x=r(4), y=r(4))),                   # TakeAlong
 ]
 
 DEFS = "fn set_first(t, v) { let u = t\n u[0] = v\n return u }\n"
@@ -171,7 +183,9 @@ def _perturbed(v):
 
 # Operations without derivatives: batching only (their results are constants to grad).
 NONDIFF = ["x > y", "x < y", "x >= y", "x <= y", "x == y", "x != y", "floor(x)", "sign(x)", "x // y",
-           "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y"]
+           "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y", "ceil(x) + round(y)",
+           "argsort(x) + y", "argmax(reshape(x, (2, 2)), axis=1)[1] + argmin(y) + y",
+           "argmax(x) + y"]
 
 
 @pytest.mark.parametrize("expr", NONDIFF)

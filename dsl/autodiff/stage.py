@@ -25,7 +25,7 @@ from ..cycles import gc_paused
 from ..errors import error
 from . import tape
 from .tape import STAGE, Box, Trace, peek
-from .trees import flatten, unflatten
+from .trees import flatten, flatten_open, unflatten
 
 
 class GuardFailed(Exception):
@@ -135,7 +135,7 @@ def stage(fn, args, kwargs=None, staging=None, dry=False):
     `staging` is the interpreter's list of traces being staged, so that effects
     know where to record themselves; with `dry`, they are not passed to outer traces."""
     trace = StageTrace(dry)
-    leaves, spec = flatten((tuple(args), dict(kwargs or {})))
+    leaves, spec = flatten_open((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
     for v in leaves:
         if is_staged_leaf(v):

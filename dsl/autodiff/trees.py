@@ -125,6 +125,25 @@ def flatten(tree):
     return leaves, spec
 
 
+def flatten_open(tree):
+    """`flatten`, with recorded containers opened: a Box holding a struct, map or tuple (a
+    differentiated argument) is read element by element on its tape (StructField, MapLookup),
+    so that its leaves are leaves here (jit and vmap stage leaves, not whole structures)."""
+    from ..ops.structs import unpack
+    leaves = []
+
+    def walk(v):
+        while type(v) is Box and is_container(peek(v)):
+            v = unpack(v)
+        if type(v) is not Box and is_container(v):
+            return (v, [walk(c) for c in children(v)])
+        leaves.append(v)
+        return None
+
+    spec = walk(tree)
+    return leaves, spec
+
+
 def flatten_like(spec, tree):
     """The subtrees of `tree` at the leaf positions of `spec` (a flatten description).
 

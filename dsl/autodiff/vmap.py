@@ -21,7 +21,7 @@ from . import stage as S
 from . import tape
 from .tape import Box, peek
 from .transforms import Transformed, _describe, _fname
-from .trees import flatten, unflatten
+from .trees import flatten, flatten_open, unflatten
 
 _RULES = None       # primitive name -> batching rule, built on first use
 
@@ -100,8 +100,10 @@ def _in_axes(in_axes, args, who):
 def _leaves_and_axes(args, axes, who):
     """The leaves of the arguments and the axis each is mapped over (None: not mapped)."""
     leaves, leaf_axes = [], []
+    opened = []
     for i, (arg, axis) in enumerate(zip(args, axes)):
-        ls, _ = flatten(arg)
+        ls, arg_spec = flatten_open(arg)
+        opened.append(unflatten(arg_spec, ls))
         for leaf in ls:
             if axis is not None:
                 v = peek(leaf)
@@ -116,7 +118,7 @@ def _leaves_and_axes(args, axes, who):
             else:
                 leaf_axes.append(None)
             leaves.append(leaf)
-    _, spec = flatten(tuple(args))
+    _, spec = flatten(tuple(opened))
     return leaves, spec, leaf_axes
 
 

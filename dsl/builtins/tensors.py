@@ -39,7 +39,25 @@ def make(interp):
         "cross_entropy": ops.cross_entropy, "layer_norm": ops.layer_norm, "batch_norm": ops.batch_norm,
         "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
         "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
+        "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
+        "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
+        "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "norm": norm, "einsum": einsum,
     }
+
+
+def einsum(spec, *xs):
+    """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (differentiable)."""
+    return ops.einsum(spec, *xs)
+
+
+def std(x, axis=None, keepdims=False):
+    """std(x, axis=none): the standard deviation, sqrt(var(x)) (numpy's, ddof 0)."""
+    return ops.sqrt(ops.var(x, axis, keepdims))
+
+
+def norm(x, axis=None, keepdims=False):
+    """norm(x, axis=none): the Euclidean (L2) norm over all entries or along an axis."""
+    return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
 
 
 def _shape(shape):

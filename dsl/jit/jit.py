@@ -36,7 +36,7 @@ import numpy as np
 from ..autodiff import stage as S
 from ..autodiff.tape import Box, peek
 from ..autodiff.transforms import Transformed, _fname
-from ..autodiff.trees import children, flatten, is_container, unflatten
+from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError
 from ..values import Function, Module, Struct
 from .codegen import Inexact, compile_program
@@ -105,7 +105,7 @@ class Jitted:
 
     def _run(self, entry, args, kwargs, boxed):
         """Run a recording: the compiled code on plain values, else a replay through the primitives."""
-        values = [v for v in flatten((args, kwargs))[0] if S.is_staged_leaf(v)]
+        values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
         interp = self.interp
         held = interp is not None and bool(entry.program.effects)      # output waits for the guards
         rng = interp.rng.bit_generator.state if held else None

@@ -87,6 +87,8 @@ relu = _unary("Relu", "relu", lambda x: 0.0 if x <= 0 else float(x), lambda x: n
 silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
 gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
+log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
+expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)
 
 
 def _constant(op, name, vector, scalar):
@@ -109,6 +111,8 @@ def _constant(op, name, vector, scalar):
 
 sign = _constant("Sign", "sign", np.sign, lambda v: float(np.sign(v)))
 floor = _constant("Floor", "floor", np.floor, lambda v: float(np.floor(v)))
+ceil = _constant("Ceil", "ceil", np.ceil, lambda v: float(np.ceil(v)))
+round_ = _constant("Round", "round", np.round, lambda v: float(np.round(v)))    # half to even, as numpy
 
 
 def nz(a, b, r, span=None):

@@ -76,3 +76,50 @@ def count(shape, axis):
 
 
 __all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "type_name"]
+
+
+# ---------------------------------------------------------------- more reductions (numpy's semantics)
+def var(x, axis=None, keepdims=False, span=None):
+    """var(x, axis=none): the mean squared deviation from the mean (numpy's, ddof 0)."""
+    if type(keepdims) is not bool:
+        raise error("type", f"var's keepdims must be true or false, got {type_name(keepdims)}")
+    x = _operand(x, "var")
+    if type(x) is Box:
+        return record("Var", (x,), {"axis": axis, "keepdims": keepdims}, span)
+    v = to_tensor(x, "a tensor to var")
+    ax = normalize_axis(axis, v.ndim)
+    if v.size == 0 if ax is None else any(v.shape[a] == 0 for a in np.atleast_1d(ax)):
+        raise error("value", f"cannot take the var of an empty tensor (shape {fmt_shape(v.shape)})")
+    return norm(np.var(v, axis=ax, keepdims=keepdims))
+
+
+def prod(x, axis=None, keepdims=False, span=None):
+    """prod(x, axis=none): the product over all axes or the given ones."""
+    if type(keepdims) is not bool:
+        raise error("type", f"prod's keepdims must be true or false, got {type_name(keepdims)}")
+    x = _operand(x, "prod")
+    if type(x) is Box:
+        return record("Prod", (x,), {"axis": axis, "keepdims": keepdims}, span)
+    v = to_tensor(x, "a tensor to prod")
+    return norm(np.prod(v, axis=normalize_axis(axis, v.ndim), keepdims=keepdims))
+
+
+def cumsum(x, axis=None, span=None):
+    """cumsum(x, axis=none): running sums along an axis (none: of the flattened tensor)."""
+    x = _operand(x, "cumsum")
+    if type(x) is Box:
+        return record("CumSum", (x,), {"axis": axis}, span)
+    v = to_tensor(x, "a tensor to cumsum")
+    if v.ndim == 0:
+        return np.reshape(v, (1,))
+    if axis is None:
+        return np.cumsum(v.reshape(-1))
+    return np.cumsum(v, axis=normalize_axis(axis, v.ndim, False))
+
+
+def cumprod(x, axis=0, span=None):
+    """Running products along an axis (the building block of prod's derivative)."""
+    if type(x) is Box:
+        return record("CumProd", (x,), {"axis": axis}, span)
+    v = to_tensor(x, "a tensor to cumprod")
+    return np.cumprod(v, axis=normalize_axis(axis, v.ndim, False))

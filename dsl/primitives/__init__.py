@@ -6,7 +6,7 @@ forward rules (tape.PULLBACKS, tape.PUSHFORWARDS).
 """
 
 from ..autodiff import tape
-from . import arith, compare, control, elementwise, nn, reduce, shape, structs  # noqa: F401  (they define)
+from . import arith, compare, control, elementwise, linalg, nn, order, reduce, shape, structs  # noqa: F401
 from .mechanism import pullback, pushforward
 from .namespaces import EAGER, TRACED
 from .registry import PRIMS

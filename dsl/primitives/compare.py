@@ -23,6 +23,8 @@ define("LogicalOr", O.logical_or, differentiable=False, batch=ELEMENTWISE)
 define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE)
 define("Sign", O.sign, differentiable=False, batch=ELEMENTWISE)
 define("Floor", O.floor, differentiable=False, batch=ELEMENTWISE)
+define("Ceil", O.ceil, differentiable=False, batch=ELEMENTWISE)
+define("Round", O.round_, differentiable=False, batch=ELEMENTWISE)
 define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE)
 define("AllFinite", finite, differentiable=False,      # batched: one bool per example
        batch=lambda ns, args, batched, kw: nondiff("AllFinite", args, {"rows": True}))

@@ -29,6 +29,8 @@ unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), {"float": "abs({0})", "array
 unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), {"float": "(0.0 if {0} <= 0.0 else {0})", "array": "np.maximum({0}, 0.0)"}, piecewise=True)  # relu'(0) = 0
 unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)), {"float": "K.sigmoid({0})"})
 unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)), {"float": "K.tanh({0})", "array": "np.tanh({0})"})
+unary("Log1p", O.log1p, lambda ns, ans, x: ns.div(1.0, ns.add(1.0, x)), {"float": "math.log1p({0})", "array": "np.log1p({0})"})
+unary("Expm1", O.expm1, lambda ns, ans, x: ns.add(ans, 1.0), {"array": "np.expm1({0})"})
 unary("Erf", O.erf, lambda ns, ans, x: ns.mul(TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
 
 

@@ -111,4 +111,130 @@ def _lse_jvp(ns, tangents, ans, args, kw):
 
 define("LogSumExp", O.logsumexp, vjp=(_lse_vjp,), jvp=_lse_jvp, batch=_batch(O.logsumexp))
 
+# ---------------------------------------------------------------- var, prod, cumsum
+def _centered(ns, x, axis):
+    """x minus its mean over `axis`, and how many entries each mean averaged."""
+    return ns.sub(x, ns.mean(x, axis, True)), float(O.count(shape_of(x), axis))
+
+
+def _var_vjp(ns, g, ans, x, axis=None, keepdims=False):
+    """d var / dx = 2 (x - mean) / n."""
+    centered, n = _centered(ns, x, axis)
+    return ns.mul(spread(ns, g, x, axis, keepdims), ns.mul(centered, 2.0 / n))
+
+
+def _var_jvp(ns, tangents, ans, args, kw):
+    """The sum of 2 (x - mean) / n times the tangent."""
+    axis, keepdims = kw.get("axis"), kw.get("keepdims", False)
+    centered, n = _centered(ns, args[0], axis)
+    return ns.sum(ns.mul(tangents[0], ns.mul(centered, 2.0 / n)), axis, keepdims)
+
+
+define("Var", O.var, vjp=(_var_vjp,), jvp=_var_jvp, batch=_batch(O.var))
+
+
+def _others(ns, ans, x, axis, keepdims):
+    """Each entry's partial derivative of prod: the product of the other entries of its reduction,
+    as (product of those before) * (product of those after), by running products: no division, so
+    zeros are no trouble, and every piece is differentiable again (hessian of prod at a zero)."""
+    xs = shape_of(x)
+    nd = len(xs)
+    axes = tuple(range(nd)) if axis is None else tuple(a % nd for a in (axis if type(axis) is tuple else (axis,)))
+    rest = tuple(i for i in range(nd) if i not in axes)
+    order = axes + rest
+    moved = ns.transpose(x, order) if order != tuple(range(nd)) else x
+    n = int(np.prod([xs[a] for a in axes], dtype=np.int64))
+    flat = ns.reshape(moved, (n, -1))
+    ones = np.ones((1, shape_of(flat)[1]))
+    before = ns.cat((ones, ns.index(O.cumprod(flat, 0), (slice(0, n - 1),))), 0)
+    rev = (slice(None, None, -1),)
+    after = ns.index(ns.cat((ones, ns.index(O.cumprod(ns.index(flat, rev), 0), (slice(0, n - 1),))), 0), rev)
+    others = ns.reshape(ns.mul(before, after), shape_of(moved))
+    if order == tuple(range(nd)):
+        return others
+    return ns.transpose(others, tuple(int(i) for i in np.argsort(order)))
+
+
+def _prod_vjp(ns, g, ans, x, axis=None, keepdims=False):
+    """g times the product of the other entries."""
+    return ns.mul(spread(ns, g, x, axis, keepdims), _others(ns, ans, x, axis, keepdims))
+
+
+def _prod_jvp(ns, tangents, ans, args, kw):
+    """The sum of the tangent times the product of the other entries."""
+    axis, keepdims = kw.get("axis"), kw.get("keepdims", False)
+    return ns.sum(ns.mul(tangents[0], _others(ns, ans, args[0], axis, keepdims)), axis, keepdims)
+
+
+def _to_front(ns, x, axis):
+    """x with `axis` moved to the front, and the permutation that undoes it."""
+    nd = len(shape_of(x))
+    order = (axis,) + tuple(i for i in range(nd) if i != axis)
+    return (ns.transpose(x, order) if axis else x), tuple(int(i) for i in np.argsort(order))
+
+
+def _back(ns, x, undo):
+    """Undo _to_front."""
+    return ns.transpose(x, undo) if undo != tuple(range(len(undo))) else x
+
+
+def _shift_down(ns, c):
+    """1 at position 0, then c[t-1]: the running product before each entry (axis 0)."""
+    s = shape_of(c)
+    return ns.cat((np.ones((1,) + s[1:]), ns.index(c, (slice(0, s[0] - 1),))), 0)
+
+
+def _cumprod_vjp(ns, g, ans, x, axis=0):
+    """g_j = (product before j) * S_j with S_j = g_j + x_{j+1} S_{j+1}: a reverse linear scan."""
+    ax = axis % len(shape_of(x))
+    xf, undo = _to_front(ns, x, ax)
+    gf, _ = _to_front(ns, g, ax)
+    cf, _ = _to_front(ns, ans, ax)
+    s = shape_of(xf)
+    following = ns.cat((ns.index(xf, (slice(1, s[0]),)), np.zeros((1,) + s[1:])), 0)     # x_{j+1}
+    rev = (slice(None, None, -1),)
+    sums = ns.index(ns.ssm_scan(ns.index(following, rev), 1.0, ns.index(gf, rev)), rev)
+    return _back(ns, ns.mul(_shift_down(ns, cf), sums), undo)
+
+
+def _cumprod_jvp(ns, tangents, ans, args, kw):
+    """dC_t = x_t dC_{t-1} + t_t C_{t-1}: a linear scan."""
+    x = args[0]
+    ax = kw.get("axis", 0) % len(shape_of(x))
+    xf, undo = _to_front(ns, x, ax)
+    tf, _ = _to_front(ns, tangents[0], ax)
+    cf, _ = _to_front(ns, ans, ax)
+    return _back(ns, ns.ssm_scan(xf, 1.0, ns.mul(tf, _shift_down(ns, cf))), undo)
+
+
+define("CumProd", O.cumprod, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp,
+       batch=lambda ns, args, batched, kw: O.cumprod(args[0], kw.get("axis", 0) % (len(shape_of(args[0])) - 1) + 1))
+define("Prod", O.prod, vjp=(_prod_vjp,), jvp=_prod_jvp, batch=_batch(O.prod))
+
+
+def _flipped_cumsum(ns, g, axis):
+    """Sums from the end: the transpose of a running sum."""
+    rev = (slice(None),) * axis + (slice(None, None, -1),)
+    return ns.index(O.cumsum(ns.index(g, rev), axis), rev)
+
+
+def _cumsum_vjp(ns, g, ans, x, axis=None):
+    """Each entry receives the cotangents of every running sum it is part of."""
+    if axis is None:
+        return ns.reshape(_flipped_cumsum(ns, g, 0), shape_of(x))
+    return _flipped_cumsum(ns, g, axis % len(shape_of(x)))
+
+
+def _cumsum_batch(ns, args, batched, kw):
+    """Running sums within each example (a flattened one for axis none)."""
+    x = args[0]
+    axis = kw.get("axis")
+    if axis is None:
+        return O.cumsum(ns.reshape(x, (shape_of(x)[0], -1)), 1)
+    return O.cumsum(x, axis % (len(shape_of(x)) - 1) + 1)
+
+
+define("CumSum", O.cumsum, vjp=(_cumsum_vjp,), linear=True, batch=_cumsum_batch,
+       jvp=lambda ns, tangents, ans, args, kw: O.cumsum(tangents[0], kw.get("axis")))
+
 __all__ = ["kept", "spread", "batch_axis", "np"]

@@ -1,0 +1,64 @@
+"""The numpy functions dg added (SPEC section 5, "More math"): numpy's values, dg's types.
+Their derivatives are checked with every other primitive's in tests/test_primitive_rules.py."""
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+
+X = np.array([[3.0, -1.5, 2.0, 2.0], [0.5, 4.0, -2.0, 0.5]])
+
+
+def ev(expr, **values):
+    """The value of a dg expression with `values` bound (x is X unless given)."""
+    i = dsl.Interpreter()
+    i.set("x", values.pop("x", X))
+    for k, v in values.items():
+        i.set(k, v)
+    return i.eval(expr)
+
+
+@pytest.mark.parametrize("expr,want", [
+    ("argmax(x)", int(np.argmax(X))), ("argmin(x)", int(np.argmin(X))),
+    ("argmax(x, axis=1)", np.argmax(X, axis=1)), ("argmin(x, axis=0)", np.argmin(X, axis=0)),
+    ("sort(x)", np.sort(X)), ("sort(x, axis=0)", np.sort(X, axis=0)),
+    ("argsort(x)", np.argsort(X, kind="stable")), ("argsort(x, axis=0)", np.argsort(X, axis=0, kind="stable")),
+    ("floor(x)", np.floor(X)), ("ceil(x)", np.ceil(X)), ("round(x)", np.round(X)), ("sign(x)", np.sign(X)),
+    ("log1p(abs(x))", np.log1p(np.abs(X))), ("expm1(x)", np.expm1(X)),
+    ("var(x)", np.var(X)), ("var(x, axis=1)", np.var(X, axis=1)), ("std(x, axis=0)", np.std(X, axis=0)),
+    ("prod(x)", np.prod(X)), ("prod(x, axis=0)", np.prod(X, axis=0)), ("cumsum(x)", np.cumsum(X)),
+    ("cumsum(x, axis=1)", np.cumsum(X, axis=1)), ("norm(x)", np.linalg.norm(X)),
+    ("norm(x, axis=1)", np.linalg.norm(X, axis=1)), ("einsum(\"ij,kj->ik\", x, x)", X @ X.T),
+    ("einsum(\"ij\", x)", X), ("einsum(\"ji\", x)", X.T), ("einsum(\"ij->\", x)", X.sum()),
+])
+def test_numpy_values(expr, want):
+    got = ev(expr)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert type(got) is (int if type(want) is int else float if np.ndim(want) == 0 else np.ndarray)
+
+
+def test_rounding_is_half_to_even_and_positions_index():
+    assert list(ev("round([0.5, 1.5, 2.5, -0.5])")) == [0.0, 2.0, 2.0, -0.0]
+    assert list(ev("x[0][argsort(x[0])]")) == sorted(X[0])
+    assert ev("x[1][argmax(x[1])]") == 4.0
+
+
+def test_sort_is_stable_and_its_gradient_follows_the_entries_back():
+    i = dsl.Interpreter()
+    i.run("let g = grad(fn(v) => sum(sort(v) * [1.0, 2.0, 3.0, 4.0]))([3.0, 1.0, 3.0, 0.0])")
+    # sorted: 0.0 (from 3), 1.0 (from 1), 3.0 (from 0), 3.0 (from 2): each gets its rank's weight
+    assert list(i.get("g")) == [3.0, 2.0, 4.0, 1.0]
+
+
+@pytest.mark.parametrize("expr,kind,words", [
+    ("argmax(zeros((0,)))", "value", "empty"), ("sort(3.0)", "shape", "at least one axis"),
+    ("einsum(\"ij,jk\", x)", "type", "names 2 operands but 1 was given"),
+    ("einsum(\"ii->i\", x)", "value", "diagonal"), ("einsum(\"i...\", x)", "value", "no '...'"),
+    ("einsum(\"ijk\", x)", "shape", "names 3 axes"), ("einsum(3, x)", "type", "spec"),
+    ("einsum(\"ij,ij->i\", x, transpose(x))", "shape", "has sizes"),
+])
+def test_errors(expr, kind, words):
+    with pytest.raises(DgError) as info:
+        ev(expr)
+    assert info.value.kind == kind and words in str(info.value)
