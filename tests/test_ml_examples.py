@@ -18,6 +18,7 @@ from dsl.builtins import files
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
+               "per_example_gradients", "ensemble",
                "custom_gradients", "checkpointing", "newton", "csv_logistic"]
 
 
@@ -157,3 +158,20 @@ def test_examples_and_stdlib_pass_dg_check(dg):
     paths += [str(ROOT / "stdlib" / "nn.dg"), str(ROOT / "stdlib" / "optim.dg")]
     result = dg("check", *paths)
     assert result.returncode == 0, result.stderr     # save_and_resume.dg reads argv
+
+
+def test_per_example_gradients_clip_and_train():
+    out, interp = run_example("per_example_gradients")
+    assert number_after(out, "training accuracy") > 0.9
+    assert number_after(out, "largest") > 1.0      # some examples' gradients are clipped at 1.0
+    # the per-example gradients of the trained model, from vmap, against one example at a time
+    layers, x, y = interp.lookup("layers"), interp.lookup("x"), interp.lookup("y")
+    per = interp.lookup("per_example")(layers, x.reshape(-1, 1, 2), y)
+    one = interp.lookup("grad")(interp.lookup("loss"))(layers, x[5].reshape(1, 2), y[5])
+    np.testing.assert_allclose(per[0].w[5], one[0].w, rtol=1e-12)
+
+
+def test_ensemble_members_train_as_they_would_alone():
+    out, interp = run_example("ensemble")
+    assert number_after(out, "of the ensemble:") >= 0.95
+    assert "ends 0.0e+00 away" in out or number_after(out, "trained alone ends") < 1e-9
