@@ -142,6 +142,7 @@ def _columns(f, args, kwargs, i, k, who, cache):
         return t, np.shape(peek(t))
     from .vmap import vmap
     n = int(np.prod(shape))
+    O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
     # the primals are arguments (not constants) of what is staged, so its program serves every call
     mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), cache=cache, shared_effects=True)
     cols = mapped.call(tuple(args), dict(kwargs), np.eye(n).reshape((n,) + shape))   # .call: no frame

@@ -42,13 +42,19 @@ REFCOUNTS_EXACT = sys.version_info < (3, 14)
 class Trace:
     """One transformation in progress: its level, its kind and its node list."""
 
-    __slots__ = ("level", "nodes", "check", "kind")
+    __slots__ = ("level", "nodes", "check", "kind", "reads")
 
     def __init__(self, check=True, kind=REVERSE):
         self.level = next(_levels)
         self.nodes = []
         self.check = check
         self.kind = kind
+        self.reads = {}     # (structure box, slot) -> its read: a value read twice is one node
+
+    def release(self):
+        """Let go of the nodes (the differentiation is over)."""
+        self.nodes = []
+        self.reads = {}
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Apply primitive `op` on a trace that is not a reverse tape (see ForwardTrace, stage.py)."""
@@ -141,20 +147,29 @@ def record2(op, a, b, span, fn=None):
     """`record` for the binary arithmetic operators, without the generality.
 
     `fn(av, bv, span)` computes the result (by default the primitive's kernel)."""
-    ta = a.trace if type(a) is Box else None
-    tb = b.trace if type(b) is Box else None
-    if ta is not None and (tb is None or ta.level >= tb.level):
-        top = ta
-    else:
-        top = tb
-    if ta is top:
-        av, pa = a.v, a
-    else:
-        av, pa = a, None
-    if tb is top:
-        bv, pb = b.v, b
-    else:
-        bv, pb = b, None
+    if type(a) is Box:
+        top = a.trace
+        if type(b) is Box and b.trace is not top:
+            if b.trace.level > top.level:
+                return _record2_on(b.trace, op, a, None, a, b.v, b, b, span, fn)
+            return _record2_on(top, op, a.v, a, a, b, None, b, span, fn)
+        if type(b) is Box:      # the common case, both on one trace, written out
+            if top.kind is not REVERSE:
+                return top.process(op, (a, b), (a.v, b.v), (a, b), None, span or current_span)
+            av, bv = a.v, b.v
+            out = (fn or IMPLS[op])(av, bv, span)
+            if a.op == "Input" and b.op == "Input":
+                return out
+            box = Box(out, top, op, (a, b), (av, bv), None, span or current_span)
+            top.nodes.append(box)
+            return box
+        return _record2_on(top, op, a.v, a, a, b, None, b, span, fn)
+    return _record2_on(b.trace, op, a, None, a, b.v, b, b, span, fn)
+
+
+def _record2_on(top, op, av, pa, a, bv, pb, b, span, fn):
+    """record2 with the top trace found: av and bv are the operands under its boxes, pa and pb
+    the boxes themselves (None for an operand that is not on it)."""
     if top.kind is not REVERSE:
         return top.process(op, (a, b), (av, bv), (pa, pb), None, span or current_span)
     out = (fn or IMPLS[op])(av, bv, span)
@@ -162,6 +177,20 @@ def record2(op, a, b, span, fn=None):
         return out
     box = Box(out, top, op, (pa, pb), (av, bv), None, span or current_span)
     top.nodes.append(box)
+    return box
+
+
+def record1(op, x, span):
+    """`record` for a primitive of one boxed argument and no keywords (unary minus, sin, ...)."""
+    trace = x.trace
+    xv = x.v
+    if trace.kind is not REVERSE:
+        return trace.process(op, (x,), (xv,), (x,), None, span or current_span)
+    out = IMPLS[op](xv)
+    if x.op == "Input":
+        return out
+    box = Box(out, trace, op, (x,), (xv,), None, span or current_span)
+    trace.nodes.append(box)
     return box
 
 
@@ -179,8 +208,10 @@ def record_const(op, x, c, span):
     return box
 
 
-def record_read(op, x, out, kw):
-    """`record` for a structural read (StructField, MapLookup): `out` was read from box x's value."""
+def record_read(op, x, out, kw, slot):
+    """`record` for a structural read (StructField, MapLookup): `out` was read from slot `slot`
+    of box x's value. Structures are values, so a second read of a slot on a reverse tape is
+    the first read's node: one node, and one cotangent added into the structure's."""
     trace = x.trace
     if trace.kind is not REVERSE:
         return trace.process(op, (x,), (x.v,), (x,), kw, current_span)
@@ -188,7 +219,13 @@ def record_read(op, x, out, kw):
         return out
     box = Box(out, trace, op, (x,), (x.v,), kw, current_span)
     trace.nodes.append(box)
+    trace.reads[x, slot] = box
     return box
+
+
+def earlier_read(x, slot):
+    """The node of an earlier read of slot `slot` of box x on its reverse tape, or None."""
+    return x.trace.reads.get((x, slot))
 
 
 def strip_unstaged(x):
@@ -236,6 +273,7 @@ class ForwardTrace(Trace):
 IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rule, PUSHFORWARDS -> its
 PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
 PUSHFORWARDS = {}
+FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse rule for a float result and cotangent
 
 
 def _missing(op, kind, span):
@@ -298,6 +336,8 @@ def accumulate(old, new):
         return old
     if type(old) is float and type(new) is float:
         return old + new
+    if type(old) is np.ndarray and type(new) is np.ndarray and old.shape == new.shape:
+        return old + new    # two cotangents of one tensor: nothing to check or broadcast
     if type(old) is SlotGrad or type(new) is SlotGrad:
         old, new = _to_slots(old), _to_slots(new)
         merged = SlotGrad(len(old.slots))
@@ -345,6 +385,7 @@ def _reverse(nodes, seeds, check):
         box.g = accumulate(box.g, g)
     saved_span = current_span
     pullbacks = PULLBACKS
+    floats = {} if check else FLOAT_PULLBACKS
     eager, traced = EAGER, TRACED
     try:
         for node in reversed(nodes):
@@ -355,6 +396,18 @@ def _reverse(nodes, seeds, check):
             if not parents:         # Parameters and Inputs: where the cotangents end up
                 continue
             node.g = None
+            if type(g) is float and type(node.v) is float:
+                # a float result's arguments are numbers: the float rule, if there is one, needs
+                # no namespace, no span (it records nothing and cannot fail) and no conversions
+                rule = floats.get(node.op)
+                grads = rule(g, node.v, node.args) if rule is not None else None
+                if grads is not None:
+                    for p, pg in zip(parents, grads):
+                        if pg is None or p is None or p.op == "Input":
+                            continue
+                        q = p.g
+                        p.g = pg if q is None else q + pg if type(q) is float else accumulate(q, pg)
+                    continue
             current_span = node.span
             rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
             args = node.args

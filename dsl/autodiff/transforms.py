@@ -26,7 +26,7 @@ class Options:
     def finished(self, trace):
         """A differentiation ended: keep its node list for inspection, or let it go."""
         self.last_tape = list(trace.nodes) if self.keep_tape else None
-        trace.nodes = []
+        trace.release()
 
 
 class Transformed:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import nondiff, record, record2, record_const
+from ..autodiff.tape import nondiff, record, record1, record2, record_const
 from . import shape as _shape
 from .shape import check_size
 from .structs import unpack
@@ -28,7 +28,10 @@ def _numeric(v):
 def _arith(ufunc, verb, a, b):
     """The general path of a binary operator on numbers and tensors."""
     if _numeric(a) and _numeric(b):
-        a, b = (int(v) if type(v) is bool else v for v in (a, b))   # numpy's bool - bool is an error
+        if type(a) is bool:             # numpy's bool - bool is an error
+            a = int(a)
+        if type(b) is bool:
+            b = int(b)
         x, y = as_operand(a, verb), as_operand(b, verb)
         check_broadcast(x, y, verb)
         return norm(ufunc(x, y))
@@ -42,6 +45,15 @@ def _ieee(ufunc, a, b):
 
 # ---------------------------------------------------------------- + - *
 _MAY_HOLD_TUPLE = (tuple, Box)      # one cheap look before the full test below, on the hot path
+
+
+def _may_be_tuples(a, ta, b, tb):
+    """One cheap look, on the hot path, before the full test of _recorded_tuple."""
+    va = a.v if ta is Box else a
+    vb = b.v if tb is Box else b
+    if type(va) is float and type(vb) is float:
+        return False
+    return type(va) in _MAY_HOLD_TUPLE or type(vb) in _MAY_HOLD_TUPLE
 
 
 def _recorded_tuple(a, b):
@@ -58,8 +70,7 @@ def add(a, b, span=None):
         except OverflowError:
             return _ieee(np.add, a, b)
     if ta is Box or tb is Box:
-        if (type(a.v if ta is Box else a) in _MAY_HOLD_TUPLE or type(b.v if tb is Box else b) in _MAY_HOLD_TUPLE) \
-                and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
+        if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
             return add(unpack(a), unpack(b), span)
         return record2("Add", a, b, span)
     if ta is tb and (ta is str or ta is tuple):
@@ -95,8 +106,7 @@ def mul(a, b, span=None):
         except OverflowError:
             return _ieee(np.multiply, a, b)
     if ta is Box or tb is Box:
-        if (type(a.v if ta is Box else a) in _MAY_HOLD_TUPLE or type(b.v if tb is Box else b) in _MAY_HOLD_TUPLE) \
-                and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
+        if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
         if ta is float or ta is int:
             return record_const("ScalarMul", b, a, span)
@@ -216,7 +226,7 @@ def neg(a, span=None):
     if t is float or t is int:
         return -a
     if t is Box:
-        return record("Neg", (a,), None, span)
+        return record1("Neg", a, span)
     if t is bool:
         return -int(a)
     if isinstance(a, np.floating):

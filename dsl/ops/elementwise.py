@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..autodiff import tape
-from ..autodiff.tape import nondiff, record
+from ..autodiff.tape import nondiff, record, record1
 from .shape import check_size
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
@@ -24,7 +24,7 @@ def _unary(op, name, scalar, vector):
             except (OverflowError, ValueError):
                 return float(vector(np.asarray(to_float(x))))
         if t is Box:
-            return record(op, (x,), None, span)
+            return record1(op, x, span)
         if t is ndarray:
             return norm(vector(as_operand(x, name)))
         if t is bool or isinstance(x, np.generic):

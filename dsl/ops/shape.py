@@ -1,6 +1,8 @@
 """Shape primitives: reshape, transpose, cat, stack, indexing, gather, and the
 broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_add)."""
 
+import math
+
 import numpy as np
 
 from ..autodiff.tape import record
@@ -38,7 +40,7 @@ def reshape(x, shape, span=None):
     v = _mask_or_tensor(x, "a tensor to reshape")
     if shape.count(-1) > 1 or any(s < -1 for s in shape):
         raise error("value", f"reshape takes at most one -1 and no other negative size, got {shape}")
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or v.size % known:
             raise error("shape", f"cannot reshape a tensor of shape {fmt_shape(v.shape)} "

@@ -4,7 +4,7 @@ recorded structure records StructField or MapLookup with its slot index."""
 
 import numpy as np
 
-from ..autodiff.tape import Box, peek, raw, record_read
+from ..autodiff.tape import Box, earlier_read, peek, raw, record_read
 from ..values import Module, Struct, UNBOUND
 from .core import error, ndarray, type_name, a_type_name
 from .shape import index as tensor_index, make_key, set_index
@@ -16,16 +16,22 @@ MAP_KEY_TYPES = (str, int, bool)
 def struct_slot(s, field_index, total_fields, name):
     """Field `field_index` of a struct or tuple, recording StructField when boxed."""
     if type(s) is Box:      # the value may itself be boxed by an outer differentiation: it records there
+        read = earlier_read(s, field_index)
+        if read is not None:
+            return read
         return record_read("StructField", s, struct_slot(s.v, field_index, total_fields, name),
-                           {"field_index": field_index, "total_fields": total_fields, "name": name})
+                           {"field_index": field_index, "total_fields": total_fields, "name": name}, field_index)
     return s.vals[field_index] if type(s) is Struct else s[field_index]
 
 
 def map_slot(m, key_index, total_keys, key):
     """The value of `key` in a map, recording MapLookup (with the key's position) when boxed."""
     if type(m) is Box:
+        read = earlier_read(m, key_index)
+        if read is not None:
+            return read
         return record_read("MapLookup", m, map_slot(m.v, key_index, total_keys, key),
-                           {"key_index": key_index, "total_keys": total_keys, "key": key})
+                           {"key_index": key_index, "total_keys": total_keys, "key": key}, key_index)
     return m[key]
 
 

@@ -2,12 +2,13 @@
 
 Importing this package fills the registry and the tables the transformations
 read: the kernels `record` calls (tape.IMPLS) and the uniform reverse and
-forward rules (tape.PULLBACKS, tape.PUSHFORWARDS).
+forward rules (tape.PULLBACKS, tape.PUSHFORWARDS), and the float fast path of elementwise
+primitives (tape.FLOAT_PULLBACKS).
 """
 
 from ..autodiff import tape
 from . import arith, compare, control, elementwise, linalg, nn, order, reduce, shape, structs  # noqa: F401
-from .mechanism import pullback, pushforward
+from .mechanism import float_pullback, pullback, pushforward
 from .namespaces import EAGER, TRACED
 from .registry import PRIMS
 
@@ -20,6 +21,8 @@ def _fill_tables():
         rule = pullback(prim)
         if rule is not None:
             tape.PULLBACKS[name] = rule
+        if prim.partials is not None:
+            tape.FLOAT_PULLBACKS[name] = float_pullback(prim)
         rule = pushforward(prim)
         if rule is not None:
             tape.PUSHFORWARDS[name] = rule

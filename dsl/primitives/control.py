@@ -101,7 +101,7 @@ def _checkpoint_rule(ns, g, ans, leaves, kw, wanted):
              if type(box) is Box and box.trace is trace and cot is not None]
     tape.backward_from(trace, seeds)
     grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
-    trace.nodes = []
+    trace.release()
     return grads
 
 

@@ -125,7 +125,11 @@ def reshape(x, shape):
 
 def broadcast_to(x, shape):
     """x broadcast to `shape`."""
-    return x if np.shape(x) == shape else np.broadcast_to(x, shape)
+    if type(x) is np.ndarray:
+        return x if x.shape == shape else np.broadcast_to(x, shape)
+    if type(x) is float and shape:
+        return np.full(shape, x)        # 3x faster than a view of a 0-d array
+    return np.broadcast_to(x, shape) if shape else x
 
 
 def unbroadcast(g, shape):
@@ -192,7 +196,7 @@ EAGER = SimpleNamespace(
     less_equal=_compare(np.less_equal, lambda a, b: a <= b),
     logical_and=np.logical_and, logical_or=np.logical_or, logical_not=np.logical_not,
     any=lambda m: bool(np.any(m)), isfinite=lambda x: norm(np.isfinite(x)), sum=sum_, mean=mean, max=lambda x, axis=None, keepdims=False: norm(np.max(x, axis=axis, keepdims=keepdims)),
-    reshape=reshape, transpose=lambda x, axes=None: np.transpose(x, axes), broadcast_to=broadcast_to,
+    reshape=reshape, transpose=lambda x, axes=None: x.T if axes is None else np.transpose(x, axes), broadcast_to=broadcast_to,
     unbroadcast=unbroadcast, index=index, index_add=index_add, set_index=set_index,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
     matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=nz,

@@ -9,10 +9,8 @@ from .registry import define
 
 def kept(ns, g, shape, axis, keepdims):
     """A reduced value reshaped so that it broadcasts against the input's shape."""
-    if keepdims or (axis is None and not shape):
+    if keepdims or axis is None:      # a reduction over every axis is a number: it broadcasts as it is
         return g
-    if axis is None:
-        return ns.reshape(g, (1,) * len(shape))
     axes = {a % len(shape) for a in (axis if type(axis) is tuple else (axis,))}
     return ns.reshape(g, tuple(1 if i in axes else s for i, s in enumerate(shape)))
 
@@ -57,7 +55,7 @@ def _sum_jvp(ns, tangents, ans, args, kw):
 
 def _mean_vjp(ns, g, ans, x, axis=None, keepdims=False):
     """The cotangent spread evenly over what was averaged."""
-    return ns.div(spread(ns, g, x, axis, keepdims), float(O.count(shape_of(x), axis)))
+    return spread(ns, ns.div(g, float(O.count(shape_of(x), axis))), x, axis, keepdims)   # divide the small one
 
 
 define("Sum", O.sum_, emit={"array": "np.add.reduce({0}, axis={axis}, keepdims={keepdims})"}, vjp=(lambda ns, g, ans, x, axis=None, keepdims=False: spread(ns, g, x, axis, keepdims),),
