@@ -47,7 +47,8 @@ Commands:
   :type EXPR       the type (and shape) of EXPR's value
   :load FILE       run a .dg file in this session
   :time EXPR       run EXPR (or statements) and say how long it took
-  :tape            the tape of the most recent gradient computation
+  :tape            the tape of the most recent gradient computation (or the recording
+                   of the most recent jit or vmap staging)
   :tape dot FILE   write that tape as a Graphviz DOT file
 Ctrl-C cancels the input or interrupts a running computation; Ctrl-D leaves."""
 
@@ -237,8 +238,12 @@ class Repl:
             self.complain("no gradient has been computed yet" if kept else
                           "this interpreter does not keep tapes (keep_tape=False)")
             return
+        label = self.interp.grad_options.last_label
         if not words:
-            self.say(format_tape(nodes))
+            if label and not nodes:
+                self.say(label)
+            else:
+                self.say((f"{label}:\n" if label else "") + format_tape(nodes))
             return
         path = Path(os.path.expanduser(words[1].strip("\"'")))
         try:

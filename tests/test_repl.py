@@ -314,7 +314,8 @@ def test_tape_shows_struct_field_and_map_lookup_after_a_gradient_over_a_map_of_s
         ":tape", NL,
         f":tape dot {dot}", NL)
     assert err == ""
-    rows = out.splitlines()
+    label, *rows = out.splitlines()
+    assert label == "the tape of grad(loss):"
     assert rows[0].split() == ["#", "op", "inputs", "shape", "location", "detail"]
     by_op = {}
     for row in rows[1:-1]:
@@ -331,6 +332,27 @@ def test_tape_shows_struct_field_and_map_lookup_after_a_gradient_over_a_map_of_s
     assert rows[-1] == f"wrote the tape ({len(rows) - 2} nodes) to {dot}"
     text = dot.read_text()
     assert text.startswith('digraph "tape" {') and "MapLookup" in text and "n0 -> n1" in text
+
+
+def test_tape_shows_what_the_newest_transformation_recorded(session):
+    out, err = session.run(
+        "fn f(x) { return sin(x) * x }", NL,
+        "let t = jvp(f, (1.0,), (1.0,))", NL, ":tape", NL,
+        "let p = vjp(f, 2.0)", NL, ":tape", NL,
+        "let v = vmap(f)([1.0, 2.0])", NL, ":tape", NL,
+        "let jf = jit(f)", NL, "let y = jf(3.0)", NL, ":tape", NL,
+        "let hv = jvp(grad(f), (1.0,), (1.0,))", NL, ":tape", NL)
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0] == "jvp(f), which keeps no tape: forward mode computes each tangent as it goes"
+    at = lines.index("the tape of vjp(f):")
+    assert [row.split()[1] for row in lines[at + 2:at + 5]] == ["Parameter", "Sin", "Mul"]
+    at = lines.index("the recording vmap staged of f on one example:")
+    assert [row.split()[1] for row in lines[at + 2:at + 5]] == ["Arg", "Sin", "Mul"]
+    at = lines.index("the recording jit staged of f:")
+    assert [row.split()[1] for row in lines[at + 2:at + 5]] == ["Arg", "Sin", "Mul"]
+    # a gradient inside jvp records its tape (with tangents flowing through it): that is shown
+    assert lines[-5] == "the tape of grad(f):" and lines[-1].split()[1] == "Mul"
 
 
 def test_tape_before_any_gradient_says_so(session):

@@ -97,7 +97,10 @@ def jvp(f, primals, tangents, opts=None):
     if len(p) != len(t):
         raise error("type", f"{who}: {len(p)} primal{'s' * (len(p) != 1)} but {len(t)} "
                             f"tangent{'s' * (len(t) != 1)}")
+    kept = opts.kept if opts is not None else 0
     out, tangent = push(f, p, t, who)
+    if opts is not None and opts.kept == kept:      # nothing inside recorded a tape of its own
+        opts.keep((), f"{who}, which keeps no tape: forward mode computes each tangent as it goes")
     return out, tangent
 
 

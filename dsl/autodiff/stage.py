@@ -129,11 +129,12 @@ class Program:
         self.guards = [s for s in steps if s[0] == "guard"]
 
 
-def stage(fn, args, kwargs=None, staging=None, dry=False):
+def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
     """Run fn(*args) on a new StageTrace; return (Program, the call's own result).
 
     `staging` is the interpreter's list of traces being staged, so that effects
-    know where to record themselves; with `dry`, they are not passed to outer traces."""
+    know where to record themselves; with `dry`, they are not passed to outer traces.
+    `keep` is (Options, label): the recording is kept there for :tape."""
     trace = StageTrace(dry)
     leaves, spec = flatten_open((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
@@ -156,6 +157,8 @@ def stage(fn, args, kwargs=None, staging=None, dry=False):
             staging.pop()
     out_leaves, out_spec = flatten(out)
     result = unflatten(out_spec, [v.v if type(v) is Box and v.trace is trace else v for v in out_leaves])
+    if keep is not None:
+        keep[0].keep(inputs + trace.nodes, keep[1])
     trace.nodes = []
     return program, result
 

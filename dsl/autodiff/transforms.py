@@ -16,16 +16,25 @@ from .trees import (children, contains_box, cotangent_value, flatten, flatten_li
 class Options:
     """Per-interpreter settings of differentiation: the numerics check and the last tape."""
 
-    __slots__ = ("check_numerics", "keep_tape", "last_tape")
+    __slots__ = ("check_numerics", "keep_tape", "last_tape", "last_label", "kept")
 
     def __init__(self, check_numerics=True, keep_tape=True):
         self.check_numerics = check_numerics
         self.keep_tape = keep_tape
         self.last_tape = None
+        self.last_label = None      # what made last_tape, e.g. "value_and_grad(loss)"
+        self.kept = 0               # how many tapes or recordings have been kept
 
-    def finished(self, trace):
+    def keep(self, nodes, label):
+        """Keep a node list (a tape, or a staged recording) for :tape and Interpreter.last_tape."""
+        if self.keep_tape:
+            self.last_tape = list(nodes)
+            self.last_label = label
+            self.kept += 1
+
+    def finished(self, trace, label=None):
         """A differentiation ended: keep its node list for inspection, or let it go."""
-        self.last_tape = list(trace.nodes) if self.keep_tape else None
+        self.keep(trace.nodes, label)
         trace.release()
 
 
@@ -165,7 +174,7 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
                     backward(trace, out, seed)
                 grads = _take(params)
             finally:
-                opts.finished(trace)
+                opts.finished(trace, f"the tape of {who}")
         return value, (grads[0] if single else tuple(grads))
 
     return Transformed(who, call, (f,))
@@ -185,8 +194,7 @@ def vjp(f, primals, opts=None):
     leaves, spec = flatten(out)
     ours = [type(v) is Box and v.trace is trace for v in leaves]
     value = unflatten(spec, [v.v if mine else v for v, mine in zip(leaves, ours)])
-    if opts.keep_tape:
-        opts.last_tape = list(trace.nodes)
+    opts.keep(trace.nodes, f"the tape of {who}")
     by_arg = dict(zip(nums, params))
 
     def pullback(cotangent):
@@ -239,7 +247,7 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
                 O.check_size(out_shape + np.shape(peek(p.v)), "Jacobian")
             rows = _rows(trace, params, out, out_shape)
         finally:
-            opts.finished(trace)
+            opts.finished(trace, f"the tape of {who}")
         result = [_shaped(rows[j], out_shape, params[j].v) for j in range(len(params))]
         return result[0] if single else tuple(result)
 

@@ -188,7 +188,9 @@ def _stage_dry(f, example_args, interp):
         import io
         interp._stdout = io.StringIO()
     try:
-        program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True)
+        program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True,
+                             keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
+                                                        f"example") if interp is not None else None)
     finally:
         if interp is not None:
             interp._stdout = saved_out

@@ -96,7 +96,10 @@ class Jitted:
 
     def _stage(self, entries, args, kwargs):
         """Run f while staging it; keep the recording for later calls."""
-        program, result = S.stage(self.f, args, kwargs, staging=self.interp.staging if self.interp else None)
+        interp = self.interp
+        program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
+                                  keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
+                                  if interp else None)
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")
