@@ -1,4 +1,4 @@
-"""Loading the dg programs and the optional references (autograd, torch)."""
+"""Loading the dg programs and the optional references (autograd, torch, jax)."""
 
 import os
 from pathlib import Path
@@ -39,3 +39,22 @@ def torch_or_none():
 
 MISSING_AUTOGRAD = "autograd not installed (pip install -e '.[bench]'); its reference was skipped"
 MISSING_TORCH = "torch not installed; its reference was skipped"
+
+
+def jax_or_none():
+    """JAX in float64 on the CPU with one compute thread, or None when it is not installed."""
+    if os.environ.get("DG_BENCH_NO_JAX"):
+        return None
+    if int(os.environ.get("OMP_NUM_THREADS", "1")) == 1:
+        # before jax is imported: XLA's CPU backend then runs its kernels on one thread
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+    return jax
+
+
+MISSING_JAX = "jax not installed (pip install jax); its reference was skipped"

@@ -7,9 +7,10 @@ import sys
 
 def benchmarks():
     """Worker names -> functions(smoke) returning rows (imported lazily: each process loads what it needs)."""
-    from . import memory, mlp, parsing, scalar, startup
+    from . import loops, memory, mlp, parsing, scalar, startup, transforms
     return {"scalar": scalar.run, "mlp": mlp.run, "startup": startup.run, "parsing": parsing.run,
-            "memory": memory.run_growth, "checkpoint": memory.run_checkpoint}
+            "memory": memory.run_growth, "checkpoint": memory.run_checkpoint,
+            "projectile": loops.run_projectile, "rnn": loops.run_rnn, "transforms": transforms.run}
 
 
 def main(argv=None):

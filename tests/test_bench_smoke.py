@@ -23,6 +23,19 @@ EXPECTED = [
     "6. memory growth (training loop)",
     "6. checkpoint peak memory",
     "6. checkpoint time",
+    "12. projectile, jit",
+    "12. projectile, eager",
+    "12. projectile, first jit call",
+    "12. RNN, jit",
+    "12. RNN, eager",
+    "12. RNN, first jit call",
+    "12. RNN eager vs torch",
+    "13. hessian vs by rows",
+    "12. jit(hessian) vs eager",
+    "12. jit(grad(grad)) vs eager",
+    "12. jit(hessian), first call",
+    "12. jit(grad(grad)), first call",
+    "13. vmap(grad) per-example",
 ]
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.
 POSITIVE = [name for name in EXPECTED if name not in ("4. dg run imports", "6. memory growth (training loop)")]
@@ -31,6 +44,8 @@ POSITIVE = [name for name in EXPECTED if name not in ("4. dg run imports", "6. m
 def have(module):
     """Whether an optional reference is installed (and, for torch, not switched off)."""
     if module == "torch" and os.environ.get("DG_BENCH_NO_TORCH"):
+        return False
+    if module == "jax" and os.environ.get("DG_BENCH_NO_JAX"):
         return False
     return importlib.util.find_spec(module) is not None
 
@@ -88,6 +103,11 @@ def test_references_present_exactly_when_installed(smoke):
     for ref in ("autograd", "torch"):
         for row in (scalar, step):
             assert (row["refs"][ref] is not None) == have(ref), (ref, row)
+    rnn = rows["12. RNN, jit"]
+    for ref in ("torch", "jax"):
+        name = "jax.jit" if ref == "jax" else ref
+        assert (rnn["refs"].get(name) is not None) == have(ref), (ref, rnn)
+    assert (rows["12. RNN eager vs torch"]["ratio"] is not None) == have("torch")
     if not have("autograd"):
         assert "autograd not installed" in scalar["note"]
         assert scalar["ratio"] is None
