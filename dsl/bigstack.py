@@ -7,10 +7,12 @@ thread usually has 8 MiB. With the default depth limit that is enough; a
 raised limit (`--max-depth 100000`) would crash the process with a
 segmentation fault long before the limit. So a run whose limit needs more
 stack than the current thread has runs on a helper thread whose stack is
-sized for it, while the calling thread waits (and forwards Ctrl-C).
+sized for it, while the calling thread waits (and forwards Ctrl-C); on
+Linux, the main thread's own stack may grow instead, up to 120 MiB.
 """
 
 import resource
+import sys
 import threading
 
 from .errors import error
@@ -37,7 +39,30 @@ def _available():
 
 def needed(max_depth):
     """Whether a run allowing `max_depth` nested calls needs a bigger stack than this thread's."""
-    return max_depth * STACK_PER_CALL > _available()
+    need = max_depth * STACK_PER_CALL
+    return need > _available() and not _grow_main_stack(need + HEADROOM)
+
+
+# Linux grows the main thread's stack on demand up to the soft RLIMIT_STACK, read when the stack
+# grows, and keeps at least 128 MiB free below it for that: raising the soft limit lets the main
+# thread itself run the default depth, with no helper thread per run.
+MAIN_GROWTH = 120 * 1024 * 1024
+
+
+def _grow_main_stack(size):
+    """Raise the main thread's stack limit to `size` where that is possible; whether it was."""
+    if sys.platform != "linux" or size > MAIN_GROWTH or threading.current_thread() is not threading.main_thread():
+        return False
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft == resource.RLIM_INFINITY or soft >= size:
+        return True
+    if hard != resource.RLIM_INFINITY and hard < size:
+        return False
+    try:
+        resource.setrlimit(resource.RLIMIT_STACK, (size, hard))
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def run(fn, args, kwargs, max_depth):

@@ -19,7 +19,7 @@ options:
   --no-check-numerics   do not stop when a gradient is NaN or infinite
   --jit                 compile every function grad, value_and_grad, jacobian and hessian make
   --explain-jit         say (on standard error) when jit stages a function, and why it falls back
-  --max-depth N         nested calls allowed (default 1000)
+  --max-depth N         nested calls allowed (default 10000, at most 1000000)
   --max-steps N         stop after N loop iterations and calls (default: no limit)
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
   --max-tensor N        the most elements one tensor may have (default: a quarter of memory)
@@ -32,6 +32,7 @@ VALUE_OPTIONS = {"--max-depth": int, "--max-steps": int, "--timeout": float, "--
                  "--seed": int, "--files": str}
 FLAG_OPTIONS = {"--no-check-numerics", "--jit", "--explain-jit"}
 POSITIVE = {"--max-depth", "--max-steps", "--timeout", "--max-tensor"}
+MAX_DEPTH = 1_000_000   # dsl.limits.MAX_DEPTH (not imported: `dg run` loads only what it needs)
 
 
 class HelpRequested(Exception):
@@ -65,8 +66,10 @@ def parse_options(args):
                 settings[name] = VALUE_OPTIONS[name](raw)
             except ValueError:
                 raise UsageError(f"{name} needs a number, got {raw!r}") from None
-            if name in POSITIVE and not settings[name] > 0:     # also refuses nan
+            if name in POSITIVE and not 0 < settings[name] < float("inf"):     # also refuses nan
                 raise UsageError(f"{name} needs a number above 0, got {raw!r}")
+            if name == "--max-depth" and settings[name] > MAX_DEPTH:
+                raise UsageError(f"--max-depth can be at most {MAX_DEPTH:,}, got {raw}")
             if name == "--seed" and settings[name] < 0:
                 raise UsageError(f"--seed needs a number of 0 or more, got {raw!r}")
         elif a.startswith("--") and a != "--":

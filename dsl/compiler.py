@@ -273,7 +273,7 @@ def _field(e, ctx):
     def ev(f):
         try:
             o = obj(f)
-            tape.current_span = span    # a StructField node recorded here points at this read
+            tape.set_span(span)    # a StructField node recorded here points at this read
             return field(o, name)
         except DgError as exc:
             raise located(exc, span)
@@ -313,7 +313,7 @@ def _index(e, ctx):
         def ev1(f):
             try:
                 o, k = obj(f), sub(f)
-                tape.current_span = span    # MapLookup/StructField/Index nodes point at this read
+                tape.set_span(span)    # MapLookup/StructField/Index nodes point at this read
                 return item(o, (k,))
             except DgError as exc:
                 raise located(exc, span)
@@ -322,7 +322,7 @@ def _index(e, ctx):
     def ev(f):
         try:
             o, k = obj(f), tuple([s(f) for s in subs])
-            tape.current_span = span
+            tape.set_span(span)
             return item(o, k)
         except DgError as exc:
             raise located(exc, span)
@@ -380,7 +380,7 @@ def _call(e, ctx):
     def invoke(fn, a, kw):
         if type(fn) is Function:
             return fn.code.invoke(fn, a, kw)
-        tape.current_span = span
+        tape.set_span(span)
         return fn(*a, **kw) if kw else fn(*a)
 
     def handle(exc, fn, a, kw):
@@ -402,7 +402,7 @@ def _call(e, ctx):
             try:
                 if type(fn) is Function:
                     return fn.code.invoke1(fn, x)
-                tape.current_span = span
+                tape.set_span(span)
                 return fn(x)
             except (DgError, TypeError, RecursionError) as exc:
                 raise handle(exc, fn, (x,), {}) from None

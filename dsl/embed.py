@@ -236,13 +236,13 @@ def host_vjp(g, ans, leaves, kw, wanted):
     host, spec, kwargs = kw["host"], kw["spec"], kw["kwargs"]
     if host.vjp is None:
         raise error("grad", f"the host function '{host.name}' has no gradient rule",
-                    tape.current_span,
+                    tape.get_span(),
                     hint="give one with Interpreter.define(name, fn, vjp=...), or call it on "
                          "stop_gradient(...) values")
     cot = cotangent_value(g, ans)
     if _on_tape(cot) or any(_on_tape(x) for x in leaves):
         raise error("grad", f"cannot take a second derivative through the host function '{host.name}' "
-                            "(its gradient rule is Python code)", tape.current_span)
+                            "(its gradient rule is Python code)", tape.get_span())
     args = unflatten(spec, leaves)
     py_args = [to_py(a, host.interp) for a in args]
     py_kwargs = {k: to_py(v, host.interp) for k, v in kwargs.items()}
@@ -252,12 +252,12 @@ def host_vjp(g, ans, leaves, kw, wanted):
         raise
     except Exception as exc:
         raise error("user", f"the gradient rule of the host function '{host.name}' raised "
-                            f"{type(exc).__name__}: {exc}", tape.current_span) from exc
+                            f"{type(exc).__name__}: {exc}", tape.get_span()) from exc
     if len(args) == 1:
         result = (result,)
     elif not isinstance(result, (tuple, list)) or len(result) != len(args):
         raise error("grad", f"the gradient rule of the host function '{host.name}' must return a tuple of "
-                            f"{len(args)} gradients, one per argument", tape.current_span)
+                            f"{len(args)} gradients, one per argument", tape.get_span())
     out = []
     for i, (arg, given) in enumerate(zip(args, result)):
         arg_leaves, _ = flatten(arg)
@@ -267,12 +267,12 @@ def host_vjp(g, ans, leaves, kw, wanted):
         grad_leaves, _ = flatten(to_dg(given, host.interp))
         if len(grad_leaves) != len(arg_leaves):
             raise error("grad", f"the gradient rule of the host function '{host.name}' returned a gradient "
-                                f"whose structure does not match argument {i}", tape.current_span)
+                                f"whose structure does not match argument {i}", tape.get_span())
         for a, gl in zip(arg_leaves, grad_leaves):
             if gl is not None and is_differentiable_leaf(a) and np.shape(gl) != np.shape(peek(a)):
                 raise error("grad", f"the gradient rule of the host function '{host.name}' returned a "
                                     f"gradient of shape {ops.fmt_shape(np.shape(gl))} for argument {i}, "
-                                    f"whose shape is {ops.fmt_shape(np.shape(peek(a)))}", tape.current_span)
+                                    f"whose shape is {ops.fmt_shape(np.shape(peek(a)))}", tape.get_span())
         out += grad_leaves
     return [o if w else None for o, w in zip(out, wanted)]
 

@@ -7,6 +7,7 @@ in one process share nothing.
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from .autodiff.transforms import Options
 from .autodiff.trees import children, is_container, rebuild
 from .builtins import make_builtins
 from .errors import DgError, Source, Span, error
-from .limits import DEFAULT_MAX_DEPTH, Limits
+from .limits import DEFAULT_MAX_DEPTH, RECURSION, Limits
 from .cycles import gc_paused
 from .parser import parse
 from .resolver import Resolver
@@ -44,7 +45,9 @@ class Interpreter:
     def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
                  timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True,
                  files="all", jit=False, explain_jit=False):
-        self.limits = Limits(max_depth, max_steps, timeout)
+        self.limits = Limits(max_depth, max_steps, timeout)     # checks them: ValueError, TypeError
+        if max_tensor_elements is not None and (type(max_tensor_elements) is not int or max_tensor_elements < 1):
+            raise ValueError(f"max_tensor_elements must be an int of at least 1 or None, got {max_tensor_elements!r}")
         self.files = FileAccess(files)      # what import/load_csv/load/save may touch (dsl/sandbox.py)
         self.grad_options = Options(check_numerics, keep_tape)
         self.max_tensor_elements = max_tensor_elements
@@ -58,7 +61,8 @@ class Interpreter:
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back
         self.compiled = {}         # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)
-        self.running = 0
+        self.owner = None                  # the thread running a program now, if any
+        self.busy = threading.Lock()
 
     # -- settings -----------------------------------------------------------
     @property
@@ -146,32 +150,40 @@ class Interpreter:
         """Call `fn` as part of a run: limits armed for the outermost call, the run's
         error conversions applied (recursion and memory exhaustion become `limit`
         errors), and a DgError's call stack closed when it leaves the outermost call."""
-        outermost = self.running == 0
+        me = threading.get_ident()
+        outermost = self.owner != me        # not already running in this thread
         if outermost and bigstack.needed(self.limits.max_depth):
             return bigstack.run(self.call_in_run, (fn, *args), kwargs, self.limits.max_depth)
         if outermost:
+            # its counters and limits serve one run at a time: a second thread waits for nothing
+            # and corrupts nothing, it is told
+            if not self.busy.acquire(blocking=False):
+                raise error("limit", "this interpreter is running a program in another thread; "
+                                     "use one Interpreter per thread")
+            self.owner = me
             self.limits.start()
-            tape.current_span = None      # nodes recorded before any dg call site have no location
-            saved_limit = sys.getrecursionlimit()     # a deep run needs more; restored after it
-            sys.setrecursionlimit(max(saved_limit, self.limits.recursion_limit()))
-        saved_max, ops.shape.MAX_ELEMENTS = ops.shape.MAX_ELEMENTS, self.max_tensor_elements
+            tape.set_span(None)      # nodes recorded before any dg call site have no location
+            need = self.limits.recursion_limit()     # a deep run needs more; restored after it
+            RECURSION.raise_to(need)
+        saved_max = ops.shape.max_elements()
+        ops.shape.set_max_elements(self.max_tensor_elements)
         policy = sandbox.enter(self.files)
-        self.running += 1
         try:
             return fn(*args, **kwargs)
         except DgError as exc:
             raise exc.settle() if outermost else exc
         except RecursionError:
-            raise self.limits.too_nested(tape.current_span) from None
+            raise self.limits.too_nested(tape.get_span()) from None
         except MemoryError:
-            raise error("limit", "out of memory", tape.current_span) from None
+            raise error("limit", "out of memory", tape.get_span()) from None
         finally:
-            self.running -= 1
             sandbox.leave(policy)
-            ops.shape.MAX_ELEMENTS = saved_max     # a nested interpreter's limit ends with its call
+            ops.shape.set_max_elements(saved_max)     # a nested interpreter's limit ends with its call
             if outermost:
                 self.limits.depth = 0
-                sys.setrecursionlimit(saved_limit)
+                RECURSION.release(need)
+                self.owner = None
+                self.busy.release()
 
     # -- modules ------------------------------------------------------------
     def import_module(self, name, span, origin):

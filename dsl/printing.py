@@ -86,37 +86,58 @@ def show_tensor(a, fmt=None):
     """A tensor like its bracket literal; rows on separate lines when one line is too long."""
     if a.ndim == 0:
         return _element(a.item(), fmt)
-    elide = a.size > ELIDE_OVER
-    one_line = _nest(a, elide, fmt, None, 0)
+    keep = _kept_per_axis(a.shape) if a.size > ELIDE_OVER else None
+    one_line = _nest(a, keep, fmt, None, 0)
     if len(one_line) <= LINE_WIDTH or a.ndim == 1:
         return one_line
-    return _nest(a, elide, fmt, "\n", 0)
+    return _nest(a, keep, fmt, "\n", 0)
 
 
-def _nest(a, elide, fmt, sep, depth):
+def _kept_per_axis(shape):
+    """How many leading (and as many trailing) entries of each axis an elided tensor shows.
+
+    EDGE at each end of a long axis, as numpy does; and, where that still shows more than
+    ELIDE_OVER elements (many short axes: shape (2,) * 25), the outer axes show their first
+    entry only, so that the text stays small whatever the shape."""
+    keep = [n if n <= 2 * EDGE else EDGE for n in shape]
+    shown = 1
+    for n, k in zip(shape, keep):
+        shown *= n if k == n else 2 * k
+    for axis, n in enumerate(shape):
+        if shown <= ELIDE_OVER:
+            break
+        if n > 1:
+            shown //= n if keep[axis] == n else 2 * keep[axis]
+            keep[axis] = 0      # the first entry, then `...`
+    return keep
+
+
+def _nest(a, keep, fmt, sep, depth):
     """Render the nested brackets of `a`, breaking lines between rows when sep is '\\n'."""
     if a.ndim == 1:
-        items = _cut([_element(x, fmt) for x in _ends(a, elide)], a.shape[0], elide)
+        items = _cut([_element(x, fmt) for x in _ends(a, keep, depth)], a.shape[0], keep, depth)
         return "[" + ", ".join(items) + "]"
-    parts = _cut([_nest(row, elide, fmt, sep, depth + 1) for row in _ends(a, elide)], a.shape[0], elide)
+    parts = _cut([_nest(row, keep, fmt, sep, depth + 1) for row in _ends(a, keep, depth)], a.shape[0], keep, depth)
     if sep is None:
         return "[" + ", ".join(parts) + "]"
     gap = "," + "\n" * (a.ndim - 1) + " " * (depth + 1)
     return "[" + gap.join(parts) + "]"
 
 
-def _ends(a, elide):
-    """The rows of `a` that are shown: all, or the first and last EDGE when eliding."""
-    if elide and a.shape[0] > 2 * EDGE:
-        return list(a[:EDGE]) + list(a[-EDGE:])
-    return list(a)
+def _ends(a, keep, depth):
+    """The entries of `a`'s first axis that are shown."""
+    if keep is None or keep[depth] >= a.shape[0]:
+        return list(a)
+    k = keep[depth]
+    return [a[0]] if k == 0 else list(a[:k]) + list(a[-k:])
 
 
-def _cut(items, n, elide):
-    """Insert `...` between the first and last EDGE items of an elided axis."""
-    if elide and n > 2 * EDGE:
-        return items[:EDGE] + ["..."] + items[EDGE:]
-    return items
+def _cut(items, n, keep, depth):
+    """Insert `...` where an axis's entries are left out."""
+    if keep is None or keep[depth] >= n:
+        return items
+    k = keep[depth]
+    return items + ["..."] if k == 0 else items[:k] + ["..."] + items[k:]
 
 
 NUMERIC_CODES = set("bcdoxXneEfFgG%")

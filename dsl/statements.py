@@ -306,7 +306,7 @@ def _condition(e, ctx):
             return v
         try:
             if type(v) is Box:      # a staged condition's guard points here
-                tape.current_span = span
+                tape.set_span(span)
             return truth(v)
         except DgError as exc:
             raise located(exc, span)
@@ -337,17 +337,17 @@ def _while(s, ctx):
     span = s.cond.span
 
     def loop(f):
-        n = 0
         while cond(f):
+            steps = limits.steps + 1        # one step per iteration, in the run's one counter
+            limits.steps = steps
+            if steps >= limits.next_check:
+                limits.check(span)
             r = body(f)
             if r is not None:
                 if r is BREAK:
                     break
                 if r is not CONTINUE:
                     return r
-            n += 1
-            if not n & 1023:
-                limits.tick(1024, span)
     return loop
 
 
@@ -359,8 +359,11 @@ def _for(s, ctx):
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
 
     def loop(f):
-        k = 0
         for item in iterate(iterable(f), span):
+            steps = limits.steps + 1        # one step per iteration, in the run's one counter
+            limits.steps = steps
+            if steps >= limits.next_check:
+                limits.check(span)
             bind(f, item)
             r = body(f)
             if r is not None:
@@ -368,9 +371,6 @@ def _for(s, ctx):
                     break
                 if r is not CONTINUE:
                     return r
-            k += 1
-            if not k & 1023:
-                limits.tick(1024, span)
     return loop
 
 
@@ -453,9 +453,10 @@ class FunctionCode:
         if limits.depth > limits.max_depth:
             limits.depth -= 1
             raise limits.too_deep(None)
-        limits.calls += 1
-        if not limits.calls & 1023:
-            limits.tick(0)
+        steps = limits.steps + 1    # a call is a step too
+        limits.steps = steps
+        if steps >= limits.next_check:
+            limits.check(None)
         try:
             return self.body(frame)
         except DgError as exc:
@@ -477,9 +478,10 @@ class FunctionCode:
         if limits.depth > limits.max_depth:
             limits.depth -= 1
             raise limits.too_deep(None)
-        limits.calls += 1
-        if not limits.calls & 1023:
-            limits.tick(0)
+        steps = limits.steps + 1    # a call is a step too
+        limits.steps = steps
+        if steps >= limits.next_check:
+            limits.check(None)
         try:
             return self.body(frame)
         except DgError as exc:

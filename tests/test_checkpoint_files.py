@@ -265,7 +265,8 @@ GOOD = files.encode({"w": np.arange(6.0), "n": 3})
                  b'{"t": "none"}]]}}'), "map key"),
     (with_header(b'{"format": "dg-checkpoint", "tree": ' + b'{"t": "tuple", "items": [' * 5000
                  + b']}' * 5000 + b'}'), "deeply"),
-    (with_header(b'{"format": "dg-checkpoint", "tree": ' + b'[' * 50000 + b']' * 50000 + b'}'), "JSON"),
+    (with_header(b'{"format": "dg-checkpoint", "tree": ' + b'[' * 50000 + b']' * 50000 + b'}'), "not an object"),
+    (with_header(b'{"format": "dg-checkpoint", "tree": ' + b'[' * 500000 + b']' * 500000 + b'}'), "JSON"),
 ])
 def test_damaged_or_foreign_files_are_value_errors(tmp_path, blob, words):
     err = load_error(tmp_path, blob)

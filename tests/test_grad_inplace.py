@@ -1,4 +1,4 @@
-"""Backward may overwrite a cotangent in place only when nothing else refers to it (tape.owned)."""
+"""Backward may overwrite a cotangent in place only when nothing else refers to it (tape.get_owned())."""
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ def test_the_in_place_path_is_taken_for_a_private_cotangent(monkeypatch):
     real = EAGER.cmul
 
     def spy(g, c):
-        hits.append(g is tape.owned)
+        hits.append(g is tape.get_owned())
         return real(g, c)
     monkeypatch.setattr(EAGER, "cmul", spy)
     x, w = RNG.standard_normal((4, 3)), RNG.standard_normal((3, 5))

@@ -40,10 +40,10 @@ def limit_error(src, **options):
 # ---------------------------------------------------------------- call depth
 def test_a_100000_deep_recursion_stops_with_a_limit_error_at_the_recursive_call():
     err = limit_error(DEEP)
-    assert "more than 1,000" in err.message and "nested calls" in err.message
+    assert "more than 10,000" in err.message and "nested calls" in err.message
     assert (err.line, err.column) == (1, 45)                 # the call f(n - 1)
     assert "--max-depth" in err.hint and "max_depth" in err.hint
-    assert "and 998 more times in a row" in str(err)         # the stack is folded, not 1000 lines
+    assert "and 9,998 more times in a row" in str(err) or "and 9998 more times in a row" in str(err)
 
 
 def test_max_depth_is_configurable_in_the_interpreter():
@@ -59,7 +59,7 @@ def test_a_100000_deep_recursion_in_dg_run_is_a_clean_error(dg, tmp_path):
     script.write_text(DEEP)
     proc = dg("run", str(script))
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert proc.stderr.startswith("error[limit]: too many nested calls (more than 1,000)")
+    assert proc.stderr.startswith("error[limit]: too many nested calls (more than 10,000)")
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
 
 
@@ -98,7 +98,7 @@ def test_raised_max_depth_in_the_interpreter_runs_on_a_big_enough_stack():
 
 
 def test_deeply_nested_values_stop_with_a_limit_error_not_a_recursion_error():
-    nest = "let t = 1.0\nfor i in range(100000) { t = (t,) }\n"
+    nest = "let t = 1.0\nfor i in range(1000000) { t = (t,) }\n"      # deeper than any stack
     for use in ("print(t)", "t == t", "str(t)", "tree_map(fn(x) => x, t)", "tensor(t)"):
         err = failure(nest + use)
         assert err.kind in ("limit", "shape"), (use, str(err))
@@ -254,6 +254,114 @@ def test_steps_and_timeout_on_the_command_line(dg):
     assert "<stdin>:2:7" in proc.stderr
 
 
+def test_nested_loops_share_one_step_count():
+    # neither loop alone reaches a thousand iterations per check; together they run a million
+    err = limit_error("let n = 0\nfor a in range(1000) { for b in range(1000) { n += 1 } }", max_steps=1000)
+    assert "more than 1,000 steps" in err.message
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out, max_steps=1000)
+    with pytest.raises(DgError):
+        interp.run("let n = 0\nfor a in range(1000) { for b in range(10) { n += 1 } }")
+    assert interp.eval("n") <= 1000          # stopped at the budget, not 1,023 steps later
+
+
+def test_a_timeout_stops_three_nested_loops_at_once():
+    import time
+    start = time.monotonic()
+    err = limit_error("let n = 0\nfor a in range(1000) { for b in range(1000) { for c in range(1000) { n += 1 } } }",
+                      timeout=1)
+    assert "longer than 1 second" in err.message
+    assert time.monotonic() - start < 2.5
+
+
+def test_a_timeout_stops_a_loop_whose_every_iteration_is_slow():
+    import time
+    start = time.monotonic()
+    err = limit_error("let x = ones((600, 600))\nwhile true { let y = x @ x }", timeout=1)
+    assert "longer than 1 second" in err.message
+    assert time.monotonic() - start < 2.5
+
+
+def test_the_default_depth_allows_ten_thousand_nested_calls():
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out)
+    interp.run("fn count(n) { if n == 0 { return 0 } return 1 + count(n - 1) }\nprint(count(9990))")
+    # through builtins (the C stack): tree_map calling a dg function calling tree_map ...
+    interp.run("fn f(n) { if n == 0 { return 0.0 } return tree_map(fn(x) => f(n - 1), 1.0) }\nprint(f(4000))")
+    assert out.getvalue() == "9990\n0.0\n"
+    assert "more than 10,000" in limit_error("fn c(n) { return 1 + c(n - 1) }\nc(1)").message
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(timeout=0), "timeout"), (dict(timeout=float("nan")), "timeout"), (dict(timeout=float("inf")), "timeout"),
+    (dict(timeout=-1), "timeout"), (dict(max_steps=0), "max_steps"), (dict(max_depth=0), "max_depth"),
+    (dict(max_depth=100_000_000), "max_depth"), (dict(max_tensor_elements=0), "max_tensor_elements"),
+    (dict(max_steps=1.5), "max_steps"), (dict(timeout="1"), "timeout")])
+def test_the_interpreter_refuses_limits_the_command_line_refuses(options, message):
+    with pytest.raises((ValueError, TypeError)) as info:
+        dsl.Interpreter(**options)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("args", [("--max-depth", "100000000"), ("--timeout", "inf"), ("--timeout", "nan"),
+                                  ("--timeout", "0"), ("--max-steps", "-3")])
+def test_the_command_line_refuses_impossible_limits(dg, args):
+    proc = dg(*args, "-c", "print(1)")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.startswith(f"dg: {args[0]}") and "Traceback" not in proc.stderr
+
+
+def test_the_command_lines_depth_ceiling_is_the_interpreters():
+    from dsl import cli, limits
+    assert cli.MAX_DEPTH == limits.MAX_DEPTH
+
+
+def test_two_interpreters_in_two_threads_keep_their_own_limits():
+    import threading
+    small = dsl.Interpreter(stdout=io.StringIO(), max_tensor_elements=100)
+    large = dsl.Interpreter(stdout=io.StringIO())
+    problems = []
+
+    def run(interp, expect_limit):
+        for _ in range(300):
+            try:
+                interp.run("let z = zeros((20, 20))\nlet s = sum(z)")
+                if expect_limit:
+                    problems.append("the small interpreter allocated 400 elements")
+            except DgError as exc:
+                if not expect_limit or exc.kind != "limit":
+                    problems.append(f"{'small' if expect_limit else 'large'}: {exc}")
+    threads = [threading.Thread(target=run, args=(small, True)), threading.Thread(target=run, args=(large, False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert problems == []
+
+
+def test_one_interpreter_in_two_threads_works_or_says_it_is_busy():
+    import threading
+    interp = dsl.Interpreter(stdout=io.StringIO())
+    interp.run("fn spin(n) { let t = 0\n for i in range(n) { t += 1 }\n return t }")
+    spin = interp.lookup("spin")
+    results, errors = [], []
+
+    def run():
+        for _ in range(20):
+            try:
+                results.append(spin(20_000))
+            except DgError as exc:
+                errors.append(exc)
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == 20_000 for r in results) and len(results) + len(errors) == 40
+    assert all(e.kind == "limit" and "another thread" in e.message for e in errors)
+    assert interp.eval("spin(5)") == 5      # and it still works afterwards
+
+
 def test_limits_are_per_run_not_per_interpreter():
     interp = dsl.Interpreter(stdout=io.StringIO(), max_steps=20_000)
     for _ in range(5):       # each run gets the whole budget again
@@ -287,11 +395,13 @@ def test_deeply_nested_source_is_a_limit_error_with_a_location(what):
 
 
 def test_deep_nesting_under_a_small_recursion_limit_is_still_a_limit_error():
-    # max_depth=5 in a fresh process leaves Python's recursion limit low (2,150);
-    # compiling 1,900 levels of `+` then overflows it
-    code = ("import dsl\n"
+    # a host that keeps Python's recursion limit low (2,150, what max_depth=5 needs): compiling
+    # 1,900 levels of `+` then overflows it
+    code = ("import dsl, sys\n"
+            "interp = dsl.Interpreter(max_depth=5)\n"
+            "sys.setrecursionlimit(2150)\n"
             "try:\n"
-            "    dsl.Interpreter(max_depth=5).run(' + '.join(['1'] * 1900), 'x.dg')\n"
+            "    interp.run(' + '.join(['1'] * 1900), 'x.dg')\n"
             "except dsl.DgError as e:\n"
             "    print(e.kind, e.line, e.column)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -333,3 +443,20 @@ def test_squaring_an_int_in_a_loop_stops_instead_of_hanging():
     # each step doubles the int's size, so the loop's 1,024-step timeout check would come too late
     err = limit_error("let c = 2\nfor i in range(100) { c *= c }", timeout=5)
     assert "too large an int" in err.message and err.line == 2
+
+
+def test_runs_in_several_threads_put_the_hosts_recursion_limit_back():
+    import threading
+    dsl.Interpreter()       # creating one may raise the limit to what any thread's stack allows
+    before = sys.getrecursionlimit()
+
+    def work():
+        interp = dsl.Interpreter(stdout=io.StringIO(), max_depth=20_000)
+        for _ in range(20):
+            interp.run("fn f(n) { if n == 0 { return 0 } return f(n - 1) }\nf(50)")
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.getrecursionlimit() == before

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
-from .tape import Box, ForwardTrace, as_float, peek, current_span
+from .tape import Box, ForwardTrace, as_float, get_span, peek
 from .transforms import Options, Transformed, _argnums, _describe, _fname, grad
 from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
 
@@ -41,7 +41,7 @@ def _check_tangent(primal, tangent, who, where):
 def push(f, primals, tangents, who, kwargs=None):
     """Run f on primals carrying tangents; return (output, output's tangent tree)."""
     trace = ForwardTrace()
-    span = current_span
+    span = get_span()
     leaves, spec = flatten(primals)
     try:
         tleaves = flatten_like(spec, tangents)

@@ -67,7 +67,7 @@ class StageTrace(Trace):
         if id(box) in self.seen:
             return
         self.seen.add(id(box))
-        self.box(peek(box.v), "Guard", (box,), (None,), None, tape.current_span)
+        self.box(peek(box.v), "Guard", (box,), (None,), None, tape.get_span())
 
     def effect(self, staging, fn, args, kw):
         """Perform an effect now (through any outer stage too) and record it, to happen on every run."""
@@ -76,7 +76,7 @@ class StageTrace(Trace):
         unboxed = tuple(a.v if p is not None else a for a, p in zip(plain, parents))
         out = fn(*unboxed, **kw) if self.dry else perform(staging, fn, unboxed, kw)
         box = self.box(out, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
-                       tape.current_span)
+                       tape.get_span())
         return box if is_staged_leaf(out) else out
 
 
@@ -140,7 +140,7 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
     inputs, boxed = [], []
     for v in leaves:
         if is_staged_leaf(v):
-            b = trace.box(v, "Arg", (), (), None, tape.current_span)
+            b = trace.box(v, "Arg", (), (), None, tape.get_span())
             inputs.append(b)
             boxed.append(b)
         else:
@@ -242,12 +242,13 @@ def run(program, values):
             if not same(args[0], consts[0]):
                 raise GuardFailed(i)
             continue
-        saved, tape.current_span = tape.current_span, span
+        saved = tape.get_span()
+        tape.set_span(span)
         try:
             fn = impls[op]
             env[out] = fn(*args, **kw) if kw else fn(*args)
         finally:
-            tape.current_span = saved
+            tape.set_span(saved)
     return output(program, env)
 
 

@@ -10,6 +10,7 @@ list is in creation order, which is a topological order; `backward` walks it
 in reverse with a table of rules and never recurses.
 """
 
+import contextvars
 import itertools
 import math
 import sys
@@ -25,13 +26,15 @@ _levels = itertools.count(1)
 # guards that decided control flow, for jit and vmap to replay (dsl/autodiff/stage.py).
 REVERSE, FORWARD, STAGE = "reverse", "forward", "stage"
 
-# The span of the dg expression being evaluated, for nodes recorded by
-# builtins (operators pass their own span). Set by the compiled call sites.
-current_span = None
-
-# The cotangent the running rule may overwrite in place (see `cmul` in namespaces.py), or None:
-# set only when nothing else refers to it, so no other node or value can see the change.
-owned = None
+# The span of the dg expression being evaluated, for nodes recorded by builtins (operators
+# pass their own span), set by the compiled call sites; and the cotangent the running rule may
+# overwrite in place (see `cmul` in namespaces.py), set only when nothing else refers to it.
+# Context variables: each thread (and task) has its own, so interpreters in two threads never
+# see each other's.
+_span = contextvars.ContextVar("dg_span", default=None)
+get_span, set_span = _span.get, _span.set
+_owned = contextvars.ContextVar("dg_owned", default=None)
+get_owned, set_owned = _owned.get, _owned.set
 
 # Whether sys.getrefcount proves that nothing else holds an object (used by `owned` and by
 # ops/elision.py). Python 3.14 may pass borrowed references on its value stack, which makes
@@ -134,11 +137,11 @@ def record(op, args, kw=None, span=None):
             unboxed.append(a)
             parents.append(None)
     if top.kind is not REVERSE:
-        return top.process(op, args, tuple(unboxed), tuple(parents), kw, span or current_span)
+        return top.process(op, args, tuple(unboxed), tuple(parents), kw, span or get_span())
     out = fn(*unboxed, **kw) if kw else fn(*unboxed)
     if not needed:
         return out
-    box = Box(out, top, op, tuple(parents), tuple(unboxed), kw, span or current_span)
+    box = Box(out, top, op, tuple(parents), tuple(unboxed), kw, span or get_span())
     top.nodes.append(box)
     return box
 
@@ -155,12 +158,12 @@ def record2(op, a, b, span, fn=None):
             return _record2_on(top, op, a.v, a, a, b, None, b, span, fn)
         if type(b) is Box:      # the common case, both on one trace, written out
             if top.kind is not REVERSE:
-                return top.process(op, (a, b), (a.v, b.v), (a, b), None, span or current_span)
+                return top.process(op, (a, b), (a.v, b.v), (a, b), None, span or get_span())
             av, bv = a.v, b.v
             out = (fn or IMPLS[op])(av, bv, span)
             if a.op == "Input" and b.op == "Input":
                 return out
-            box = Box(out, top, op, (a, b), (av, bv), None, span or current_span)
+            box = Box(out, top, op, (a, b), (av, bv), None, span or get_span())
             top.nodes.append(box)
             return box
         return _record2_on(top, op, a.v, a, a, b, None, b, span, fn)
@@ -171,11 +174,11 @@ def _record2_on(top, op, av, pa, a, bv, pb, b, span, fn):
     """record2 with the top trace found: av and bv are the operands under its boxes, pa and pb
     the boxes themselves (None for an operand that is not on it)."""
     if top.kind is not REVERSE:
-        return top.process(op, (a, b), (av, bv), (pa, pb), None, span or current_span)
+        return top.process(op, (a, b), (av, bv), (pa, pb), None, span or get_span())
     out = (fn or IMPLS[op])(av, bv, span)
     if (pa is None or pa.op == "Input") and (pb is None or pb.op == "Input"):
         return out
-    box = Box(out, top, op, (pa, pb), (av, bv), None, span or current_span)
+    box = Box(out, top, op, (pa, pb), (av, bv), None, span or get_span())
     top.nodes.append(box)
     return box
 
@@ -185,11 +188,11 @@ def record1(op, x, span):
     trace = x.trace
     xv = x.v
     if trace.kind is not REVERSE:
-        return trace.process(op, (x,), (xv,), (x,), None, span or current_span)
+        return trace.process(op, (x,), (xv,), (x,), None, span or get_span())
     out = IMPLS[op](xv)
     if x.op == "Input":
         return out
-    box = Box(out, trace, op, (x,), (xv,), None, span or current_span)
+    box = Box(out, trace, op, (x,), (xv,), None, span or get_span())
     trace.nodes.append(box)
     return box
 
@@ -199,11 +202,11 @@ def record_const(op, x, c, span):
     xv = x.v
     trace = x.trace
     if trace.kind is not REVERSE:
-        return trace.process(op, (x, c), (xv, c), (x, None), None, span or current_span)
+        return trace.process(op, (x, c), (xv, c), (x, None), None, span or get_span())
     out = IMPLS[op](xv, c, span)
     if x.op == "Input":
         return out
-    box = Box(out, trace, op, (x, None), (xv, c), None, span or current_span)
+    box = Box(out, trace, op, (x, None), (xv, c), None, span or get_span())
     trace.nodes.append(box)
     return box
 
@@ -214,10 +217,10 @@ def record_read(op, x, out, kw, slot):
     the first read's node: one node, and one cotangent added into the structure's."""
     trace = x.trace
     if trace.kind is not REVERSE:
-        return trace.process(op, (x,), (x.v,), (x,), kw, current_span)
+        return trace.process(op, (x,), (x.v,), (x,), kw, get_span())
     if x.op == "Input":
         return out
-    box = Box(out, trace, op, (x,), (x.v,), kw, current_span)
+    box = Box(out, trace, op, (x,), (x.v,), kw, get_span())
     trace.nodes.append(box)
     trace.reads[x, slot] = box
     return box
@@ -378,12 +381,11 @@ def backward_from(trace, seeds):
 
 def _reverse(nodes, seeds, check):
     """The reverse pass: each node's rule, from the last node to the first, never recursing."""
-    global current_span, owned
     for node in nodes:
         node.g = None
     for box, g in seeds:
         box.g = accumulate(box.g, g)
-    saved_span = current_span
+    saved_span = get_span()
     pullbacks = PULLBACKS
     floats = {} if check else FLOAT_PULLBACKS
     eager, traced = EAGER, TRACED
@@ -408,7 +410,7 @@ def _reverse(nodes, seeds, check):
                         q = p.g
                         p.g = pg if q is None else q + pg if type(q) is float else accumulate(q, pg)
                     continue
-            current_span = node.span
+            set_span(node.span)
             rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
             args = node.args
             ns = eager
@@ -420,17 +422,20 @@ def _reverse(nodes, seeds, check):
                         ns = traced
                         break
             n = len(parents)
+            owning = False
             if n == 1:
                 wanted = _ONE
                 if REFCOUNTS_EXACT and type(g) is np.ndarray and g.base is None and sys.getrefcount(g) == 2:
-                    owned = g   # only `g` here refers to it: the one rule may reuse its memory
+                    set_owned(g)    # only `g` here refers to it: the one rule may reuse its memory
+                    owning = True
             elif n == 2:
                 pa, pb = parents
                 wanted = (pa is not None and pa.op != "Input", pb is not None and pb.op != "Input")
             else:
                 wanted = tuple([p is not None and p.op != "Input" for p in parents])
             grads = rule(ns, g, node.v, args, node.kw, wanted)
-            owned = None
+            if owning:
+                set_owned(None)
             for p, pg in zip(parents, grads):
                 if pg is None or p is None or p.op == "Input":
                     continue
@@ -444,8 +449,8 @@ def _reverse(nodes, seeds, check):
                     p.g = accumulate(p.g, pg)
             pg = grads = None   # drop our references, so the next rule's `owned` test can pass
     finally:
-        current_span = saved_span
-        owned = None
+        set_span(saved_span)
+        set_owned(None)
 
 
 _ONE = (True,)

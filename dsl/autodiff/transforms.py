@@ -105,7 +105,7 @@ def _enter(trace, args, nums, who):
     """Box the differentiated arguments as Parameters and float inputs as Inputs."""
     boxed = list(args)
     params = []
-    span = tape.current_span
+    span = tape.get_span()
     for i in nums:
         v = args[i]
         rv = peek(v)

@@ -162,7 +162,8 @@ def _replay(program, leaves, batched, size):
             continue
         if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
             raise _Fallback(f"an effect depends on the batch ({S.explain_step(program, i)})")
-        saved, tape.current_span = tape.current_span, span
+        saved = tape.get_span()
+        tape.set_span(span)
         try:
             if not any(arg_batched):
                 fn = impls[op]
@@ -174,7 +175,7 @@ def _replay(program, leaves, batched, size):
                 env[out] = rule(TRACED, args, arg_batched, kw or {})
                 flags[out] = True
         finally:
-            tape.current_span = saved
+            tape.set_span(saved)
     values = [env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)]
     out_batched = [r >= 0 and flags[r] for r in program.out_refs]
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])

@@ -5,6 +5,7 @@ sees the same batches and the same split on every run.
 """
 
 import csv
+import io
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..errors import error
 from ..ops.core import ndarray, to_float
 from ..ops.shape import check_size
 from ..values import a_type_name, type_name
-from .files import read_path
+from .files import read_limited, read_path
 
 
 def make(interp):
@@ -152,11 +153,10 @@ def load_csv(path, header=True, columns=False):
     has_header = _flag(header, "load_csv's header")
     as_columns = _flag(columns, "load_csv's columns")
     source = read_path(path, "load_csv")
+    blob = read_limited(source, "load_csv")
     try:
-        with open(source, newline="", encoding="utf-8-sig") as fh:
-            rows = [(i, r) for i, r in enumerate(csv.reader(fh), 1) if r and any(c.strip() for c in r)]
-    except OSError as exc:
-        raise error("value", f"cannot read {source}: {exc.strerror or exc}") from None
+        text = io.StringIO(blob.decode("utf-8-sig"), newline="")
+        rows = [(i, r) for i, r in enumerate(csv.reader(text), 1) if r and any(c.strip() for c in r)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise error("value", f"{source} is not a readable CSV file: {exc}") from None
     names = None

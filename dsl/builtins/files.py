@@ -43,6 +43,7 @@ VERSION = 1
 _PREFIX = _struct.Struct("<8sIQQI")
 _DTYPES = {"float64": np.dtype("<f8"), "bool": np.dtype("bool")}
 MAX_NESTING = 1000           # containers inside containers; deeper trees are refused both ways
+MAX_FILE_BYTES = 1 << 30     # load and load_csv read at most 1 GiB: /dev/zero or an endless pipe stops there
 
 
 # ---------------------------------------------------------------- paths
@@ -58,11 +59,23 @@ def _path_arg(path, who):
     return p
 
 
+def read_limited(source, who):
+    """The bytes of a file, at most MAX_FILE_BYTES (a `limit` error beyond: the file may never end)."""
+    try:
+        with open(source, "rb") as fh:
+            blob = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise error("value", f"cannot read {source}: {exc.strerror or exc}") from None
+    if len(blob) > MAX_FILE_BYTES:
+        raise error("limit", f"{who}: {source} is longer than {MAX_FILE_BYTES:,} bytes (or never ends)")
+    return blob
+
+
 def read_path(path, who):
     """Where to read a relative path: the working directory, else beside the calling script."""
     p = Path(_path_arg(path, who)).expanduser()
     candidates = [p]
-    span = tape.current_span
+    span = tape.get_span()
     name = span.source.name if span is not None and span.source is not None else "<"
     if not p.is_absolute() and not name.startswith("<"):
         candidates.append(Path(name).resolve().parent / p)
@@ -293,10 +306,7 @@ def save(path, tree):
 def load(path):
     """load(path): the tree stored by save."""
     source = read_path(path, "load")
-    try:
-        blob = source.read_bytes()
-    except OSError as exc:
-        raise error("value", f"cannot read {source}: {exc.strerror or exc}") from None
+    blob = read_limited(source, "load")
     try:
         return decode(blob)
     except Damaged as exc:

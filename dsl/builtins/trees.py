@@ -42,15 +42,26 @@ def tree_map(f, tree, *more):
                 if type(ro) is not type(rt) or len(children(ro)) != len(kids) or (
                         type(ro) is dict and list(ro) != list(rt)) or (
                         type(ro) is Struct and ro.sdef is not rt.sdef):     # P(1.0) != Q(1.0) too
-                    raise error("value", f"tree_map: the trees differ in structure at {path or 'the root'} "
+                    raise error("value", f"tree_map: the trees differ in structure at {_path_text(path)} "
                                          f"({_outline(rt)} vs {_outline(ro)})")
                 other_kids.append(children(_open(o)))
-            return rebuild(t, [walk(k, [ok[i] for ok in other_kids], f"{path}[{i}]")
+            # the path is a chain (parent, index), written out only for an error: a string per
+            # level would cost memory quadratic in the depth
+            return rebuild(t, [walk(k, [ok[i] for ok in other_kids], (path, i))
                                for i, k in enumerate(kids)])
         if any(peek(o) is None for o in others) or rt is None:
             return t
         return f(t, *others)
-    return walk(tree, list(more), "")
+    return walk(tree, list(more), None)
+
+
+def _path_text(path):
+    """A chain of (parent, index) as [0][2]..., or 'the root'."""
+    steps = []
+    while path is not None:
+        path, i = path
+        steps.append(f"[{i}]")
+    return "".join(reversed(steps)) or "the root"
 
 
 def tree_leaves(tree):

@@ -254,7 +254,7 @@ def matmul(a, b, span=None):
     if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == FLOAT and b.dtype == FLOAT:
         # the common case, without the general checks below (the product's size still is one)
         m, n = a.shape[0], b.shape[1]
-        limit = _shape.MAX_ELEMENTS
+        limit = _shape.max_elements()
         if limit is not None and max(m * n, m, n) > limit:
             check_size((m, n), "matmul result")
         return np.matmul(a, b)

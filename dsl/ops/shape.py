@@ -1,6 +1,7 @@
 """Shape primitives: reshape, transpose, cat, stack, indexing, gather, and the
 broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_add)."""
 
+import contextvars
 import math
 
 import numpy as np
@@ -11,7 +12,10 @@ from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndar
                    shape_of,
                    peek, raw, to_tensor, type_name, a_type_name)
 
-MAX_ELEMENTS = None     # set by the interpreter: the largest tensor a program may allocate
+# The largest tensor a program may allocate: the running interpreter's limit, set by
+# Interpreter.call_in_run. A context variable, so that interpreters in two threads keep their own.
+_max_elements = contextvars.ContextVar("dg_max_elements", default=None)
+max_elements, set_max_elements = _max_elements.get, _max_elements.set
 
 
 def check_size(shape, what="tensor"):
@@ -23,10 +27,11 @@ def check_size(shape, what="tensor"):
         n *= s
     # an axis longer than the limit is refused even when another axis is empty: numpy cannot make it
     longest = max(shape, default=0)
-    if MAX_ELEMENTS is not None and max(n, longest) > MAX_ELEMENTS:
-        size = f"{n:,} elements" if n > MAX_ELEMENTS else f"an axis of length {longest:,}"
+    limit = max_elements()
+    if limit is not None and max(n, longest) > limit:
+        size = f"{n:,} elements" if n > limit else f"an axis of length {longest:,}"
         raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {size}, more than "
-                             f"the limit of {MAX_ELEMENTS:,} elements",
+                             f"the limit of {limit:,} elements",
                     hint="raise it with --max-tensor or Interpreter(max_tensor_elements=...)")
     return shape
 

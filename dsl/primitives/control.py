@@ -91,7 +91,7 @@ def _checkpoint_rule(ns, g, ans, leaves, kw, wanted):
     boxed = []
     for leaf, want in zip(leaves, wanted):
         if want:
-            b = Box(leaf, trace, "Parameter", (), (), None, tape.current_span)
+            b = Box(leaf, trace, "Parameter", (), (), None, tape.get_span())
             trace.nodes.append(b)
             boxed.append(b)
         else:

@@ -76,7 +76,7 @@ def negate(g):
 def cmul(g, c):
     """g times a constant (a mask or a number); in place when nothing else refers to g."""
     # + 0.0 turns -0.0 into 0.0: a masked-out entry is 0.0 (as JAX's select gives), not -g * 0
-    if type(g) is np.ndarray and g is tape.owned and np.shape(c) == g.shape:
+    if type(g) is np.ndarray and g is tape.get_owned() and np.shape(c) == g.shape:
         return np.add(np.multiply(g, c, out=g), 0.0, out=g)
     return norm(g * c + 0.0)
 
