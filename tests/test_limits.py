@@ -460,3 +460,37 @@ def test_runs_in_several_threads_put_the_hosts_recursion_limit_back():
     for t in threads:
         t.join()
     assert sys.getrecursionlimit() == before
+
+
+def test_a_tensor_with_many_short_axes_prints_briefly():
+    import time
+    out = io.StringIO()
+    start = time.monotonic()
+    dsl.Interpreter(stdout=out).run("print(ones((2,) * 25))\nlet s = str(ones((3,) * 15))")
+    assert time.monotonic() - start < 5
+    text = out.getvalue()
+    assert len(text) < 20_000 and "..." in text and text.count("1.0") <= 1000
+
+
+@pytest.mark.parametrize("builtin", ["load", "load_csv"])
+def test_reading_a_file_that_never_ends_stops_at_the_size_limit(monkeypatch, tmp_path, builtin):
+    import os
+    import threading
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
+    err = limit_error(f'{builtin}("/dev/zero")')
+    assert "longer than 1,048,576 bytes" in err.message
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+
+    def write_forever():
+        try:
+            with open(fifo, "wb") as fh:
+                while True:
+                    fh.write(b"1,2,3\n" * 10_000)
+        except (BrokenPipeError, OSError):
+            pass
+    writer = threading.Thread(target=write_forever, daemon=True)
+    writer.start()
+    err = limit_error(f'{builtin}("{fifo}")')
+    assert "longer than" in err.message
+    writer.join(timeout=10)
