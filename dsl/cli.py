@@ -8,6 +8,8 @@ import os
 import sys
 import traceback
 
+from .errors import OutputFailed
+
 USAGE = """\
 usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard input)
        dg [OPTIONS] -c CODE [ARGS...]    run a string
@@ -119,7 +121,25 @@ def main(argv=None):
         sys.stderr.write("dg: interrupted\n")
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except (OSError, OutputFailed) as exc:      # standard input or output closed, a full disk
+        _silence_stdout()
+        if sys.stderr is not None:
+            sys.stderr.write(f"dg: {getattr(exc, 'strerror', None) or exc}\n")
+        return 1
+
+
+class StreamClosed(OSError):
+    """A standard stream the command needs is closed (`dg run - <&-`)."""
+
+
+def _silence_stdout():
+    """After the output failed: nothing more goes to it (Python's own flush at exit would fail again)."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        sys.stdout = None
 
 
 def _dispatch(args):
@@ -146,6 +166,8 @@ def _dispatch(args):
             raise UsageError("run needs a file (or - for standard input)")
         target, script_args = rest[0], rest[1:]
         if target == "-":
+            if sys.stdin is None:
+                raise StreamClosed("cannot read the program from standard input: it is closed")
             return _run_source(settings, sys.stdin.read(), "<stdin>", script_args)
         return _run_file(settings, target, script_args)
     if command == "check":
@@ -175,13 +197,12 @@ def _run_source(settings, text, filename, script_args):
     interp = make_interpreter(settings, script_args)
     try:
         interp.run(text, filename)
-    except (KeyboardInterrupt, BrokenPipeError):
+    except (KeyboardInterrupt, BrokenPipeError, OutputFailed):
         raise
     except Exception as exc:      # a DgError, or a bug in dg reported as one
-        sys.stdout.flush()
-        return _report(exc)
-    finally:
         _flush()
+        return _report(exc)
+    _flush()
     return 0
 
 
@@ -240,8 +261,12 @@ def _repl(settings, rest):
 
 
 def _flush():
-    """Flush standard output, ignoring a closed pipe."""
+    """Flush standard output: OutputFailed if that fails (a closed pipe is left to main)."""
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
-        pass
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise OutputFailed(exc) from None

@@ -33,6 +33,7 @@ from .errors import DgError, error
 from .parser import parse
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
+from .ops.shape import check_size
 from .values import UNBOUND, Function, Module, Struct, StructDef, a_type_name, is_callable_value
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -54,7 +55,7 @@ def _to_dg(value, interp):
     if value is None or t is bool or t is int or t is float or t is str:
         return value
     if isinstance(value, np.ndarray):
-        return _array_to_dg(value)
+        return _array_to_dg(value, interp)
     if isinstance(value, np.generic):
         return _scalar_to_dg(value)
     if isinstance(value, (int, float, str)):            # subclasses, such as IntEnum members
@@ -85,8 +86,9 @@ def _plain(value):
     return str(value)
 
 
-def _array_to_dg(a):
-    """A numpy array as a dg tensor: a float64 copy, or a bool copy."""
+def _array_to_dg(a, interp=None):
+    """A numpy array as a dg tensor: a float64 copy, or a bool copy (within the interpreter's limits)."""
+    check_size(a.shape, "tensor", interp.max_tensor_elements if interp is not None else None)
     kind = a.dtype.kind
     if kind == "b":
         return np.array(a, dtype=bool, copy=True)

@@ -59,6 +59,32 @@ class Span:
         return f"Span({self.where()})"
 
 
+class OutputFailed(Exception):
+    """The program's output could not be written (a closed pipe or stream, a full disk): a problem
+    of where the output goes, not of the program, so not a DgError. `dg` reports it in one line."""
+
+    def __init__(self, cause):
+        reason = getattr(cause, "strerror", None) or str(cause)
+        super().__init__(f"cannot write to the output: {reason}")
+        self.cause = cause
+
+
+def write_output(stream, text):
+    """Write a program's output to `stream` (None: the stream is closed); OutputFailed if it fails."""
+    if stream is None:
+        raise OutputFailed(OSError(9, "it is closed"))
+    try:
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:      # a string from bytes that are not UTF-8 (argv): shown with '?'
+            encoding = getattr(stream, "encoding", None) or "utf-8"
+            stream.write(text.encode(encoding, "replace").decode(encoding))
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:      # ValueError: a closed file object
+        raise OutputFailed(exc) from None
+
+
 class DgError(Exception):
     """An error of a dg program: a kind, a message, a location and a call stack."""
 
@@ -169,10 +195,11 @@ def format_error(err):
             width = max(1, span.end_column - span.column)
         else:
             width = max(1, len(text) - span.column + 1)
+        text, column, width = _window(text, span.column, width)
         out.append(f"{pad}--> {span.where()}")
         out.append(f"{pad} |")
         out.append(f"{num} | {text}")
-        out.append(f"{pad} | {' ' * (span.column - 1)}{'^' * width}")
+        out.append(f"{pad} | {' ' * (column - 1)}{'^' * width}")
         gutter = pad + " "
     elif span is not None:
         out.append(f"  --> {span.where()}")
@@ -183,6 +210,23 @@ def format_error(err):
     if err.hint:
         out.append(f"{gutter}= help: {err.hint}")
     return "\n".join(out)
+
+
+SHOWN_LINE = 120        # characters of a source line an error shows around its column
+
+
+def _window(text, column, width):
+    """A long source line cut to the part around the error (a 12 MB string literal is one line):
+    the text, the caret's column in it, and the caret's width."""
+    if len(text) <= SHOWN_LINE:
+        return text, column, width
+    start = max(0, min(column - 1 - SHOWN_LINE // 3, len(text) - SHOWN_LINE))
+    shown = text[start:start + SHOWN_LINE]
+    lead = "..." if start > 0 else ""
+    tail = "..." if start + SHOWN_LINE < len(text) else ""
+    column = column - start + len(lead)
+    width = max(1, min(width, len(shown) + len(lead) - column + 1))
+    return lead + shown + tail, column, width
 
 
 MAX_STACK_GROUPS = 20

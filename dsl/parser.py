@@ -63,6 +63,9 @@ def _run(source, text, start, line_offset, col_offset):
     with _lock:
         parser = _get_parser()
         saved = (_builder.source, _builder.line_offset, _builder.col_offset)
+        # an f-string's fragment is parsed while its program is being parsed: what the post-lexer
+        # knows of the program (open brackets, the last tokens) must survive it, for the errors
+        saved_breaks = (_breaks.last, _breaks.before, _breaks.stack)
         _builder.source, _builder.line_offset, _builder.col_offset = source, line_offset, col_offset
         try:
             try:
@@ -87,6 +90,8 @@ def _run(source, text, start, line_offset, col_offset):
             raise error("limit", "the program is nested too deeply to parse", span) from None
         finally:
             _builder.source, _builder.line_offset, _builder.col_offset = saved
+            if line_offset or col_offset or start == "expr":
+                _breaks.last, _breaks.before, _breaks.stack = saved_breaks
 
 
 def is_complete(text):

@@ -163,7 +163,7 @@ def format_value(v, spec):
         if t is np.ndarray:
             return show_tensor(v, spec)
         return format(show(v), spec)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:      # {-1:c}, {2**40:c}, {10**400:e}
         from .errors import error
         from .values import a_type_name
         raise error("value", f"bad format spec '{spec}' for {a_type_name(v)}: {exc}") from None

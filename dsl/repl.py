@@ -493,6 +493,8 @@ def run_piped(repl, stream):
 
 def run_repl(interp, input=None, output=None):
     """Open the REPL on `interp` (what `dg repl` calls); returns the exit code."""
+    if input is None and sys.stdin is None:
+        raise OSError(9, "cannot read standard input: it is closed")     # `dg` says so in one line
     if input is None and not sys.stdin.isatty():
         return run_piped(Repl(interp, catch_interrupts=False), sys.stdin)
     repl = Repl(interp)

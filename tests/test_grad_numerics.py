@@ -1,6 +1,8 @@
 """SPEC 6.6-6.8: the conventions at kinks and ties, stability at large logits, no NaN from a
 zero upstream gradient, and the numerics check that names the forward operation."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,23 @@ def test_one_bad_entry_among_many_fails_the_numerics_check(bad):
     with pytest.raises(DgError) as info:
         value(src)
     assert info.value.kind == "numerics"
+
+
+def test_the_numerics_check_runs_no_rule_twice():
+    # the error names the operation without a second backward pass: a custom_vjp backward with a
+    # side effect runs once, and the operation named is the one whose rule gave the infinity
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out)
+    with pytest.raises(DgError) as info:
+        interp.run("let f = custom_vjp(fn(x) => x * 2.0, fn(x, out, g) { print(\"bwd\")\n return (g * 2.0,) })\n"
+                   "fn loss(x) { return f(sqrt(x)) }\n"
+                   "grad(loss)(0.0)")
+    assert out.getvalue() == "bwd\n"
+    assert info.value.kind == "numerics" and "Sqrt" in info.value.message and info.value.line == 3
+
+
+def test_an_infinity_that_a_later_rule_multiplies_by_zero_is_no_error():
+    # relu' is 0 at -1: the infinite cotangent reaching relu(x) * inf's left factor goes no further
+    interp = dsl.Interpreter(stdout=io.StringIO())
+    interp.run("fn f(x) { return relu(x) * exp(1000.0) }\nlet g = grad(f)(-1.0)")
+    assert interp.lookup("g") == 0.0

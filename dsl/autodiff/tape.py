@@ -368,19 +368,30 @@ def backward_from(trace, seeds):
     Afterwards each Parameter that the seeds reach holds its cotangent in
     `.g`; every other node's cotangent is released as soon as it is used.
 
-    The numerics check (SPEC 6.8) looks at the Parameters' cotangents once at
-    the end; only if one is not finite does the pass run again checking every
-    rule's output, to name the operation that produced it.
+    The numerics check (SPEC 6.8): the pass notes the first operation (from the
+    output back) whose rule gave a NaN or infinity; if a Parameter's cotangent
+    is not finite at the end, the error names that operation. One pass: no rule,
+    and no custom_vjp backward or host function, runs twice.
     """
-    _reverse(trace.nodes, seeds, False)
+    culprit = _reverse(trace.nodes, seeds, trace.check)
     if trace.check and not all(_finite(p.g) for p in trace.nodes if p.op == "Parameter"):
-        _reverse(trace.nodes, seeds, True)
+        if culprit is None:
+            # the cotangents were boxed (a derivative of a derivative, or jit recording it), which the
+            # pass does not look into: only then does a second pass look, recording its checks
+            culprit = _reverse(trace.nodes, seeds, _BOXED)
+        if culprit is not None:
+            raise numerics_error(culprit)
         bad = next(p for p in trace.nodes if p.op == "Parameter" and not _finite(p.g))
         raise error("numerics", "a gradient is not finite (NaN or infinity)", bad.span)
 
 
+_BOXED = "boxed"    # _reverse's check that looks into boxed cotangents too
+
+
 def _reverse(nodes, seeds, check):
-    """The reverse pass: each node's rule, from the last node to the first, never recursing."""
+    """The reverse pass: each node's rule, from the last node to the first, never recursing.
+    With `check`, returns the first node whose rule gave a NaN or an infinity (or None)."""
+    culprit = None
     for node in nodes:
         node.g = None
     for box, g in seeds:
@@ -407,6 +418,8 @@ def _reverse(nodes, seeds, check):
                     for p, pg in zip(parents, grads):
                         if pg is None or p is None or p.op == "Input":
                             continue
+                        if check and culprit is None and pg - pg != 0.0:      # inf or nan
+                            culprit = node
                         q = p.g
                         p.g = pg if q is None else q + pg if type(q) is float else accumulate(q, pg)
                     continue
@@ -441,8 +454,10 @@ def _reverse(nodes, seeds, check):
                     continue
                 if type(pg) is not float and type(peek(p.v)) is float:
                     pg = as_float(pg)
-                if check:
-                    check_finite(pg, node)
+                if check and culprit is None and not (_finite(pg) if check is _BOXED else _plain_finite(pg)):
+                    culprit = node
+                    if check is _BOXED:
+                        return culprit
                 if p.g is None and type(pg) is not OneSlot:
                     p.g = pg
                 else:
@@ -451,9 +466,23 @@ def _reverse(nodes, seeds, check):
     finally:
         set_span(saved_span)
         set_owned(None)
+    return culprit
 
 
 _ONE = (True,)
+
+
+def _plain_finite(g):
+    """Whether a rule's output has no NaN or infinity, as far as can be seen without recording:
+    boxed cotangents (higher order, jit) are left to the check of the Parameters at the end."""
+    t = type(g)
+    if t is float:
+        return g - g == 0.0
+    if t is np.ndarray:
+        return g.dtype.kind != "f" or not g.size or all_finite(g)
+    if t is OneSlot:
+        return _plain_finite(g.g)
+    return True
 
 
 def as_float(g):
@@ -522,12 +551,8 @@ def all_finite(v):
     return math.isfinite(float(np.dot(flat, flat))) or bool(np.isfinite(v).all())
 
 
-def check_finite(g, node):
-    """Raise a `numerics` error naming `node`'s operation if `g` has a NaN or infinity."""
-    if _finite(g):
-        return
+def numerics_error(node):
+    """The `numerics` error naming `node`'s operation, whose rule gave a NaN or infinity."""
     where = f" at {node.span.where()}" if node.span is not None else ""
-    raise error("numerics",
-                f"the gradient of {node.op}{where} is not finite (NaN or infinity)",
-                node.span,
-                hint="turn this check off with --no-check-numerics or Interpreter(check_numerics=False)")
+    return error("numerics", f"the gradient of {node.op}{where} is not finite (NaN or infinity)", node.span,
+                 hint="turn this check off with --no-check-numerics or Interpreter(check_numerics=False)")

@@ -84,7 +84,7 @@ def _argnums(argnums, nargs, who):
     out = []
     for i in nums:
         if not -nargs <= i < nargs:
-            raise error("type", f"{who}: argnums={argnums} but the function was called with "
+            raise error("type", f"{who}: argnums={O.brief_int(i)} but the function was called with "
                                 f"{nargs} argument{'s' * (nargs != 1)}")
         if i % nargs in out:        # one Parameter per argument: a repeat would get no gradient
             raise error("type", f"{who}: argnums={tuple(nums)} names argument {i % nargs + 1} twice")
@@ -244,7 +244,9 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
                                     f"but it returned {_describe(v)}")
             out_shape = np.shape(v)
             for p in params:        # refuse a Jacobian over the size limit before computing its rows
-                O.check_size(out_shape + np.shape(peek(p.v)), "Jacobian")
+                for leaf in flatten(strip(p.v))[0]:       # a structured argument: one block per leaf
+                    if is_differentiable_leaf(leaf):
+                        O.check_size(out_shape + np.shape(peek(leaf)), "Jacobian")
             rows = _rows(trace, params, out, out_shape)
         finally:
             opts.finished(trace, f"the tape of {who}")

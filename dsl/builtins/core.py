@@ -8,7 +8,7 @@ import numpy as np
 from .. import ops
 from ..autodiff.stage import perform
 from ..autodiff.tape import Box, nondiff, peek, raw
-from ..errors import error
+from ..errors import error, write_output
 from ..ops.core import ndarray
 from ..printing import show
 from ..statements import iterate
@@ -24,9 +24,9 @@ def make(interp):
         out = interp.stdout
         text = show(sep).join(show(a) for a in args) + show(end)
         if progress.LIVE:
-            progress.around_print(lambda: out.write(text))
+            progress.around_print(lambda: write_output(out, text))
         else:
-            out.write(text)
+            write_output(out, text)
         return None
 
     def print_(*args, sep=" ", end="\n"):

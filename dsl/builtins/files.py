@@ -132,8 +132,13 @@ def encode(tree):
     """The complete bytes of a checkpoint holding `tree`."""
     buffers = []
     node, _ = _encode(tree, buffers, 0, "")
-    header = json.dumps({"format": "dg-checkpoint", "tree": node}, ensure_ascii=False,
-                        separators=(",", ":"), allow_nan=False).encode("utf-8")
+    text = json.dumps({"format": "dg-checkpoint", "tree": node}, ensure_ascii=False,
+                      separators=(",", ":"), allow_nan=False)
+    try:
+        header = text.encode("utf-8")
+    except UnicodeEncodeError:      # a string from bytes that are not UTF-8 (argv): JSON escapes keep it
+        header = json.dumps({"format": "dg-checkpoint", "tree": node}, ensure_ascii=True,
+                            separators=(",", ":"), allow_nan=False).encode("ascii")
     data = b"".join(buffers)
     crc = zlib.crc32(data, zlib.crc32(header))
     return _PREFIX.pack(MAGIC, VERSION, len(header), len(data), crc) + header + data

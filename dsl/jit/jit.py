@@ -37,7 +37,7 @@ from ..autodiff import stage as S
 from ..autodiff.tape import Box, peek
 from ..autodiff.transforms import Transformed, _fname
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
-from ..errors import DgError
+from ..errors import DgError, write_output
 from ..values import Function, Module, Struct
 from .codegen import Inexact, compile_program
 
@@ -156,7 +156,7 @@ def _release(interp, saved):
     text = interp._stdout.getvalue()
     interp._stdout = saved
     if text:
-        interp.stdout.write(text)
+        write_output(interp.stdout, text)
 
 
 def jit(f, explain=False, interp=None):

@@ -15,7 +15,29 @@ from .structs import unpack
 from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
                    norm, peek, raw, brief_int, to_float, type_name, a_type_name)
 
-MAX_INT_BITS = 1 << 20          # an int result beyond ~a million bits is refused
+# Ints have at most 4,300 digits, the most Python converts to text: every int can then be
+# printed and named in a message, and no int operation can run for hours.
+MAX_INT_DIGITS = 4300
+MAX_INT_BITS = 14_284           # 2 ** 14284 < 10 ** 4300: an int this long has at most 4,300 digits
+_TOO_LONG = 10 ** MAX_INT_DIGITS
+
+
+def too_long(r):
+    """Whether an int has more than MAX_INT_DIGITS digits (the bit length answers nearly always)."""
+    return r.bit_length() > MAX_INT_BITS and abs(r) >= _TOO_LONG
+
+
+def _int_too_big(what):
+    """The `limit` error for an int result of more than MAX_INT_DIGITS digits."""
+    return error("limit", f"{what} is an int of more than {MAX_INT_DIGITS:,} digits (Python's limit for "
+                          "ints as text)", hint="use floats for larger numbers (they reach inf)")
+
+
+def checked_int(r, what):
+    """r, or the limit error when it is an int too long to show."""
+    if type(r) is int and too_long(r):
+        raise _int_too_big(what())
+    return r
 MAX_SEQUENCE = 10_000_000       # longest string or tuple built by repetition
 
 
@@ -66,9 +88,12 @@ def add(a, b, span=None):
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
-            return a + b
+            r = a + b
         except OverflowError:
             return _ieee(np.add, a, b)
+        if type(r) is int and r.bit_length() > MAX_INT_BITS and too_long(r):
+            raise _int_too_big(f"{brief_int(a)} + {brief_int(b)}")
+        return r
     if ta is Box or tb is Box:
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
             return add(unpack(a), unpack(b), span)
@@ -86,9 +111,12 @@ def sub(a, b, span=None):
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
-            return a - b
+            r = a - b
         except OverflowError:
             return _ieee(np.subtract, a, b)
+        if type(r) is int and r.bit_length() > MAX_INT_BITS and too_long(r):
+            raise _int_too_big(f"{brief_int(a)} - {brief_int(b)}")
+        return r
     if ta is Box or tb is Box:
         return record2("Sub", a, b, span)
     return _arith(np.subtract, "subtract", a, b)
@@ -98,13 +126,15 @@ def mul(a, b, span=None):
     """a * b; a constant number times a recorded value records ScalarMul."""
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
-        if ta is int and tb is int and a.bit_length() + b.bit_length() > MAX_INT_BITS:
-            # squaring an int in a loop doubles its size each time: a few steps would take hours
-            raise error("limit", f"{brief_int(a)} * {brief_int(b)} is too large an int (use floats for inf)")
+        if ta is int and tb is int and a.bit_length() + b.bit_length() > MAX_INT_BITS + 1:
+            raise _int_too_big(f"{brief_int(a)} * {brief_int(b)}")
         try:
-            return a * b
+            r = a * b
         except OverflowError:
             return _ieee(np.multiply, a, b)
+        if type(r) is int and r.bit_length() > MAX_INT_BITS and too_long(r):
+            raise _int_too_big(f"{brief_int(a)} * {brief_int(b)}")
+        return r
     if ta is Box or tb is Box:
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
@@ -207,9 +237,9 @@ def _pow_num(a, b):
             if a == 0:
                 raise error("value", "0 cannot be raised to a negative power (of ints)")
             return _pow_num(to_float(a), b)
-        if abs(a) > 1 and (b > MAX_INT_BITS or b * math.log2(abs(a)) > MAX_INT_BITS):
-            raise error("limit", f"{brief_int(a)} ** {brief_int(b)} is too large an int (use floats for inf)")
-        return a ** b
+        if abs(a) > 1 and (b > MAX_INT_BITS or (b - 1) * math.log2(abs(a)) > MAX_INT_BITS + 1):
+            raise _int_too_big(f"{brief_int(a)} ** {brief_int(b)}")
+        return checked_int(a ** b, lambda: f"{brief_int(a)} ** {brief_int(b)}")
     try:
         r = a ** b
     except (OverflowError, ZeroDivisionError):

@@ -114,7 +114,7 @@ def normalize_axis(axis, ndim, allow_tuple=True):
         raise error("type", f"an axis must be an int{' or a tuple of ints' if allow_tuple else ''}, "
                             f"got {type_name(axis)}")
     if not -ndim <= axis < max(ndim, 1) or ndim == 0:
-        raise error("index", f"axis {axis} is out of range for a tensor with {ndim} "
+        raise error("index", f"axis {brief_int(axis)} is out of range for a tensor with {ndim} "
                              f"ax{'is' if ndim == 1 else 'es'}")
     return axis % ndim
 
@@ -134,7 +134,7 @@ def check_shape_arg(shape, what="shape"):
         if type(s) is not int:
             raise error("type", f"a {what} must hold ints, got {type_name(s)}")
         if abs(s) > INT64_MAX:      # numpy cannot even describe such an axis, empty or not
-            raise error("limit", f"a {what} entry of {s} is too large")
+            raise error("limit", f"a {what} entry of {brief_int(s)} is too large")
         out.append(s)
     if len(out) > MAX_AXES:
         raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(out)}")

@@ -114,6 +114,11 @@ def class_indices(targets, n):
         # t - floor(t) is 0 exactly for whole numbers (nan for nan and the infinities)
         if t.size and not (np.subtract(t, np.floor(t)) == 0.0).all():
             raise error("value", "cross_entropy class indices must be whole numbers")
+        outside = (t < 0) | (t >= n)    # checked before the conversion, which would wrap 1e300 around
+        if outside.any():
+            bad = float(t[outside].flat[0])
+            raise error("index", f"cross_entropy class index {int(bad) if abs(bad) < 2 ** 53 else bad!r} "
+                                 f"is out of range for {n} classes")
         idx = t.astype(np.intp)
     if idx.size and (np.minimum.reduce(idx, axis=None) < 0 or np.maximum.reduce(idx, axis=None) >= n):
         raise error("index", f"cross_entropy class index {int(idx[(idx < 0) | (idx >= n)].flat[0])} "

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autodiff.tape import record
 from . import reduce as _reduce       # reduce imports this module only inside functions
-from .core import (Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
+from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
                    shape_of,
                    peek, raw, to_tensor, type_name, a_type_name)
 
@@ -18,8 +18,11 @@ _max_elements = contextvars.ContextVar("dg_max_elements", default=None)
 max_elements, set_max_elements = _max_elements.get, _max_elements.set
 
 
-def check_size(shape, what="tensor"):
-    """Refuse to allocate a tensor larger than the interpreter's limit."""
+def check_size(shape, what="tensor", limit=None):
+    """Refuse to allocate a tensor larger than the interpreter's limit (or `limit`), or with more
+    than MAX_AXES axes."""
+    if len(shape) > MAX_AXES:
+        raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(shape)}")
     n = 1
     for s in shape:
         if s < 0:
@@ -27,7 +30,8 @@ def check_size(shape, what="tensor"):
         n *= s
     # an axis longer than the limit is refused even when another axis is empty: numpy cannot make it
     longest = max(shape, default=0)
-    limit = max_elements()
+    if limit is None:
+        limit = max_elements()
     if limit is not None and max(n, longest) > limit:
         size = f"{n:,} elements" if n > limit else f"an axis of length {longest:,}"
         raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {size}, more than "
@@ -225,7 +229,7 @@ def make_key(shape, subs):
         elif t is int or (t is float and s.is_integer()):
             i, size = int(s), shape[axis]
             if not -size <= i < size:
-                raise error("index", f"index {i} is out of range for axis {axis} with size {size}")
+                raise error("index", f"index {brief_int(i)} is out of range for axis {axis} with size {size}")
             key.append(i)
             axis += 1
         elif t is ndarray and s.dtype.kind == "b":

@@ -8,6 +8,7 @@ under forward mode Checkpoint just runs its function.
 
 import numpy as np
 
+from .. import ops as O
 from ..autodiff import tape
 from ..autodiff.tape import Box, Trace, peek
 from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
@@ -48,7 +49,7 @@ def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
         if w:
             _check_like(leaf, o, kw["fn"])
             if type(o) is int and type(peek(leaf)) is float:
-                out[i] = float(o)     # the gradient of a float is a float, as dg's own rules give
+                out[i] = O.to_float(o)    # the gradient of a float is a float (inf past float's range)
     return [o if w else None for o, w in zip(out, wanted)]
 
 
