@@ -15,7 +15,6 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from .errors import DgError, Source, Span, error
 from .cycles import gc_paused
-from .lalr_driver import Driver, Reject
 from .lexing import MAX_BRACKETS, BracketsTooDeep, StatementBreaks
 from .nesting import check_nesting
 from .resources import grammar_path
@@ -29,6 +28,16 @@ _builder = None
 _driver = None
 
 
+class Reject(Exception):
+    """The fast path cannot parse this input (see dsl/lalr_driver.py): lark's own parser will."""
+
+
+try:
+    from .lalr_driver import Reject as DriverReject
+except Exception:       # noqa: BLE001 (a lark without the internals the driver reads: no fast path)
+    DriverReject = Reject
+
+
 def _get_parser():
     """Build (once) the cached LALR parser with its post-lexer and transformer."""
     global _parser, _breaks, _builder, _driver
@@ -39,8 +48,19 @@ def _get_parser():
                        propagate_positions=False, maybe_placeholders=True,
                        start=["start", "expr"], postlex=_breaks, transformer=_builder,
                        cache=True)
-        _driver = Driver(_parser)
+        _driver = make_driver(_parser)
     return _parser
+
+
+def make_driver(lark):
+    """The fast path over `lark`'s tables, or None where this lark's internals are not the ones
+    dsl/lalr_driver.py reads (then lark's own parser does all the work, with the same results)."""
+    try:
+        from . import lalr_driver
+        driver = lalr_driver.Driver(lark)
+    except Exception:       # noqa: BLE001 (any way the internals differ: an import, an attribute, a shape)
+        return None
+    return driver
 
 
 def parse(text, filename="<input>"):
@@ -69,8 +89,10 @@ def _run(source, text, start, line_offset, col_offset):
         _builder.source, _builder.line_offset, _builder.col_offset = source, line_offset, col_offset
         try:
             try:
+                if _driver is None:
+                    raise Reject()
                 return _driver.parse(_breaks.process(_driver.tokens(text)), start)
-            except Reject:
+            except (Reject, DriverReject):
                 return parser.parse(text, start=start)     # again, for lark's detailed error
         except VisitError as exc:
             raise _unwrap(exc) from None

@@ -137,3 +137,74 @@ def test_the_collector_is_switched_back_on_after_a_syntax_error_and_left_off_if_
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---------------------------------------------------------------- the fence around the fast path
+def test_without_the_fast_path_lark_parses_every_program_alike(monkeypatch):
+    # what dg does with a lark whose internals the driver cannot read
+    P._get_parser()
+    monkeypatch.setattr(P, "_driver", None)
+    for path in PROGRAMS:
+        text = path.read_text()
+        tree = P.parse(text, "x.dg")
+        monkeypatch.undo()
+        assert dump(tree) == dump(parse_without_lark(text, monkeypatch)), path.name
+        monkeypatch.setattr(P, "_driver", None)
+    import dsl
+    out = dsl.Interpreter().eval("grad(fn(x) => x * x)(3.0)")
+    assert out == 6.0
+
+
+def test_a_driver_that_cannot_be_built_means_no_fast_path(monkeypatch):
+    import lark.parsers.lalr_analysis as analysis
+    P._get_parser()
+    monkeypatch.delattr(analysis, "Shift")      # as if lark had renamed what the driver reads
+    import dsl.lalr_driver as driver_module
+    monkeypatch.setattr(driver_module, "Shift", None)
+    assert P.make_driver(P._parser) is None
+
+
+def test_lark_is_pinned_to_the_versions_the_driver_was_checked_against():
+    import tomllib
+    import lark
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = next(d for d in deps if d.startswith("lark"))
+    assert ">=" in spec and "<" in spec.replace("<=", "")
+    P._get_parser()
+    assert P._driver is not None, f"lark {lark.__version__} is in the pinned range but the fast path " \
+                                  "could not be built"
+
+
+FUZZ_SETTINGS = dict(max_examples=int(__import__("os").environ.get("DG_FUZZ_EXAMPLES", "150")), deadline=None,
+                     database=None, suppress_health_check=list(__import__("hypothesis").HealthCheck))
+
+
+def _both(text, monkeypatch):
+    """What the fast path and lark's own parser make of `text`: a tree dump or the error's kind and place."""
+    results = []
+    for parse in (parse_without_lark_or_error, parse_with_lark):
+        try:
+            results.append(dump(parse(text, monkeypatch)))
+        except DgError as exc:
+            results.append(("error", exc.kind, exc.line, exc.column, exc.message))
+    return results
+
+
+def parse_without_lark_or_error(text, monkeypatch):
+    """The normal parse (fast path, lark for what it rejects), as dg runs it."""
+    return P.parse(text, "x.dg")
+
+
+def test_differential_fuzz_fast_path_against_lark(monkeypatch):
+    from hypothesis import given, settings
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fuzz_strategies import mutated_examples, programs, soup
+    from hypothesis import strategies as st
+
+    @settings(**FUZZ_SETTINGS)
+    @given(st.one_of(programs(), mutated_examples().map(lambda pair: pair[1]), soup()))
+    def check(text):
+        fast, slow = _both(text, monkeypatch)
+        assert fast == slow
+    check()

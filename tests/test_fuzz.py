@@ -18,6 +18,7 @@ import re
 import shutil
 from contextlib import redirect_stderr, redirect_stdout
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -176,3 +177,81 @@ def test_builtins_on_odd_values_end_in_a_result_or_a_located_error(scratch, prog
 @given(operator_uses())
 def test_operators_on_odd_values_end_in_a_result_or_a_located_error(program):
     judged(program, "operator")
+
+
+# ---------------------------------------------------------------- what the red team reached
+FORMAT_VALUES = ["0", "-1", "2 ** 40", "10 ** 400", "10 ** 4299", "1.5", "-0.0", "1e308", 'float("nan")',
+                 'float("inf")', "true", '"s"', "none", "[1.0, -2.0]", "zeros((0,))", "(1, 2)", "P(1.0)"]
+SPEC_PARTS = ["", "<", ">", "^", "=", "+", "-", " ", "#", "0", ",", "_", "5", "30", "400", "99999", ".", ".3",
+              ".400", "d", "c", "e", "E", "f", "g", "%", "x", "o", "b", "s", "n", "z", "{", "}"]
+
+
+@fuzz(400)
+@given(st.sampled_from(FORMAT_VALUES), st.lists(st.sampled_from(SPEC_PARTS), max_size=6))
+def test_fstring_format_specs_on_odd_values(value, parts):
+    spec = "".join(parts).replace("{", "").replace("}", "")
+    judged(f'struct P {{ w }}\nlet v = {value}\nprint(f"[{{v:{spec}}}]")', "fstring-spec")
+
+
+BIG_INTS = ["10 ** 4299", "-(10 ** 4299)", "9 * 10 ** 4299", "2 ** 14283", "3 ** 9000", "7"]
+INT_OPS = ["+", "-", "*", "//", "%", "**", "==", "<"]
+
+
+@fuzz(300)
+@given(st.sampled_from(BIG_INTS), st.sampled_from(INT_OPS), st.sampled_from(BIG_INTS + ["2", "0", "-1", "1.5"]),
+       st.sampled_from(["print(r)", "str(r)", "float(r)", "zeros(r)", "ones(2)[r]", "range(r)", 'f"{r:e}"',
+                        "r * 1.0", "sum(ones(2), axis=r)", "[r]"]))
+def test_big_ints_in_arithmetic_and_messages(a, op, b, use):
+    judged(f"let r = {a} {op} {b}\n{use}", "big-int")
+
+
+def _checkpoint_bytes():
+    """A valid checkpoint of a small tree, made by dg itself."""
+    from dsl.builtins import files
+    return files.encode({"w": np.arange(6.0).reshape(2, 3), "n": 3, "s": "text", "t": (1.0, True, None)})
+
+
+@fuzz(400)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=6),
+       st.booleans())
+def test_crafted_checkpoints_load_or_give_a_dg_error(tmp_path_factory, edits, fix_checksum):
+    import zlib
+    from dsl.builtins import files
+    blob = bytearray(_checkpoint_bytes())
+    for position, byte in edits:
+        blob[position % len(blob)] = byte
+    if fix_checksum:        # reach the header parser, not only the checksum test
+        magic, version, hlen, dlen, _ = files._PREFIX.unpack_from(blob)
+        body = bytes(blob[files._PREFIX.size:])
+        crc = zlib.crc32(body[hlen:], zlib.crc32(body[:hlen])) if hlen <= len(body) else 0
+        blob[:files._PREFIX.size] = files._PREFIX.pack(magic, version, hlen, dlen, crc)
+    path = tmp_path_factory.mktemp("ckpt") / "c.ckpt"
+    path.write_bytes(bytes(blob))
+    judged(f'let t = load("{path}")\nprint(t)', "checkpoint", files="all")
+
+
+class _Failing(io.StringIO):
+    """An output stream that fails after `after` characters, as a full disk or a closed pipe does."""
+
+    def __init__(self, after, error):
+        super().__init__()
+        self.after, self.error = after, error
+
+    def write(self, text):
+        if self.tell() + len(text) > self.after:
+            raise self.error
+        return super().write(text)
+
+
+@fuzz(200)
+@given(st.integers(0, 40), st.sampled_from([OSError(28, "No space left on device"), ValueError("closed file"),
+                                            OSError(5, "Input/output error")]),
+       st.sampled_from(['print("x" * 30)', "for i in range(20) { print(i) }", 'print("caf\u00e9")',
+                        "let g = jit(fn(x) { print(x)\n return x * 2.0 })\nprint(g(1.0) + g(2.0))"]))
+def test_output_that_fails_is_an_output_error_never_a_traceback(after, error, program):
+    from dsl.errors import OutputFailed
+    interp = dsl.Interpreter(stdout=_Failing(after, error))
+    try:
+        interp.run(program)
+    except OutputFailed as exc:
+        assert str(exc).startswith("cannot write to the output")

@@ -163,13 +163,16 @@ def test_runtime_error_in_module_body(tmp_path):
 
 def test_failed_import_can_be_retried_after_fix(tmp_path):
     write(tmp_path, {"m.dg": "let a = 1 / 0\n"})
-    interp = dsl.Interpreter(stdout=io.StringIO())
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out)
     main = tmp_path / "main.dg"
     main.write_text("import m\nprint(m.a)\n")
-    with pytest.raises(DgError):
+    with pytest.raises(DgError) as info:
         interp.run_file(main)
+    assert info.value.kind == "value" and info.value.filename.endswith("m.dg")
     (tmp_path / "m.dg").write_text("let a = 5\n")
     interp.run_file(main)
+    assert out.getvalue() == "5\n"        # the fixed module ran: the failed one was not kept
 
 
 def test_import_from_source_string_uses_the_working_directory(tmp_path, monkeypatch):

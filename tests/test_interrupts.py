@@ -19,11 +19,19 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals a
 LOOP = 'print("ready")\nlet n = 0\nwhile true { n += 1 }\n'
 
 
+def default_sigint():
+    """In a child: Ctrl-C does what it does by default, even when this test run ignores it (a test
+    runner started in the background by a non-interactive shell does, and Python then installs no
+    KeyboardInterrupt handler in the children it starts)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted_run(*args, stdin=None, tmp_path):
     """Start `dg ARGS`, wait for it to print "ready", send SIGINT; return (code, stdout, stderr)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "dsl", *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+                            preexec_fn=default_sigint)
     if stdin is not None:
         proc.stdin.write(stdin.encode())
     proc.stdin.close()
@@ -109,6 +117,7 @@ def test_ctrl_c_in_the_repl_under_a_terminal_keeps_the_session(tmp_path):
     pty = pytest.importorskip("pty")
     pid, fd = pty.fork()
     if pid == 0:                                      # the child: `dg repl` on the pty
+        default_sigint()
         os.environ["DG_HISTORY"] = str(tmp_path / "history")
         os.environ["PROMPT_TOOLKIT_NO_CPR"] = "1"     # no cursor-position queries to wait for
         os.execv(sys.executable, [sys.executable, "-m", "dsl", "repl"])
@@ -144,3 +153,17 @@ def test_ctrl_c_in_the_repl_under_a_terminal_keeps_the_session(tmp_path):
         except ProcessLookupError:
             pass
         os.close(fd)
+
+
+def test_the_sigint_tests_pass_when_the_test_runner_ignores_sigint(tmp_path):
+    # the situation of CI scripts: pytest itself started with SIGINT ignored
+    if os.environ.get("DG_INNER_SIGINT_RUN"):
+        pytest.skip("already inside the run with SIGINT ignored")
+    env = dict(os.environ, DG_INNER_SIGINT_RUN="1")
+    code = ("import signal, subprocess, sys\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "sys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', "
+            f"'{__file__}', '-k', 'sigint_stops_dg_run or ctrl_c_in_the_repl']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout

@@ -49,6 +49,10 @@ CASES = [
     ("mean(x, axis=1)", dict(x=r(3, 2))), ("max(x, axis=0)", dict(x=r(3, 2))), ("min(x)", dict(x=r(4))),
     ("max(x, axis=1, keepdims=true)", dict(x=r(2, 3))), ("logsumexp(x)", dict(x=r(3))),
     ("logsumexp(x, axis=0)", dict(x=r(3, 2))), ("logsumexp(x, axis=(0, 1))", dict(x=r(2, 3, 2))),
+    # reduced axes that are not the leading ones: their result does not broadcast back by itself
+    ("logsumexp(x, axis=(1, 2))", dict(x=r(2, 3, 4))), ("logsumexp(x, axis=(0, 2), keepdims=true)", dict(x=r(2, 3, 4))),
+    ("max(x, keepdims=true) * y", dict(x=r(2, 3), y=r(2, 3))), ("min(x, axis=0, keepdims=true) * y", dict(x=r(3, 2), y=r(4, 1, 2))),
+    ("max(x, axis=(0, 2)) * y", dict(x=r(2, 3, 2), y=r(3))),
     ("reshape(x, (3, 2))", dict(x=r(6))), ("transpose(x)", dict(x=r(2, 3))), ("transpose(x, (1, 2, 0))", dict(x=r(2, 3, 2))),
     ("x[1:3, 0]", dict(x=r(4, 2))), ("x[[0.0, 2.0, 2.0]]", dict(x=r(3, 2))), ("x[:, [1.0, 0.0]] * y", dict(x=r(2, 3), y=r(2))),
     ("gather(x, [1.0, 1.0], axis=1)", dict(x=r(2, 3))), ("cat((x, y), axis=1)", dict(x=r(2, 2), y=r(2, 3))),
