@@ -27,7 +27,7 @@ def compile_read(b, span, ctx):
         value = b.value
         return lambda f: value
     if kind == "global":
-        cell, name, builtin = b.cell, b.name, b.value
+        cell, name, builtin, hint = b.cell, b.name, b.value, b.hint
         ctx.globals_read.add(cell)
 
         def read_global(f):
@@ -35,8 +35,9 @@ def compile_read(b, span, ctx):
             if v is UNBOUND:
                 if builtin is not None:
                     return builtin
-                raise error("name", f"'{name}' is not defined" if not ctx.declared(name)
-                            else f"'{name}' is used before its definition runs", span)
+                if ctx.declared(name):
+                    raise error("name", f"'{name}' is used before its definition runs", span)
+                raise error("name", f"'{name}' is not defined", span, hint=hint)
             return v
         return read_global
     slot = ctx.slot_of(b)
@@ -206,7 +207,7 @@ def _tensor(e, ctx):
             if exc.kind == "shape":
                 exc.message = "the elements of a bracket literal must all have one shape: " + exc.message
                 exc.args = (exc.message,)
-                if exc.hint is None:      # SPEC 3: a ragged literal is an error that suggests a tuple
+                if exc.hint is None:      # reference 3: a ragged literal is an error that suggests a tuple
                     exc.hint = "use a tuple (a, b, ...) to group values of different shapes"
             raise located(exc, span)
     return ev
@@ -267,15 +268,20 @@ def fstring_text(parts, values, span):
 
 def _field(e, ctx):
     obj = compile_expr(e.obj, ctx)
-    name, span = e.name, e.span
+    name, span, builtins = e.name, e.span, ctx.services.builtins
     field = ops.field
 
     def ev(f):
+        o = None
         try:
             o = obj(f)
             tape.set_span(span)    # a StructField node recorded here points at this read
             return field(o, name)
         except DgError as exc:
+            if o is not None and exc.hint is None and exc.kind in ("key", "name", "type"):
+                from .statements import source_text
+                from .suggest import field_hint
+                exc.hint = field_hint(o, name, source_text(e.obj.span), builtins)
             raise located(exc, span)
     return ev
 

@@ -1,6 +1,6 @@
 """Errors a dg program can cause, their source locations, and how they print.
 
-Every error is a `DgError` with a kind (SPEC section 7), a message, a span and
+Every error is a `DgError` with a kind (reference section 7), a message, a span and
 the dg call stack. Formatting lives here and nowhere else.
 """
 
@@ -142,7 +142,7 @@ class DgError(Exception):
         return format_error(self)
 
     def _render_traceback_(self):
-        """How IPython/Jupyter show the error: the SPEC format, without a Python traceback."""
+        """How IPython/Jupyter show the error: the reference format, without a Python traceback."""
         return format_error(self.settle()).split("\n")
 
 
@@ -184,7 +184,7 @@ def error(kind, message, span=None, hint=None):
 
 
 def format_error(err):
-    """Render an error as SPEC section 7 shows: header, location, source, caret, stack."""
+    """Render an error as reference section 7 shows: header, location, source, caret, stack."""
     out = [f"error[{err.kind}]: {err.message}"]
     span = err.span
     if span is not None and span.source is not None:

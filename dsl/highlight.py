@@ -17,7 +17,7 @@ KEYWORDS = ("let", "fn", "return", "if", "else", "while", "for", "in", "struct",
 CONSTANTS = ("true", "false", "none")
 WORD_OPERATORS = ("and", "or", "not")
 
-# The builtins of SPEC sections 5, 6 and 9 and the project's own; the REPL
+# The builtins of reference sections 5, 6 and 9 and the project's own; the REPL
 # passes the live interpreter's names instead (DgLexer.with_builtins).
 BUILTINS = frozenset("""
     tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
@@ -29,12 +29,12 @@ BUILTINS = frozenset("""
     assert error time
     tree_map tree_leaves global_norm clip_by_global_norm
     grad value_and_grad jacobian jacrev jacfwd hessian jvp vjp vmap jit stop_gradient custom_vjp checkpoint
-    load_csv batches one_hot train_test_split save load progress
+    load_csv batches one_hot train_test_split save load progress help plot
 """.split())
 
 
 class DgLexer(RegexLexer):
-    """Tokens of the dg language (SPEC section 2)."""
+    """Tokens of the dg language (reference section 2)."""
 
     name = "dg (differentiable)"
     aliases = ["dgl", "dg-lang"]
@@ -133,3 +133,42 @@ class DgLexer(RegexLexer):
         if re.search(r"\b(value_and_grad|grad)\s*\(", text):
             score += 0.1
         return min(score, 1.0)
+
+
+# ---------------------------------------------------------------- errors, coloured like the input
+_SOURCE_LINE = re.compile(r"^( *\d+ \| )(.*)$")
+_MARK_LINE = re.compile(r"^( *\| *)([\^~\-]+.*)$")
+
+
+def error_tokens(text, lexer):
+    """(token, text) pairs of a formatted dg error: its source lines lexed as dg input is,
+    the header and the caret as errors, the location and call stack as comments."""
+    from pygments.token import Generic
+    for line in text.split("\n"):
+        source, mark = _SOURCE_LINE.match(line), _MARK_LINE.match(line)
+        if line.startswith("error["):
+            head, sep, rest = line.partition(": ")
+            yield Generic.Error, head + sep
+            yield Generic.Strong, rest
+        elif source:
+            yield Comment, source.group(1)
+            for token, value in lexer.get_tokens(source.group(2)):
+                if value != "\n":
+                    yield token, value
+        elif mark:
+            yield Comment, mark.group(1)
+            yield Generic.Error, mark.group(2)
+        elif line.lstrip().startswith("= help:"):
+            yield Generic.Emph, line
+        else:
+            yield Comment, line
+        yield Whitespace, "\n"
+
+
+def paint_error(text, builtins=BUILTINS):
+    """A formatted dg error with terminal colours (pygments' default style, which is the
+    REPL input's), for a terminal."""
+    from pygments import format as render
+    from pygments.formatters import Terminal256Formatter
+    lexer = DgLexer.with_builtins(builtins)()
+    return render(error_tokens(text, lexer), Terminal256Formatter(style="default")).rstrip("\n")

@@ -61,6 +61,8 @@ class Interpreter:
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back
         self.compiled = {}         # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)
+        self.display = None                # a notebook's display(png_bytes): where plot shows pictures
+        self.progress_live = False         # draw progress bars even when stderr is no terminal (notebooks)
         self.owner = None                  # the thread running a program now, if any
         self.busy = threading.Lock()
 
@@ -72,7 +74,7 @@ class Interpreter:
 
     @property
     def check_numerics(self):
-        """Whether a NaN or infinite gradient stops the program (SPEC 6.8)."""
+        """Whether a NaN or infinite gradient stops the program (reference 6.8)."""
         return self.grad_options.check_numerics
 
     @check_numerics.setter
@@ -113,7 +115,7 @@ class Interpreter:
         return self.run(text, str(path))
 
     def check(self, src, filename="<input>"):
-        """Parse and resolve without running; return every error found (SPEC section 8)."""
+        """Parse and resolve without running; return every error found (reference section 8)."""
         try:
             program = parse(src, filename)
         except DgError as exc:
@@ -240,7 +242,9 @@ class Interpreter:
         if cell is None or cell.v is UNBOUND:
             if name in self.builtins:
                 return self.builtins[name]
-            raise error("name", f"'{name}' is not defined")
+            from .suggest import name_hint
+            raise error("name", f"'{name}' is not defined",
+                        hint=name_hint(name, [*self.builtins, *self.names()]))
         return cell.v
 
     def bind(self, name, value):

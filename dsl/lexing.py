@@ -1,7 +1,7 @@
 """Statement termination: which line breaks end a statement.
 
 The grammar sees a `_NL` token only where a line break ends a statement
-(SPEC section 2). This post-lexer drops the others: breaks inside `( )`,
+(reference section 2). This post-lexer drops the others: breaks inside `( )`,
 `[ ]` and map braces, breaks right after an operator, `=`, `,` or `=>`, and
 breaks before `else`, so that `}` and `else` may sit on different lines.
 """
@@ -16,7 +16,7 @@ EXPECTS_OPERAND = frozenset({
     "IF", "WHILE",
 })
 
-# Line breaks after these continue the statement (SPEC: after a binary
+# Line breaks after these continue the statement (reference section 2: after a binary
 # operator, `=`, `,` or `=>`, and inside open brackets).
 CONTINUE_AFTER = EXPECTS_OPERAND - {"RETURN", "IN", "IF", "WHILE", "COLON"}
 

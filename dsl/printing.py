@@ -1,4 +1,4 @@
-"""How dg values print (SPEC section 3): `print`, `str`, f-strings and the REPL echo."""
+"""How dg values print (reference section 3): `print`, `str`, f-strings and the REPL echo."""
 
 import re
 

@@ -24,7 +24,8 @@ from prompt_toolkit.lexers import PygmentsLexer
 
 from . import __version__
 from .errors import DgError
-from .highlight import DgLexer
+from .builtins.help import describe as documentation
+from .highlight import DgLexer, paint_error
 from .ops import fmt_shape
 from .parser import is_complete
 from .printing import show
@@ -45,6 +46,7 @@ Commands:
   :reset           forget every name and module: a fresh session
   :vars            the names defined, with their types and shapes
   :type EXPR       the type (and shape) of EXPR's value
+  :doc NAME        the documentation of a builtin, function, struct or module (as help(NAME))
   :load FILE       run a .dg file in this session
   :time EXPR       run EXPR (or statements) and say how long it took
   :tape            the tape of the most recent gradient computation (or the recording
@@ -87,6 +89,7 @@ class Repl:
         self.count = 0          # inputs run, for the <repl-N> file names
         self.errors = 0         # inputs that failed
         self.done = False
+        self.paint = None       # text -> coloured text, for errors shown on a terminal
 
     @property
     def out(self):
@@ -107,7 +110,7 @@ class Repl:
         """Write a line of error output and count the failure."""
         self.errors += 1
         self.out.flush()
-        self.err.write(text + "\n")
+        self.err.write((self.paint(text) if self.paint is not None else text) + "\n")
         self.err.flush()
 
     def echo(self, value):
@@ -175,6 +178,15 @@ class Repl:
         if argv is not None and argv.v is not UNBOUND:
             interp.bind("argv", argv.v)
         self.say("the session is reset")
+
+    def cmd_doc(self, arg):
+        """:doc NAME"""
+        if not arg:
+            self.complain("usage: :doc NAME")
+            return
+        ok, value = self.run_code(arg, echo=False)
+        if ok:
+            self.say(documentation(value, self.interp.builtins))
 
     def cmd_vars(self, arg):
         """:vars"""
@@ -258,7 +270,7 @@ COMMANDS = {
     "help": Repl.cmd_help, "h": Repl.cmd_help, "?": Repl.cmd_help,
     "quit": Repl.cmd_quit, "q": Repl.cmd_quit, "exit": Repl.cmd_quit,
     "reset": Repl.cmd_reset, "vars": Repl.cmd_vars, "type": Repl.cmd_type, "load": Repl.cmd_load,
-    "time": Repl.cmd_time, "tape": Repl.cmd_tape,
+    "time": Repl.cmd_time, "tape": Repl.cmd_tape, "doc": Repl.cmd_doc,
 }
 
 
@@ -491,6 +503,14 @@ def run_piped(repl, stream):
     return 1 if repl.errors else 0
 
 
+def wants_colour(stream):
+    """Whether errors written to `stream` should be coloured: a terminal, and no NO_COLOR."""
+    try:
+        return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
 def run_repl(interp, input=None, output=None):
     """Open the REPL on `interp` (what `dg repl` calls); returns the exit code."""
     if input is None and sys.stdin is None:
@@ -498,6 +518,8 @@ def run_repl(interp, input=None, output=None):
     if input is None and not sys.stdin.isatty():
         return run_piped(Repl(interp, catch_interrupts=False), sys.stdin)
     repl = Repl(interp)
+    if wants_colour(sys.stderr):
+        repl.paint = lambda text: paint_error(text, interp.builtins)
     session = make_session(repl, input=input, output=output)
     repl.say(f"dg {__version__} (:help for commands, Ctrl-D to leave)")
     return interact(repl, session)

@@ -15,7 +15,7 @@ from .values import Cell, UNBOUND
 class Binding:
     """What a name refers to: a local slot, a module global (Cell), or a builtin."""
 
-    __slots__ = ("name", "kind", "owner", "slot", "captured", "cell", "value", "span")
+    __slots__ = ("name", "kind", "owner", "slot", "captured", "cell", "value", "span", "hint")
 
     def __init__(self, name, kind, owner=None, slot=None, cell=None, value=None, span=None):
         self.name = name
@@ -26,6 +26,7 @@ class Binding:
         self.cell = cell
         self.value = value
         self.span = span
+        self.hint = None          # "did you mean ...", for a name not defined where it was read
 
     def __repr__(self):
         return f"Binding({self.name}, {self.kind}, slot={self.slot})"
@@ -117,8 +118,19 @@ class Resolver:
             return Binding(name, "global", cell=self.cells[name])
         if name in self.builtins:
             return Binding(name, "builtin", value=self.builtins[name])
-        self.problems.append(error("name", f"'{name}' is not defined", span))
-        return self._global(name, span)
+        hint = self._suggest(name)
+        self.problems.append(error("name", f"'{name}' is not defined", span, hint=hint))
+        b = self._global(name, span)
+        b.hint = hint
+        return b
+
+    def _suggest(self, name):
+        """"did you mean ..." with the names visible here."""
+        from .suggest import name_hint
+        seen = set(self.builtins) | set(self.cells) | set(self.pending)
+        for scope, _ in self.blocks:
+            seen.update(scope)
+        return name_hint(name, seen)
 
     def _capture(self, b):
         """Route an outer local into every function between here and its owner."""

@@ -295,7 +295,7 @@ def _return(s, ctx):
 
 
 def _condition(e, ctx):
-    """A closure evaluating an expression as a condition (SPEC section 3)."""
+    """A closure evaluating an expression as a condition (reference section 3)."""
     ev = compile_expr(e, ctx)
     span = e.span
     truth = ops.truth
@@ -375,7 +375,7 @@ def _for(s, ctx):
 
 
 def _struct_decl(s, ctx):
-    sdef = StructDef(s.name, s.fields)
+    sdef = StructDef(s.name, s.fields, s.span)
     store = compile_store(s.binding, ctx, s.span)
 
     def define(f):
@@ -429,9 +429,10 @@ class FunctionCode:
     """A compiled function body and how to bind arguments into a new frame."""
 
     __slots__ = ("name", "nparams", "names", "index", "defaults", "pad", "captured_params",
-                 "body", "limits", "global_cells")
+                 "body", "limits", "global_cells", "signature", "span")
 
-    def __init__(self, name, params, defaults, nlocals, captured_params, body, limits, global_cells=()):
+    def __init__(self, name, params, defaults, nlocals, captured_params, body, limits, global_cells=(),
+                 signature=None, span=None):
         self.name = name
         self.nparams = len(params)
         self.names = [p.name for p in params]
@@ -442,6 +443,8 @@ class FunctionCode:
         self.body = body
         self.limits = limits
         self.global_cells = global_cells    # what jit guards: module-level names the body reads
+        self.signature = signature or f"{name}({', '.join(self.names)})"    # as written, for help()
+        self.span = span                    # where it is defined (help() shows the comment above)
 
     def invoke1(self, fn, x):
         """Call with one positional argument (the common case, kept short)."""
@@ -536,12 +539,31 @@ def compile_function(lam, ctx):
     body = _compile_body(lam.body, inner)
     ctx.globals_read |= inner.globals_read
     code = FunctionCode(lam.name, lam.params, defaults, nlocals, captured_params, body, ctx.limits,
-                        tuple(inner.globals_read))
+                        tuple(inner.globals_read), _signature(lam), lam.span)
     sources = [ctx.slot_of(b) for b in scope.free]
     name = lam.name
     if not sources:
         return lambda f: Function(name, code, ())
     return lambda f: Function(name, code, tuple([f[i] for i in sources]))
+
+
+def _signature(lam):
+    """`name(a, b=2.0)`: the parameters with their defaults as the source writes them."""
+    params = []
+    for p in lam.params:
+        text = p.name
+        if p.default is not None:
+            written = source_text(p.default.span)
+            text += f"={written}" if written else "=..."
+        params.append(text)
+    return f"{lam.name}({', '.join(params)})"
+
+
+def source_text(span):
+    """The source text a one-line span covers ('' when it is not on one line)."""
+    if span is None or span.source is None or span.end_line != span.line:
+        return ""
+    return span.source.line(span.line)[span.column - 1:span.end_column - 1]
 
 
 def _compile_body(body, ctx):

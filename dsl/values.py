@@ -32,12 +32,13 @@ UNBOUND = _Unbound()
 class StructDef:
     """A struct type: its name and field names; calling it builds an instance."""
 
-    __slots__ = ("name", "fields", "index")
+    __slots__ = ("name", "fields", "index", "span")
 
-    def __init__(self, name, fields):
+    def __init__(self, name, fields, span=None):
         self.name = name
         self.fields = tuple(fields)
         self.index = {f: i for i, f in enumerate(self.fields)}
+        self.span = span        # where it is declared (help() shows the comment above), if known
 
     def __call__(self, *args, **kwargs):
         from .errors import error
@@ -162,7 +163,7 @@ def a_type_name(v):
 
 
 def type_name(v):
-    """The name `type(x)` gives for a value (SPEC section 3)."""
+    """The name `type(x)` gives for a value (reference section 3)."""
     from .autodiff.tape import peek
     v = peek(v)
     t = type(v)

@@ -1,4 +1,4 @@
-"""Forward mode: jvp, jacfwd, and hessian as forward over reverse (SPEC section 6).
+"""Forward mode: jvp, jacfwd, and hessian as forward over reverse (reference section 6).
 
 `jvp(f, primals, tangents)` opens a forward trace with a fresh level: each float
 or tensor leaf of the primals becomes a Box carrying its tangent in `.t`, and

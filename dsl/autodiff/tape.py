@@ -368,7 +368,7 @@ def backward_from(trace, seeds):
     Afterwards each Parameter that the seeds reach holds its cotangent in
     `.g`; every other node's cotangent is released as soon as it is used.
 
-    The numerics check (SPEC 6.8): the pass notes the first operation (from the
+    The numerics check (reference 6.8): the pass notes the first operation (from the
     output back) whose rule gave a NaN or infinity; if a Parameter's cotangent
     is not finite at the end, the error names that operation. One pass: no rule,
     and no custom_vjp backward or host function, runs twice.
@@ -546,7 +546,7 @@ def all_finite(v):
     """Whether a tensor has no NaN or infinity; fast when it has none (the common case)."""
     # A sum of squares is finite exactly when every entry is, unless it overflows (entries
     # past 1e154): only a non-finite sum needs the exact test. BLAS's dot is about 3x faster
-    # than a numpy sum, and this runs on every gradient of every step (SPEC 6.8).
+    # than a numpy sum, and this runs on every gradient of every step (reference 6.8).
     flat = v.reshape(-1) if v.flags.c_contiguous else v.ravel()
     return math.isfinite(float(np.dot(flat, flat))) or bool(np.isfinite(v).all())
 

@@ -1,5 +1,5 @@
 """The differentiation builtins: grad, value_and_grad, jacobian, hessian,
-stop_gradient, custom_vjp and checkpoint (SPEC section 6)."""
+stop_gradient, custom_vjp and checkpoint (reference section 6)."""
 
 import numpy as np
 
@@ -129,7 +129,7 @@ def _enter(trace, args, nums, who):
 
 
 def _seed(value, who):
-    """The cotangent 1 for a scalar result; an error naming the shape otherwise (SPEC 6.5)."""
+    """The cotangent 1 for a scalar result; an error naming the shape otherwise (reference 6.5)."""
     v = peek(value)
     t = type(v)
     if t is float or t is int or t is np.float64:

@@ -1,4 +1,4 @@
-"""vmap: a function of one example, run on a whole batch at once (SPEC section 6).
+"""vmap: a function of one example, run on a whole batch at once (reference section 6).
 
 `vmap(f, in_axes, out_axes)(*args)` stages f on the first example (the batch axis
 of each mapped argument moved to the front and its first entry taken), which gives

@@ -1,20 +1,27 @@
-"""The names a dg program sees without importing anything (SPEC sections 5, 6 and 9)."""
+"""The names a dg program sees without importing anything (reference sections 5, 6 and 9)."""
 
 import inspect
 
 from . import core, grads, tensors, trees
-from . import data, files, progress
+from . import data, files, help, plot, progress
+from .docs import DOCS
 
 
 def make_builtins(interp):
-    """Every builtin, bound to `interp` where it needs the interpreter's state."""
+    """Every builtin, bound to `interp` where it needs the interpreter's state, with its
+    documentation from dsl/builtins/docs.py as its docstring."""
     names = {}
     names.update(core.make(interp))
     names.update(tensors.make(interp))
     names.update(trees.BUILTINS)
     names.update(grads.make(interp))
-    names.update(data.make(interp), **files.BUILTINS, **progress.BUILTINS)
-    return {name: _public(fn) for name, fn in names.items()}
+    names.update(data.make(interp), **files.BUILTINS, **progress.make(interp))
+    names.update(help.make(interp), **plot.make(interp))
+    public = {}
+    for name, fn in names.items():
+        public[name] = wrapped = _public(fn)
+        wrapped.__doc__ = DOCS.get(name)
+    return public
 
 
 def _public(fn):
@@ -25,8 +32,11 @@ def _public(fn):
     from ..compiler import call_error
     try:
         sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return fn
+    except (TypeError, ValueError):     # still a wrapper of its own: its docstring is set on it
+        def plain(*args, **kwargs):
+            return fn(*args, **kwargs)
+        plain.__name__ = plain.__qualname__ = getattr(fn, "__name__", "builtin")
+        return plain
     hidden = "span" in sig.parameters
     public = [p for p in sig.parameters.values() if p.name != "span"]
     most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in public)

@@ -1,4 +1,4 @@
-"""Data builtins: load_csv, batches, one_hot, train_test_split (SPEC section 9).
+"""Data builtins: load_csv, batches, one_hot, train_test_split (reference section 9).
 
 Shuffling draws from the interpreter's seeded generator, so a seeded program
 sees the same batches and the same split on every run.
@@ -40,7 +40,7 @@ def make(interp):
                                  f"{n} and {_rows(y, 'y')}")
         f = raw(fraction)
         if type(f) not in (int, float) or not 0 < f < 1:
-            # a non-number is a wrong argument type (SPEC 7); a number outside (0, 1) a bad value
+            # a non-number is a wrong argument type (reference 7); a number outside (0, 1) a bad value
             raise error("value" if type(f) in (int, float) else "type",
                         f"train_test_split's fraction is the share of rows for testing, "
                         f"a number between 0 and 1 (exclusive), got {_show(f)}")

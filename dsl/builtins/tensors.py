@@ -1,4 +1,4 @@
-"""Tensor builtins: creation, random numbers, shapes, and the math of SPEC section 5."""
+"""Tensor builtins: creation, random numbers, shapes, and the math of reference section 5."""
 
 import numpy as np
 

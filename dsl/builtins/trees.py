@@ -92,12 +92,12 @@ def _counted(leaf):
     return type(v) is not bool and type(v) is not str and (type(v) in (int, float) or hasattr(v, "dtype"))
 
 
-def clip_by_global_norm(tree, max):     # noqa: A002  (the SPEC names the parameter `max`)
+def clip_by_global_norm(tree, max):     # noqa: A002  (the reference names the parameter `max`)
     """clip_by_global_norm(tree, max): (tree scaled so its global norm is at most max, the norm before)."""
     limit = raw(max)
     if type(limit) not in (int, float):
         raise error("type", f"clip_by_global_norm needs a non-negative number, got {type_name(limit)}")
-    if limit < 0:   # a number of the right kind but a bad value: SPEC 7 calls that a value error
+    if limit < 0:   # a number of the right kind but a bad value: reference 7 calls that a value error
         raise error("value", f"clip_by_global_norm needs a non-negative max, got {limit!r}")
     norm = global_norm(tree)
     if ops.truth(ops.order("<=", norm, limit)):

@@ -1,4 +1,4 @@
-"""jit(f): f compiled per argument signature into straight-line code (SPEC section 6).
+"""jit(f): f compiled per argument signature into straight-line code (reference section 6).
 
 The first call with a signature (the arguments' structure, tensor shapes and dtypes,
 and the values of everything that is not a float or tensor) stages f

@@ -1,6 +1,6 @@
 """The small functions generated code calls where no Python operator or numpy function
 computes what dg computes: floats in give floats out, IEEE results (inf, nan) where
-Python's math module raises, SPEC 6.7's zero rule (`nz`)."""
+Python's math module raises, reference 6.7's zero rule (`nz`)."""
 
 import math
 
@@ -81,7 +81,7 @@ def pow(a, b):
 
 
 def nz(a, b, r):
-    """r = a * b of floats, but 0 where a or b is 0 and r is not finite (SPEC 6.7)."""
+    """r = a * b of floats, but 0 where a or b is 0 and r is not finite (reference 6.7)."""
     if r - r != 0.0 and (a == 0.0 or b == 0.0):
         return 0.0
     return r

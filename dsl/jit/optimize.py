@@ -2,7 +2,7 @@
 
 - Common subexpressions: a step that computes what an earlier one computed (the
   same primitive on the same values with the same options) reuses its result.
-- SPEC 6.7 without its cost: each derivative product r = a * b is followed by an
+- reference 6.7 without its cost: each derivative product r = a * b is followed by an
   Nz step that makes r 0 where a factor is 0 and r is not finite. Where r can
   only flow, by operations that keep a NaN a NaN, into the program's results
   (or into guards and the numerics check, which notice one), the Nz step is

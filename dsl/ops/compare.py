@@ -138,7 +138,7 @@ def values_equal(a, b):
 
 
 def truth(c, what="a condition"):
-    """The bool value of a condition: a bool, or a tensor with exactly one element (SPEC 3)."""
+    """The bool value of a condition: a bool, or a tensor with exactly one element (reference 3)."""
     t = type(c)
     if t is bool:
         return c

@@ -117,7 +117,7 @@ round_ = _constant("Round", "round", np.round, lambda v: float(np.round(v)))    
 
 def nz(a, b, r, span=None):
     """r = a * b, but 0 wherever a or b is 0 and r is not finite: a derivative times a zero is zero
-    (SPEC 6.7: a zero cotangent times an infinite local derivative, and in forward mode an
+    (reference 6.7: a zero cotangent times an infinite local derivative, and in forward mode an
     infinite tangent times a zero derivative)."""
     if type(a) is Box or type(b) is Box or type(r) is Box:
         return record("Nz", (a, b, r), None, span)

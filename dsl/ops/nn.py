@@ -44,7 +44,7 @@ def log_softmax(x, axis=-1, span=None):
 
 # ---------------------------------------------------------------- cross entropy
 def cross_entropy(logits, targets, span=None):
-    """Mean cross-entropy; targets are class indices or probabilities (SPEC section 5)."""
+    """Mean cross-entropy; targets are class indices or probabilities (reference section 5)."""
     if type(peek(targets)) is tuple:     # (0, 2, 1) is a tensor of class indices, as sum((1.0, 2.0)) reads one
         items = peek(targets)
         if not items or any(type(peek(t)) not in (int, float) for t in items):

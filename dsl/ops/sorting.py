@@ -1,7 +1,7 @@
 """Ordering: argmax, argmin, sort, argsort (numpy's semantics).
 
 Positions come back as whole numbers: an int for a full reduction, else a float tensor of
-them, which indexes and gathers as SPEC section 4 says index tensors do. Only sort has a
+them, which indexes and gathers as reference section 4 says index tensors do. Only sort has a
 derivative: each entry's gradient goes back to the place it was sorted from.
 """
 

@@ -105,7 +105,7 @@ def item(obj, subs):
         if len(subs) == 1 and type(subs[0]) is int and -v.shape[0] <= subs[0] < v.shape[0]:
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
         key = make_key(v.shape, [raw(s) for s in subs])
-        # an index tensor makes x[idx] a gather (SPEC 4), recorded under SPEC 6.3's GatherOp
+        # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
         return tensor_index(obj, key, op="GatherOp" if gathers else "Index")
     if len(subs) != 1:

@@ -40,7 +40,7 @@ def _pow_base(ns, ans, x, y):
 
 
 def _pow_exponent(ns, ans, x, y):
-    """d/dy x**y = x**y * ln(x), taken as 0 where x == 0 (SPEC 6.6)."""
+    """d/dy x**y = x**y * ln(x), taken as 0 where x == 0 (reference 6.6)."""
     at_zero = ns.equal(x, 0.0)
     safe_x = ns.where(at_zero, 1.0, x) if ns.any(at_zero) else x
     return ns.mul(ans, ns.ln(safe_x))

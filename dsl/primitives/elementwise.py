@@ -1,5 +1,5 @@
 """Elementwise primitives: exp, ln, sin, ..., the activations, maximum/minimum,
-where, clamp and Nz (SPEC 6.7's zero rule as an operation of its own)."""
+where, clamp and Nz (reference 6.7's zero rule as an operation of its own)."""
 
 import math
 
@@ -25,7 +25,7 @@ unary("Log2", O.log2, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN2)), {"float": 
 unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x), {"float": "K.sin({0})", "array": "np.sin({0})"})
 unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)), {"float": "K.cos({0})", "array": "np.cos({0})"})     # 0.0, not -0.0, at x = 0
 unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans), {"float": "K.sqrt({0})", "array": "np.sqrt({0})"})
-unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), {"float": "abs({0})", "array": "np.abs({0})"}, piecewise=True)          # abs'(0) = 0 (SPEC 6.6)
+unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), {"float": "abs({0})", "array": "np.abs({0})"}, piecewise=True)          # abs'(0) = 0 (reference 6.6)
 unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), {"float": "(0.0 if {0} <= 0.0 else {0})", "array": "np.maximum({0}, 0.0)"}, piecewise=True)  # relu'(0) = 0
 unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)), {"float": "K.sigmoid({0})"})
 unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)), {"float": "K.tanh({0})", "array": "np.tanh({0})"})
@@ -53,7 +53,7 @@ unary("Gelu", O.gelu, _gelu)
 
 # ---------------------------------------------------------------- maximum / minimum
 def _tie_weights(ns, a, b, wins):
-    """Share of the derivative a side of maximum/minimum gets: 1, 0, or 1/2 on ties (SPEC 6.6)."""
+    """Share of the derivative a side of maximum/minimum gets: 1, 0, or 1/2 on ties (reference 6.6)."""
     return ns.add(ns.where(wins(a, b), 1.0, 0.0), ns.where(ns.equal(a, b), 0.5, 0.0))
 
 
@@ -117,7 +117,7 @@ def _clamp_jvp(ns, tangents, ans, args, kw):
 define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE)
 
 
-# ---------------------------------------------------------------- SPEC 6.7 as an operation
+# ---------------------------------------------------------------- reference 6.7 as an operation
 # nz(a, b, r): the product r = a * b, but 0 where a or b is 0 and r is not finite. Recorded only when a
 # rule runs on recorded values; its derivative passes through wherever r was kept.
 def _kept(ns, ans, a, b, r):

@@ -13,7 +13,7 @@ d_i with respect to each argument) they are
     tangent     = sum_i t_i * d_i, broadcast to the output's shape
 
 where every product of a derivative with a zero is zero, even when the other
-factor is infinite or undefined: SPEC 6.7's "a zero cotangent times an infinite
+factor is infinite or undefined: reference 6.7's "a zero cotangent times an infinite
 local derivative is 0", and in forward mode its mirror, an infinite tangent times
 a zero local derivative (`times`, applied here and nowhere else). A partial of
 `ONE` or `MINUS_ONE` multiplies by nothing, and a piecewise constant partial (a
@@ -34,7 +34,7 @@ def _is_mask(d):
 
 
 def times(ns, g, d, piecewise=False):
-    """g times the partial d, with SPEC 6.7's zero rule."""
+    """g times the partial d, with reference 6.7's zero rule."""
     if d is ONE:
         return g
     if d is MINUS_ONE:
@@ -69,7 +69,7 @@ def elementwise_pullback(prim):
                 d = p(ns, ans, *args)
                 if type(g) is float and type(d) is float:
                     r = g * d + 0.0 if piecewise else g * d       # + 0.0: a masked-out -0.0 is 0.0
-                    if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (SPEC 6.7)
+                    if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (reference 6.7)
                         r = 0.0
                 else:
                     r = ns.nz(g, d, ns.cmul(g, d) if piecewise or _is_mask(d) else ns.mul(g, d))
@@ -175,7 +175,7 @@ def float_pullback(prim):
             src = f"d{i}"
         product = f"g * {src} + 0.0" if prim.piecewise else f"g * {src}"
         lines += [f"    r{i} = {product}",
-                  f"    if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (SPEC 6.7)",
+                  f"    if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (reference 6.7)",
                   f"        r{i} = 0.0"]
         outs.append(f"r{i}")
     lines.append(f"    return ({', '.join(outs)},)")

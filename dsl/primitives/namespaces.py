@@ -172,7 +172,7 @@ def log_softmax(x, axis=-1):
 
 
 def nz(a, b, r):
-    """r = a * b with SPEC 6.7's rule: 0 where a or b is 0 and r is not finite (see ops.nz)."""
+    """r = a * b with reference 6.7's rule: 0 where a or b is 0 and r is not finite (see ops.nz)."""
     return O.nz(a, b, r)
 
 

@@ -71,7 +71,7 @@ def _share(ns, ans, x, axis, keepdims):
 
 
 def _extreme_vjp(ns, g, ans, x, axis=None, keepdims=False):
-    """The cotangent shared equally among the elements that tie for the extreme (SPEC 6.6)."""
+    """The cotangent shared equally among the elements that tie for the extreme (reference 6.6)."""
     return ns.cmul(spread(ns, g, x, axis, keepdims), _share(ns, ans, x, axis, keepdims))
 
 

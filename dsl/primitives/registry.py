@@ -22,7 +22,7 @@ recorded on the outer trace: that is what makes every transformation compose.
 
 Elementwise primitives declare only their `partials` (the local derivative with
 respect to each argument, `d(ns, ans, *args)`); the VJP, JVP and batching rules
-follow from them (dsl/primitives/mechanism.py), and so does SPEC 6.7: a zero
+follow from them (dsl/primitives/mechanism.py), and so does reference 6.7: a zero
 cotangent or tangent times an infinite local derivative is 0, in one place.
 
 Facts other code relies on are derived here, never kept by hand: `reads_output`

@@ -1,5 +1,5 @@
 """Reads of a field, key or element of a recorded structure: StructField (structs and
-tuples) and MapLookup (maps), SPEC 6.2. The cotangent of a read fills one slot of its
+tuples) and MapLookup (maps), reference 6.2. The cotangent of a read fills one slot of its
 parent's structured cotangent; the tangent of a read is that slot of the parent's tangent."""
 
 from ..autodiff.tape import OneSlot

@@ -1,0 +1,88 @@
+"""docs/reference.md and the builtins' docstrings: one source, every builtin documented, every example true."""
+
+import io
+import re
+
+import pytest
+
+import dsl
+from dsl import reference
+from dsl.builtins import docs
+from dsl.builtins.docs import SECTIONS
+from dsl.repl import Repl
+
+BUILTINS = dsl.Interpreter().builtins
+EXAMPLES = [(name, example, shown)
+            for name in sorted(BUILTINS)
+            for example, shown in reference.parse_doc(BUILTINS[name].__doc__ or "")[3]]
+
+
+def test_every_builtin_is_in_exactly_one_section():
+    listed = [name for _, names in SECTIONS for name in names]
+    assert sorted(listed) == sorted(BUILTINS)
+    assert len(listed) == len(set(listed))
+
+
+@pytest.mark.parametrize("name", sorted(BUILTINS))
+def test_every_builtin_has_a_docstring_in_the_reference_format(name):
+    doc = BUILTINS[name].__doc__
+    assert doc, f"{name} has no docstring"
+    signature, meaning, differentiable, examples = reference.parse_doc(doc)
+    assert re.match(rf"{name}\(", signature), f"{name}'s docstring does not start with its signature"
+    assert meaning, f"{name}'s docstring has no meaning after its signature"
+    assert re.match(r"(yes|no)\b", differentiable), f"{name}'s docstring does not say whether it is differentiable"
+    assert examples, f"{name}'s docstring has no example"
+
+
+@pytest.mark.parametrize("name,example,shown", EXAMPLES, ids=[f"{n}:{e}" for n, e, _ in EXAMPLES])
+def test_every_example_shows_what_its_docstring_says(name, example, shown, tmp_path, monkeypatch):
+    if name == "plot":
+        pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("x,y\n1,2\n3,4\n")
+    out, err = io.StringIO(), io.StringIO()
+    interp = dsl.Interpreter(seed=0, stdout=out)
+    repl = Repl(interp, out=out, err=err)
+    # The examples of one docstring run in order in one session (save, then load).
+    for earlier, _ in reference.parse_doc(BUILTINS[name].__doc__)[3]:
+        if earlier == example:
+            break
+        repl.execute(earlier)
+    out.seek(0)
+    out.truncate()
+    repl.execute(example)
+    assert err.getvalue() == ""
+    assert out.getvalue() == ("" if shown is None else shown + "\n")
+
+
+def test_the_plot_example_writes_a_png(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    [(example, _)] = reference.parse_doc(BUILTINS["plot"].__doc__)[3]
+    Repl(dsl.Interpreter(), out=io.StringIO(), err=io.StringIO()).execute(example)
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_reference_is_generated_from_the_docstrings():
+    assert reference.main(["--check"]) == 0, "docs/reference.md is out of date: run python -m dsl.reference"
+
+
+def test_a_changed_docstring_makes_the_reference_out_of_date(monkeypatch):
+    text = reference.Path(reference.__file__).resolve().parent.parent.joinpath("docs", "reference.md").read_text()
+    assert reference.updated(text) == text
+    monkeypatch.setitem(docs.DOCS, "erf", "erf(x): something else.\nDifferentiable: no.\n>>> 1\n1")
+    assert "Something else." in reference.updated(text)
+
+
+def test_every_stdlib_function_is_in_the_reference_with_its_comment():
+    text = reference.Path(reference.__file__).resolve().parent.parent.joinpath("docs", "reference.md").read_text()
+    for entry in ("`nn.linear(n_in, n_out, init=\"he\")`", "`optim.adam(params, grads, state, lr, b1=0.9, b2=0.999",
+                  "`struct nn.Linear { w, b }`"):
+        assert entry in text
+    assert "(undocumented)" not in text
+
+
+def test_no_doc_points_at_a_spec_outside_the_repository():
+    root = reference.Path(reference.__file__).resolve().parent.parent
+    for path in [root / "README.md", *(root / "docs").glob("*.md")]:
+        assert not re.search(r"\bSPEC\b", path.read_text()), f"{path.name} cites the SPEC, which is not in the repository"
