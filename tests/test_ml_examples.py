@@ -50,8 +50,14 @@ def test_linear_regression_recovers_the_coefficients_and_matches_least_squares()
     assert number_after(out, "largest coefficient error") < 0.02
 
 
-def test_two_moons_mlp_reaches_95_percent_test_accuracy():
-    out, interp = run_example("two_moons")
+def test_two_moons_mlp_reaches_95_percent_test_accuracy(tmp_path):
+    pytest.importorskip("matplotlib")
+    out, interp = run_example("two_moons", argv=(str(tmp_path / "loss.png"),))
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"loss curves written to {tmp_path / 'loss.png'}" in out
+    train, held_out = interp.lookup("train_losses"), interp.lookup("test_losses")
+    assert len(train) == len(held_out) == 61
+    assert train[-1] < 0.1 * train[0] and held_out[-1] < 0.2 * held_out[0]   # the curves the plot shows fall
     assert number_after(out, "test accuracy") >= 0.95
     layers, x, y = interp.lookup("layers"), interp.lookup("x_test"), interp.lookup("y_test")
     h = x

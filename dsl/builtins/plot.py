@@ -1,0 +1,125 @@
+"""plot(ys) / plot(xs, ys, ...): a line plot with matplotlib (the optional `plot` extra).
+
+With `path`, the picture is written there as a PNG (through the file policy, as `save` is);
+in a notebook (the dg kernel, or the `%%dg` magic) it is shown below the cell. matplotlib is
+imported on the first call only, with its non-interactive Agg backend, so `dg run` neither
+pays for it nor opens a window.
+"""
+
+import io
+
+import numpy as np
+
+from ..autodiff.stage import perform
+from ..autodiff.tape import raw
+from ..errors import error
+from ..values import type_name
+
+EXTRA = "pip install 'dg-lang[plot]'"
+
+
+def _matplotlib():
+    """pyplot on the Agg backend, or the error that names the extra."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=True)
+        from matplotlib import pyplot
+    except ImportError:
+        raise error("import", "plot needs matplotlib, which is not installed",
+                    hint=f"install the plot extra: {EXTRA}") from None
+    return pyplot
+
+
+def _series(v, what):
+    """A number sequence as a float array (a tensor, or a tuple of numbers)."""
+    v = raw(v)
+    if type(v) is tuple:
+        v = [raw(x) for x in v]
+        if not all(type(x) in (int, float, bool) for x in v):
+            raise error("type", f"plot: {what} must hold numbers")
+    elif type(v) is not np.ndarray:
+        raise error("type", f"plot: {what} must be a tensor or a tuple of numbers, got {type_name(v)}")
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim not in (1, 2) or a.size == 0:
+        raise error("shape", f"plot: {what} must be a non-empty vector (or a matrix, one line per column)")
+    return a
+
+
+def _text(v, what):
+    """An optional string option."""
+    v = raw(v)
+    if v is not None and type(v) is not str:
+        raise error("type", f"plot: {what} must be a string, got {type_name(v)}")
+    return v
+
+
+def figure_png(xs, ys, label, title, xlabel, ylabel):
+    """The plot as PNG bytes."""
+    pyplot = _matplotlib()
+    fig, ax = pyplot.subplots(figsize=(6.4, 4.0), dpi=100)
+    try:
+        lines = ys if ys.ndim == 2 else ys[:, None]
+        labels = label if type(label) is tuple else (label,) * lines.shape[1]
+        for k in range(lines.shape[1]):
+            ax.plot(xs, lines[:, k], linewidth=1.6, label=labels[k] if k < len(labels) else None)
+        if any(lab for lab in labels if lab):
+            ax.legend(frameon=False)
+        ax.set_title(title or "")
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        fig.tight_layout()
+        out = io.BytesIO()
+        fig.savefig(out, format="png")
+        return out.getvalue()
+    finally:
+        pyplot.close(fig)
+
+
+def make(interp):
+    """plot, writing where the interpreter's file policy allows and showing in its notebook."""
+
+    def plot(xs, ys=None, label=None, title=None, xlabel=None, ylabel=None, path=None):
+        """plot(ys) or plot(xs, ys, label=, title=, xlabel=, ylabel=, path=): a line plot."""
+        if ys is None:
+            xs, ys = None, xs
+        y = _series(ys, "ys")
+        x = None if xs is None else _series(xs, "xs")
+        if x is not None and (x.ndim != 1 or x.shape[0] != y.shape[0]):
+            raise error("shape", f"plot: xs has {x.shape[0] if x.ndim == 1 else 'not one'} entries "
+                                 f"but ys has {y.shape[0]} rows")
+        lab = raw(label)
+        if lab is not None and type(lab) is not str and not (type(lab) is tuple and all(type(t) is str for t in lab)):
+            raise error("type", f"plot: label must be a string or a tuple of strings, got {type_name(lab)}")
+        xlab = _text(xlabel, "xlabel")
+        options = (_text(title, "title"), "step" if xlab is None and x is None else xlab, _text(ylabel, "ylabel"))
+        target = _text(path, "path")
+        show = getattr(interp, "display", None)
+        if target is None and show is None:
+            raise error("value", "plot has nowhere to draw: give path=\"loss.png\" to write a PNG file "
+                                 "(outside a notebook)")
+        return perform(interp.staging, _draw, (x if x is not None else np.arange(y.shape[0]), y, lab, options,
+                                               target, show))
+
+    return {"plot": plot}
+
+
+def _draw(x, y, label, options, target, show):
+    """Draw, then write the PNG and show it (an effect: jit repeats it on every call)."""
+    png = figure_png(x, y, label, *options)
+    if target is not None:
+        from pathlib import Path
+        from .. import sandbox
+        from .files import write_atomic
+        path = sandbox.for_writing(Path(target).expanduser())
+        try:
+            write_atomic(path, png)
+        except OSError as exc:
+            raise error("value", f"plot: cannot write {path}: {exc.strerror or exc}") from None
+    if show is not None:
+        show(png)
+    return None
