@@ -1,9 +1,10 @@
-"""The `dg` command: run scripts, check them, or open the REPL (SPEC section 8).
+"""The `dg` command: run scripts, check them, or open the REPL (reference section 8).
 
 Exit codes: 0 success, 1 a program error, 2 a usage error, 130 interrupted.
 Only the REPL imports prompt_toolkit, so `dg run` starts fast.
 """
 
+import argparse
 import os
 import sys
 import traceback
@@ -15,6 +16,7 @@ usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard i
        dg [OPTIONS] -c CODE [ARGS...]    run a string
        dg check FILE...                  parse and resolve names without running
        dg repl | dg                      the interactive REPL
+       dg lsp                            a language server on standard input/output (docs/editors.md)
        dg --version
 
 options:
@@ -30,10 +32,6 @@ options:
                         separated by '{sep}' (import of the standard library always works)
 """.replace("{sep}", os.pathsep)
 
-VALUE_OPTIONS = {"--max-depth": int, "--max-steps": int, "--timeout": float, "--max-tensor": int,
-                 "--seed": int, "--files": str}
-FLAG_OPTIONS = {"--no-check-numerics", "--jit", "--explain-jit"}
-POSITIVE = {"--max-depth", "--max-steps", "--timeout", "--max-tensor"}
 MAX_DEPTH = 1_000_000   # dsl.limits.MAX_DEPTH (not imported: `dg run` loads only what it needs)
 
 
@@ -45,41 +43,78 @@ class UsageError(Exception):
     """A command line dg does not understand."""
 
 
-def parse_options(args):
-    """Consume leading options from `args`; return (settings, the remaining args)."""
+# ---------------------------------------------------------------- the command line, on argparse
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its complaints turned into UsageError (dg prints its own usage text)."""
+
+    def error(self, message):
+        """Raise instead of printing and exiting, naming the option as dg's messages do."""
+        option, sep, problem = message.partition(": ")
+        if sep and option.startswith("argument -"):
+            message = option[len("argument "):].split("/")[-1] + " " + (
+                "needs a value" if problem == "expected one argument" else problem)
+        raise UsageError(message)
+
+
+def _number(kind, positive=False, most=None, least=None):
+    """An argparse type: a number of `kind`, checked the way the Interpreter would check it."""
+    def convert(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"needs a number, got {text!r}") from None
+        if positive and not 0 < value < float("inf"):       # also refuses nan
+            raise argparse.ArgumentTypeError(f"needs a number above 0, got {text!r}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"can be at most {most:,}, got {text}")
+        if least is not None and value < least:
+            raise argparse.ArgumentTypeError(f"needs a number of {least} or more, got {text!r}")
+        return value
+    return convert
+
+
+def _options(parser):
+    """The options every command takes (USAGE describes them)."""
+    parser.add_argument("-h", "--help", action="store_true")
+    for flag in ("--no-check-numerics", "--jit", "--explain-jit"):
+        parser.add_argument(flag, action="store_true", default=None)
+    parser.add_argument("--max-depth", type=_number(int, positive=True, most=MAX_DEPTH))
+    parser.add_argument("--max-steps", type=_number(int, positive=True))
+    parser.add_argument("--timeout", type=_number(float, positive=True))
+    parser.add_argument("--max-tensor", type=_number(int, positive=True))
+    parser.add_argument("--seed", type=_number(int, least=0))
+    parser.add_argument("--files", type=str)
+    return parser
+
+
+def _parser(*positionals):
+    """A parser of the options followed by the given positionals (each optional); the last
+    takes all the rest, options included, as does `-c` (`dg -c CODE ARGS...`)."""
+    parser = _options(_Parser(prog="dg", add_help=False, allow_abbrev=False))
+    parser.add_argument("-c", nargs=argparse.REMAINDER, dest="code")
+    for name in positionals[:-1]:
+        parser.add_argument(name, nargs="?")
+    parser.add_argument(positionals[-1], nargs=argparse.REMAINDER)
+    return parser
+
+
+def parse_options(args, *positionals):
+    """Read leading options (then the named positionals); return (settings, namespace).
+
+    Settings are keyed by option (`"--seed"`) and hold only the options given. `-h` among the
+    options raises HelpRequested; arguments after the program (a script's own `--help`) are
+    the script's.
+    """
+    ns = _parser(*(positionals or ("rest",))).parse_args(args)
+    if ns.help:
+        raise HelpRequested()
     settings = {}
-    i = 0
-    while i < len(args):
-        a = args[i]
-        name, _, inline = a.partition("=")
-        if a in ("-h", "--help"):
-            raise HelpRequested()
-        if a in FLAG_OPTIONS:
-            settings[a] = True
-        elif name in VALUE_OPTIONS:
-            if inline:
-                raw = inline
-            elif i + 1 < len(args):
-                i += 1
-                raw = args[i]
-            else:
-                raise UsageError(f"{name} needs a value")
-            try:
-                settings[name] = VALUE_OPTIONS[name](raw)
-            except ValueError:
-                raise UsageError(f"{name} needs a number, got {raw!r}") from None
-            if name in POSITIVE and not 0 < settings[name] < float("inf"):     # also refuses nan
-                raise UsageError(f"{name} needs a number above 0, got {raw!r}")
-            if name == "--max-depth" and settings[name] > MAX_DEPTH:
-                raise UsageError(f"--max-depth can be at most {MAX_DEPTH:,}, got {raw}")
-            if name == "--seed" and settings[name] < 0:
-                raise UsageError(f"--seed needs a number of 0 or more, got {raw!r}")
-        elif a.startswith("--") and a != "--":
-            raise UsageError(f"unknown option {a}")
-        else:
-            break
-        i += 1
-    return settings, args[i:]
+    for option in ("--no-check-numerics", "--jit", "--explain-jit", "--max-depth", "--max-steps",
+                   "--timeout", "--max-tensor", "--seed", "--files"):
+        value = getattr(ns, option[2:].replace("-", "_"))
+        if value is not None:
+            settings[option] = value
+    return settings, ns
 
 
 def make_interpreter(settings, argv=(), keep_tape=False):
@@ -151,20 +186,21 @@ def _dispatch(args):
         from . import __version__
         sys.stdout.write(f"dg {__version__}\n")
         return 0
-    settings, rest = parse_options(args)
+    settings, ns = parse_options(args, "rest")
+    if ns.code is not None:
+        if ns.rest or not ns.code:
+            raise UsageError("-c needs a program" if not ns.code else f"unexpected arguments before -c: {ns.rest}")
+        return _run_source(settings, ns.code[0], "<string>", ns.code[1:])
+    rest = ns.rest
     if not rest:
         return _repl(settings, [])
     command, rest = rest[0], rest[1:]
-    if command == "-c":
-        if not rest:
-            raise UsageError("-c needs a program")
-        return _run_source(settings, rest[0], "<string>", rest[1:])
     if command == "run":
-        more, rest = parse_options(rest)
+        more, ns = parse_options(rest, "target", "script_args")
         settings.update(more)
-        if not rest:
+        target, script_args = ns.target, ns.script_args
+        if target is None or ns.code is not None:
             raise UsageError("run needs a file (or - for standard input)")
-        target, script_args = rest[0], rest[1:]
         if target == "-":
             if sys.stdin is None:
                 raise StreamClosed("cannot read the program from standard input: it is closed")
@@ -175,14 +211,18 @@ def _dispatch(args):
             raise UsageError("check needs at least one file")
         return _check(rest)
     if command == "repl":
-        more, rest = parse_options(rest)
+        more, ns = parse_options(rest, "rest")
         settings.update(more)
-        return _repl(settings, rest)
+        return _repl(settings, ns.rest)
+    if command == "lsp":
+        if rest:
+            raise UsageError(f"unexpected arguments for lsp: {' '.join(rest)}")
+        return _lsp()
     raise UsageError(f"unknown command {command!r}")
 
 
 def _report(exc):
-    """Print a program error the SPEC section 7 way, or an internal error with its traceback."""
+    """Print a program error the reference section 7 way, or an internal error with its traceback."""
     from .errors import DgError
     if isinstance(exc, DgError):
         sys.stderr.write(str(exc.settle()) + "\n")
@@ -258,6 +298,16 @@ def _repl(settings, rest):
         sys.stdout.write(USAGE)
         return 0
     return run_repl(make_interpreter(settings, (), keep_tape=True))
+
+
+def _lsp():
+    """Serve the language server protocol (needs pygls: the `lsp` extra)."""
+    try:
+        from .lsp import main as serve
+    except ImportError as exc:
+        sys.stderr.write(f"dg lsp needs pygls ({exc}): pip install 'dg-lang[lsp]'\n")
+        return 1
+    return serve()
 
 
 def _flush():

@@ -23,10 +23,7 @@ def make(interp):
         """Write the values to the interpreter's output."""
         out = interp.stdout
         text = show(sep).join(show(a) for a in args) + show(end)
-        if progress.LIVE:
-            progress.around_print(lambda: write_output(out, text))
-        else:
-            write_output(out, text)
+        progress.around_print(lambda: write_output(out, text), out)
         return None
 
     def print_(*args, sep=" ", end="\n"):
@@ -233,7 +230,7 @@ _UNSET = object()     # zip's a and b may be left out, as Python's zip allows
 
 
 def zip_(a=_UNSET, b=_UNSET, *more):
-    """zip(a, b, ...): a tuple of tuples, as long as the shortest argument (SPEC names a and b)."""
+    """zip(a, b, ...): a tuple of tuples, as long as the shortest argument (the reference names a and b)."""
     seqs = tuple(s for s in (a, b) if s is not _UNSET) + more
     return tuple(zip(*[_sequence(s, "zip") for s in seqs]))
 

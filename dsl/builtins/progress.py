@@ -1,15 +1,14 @@
-"""progress(iterable, label=""): a progress bar on standard error while a loop runs.
+"""progress(iterable, label=""): a progress bar while a loop runs, drawn by tqdm.
 
-The bar (count, percentage when the length is known, rate and ETA) is drawn
-with carriage returns only when standard error is a terminal, at most ten
-times a second; otherwise progress is silent, so logs and pipes stay clean.
-It is plain text rather than prompt_toolkit's ProgressBar, which would take
-over the terminal while the loop's own `print` output is written.
+The bar (label, percentage and bar when the length is known, count, rate and time left) goes to
+standard error when it is a terminal, and in place below the cell in a notebook (the kernel sets
+`interp.progress_live`); elsewhere (a pipe, a log file, a test) progress writes nothing, so logs
+stay clean. tqdm redraws at most ten times a second, and `print` inside the loop clears the bar
+first and draws it again after (`around_print`), so output never lands on the bar's line.
+tqdm is imported on the first call only: `dg run` of a program without a bar does not load it.
 """
 
 import sys
-import time
-import weakref
 
 from ..autodiff.tape import raw
 from ..errors import error
@@ -17,31 +16,31 @@ from ..statements import iterate
 from ..values import type_name
 
 REDRAW_SECONDS = 0.1
-BAR_WIDTH = 24
-# Bars on screen now; `print` erases and redraws them around its output. Weak,
-# so that a loop left by `break` drops its bar and __del__ ends the bar's line.
-LIVE = weakref.WeakSet()
 
 
-def around_print(write):
-    """Call write() with the live bars erased first and redrawn after, so output never lands on a bar."""
-    bars = list(LIVE)
-    for bar in bars:
-        bar.erase()
-    try:
+def around_print(write, out):
+    """Call write() with live bars cleared first and redrawn after, when any are on screen."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is None or not getattr(tqdm_module.tqdm, "_instances", None):
         return write()
-    finally:
-        for bar in bars:
-            bar.draw()
+    with tqdm_module.tqdm.external_write_mode(file=out):
+        return write()
 
 
-def progress(iterable, label=""):
-    """progress(iterable, label=""): the iterable's items, reporting progress on a terminal."""
-    text = raw(label)
-    if type(text) is not str:
-        raise error("type", f"progress's label must be a string, got {type_name(text)}")
-    items = iterate(iterable, None)
-    return Progress(items, _length(items), text, sys.stderr)
+def make(interp):
+    """progress, drawing where the interpreter's session shows progress."""
+
+    def progress(iterable, label=""):
+        """progress(iterable, label=""): the iterable's items, reporting progress as they go by."""
+        text = raw(label)
+        if type(text) is not str:
+            raise error("type", f"progress's label must be a string, got {type_name(text)}")
+        items = iterate(iterable, None)
+        stream = sys.stderr
+        live = getattr(interp, "progress_live", False) or _is_terminal(stream)
+        return Progress(items, _length(items), text, stream, live)
+
+    return {"progress": progress}
 
 
 def _length(items):
@@ -53,68 +52,37 @@ def _length(items):
 
 
 class Progress:
-    """An iterator that passes items through and redraws a bar as they go by."""
+    """An iterator that passes items through and moves a tqdm bar as they go by."""
 
     dg_iterable = True
-    live = closed = False       # what __del__ sees if __init__ did not finish
+    bar = None          # what close() sees if __init__ did not finish
 
-    def __init__(self, items, total, label, stream):
-        """Wrap an iterable; draw the empty bar at once on a terminal."""
+    def __init__(self, items, total, label, stream, live):
+        """Wrap an iterable; a live bar is drawn at once."""
+        from tqdm import tqdm
         self.items = iter(items)
-        self.total = total
-        self.label = label
-        self.stream = stream
-        self.live = _is_terminal(stream)
-        self.count = 0
-        self.started = time.monotonic()
-        self.drawn_at = None
-        self.closed = False
-        if self.live:
-            LIVE.add(self)
-            self.draw()
+        self.bar = tqdm(total=total, desc=label or None, file=stream, disable=not live,
+                        mininterval=REDRAW_SECONDS, leave=True, dynamic_ncols=True)
 
     def __iter__(self):
         """The iterator itself (one pass)."""
         return self
 
     def __next__(self):
-        """The next item, redrawing the bar when a tenth of a second has passed."""
+        """The next item; the bar counts it."""
         try:
             item = next(self.items)
         except StopIteration:
             self.close()
             raise
-        if self.count and self.live:
-            now = time.monotonic()
-            if now - self.drawn_at >= REDRAW_SECONDS:
-                self.draw(now)
-        self.count += 1
+        self.bar.update(1)
         return item
 
-    def draw(self, now=None):
-        """Write the bar over the current line."""
-        now = time.monotonic() if now is None else now
-        self.drawn_at = now
-        self.stream.write("\r" + render(self.label, self.count, self.total, now - self.started) + "\x1b[K")
-        self.stream.flush()
-
-    def erase(self):
-        """Clear the bar's line (before other output is written)."""
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
-
     def close(self):
-        """Draw the final state and end the line (once), so later output starts afresh."""
-        if self.closed:
-            return
-        self.closed = True
-        if LIVE is not None:            # None if this runs while Python shuts down
-            LIVE.discard(self)
-        if self.live:
+        """Draw the final state and end the bar's line (tqdm does this once)."""
+        if self.bar is not None:
             try:
-                self.draw()
-                self.stream.write("\n")
-                self.stream.flush()
+                self.bar.close()
             except (OSError, ValueError):
                 pass
 
@@ -129,38 +97,3 @@ def _is_terminal(stream):
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
-
-
-def render(label, count, total, elapsed):
-    """One line of progress: label, bar and percentage (when the total is known), count, rate, ETA."""
-    rate = count / elapsed if elapsed > 0 else 0.0
-    parts = [label] if label else []
-    if total:
-        done = min(count / total, 1.0)
-        filled = int(done * BAR_WIDTH)
-        parts.append("[" + "#" * filled + "." * (BAR_WIDTH - filled) + f"] {done * 100:3.0f}%")
-        parts.append(f"{count}/{total}")
-    else:
-        parts.append(f"{count}")
-    parts.append(f"{_rate(rate)} it/s")
-    if total and rate > 0 and count < total:
-        parts.append(f"ETA {_clock((total - count) / rate)}")
-    else:
-        parts.append(f"{_clock(elapsed)}")
-    return "  ".join(parts)
-
-
-def _rate(r):
-    """A rate with sensible precision."""
-    return f"{r:.1f}" if r < 100 else f"{r:.0f}"
-
-
-def _clock(seconds):
-    """Seconds as m:ss or h:mm:ss."""
-    s = int(seconds + 0.5)
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-BUILTINS = {"progress": progress}
