@@ -5,9 +5,10 @@
 
 Every cell and line shares one interpreter per IPython shell. Values cross
 with dsl.embed's conversions (numpy arrays both ways, dicts <-> maps, ...).
-A dg error fails the cell and shows in the dg format (SPEC section 7)
-without a Python traceback: IPython asks exceptions for
-`_render_traceback_`, which `DgError` provides.
+A dg error fails the cell and shows in the dg format (reference section 7)
+without a Python traceback, and so does an interrupted cell (one line): IPython
+asks exceptions for `_render_traceback_`, which `DgError` and `Interrupted` provide.
+For a notebook written wholly in dg, the dg kernel (dsl/kernel.py) is the better fit.
 """
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -23,6 +24,14 @@ options:
   -i, --in NAMES       copy these notebook variables (comma-separated) into dg first
   -o, --out NAMES      copy these dg names into the notebook afterwards
   --reset              start a fresh interpreter first"""
+
+
+class Interrupted(KeyboardInterrupt):
+    """An interrupted dg cell: IPython shows its one line instead of a Python traceback."""
+
+    def _render_traceback_(self):
+        """What IPython shows for it."""
+        return ["interrupted: the dg cell was stopped (its names so far are kept)"]
 
 
 class OptionError(Exception):
@@ -104,6 +113,8 @@ class DgMagics(Magics):
             return to_py(value, self.interp)
         except DgError as exc:
             raise exc.settle() from None
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
 
 def interpreter(shell=None):
