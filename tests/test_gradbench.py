@@ -80,6 +80,36 @@ def test_the_protocol_end_to_end_through_a_subprocess():
     assert end == {"id": 9}
 
 
+FAKE_EVAL = """
+import json, math, sys
+def ask(message):
+    print(json.dumps(message), flush=True)
+    return json.loads(sys.stdin.readline())
+ask({"id": 0, "kind": "start", "eval": "lse"})
+ask({"id": 1, "kind": "define", "module": "lse"})
+for k, (x, claim) in enumerate([([1.0, 2.0], None), ([0.0, 0.0], 5.0)]):
+    answer = ask({"id": 2 + 2 * k, "kind": "evaluate", "module": "lse", "function": "primal",
+                  "description": f"n={len(x)}", "input": {"x": x, "min_runs": 2, "min_seconds": 0}})
+    truth = math.log(sum(math.exp(v) for v in x)) if claim is None else claim
+    ask({"id": 3 + 2 * k, "kind": "analysis", "of": 2 + 2 * k, "valid": abs(answer["output"] - truth) < 1e-9})
+ask({"id": 6, "kind": "evaluate", "module": "lse", "function": "nope", "input": {"x": [1.0]}})
+print(json.dumps({"id": 7, "kind": "end"}), flush=True)
+"""
+
+
+def test_the_pipe_runs_an_eval_against_dg_and_counts_its_verdicts(tmp_path):
+    script = tmp_path / "fake_eval.py"
+    script.write_text(FAKE_EVAL)
+    done = subprocess.run([sys.executable, "-m", "bench.gradbench.pipe", f"{sys.executable} {script}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr       # one invalid, one failed
+    assert lines[0].startswith("ok  primal       n=2") and "median run" in lines[0]
+    assert lines[1].startswith("BAD primal       n=2")
+    assert lines[2].startswith("FAILED nope") and "nope" in lines[2]
+    assert lines[-1] == "gradbench lse: 1 valid, 1 invalid, 1 failed of 3 evaluations"
+
+
 def test_min_seconds_repeats_the_run(tool):
     reply = tool.answer(json.dumps({"id": 5, "kind": "evaluate", "module": "lse", "function": "gradient",
                                     "input": {"x": [0.5, 1.5], "min_runs": 1, "min_seconds": 0.05}}))
