@@ -4,6 +4,7 @@ plus the non-terminal mode through `dg repl < session` as a subprocess."""
 import _thread
 import asyncio
 import io
+import signal
 import threading
 import time
 
@@ -127,7 +128,16 @@ def test_ctrl_c_at_the_prompt_drops_the_input(session):
     assert out.splitlines() == ["kept  int"]
 
 
-def test_ctrl_c_interrupts_a_long_loop_and_keeps_the_session(session):
+@pytest.fixture
+def python_sigint():
+    """Python's KeyboardInterrupt handler for SIGINT during a test: interrupt_main does nothing
+    while SIGINT is ignored, as it is when a script starts the test run in the background."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_interrupts_a_long_loop_and_keeps_the_session(session, python_sigint):
     interp = session.interp
 
     def press_ctrl_c():
