@@ -398,7 +398,9 @@ def _reverse(nodes, seeds, check):
         box.g = accumulate(box.g, g)
     saved_span = get_span()
     pullbacks = PULLBACKS
-    floats = {} if check else FLOAT_PULLBACKS
+    # the float rules check their own results as they go (below), so the numerics check keeps them;
+    # only the second pass, which looks into boxed cotangents, takes every rule the general way
+    floats = {} if check is _BOXED else FLOAT_PULLBACKS
     eager, traced = EAGER, TRACED
     try:
         for node in reversed(nodes):
