@@ -242,8 +242,10 @@ class _Stream(io.TextIOBase):
         return True
 
     def write(self, text):
-        """Keep the text until the next flush."""
+        """Keep the text; a complete line goes out at once, so a long cell's prints show as it runs."""
         self.pending.append(text)
+        if "\n" in text:
+            self.flush()
         return len(text)
 
     def flush(self):

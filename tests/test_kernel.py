@@ -53,23 +53,30 @@ def kernel(kernels_dir):
     km.shutdown_kernel(now=True)
 
 
-def execute(kc, code, interrupt_after=None, km=None):
-    """Run a cell; return (reply content, [(msg_type, content)] of its iopub messages)."""
+def execute(kc, code, interrupt_on=None, km=None):
+    """Run a cell; return (reply content, [(msg_type, content)] of its iopub messages).
+    With `interrupt_on`, interrupt the kernel once the cell has printed that text (so the
+    interrupt lands inside the running code however slowly the machine starts it)."""
     msg_id = kc.execute(code)
-    if interrupt_after is not None:
-        time.sleep(interrupt_after)
+    outputs = []
+    idle = False
+    if interrupt_on is not None:
+        while interrupt_on not in "".join(c.get("text", "") for t, c in outputs if t == "stream"):
+            msg = kc.get_iopub_msg(timeout=TIMEOUT)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] not in ("status", "execute_input"):
+                outputs.append((msg["msg_type"], msg["content"]))
+        time.sleep(0.2)
         km.interrupt_kernel()
     reply = kc.get_shell_msg(timeout=TIMEOUT)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kc.get_shell_msg(timeout=TIMEOUT)
-    outputs = []
-    while True:
+    while not idle:
         msg = kc.get_iopub_msg(timeout=TIMEOUT)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-        if msg["msg_type"] not in ("status", "execute_input"):
+            idle = True
+        elif msg["msg_type"] not in ("status", "execute_input"):
             outputs.append((msg["msg_type"], msg["content"]))
     return reply["content"], outputs
 
@@ -158,11 +165,11 @@ def test_plot_shows_a_png_below_the_cell(kernel):
 
 def test_an_interrupt_stops_the_cell_with_one_line_and_the_next_cell_runs(kernel):
     km, kc = kernel
-    reply, outputs = execute(kc, "let n = 0\nwhile true { n += 1 }", interrupt_after=1.5, km=km)
+    reply, outputs = execute(kc, 'let n = 0\nprint("looping")\nwhile true { n += 1 }', interrupt_on="looping", km=km)
     assert reply["status"] == "error"
     [err] = [c for t, c in outputs if t == "error"]
     assert len(err["traceback"]) == 1 and "interrupted" in err["traceback"][0]
-    assert "Traceback" not in streamed(outputs, "stderr")
+    assert "Traceback" not in streamed(outputs, "stderr") and streamed(outputs) == "looping\n"
     reply, outputs = execute(kc, "n > 0")
     assert reply["status"] == "ok"
     assert [c["data"]["text/plain"] for t, c in outputs if t == "display_data"] == ["true"]
@@ -204,7 +211,8 @@ def test_interrupting_a_dg_magic_cell_shows_one_line_not_a_traceback():
         kc.wait_for_ready(timeout=TIMEOUT)
         reply, _ = execute(kc, "%load_ext dsl.ipython")
         assert reply["status"] == "ok"
-        reply, outputs = execute(kc, "%%dg\nlet n = 0\nwhile true { n += 1 }", interrupt_after=1.5, km=km)
+        reply, outputs = execute(kc, '%%dg\nlet n = 0\nprint("looping")\nwhile true { n += 1 }',
+                                 interrupt_on="looping", km=km)
         assert reply["status"] == "error"
         [err] = [c for t, c in outputs if t == "error"]
         plain = "\n".join(err["traceback"])
