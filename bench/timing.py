@@ -21,26 +21,36 @@ def clock_name():
     return name
 
 
-def measure(fns, reps, warmup=1):
-    """Time each callable in `fns` (name -> fn) `reps` times, interleaved; name -> list of seconds.
+def measure(fns, reps, warmup=1, min_block=0.002):
+    """Time each callable in `fns` (name -> fn) `reps` times, interleaved; name -> list of
+    seconds per call.
 
-    Every callable runs `warmup` times first. The rounds interleave the
-    callables (alternating their order) so that a slow spell on a shared
-    machine hits dg and its references alike, and a collection runs before
-    each call so one call's garbage is not charged to the next.
+    Every callable runs `warmup` times first. The rounds interleave the callables
+    (alternating their order) so that a slow spell on a shared machine hits dg and its
+    references alike, and a collection runs before each timing so one call's garbage is not
+    charged to the next. A call shorter than `min_block` is timed as a block of calls that
+    lasts about that long, as timeit does: the collection leaves the caches cold, which
+    costs a fixed time that would otherwise count against a sub-millisecond call alone.
     """
     now = CLOCKS[clock_name()]
     names = list(fns)
+    number = {}
     for name in names:
+        took = 0.0
         for _ in range(warmup):
+            t0 = time.perf_counter()
             fns[name]()
+            took = time.perf_counter() - t0
+        number[name] = max(1, min(1000, int(min_block / took) + 1)) if 0 < took < min_block else 1
     times = {name: [] for name in names}
     for r in range(reps):
         for name in (names if r % 2 == 0 else names[::-1]):
+            fn, k = fns[name], number[name]
             gc.collect()
             t0 = now()
-            fns[name]()
-            times[name].append(now() - t0)
+            for _ in range(k):
+                fn()
+            times[name].append((now() - t0) / k)
     return times
 
 
