@@ -57,9 +57,12 @@ def test_the_notebook_hook_receives_the_png_and_no_file_is_needed():
     assert len(shown) == 1 and shown[0][:8] == PNG
 
 
-def test_without_a_path_outside_a_notebook_it_says_where_to_draw():
-    err = failure("plot((1.0, 2.0))")
-    assert err.kind == "value" and 'path="loss.png"' in err.message
+def test_without_a_path_outside_a_notebook_it_says_once_that_nothing_was_drawn(capsys, in_tmp):
+    interp = dsl.Interpreter(stdout=io.StringIO())
+    assert interp.run("plot((1.0, 2.0))\nplot((3.0, 4.0))\n1 + 1") == 2
+    err = capsys.readouterr().err
+    assert err.count("plot drew nothing here") == 1 and 'path="plot.png"' in err
+    assert list(in_tmp.iterdir()) == []
 
 
 @pytest.mark.parametrize("src,kind,words", [
@@ -86,6 +89,13 @@ def test_a_jitted_function_plots_on_every_call(in_tmp):
     dsl.Interpreter().run('let f = jit(fn(x, p) { plot(x, path=p)\n return sum(x) })\n'
                           'f([1.0, 2.0], "one.png")\nf([2.0, 1.0], "two.png")')
     assert (in_tmp / "one.png").exists() and (in_tmp / "two.png").exists()
+
+
+def test_without_matplotlib_a_plot_with_nowhere_to_go_still_runs(in_tmp):
+    code = ("import sys\nsys.modules['matplotlib'] = None\nimport dsl\n"
+            "print(dsl.Interpreter().run('plot((1.0, 2.0))\\n3'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "3" and "plot drew nothing here" in done.stderr, done.stderr
 
 
 def test_without_matplotlib_the_error_names_the_extra(in_tmp):

@@ -458,7 +458,7 @@ Differentiable: no.
 "iterator\"""",
     "plot": """plot(ys) or plot(xs, ys, label=none, title=none, xlabel=none, ylabel=none, path=none): a
 line plot (matplotlib, the `plot` extra): shown below the cell in a notebook, written to a PNG
-file when path is given (outside a notebook path is needed). ys is a vector, or a matrix with
+file when path is given (elsewhere, without a path, it draws nothing and says so once). ys is a vector, or a matrix with
 one line per column (label then a tuple of names); without xs the x axis counts steps.
 Differentiable: no.
 >>> plot((0.9, 0.5, 0.3, 0.2), title="training", ylabel="loss", path="loss.png")""",

@@ -7,6 +7,7 @@ pays for it nor opens a window.
 """
 
 import io
+import sys
 
 import numpy as np
 
@@ -100,16 +101,28 @@ def make(interp):
         target = _text(path, "path")
         show = getattr(interp, "display", None)
         if target is None and show is None:
-            raise error("value", "plot has nowhere to draw: give path=\"loss.png\" to write a PNG file "
-                                 "(outside a notebook)")
+            show = nowhere
         return perform(interp.staging, _draw, (x if x is not None else np.arange(y.shape[0]), y, lab, options,
                                                target, show))
+
+    def nowhere(png):
+        """Outside a notebook and without a path: say once per interpreter that nothing was shown,
+        as matplotlib's non-interactive backend warns for plt.show()."""
+        if not getattr(interp, "plot_told", False):
+            interp.plot_told = True
+            sys.stderr.write("dg: plot drew nothing here (not in a notebook): give path=\"plot.png\" to write "
+                             "a PNG file\n")
+            sys.stderr.flush()
+    nowhere.draws_nothing = True
 
     return {"plot": plot}
 
 
 def _draw(x, y, label, options, target, show):
     """Draw, then write the PNG and show it (an effect: jit repeats it on every call)."""
+    if target is None and getattr(show, "draws_nothing", False):
+        show(None)          # nowhere to show it: no need for matplotlib either
+        return None
     png = figure_png(x, y, label, *options)
     if target is not None:
         from pathlib import Path
