@@ -73,17 +73,19 @@ def _number(kind, positive=False, most=None, least=None):
     return convert
 
 
+FLAGS = ("--no-check-numerics", "--jit", "--explain-jit")
+VALUES = {"--max-depth": _number(int, positive=True, most=MAX_DEPTH), "--max-steps": _number(int, positive=True),
+          "--timeout": _number(float, positive=True), "--max-tensor": _number(int, positive=True),
+          "--seed": _number(int, least=0), "--files": str}
+
+
 def _options(parser):
     """The options every command takes (USAGE describes them)."""
     parser.add_argument("-h", "--help", action="store_true")
-    for flag in ("--no-check-numerics", "--jit", "--explain-jit"):
+    for flag in FLAGS:
         parser.add_argument(flag, action="store_true", default=None)
-    parser.add_argument("--max-depth", type=_number(int, positive=True, most=MAX_DEPTH))
-    parser.add_argument("--max-steps", type=_number(int, positive=True))
-    parser.add_argument("--timeout", type=_number(float, positive=True))
-    parser.add_argument("--max-tensor", type=_number(int, positive=True))
-    parser.add_argument("--seed", type=_number(int, least=0))
-    parser.add_argument("--files", type=str)
+    for option, kind in VALUES.items():
+        parser.add_argument(option, type=kind)
     return parser
 
 
@@ -109,8 +111,7 @@ def parse_options(args, *positionals):
     if ns.help:
         raise HelpRequested()
     settings = {}
-    for option in ("--no-check-numerics", "--jit", "--explain-jit", "--max-depth", "--max-steps",
-                   "--timeout", "--max-tensor", "--seed", "--files"):
+    for option in (*FLAGS, *VALUES):
         value = getattr(ns, option[2:].replace("-", "_"))
         if value is not None:
             settings[option] = value

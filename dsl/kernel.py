@@ -157,12 +157,9 @@ class DgKernel(Kernel):
                 self.repl.execute(part)
                 if self.failed is not None:
                     break
-                if part.strip() in (":tape",):
+                if part.strip() == ":tape":
                     self.tape_picture()
-                if part.strip() == ":reset":
-                    self._fresh()
-                if self.repl.done:          # :quit in a notebook: a fresh session instead
-                    self.repl.done = False
+                self.repl.done = False      # :quit has nothing to leave in a notebook: the session goes on
         except KeyboardInterrupt:
             self.complain("interrupted: the cell was stopped (the session and its names are kept)")
         except DgError as exc:              # raised outside the REPL's own handlers

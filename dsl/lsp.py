@@ -16,7 +16,7 @@ from pygls.lsp.server import LanguageServer
 from . import __version__
 from .builtins.help import readable
 from .interpreter import Interpreter
-from .outline import Outline, module_path
+from .outline import Decl, Outline, module_path
 from .syntax_errors import KEYWORDS
 
 _MEMBER = re.compile(r"([A-Za-z_]\w*)\.(\w*)$")
@@ -68,50 +68,53 @@ class Documents:
             self.outlines[uri] = outline
         return [diagnostic(e) for e in self.interp.check(text, path or uri)]
 
-    def hover(self, uri, line, column):
-        """Markdown for what is at a 1-based position, or None."""
+    def lookup(self, uri, line, column):
+        """What a 1-based position names: ("decl", Decl), ("builtin", name), ("member", Decl, the
+        module's Outline), ("field", name, the struct's Decl), or None; and the document's Outline."""
         outline = self.outlines.get(uri)
         what = outline.at(line, column) if outline else None
         if what is None:
-            return None
+            return None, outline
         if what[0] == "name":
             _, name, decl = what
             if decl is not None:
-                return _decl_markdown(decl)
-            if name in self.builtins:
-                return _code(readable(self.builtins[name].__doc__ or name))
-            return None
+                return ("decl", decl), outline
+            return (("builtin", name) if name in self.builtins else None), outline
         _, obj, name = what
         target = outline.target_of(obj)
         member = _member(target, name)
         if member is not None:
-            return _decl_markdown(member)
-        if hasattr(target, "fields") and name in target.fields:
-            return _code(f"field {name} of {target.detail}")
-        return None
+            return ("member", member, target), outline
+        if isinstance(target, Decl) and name in target.fields:
+            return ("field", name, target), outline
+        return None, outline
+
+    def hover(self, uri, line, column):
+        """Markdown for what is at a 1-based position, or None."""
+        found, _ = self.lookup(uri, line, column)
+        if found is None:
+            return None
+        kind = found[0]
+        if kind == "builtin":
+            return _code(readable(self.builtins[found[1]].__doc__ or found[1]))
+        if kind == "field":
+            return _code(f"field {found[1]} of {found[2].detail}")
+        return _decl_markdown(found[1])
 
     def definition(self, uri, line, column):
         """(uri, span or None) of the declaration of what is at a position, or None."""
-        outline = self.outlines.get(uri)
-        what = outline.at(line, column) if outline else None
-        if what is None:
+        found, outline = self.lookup(uri, line, column)
+        if found is None or found[0] == "builtin":
             return None
-        if what[0] == "name":
-            decl = what[2]
-            if decl is None:
-                return None
-            if decl.kind == "module":
-                path = module_path(decl.module, outline.path)
-                return (path.as_uri(), None) if path else None
-            return uri, decl.span
-        _, obj, name = what
-        target = outline.target_of(obj)
-        member = _member(target, name)
-        if member is not None:
-            return target.path.as_uri(), member.span
-        if hasattr(target, "fields") and name in target.fields:
-            return uri, target.span
-        return None
+        kind, decl = found[0], found[1]
+        if kind == "member":
+            return found[2].path.as_uri(), decl.span
+        if kind == "field":
+            return uri, found[2].span
+        if decl.kind == "module":
+            path = module_path(decl.module, outline.path)
+            return (path.as_uri(), None) if path else None
+        return uri, decl.span
 
     def complete(self, uri, before):
         """Completion items for the text of the line before the cursor."""
@@ -167,7 +170,7 @@ def _named(outline, name):
 
 def _member(target, name):
     """The top-level declaration `name` of a module outline, or None."""
-    if target is None or not hasattr(target, "decls"):
+    if not isinstance(target, Outline):
         return None
     return next((d for d in target.decls if d.name == name), None)
 

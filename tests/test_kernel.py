@@ -233,3 +233,12 @@ def test_the_tape_picture_comes_from_graphviz_when_dot_is_installed(tmp_path, mo
     assert dot_svg("digraph tape {\n a -> b\n}\n") == "<svg>3</svg>"
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     assert dot_svg("digraph tape {}") is None
+
+
+def test_reset_forgets_the_names_and_the_notebook_hooks_stay(kernel):
+    _, kc = kernel
+    execute(kc, "let forgotten = 1")
+    reply, outputs = execute(kc, ":reset\nforgotten")
+    assert reply["status"] == "error" and "the session is reset" in streamed(outputs)
+    reply, outputs = execute(kc, 'for i in progress(range(3), "after") { }')
+    assert reply["status"] == "ok" and "after: 100%" in streamed(outputs, "stderr")

@@ -13,8 +13,8 @@ import numpy as np
 from .. import ops as O
 from ..errors import error
 from .tape import Box, ForwardTrace, as_float, get_span, peek
-from .transforms import Options, Transformed, _argnums, _describe, _fname, grad
-from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
+from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad
+from .trees import flatten, flatten_like, is_differentiable_leaf, unflatten, zero_of
 
 
 def _check_tangent(primal, tangent, who, where):
@@ -114,7 +114,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
         for i in nums:
-            _check_differentiable(args[i], i, who)
+            check_differentiable(args[i], i, who)
         blocks, out_shape = {}, None
         for i in nums:
             leaves, _ = flatten(args[i])
@@ -161,18 +161,6 @@ def _along(args, i, k, direction):
     out = [None] * len(leaves)
     out[k] = direction
     return unflatten(spec, out)
-
-
-def _check_differentiable(v, i, who):
-    """jacfwd's arguments follow grad's rules: floats, tensors and structures of them."""
-    rv = peek(v)
-    if type(rv) is int or type(rv) is bool:
-        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                            f"which is {_describe(rv)}",
-                    hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
-    if not (is_differentiable_leaf(rv) or is_container(rv)):
-        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                            f"which is {_describe(rv)}")
 
 
 def _output_shape(value, who):

@@ -101,6 +101,19 @@ def _describe(v):
     return a_type_name(v)
 
 
+def check_differentiable(v, i, who):
+    """Argument i may be differentiated: a float, a tensor or a structure of them, never an int
+    or a bool (grad, jacfwd and the rest say so alike)."""
+    rv = peek(v)
+    if type(rv) is int or type(rv) is bool:
+        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                            f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
+                    hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
+    if not (is_differentiable_leaf(rv) or is_container(rv)):
+        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+                            f"which is {_describe(rv)}")
+
+
 def _enter(trace, args, nums, who):
     """Box the differentiated arguments as Parameters and float inputs as Inputs."""
     boxed = list(args)
@@ -108,14 +121,7 @@ def _enter(trace, args, nums, who):
     span = tape.get_span()
     for i in nums:
         v = args[i]
-        rv = peek(v)
-        if type(rv) is int or type(rv) is bool:
-            raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                                f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
-                        hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
-        if not (is_differentiable_leaf(rv) or is_container(rv)):
-            raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
-                                f"which is {_describe(rv)}")
+        check_differentiable(v, i, who)
         b = Box(v, trace, "Parameter", (), (), {"argnum": i}, span)
         trace.nodes.append(b)
         boxed[i] = b

@@ -113,16 +113,7 @@ def cotangent_value(g, primal):
 
 def flatten(tree):
     """Leaves of a tree (boxes count as leaves) and a description to rebuild it."""
-    leaves = []
-
-    def walk(v):
-        if type(v) is not Box and is_container(v):
-            return (v, [walk(c) for c in children(v)])
-        leaves.append(v)
-        return None
-
-    spec = walk(tree)
-    return leaves, spec
+    return _flatten(tree, None)
 
 
 def flatten_open(tree):
@@ -130,11 +121,17 @@ def flatten_open(tree):
     differentiated argument) is read element by element on its tape (StructField, MapLookup),
     so that its leaves are leaves here (jit and vmap stage leaves, not whole structures)."""
     from ..ops.structs import unpack
+    return _flatten(tree, unpack)
+
+
+def _flatten(tree, unpack):
+    """flatten's walk; `unpack`, when given, opens boxed containers first."""
     leaves = []
 
     def walk(v):
-        while type(v) is Box and is_container(peek(v)):
-            v = unpack(v)
+        if unpack is not None:
+            while type(v) is Box and is_container(peek(v)):
+                v = unpack(v)
         if type(v) is not Box and is_container(v):
             return (v, [walk(c) for c in children(v)])
         leaves.append(v)

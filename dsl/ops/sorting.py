@@ -21,22 +21,22 @@ def _tensor(x, name):
 
 def argmax(x, axis=None, span=None):
     """argmax(x, axis=none): the position of the largest entry (the first, on ties)."""
-    if type(x) is Box:
-        return nondiff("ArgMax", (x,), {"axis": axis})
-    v = _tensor(x, "argmax")
-    if axis is None:
-        return int(np.argmax(v))
-    return np.argmax(v, axis=normalize_axis(axis, v.ndim, False)).astype(FLOAT)
+    return _position(x, axis, "ArgMax", "argmax", np.argmax)
 
 
 def argmin(x, axis=None, span=None):
     """argmin(x, axis=none): the position of the smallest entry (the first, on ties)."""
+    return _position(x, axis, "ArgMin", "argmin", np.argmin)
+
+
+def _position(x, axis, op, name, find):
+    """argmax/argmin: an int over the whole tensor, index floats along an axis."""
     if type(x) is Box:
-        return nondiff("ArgMin", (x,), {"axis": axis})
-    v = _tensor(x, "argmin")
+        return nondiff(op, (x,), {"axis": axis})
+    v = _tensor(x, name)
     if axis is None:
-        return int(np.argmin(v))
-    return np.argmin(v, axis=normalize_axis(axis, v.ndim, False)).astype(FLOAT)
+        return int(find(v))
+    return find(v, axis=normalize_axis(axis, v.ndim, False)).astype(FLOAT)
 
 
 def argsort(x, axis=-1, span=None):
