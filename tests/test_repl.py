@@ -5,6 +5,7 @@ import _thread
 import asyncio
 import io
 import signal
+import sys
 import threading
 import time
 
@@ -160,6 +161,24 @@ def test_ctrl_d_leaves_and_quit_leaves(session):
     out, err = session.run("1 + 1", NL, ":quit", NL, "2 + 2", NL)
     assert out.splitlines() == ["2"]            # nothing after :quit runs
     assert session.repl.done
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_run_repl_colours_errors_only_on_a_terminal(monkeypatch, terminal):
+    class Err(io.StringIO):
+        def isatty(self):
+            return terminal
+    err = Err()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    with create_pipe_input() as inp:
+        inp.send_text("let y = sofmax(1.0)" + NL + CTRL_D)
+        inp.close()
+        R.run_repl(dsl.Interpreter(stdout=io.StringIO()), input=inp, output=DummyOutput())
+    text = err.getvalue()
+    assert "did you mean 'softmax'?" in text
+    assert ("\x1b[" in text) == terminal
 
 
 def test_run_repl_prints_a_banner_and_returns_zero(capsys):
