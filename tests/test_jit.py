@@ -208,8 +208,18 @@ COMPOSED = [
     ("jit(vmap(fn(v) => sum(v * v)))(reshape(x, (3, 1)))", "x * x"),
     ("vmap(jit(fn(v) => sum(v * v)))(reshape(x, (3, 1)))", "x * x"),
     ("jit(fn(v) => jvp(f, (v,), (ones_like(v),)))(x)", "jvp(f, (x,), (ones_like(x),))"),
+    # second order through reference 6.7's zero rule (Nz and its derivative NzKept), where it keeps
+    # the product and where it replaces a NaN: on numbers and on tensors
+    ("jit(grad(grad(root)))(4.0)", "grad(grad(root))(4.0)"),
+    ("jit(grad(grad(root)))(-1.0)", "grad(grad(root))(-1.0)"),
+    ("jit(grad(grad(root)))(0.0)", "grad(grad(root))(0.0)"),
+    ("jit(hessian(fn(v) => sum(root(v))))(x - 0.5)", "hessian(fn(v) => sum(root(v)))(x - 0.5)"),
+    ("jit(grad(grad(square_root)))(0.0)", "0.0"),      # 2 sqrt(s) * (1 / (2 sqrt(s))) at 0: 0 * inf
+    ("jit(hessian(fn(v) => sum(square_root(v))))([0.0, 1.0])", "zeros((2, 2))"),
 ]
 PRELUDE = ("struct P { a, b }\nfn f(v) { return sum(sin(v) * v ** 2) }\nfn g(a, b, c) { return sum(a * b * c) }\n"
+           "fn root(s) { return where(s > 0.0, sqrt(s), 0.0) * sin(s) }\n"
+           "fn square_root(s) { return sqrt(s) ** 2 }\n"
            "let clip = custom_vjp(fn(v) => v, fn(v, out, g) => clamp(g, -0.5, 0.5))\n"
            "let x = [0.5, -1.0, 2.0]\n")
 

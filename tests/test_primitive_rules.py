@@ -274,6 +274,10 @@ def test_every_registered_primitive_is_exercised():
         except dsl.DgError:
             pass
         seen |= {n.op for n in interp.last_tape or ()}
+    # NzKept, the derivative of reference 6.7's zero rule, is staged by the rules at second order
+    interp = _interp("where(x > 0.0, sqrt(x), 0.0) * sin(x)", ["x"])
+    program, _ = stage(interp.lookup("grad")(interp.lookup("grad")(interp.lookup("f"))), (4.0,))
+    seen |= {step[1] for step in program.steps}
     # exercised by their own tests: HostCall (tests/test_embed.py), effects (tests/test_jit_effects.py),
     # Str and FString (tests/test_vmap.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
     elsewhere = {"HostCall", "Effect", "Str", "FString"}

@@ -231,6 +231,15 @@ def earlier_read(x, slot):
     return x.trace.reads.get((x, slot))
 
 
+def staged(x):
+    """Whether x is a value a staging trace (jit, vmap) records, under any other boxes."""
+    while type(x) is Box:
+        if x.trace.kind is STAGE:
+            return True
+        x = x.v
+    return False
+
+
 def strip_unstaged(x):
     """x without its reverse and forward boxes: what jit and vmap see of a non-differentiated value."""
     while type(x) is Box and x.trace.kind is not STAGE:

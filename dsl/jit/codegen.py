@@ -15,6 +15,7 @@ the same program could be written against another numpy-like library.
 
 import functools
 import itertools
+import math
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class _Writer:
 
     def __init__(self):
         self.lines = []
-        self.consts = {"np": np, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
+        self.consts = {"np": np, "math": math, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
                        "_finite": finite}
 
     def const(self, value):

@@ -34,6 +34,13 @@ def log2(x):
     return -INF if x == 0.0 else NAN
 
 
+def log1p(x):
+    """log(1 + x) of a float (-inf at -1, nan below)."""
+    if x > -1.0:
+        return math.log1p(x)
+    return -INF if x == -1.0 else NAN
+
+
 def sqrt(x):
     """sqrt of a float (nan below 0)."""
     return math.sqrt(x) if x >= 0.0 else NAN

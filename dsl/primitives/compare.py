@@ -18,14 +18,19 @@ for _op, _name in ORDER_OPS.items():
            emit=f"({{0}} {_op} {{1}})")
 define("Equal", O.eq, differentiable=False, batch=ELEMENTWISE, emit="({0} == {1})")
 define("NotEqual", O.ne, differentiable=False, batch=ELEMENTWISE, emit="({0} != {1})")
-define("LogicalAnd", O.logical_and, differentiable=False, batch=ELEMENTWISE)
-define("LogicalOr", O.logical_or, differentiable=False, batch=ELEMENTWISE)
-define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE)
+# on numbers the templates give a bool whatever the operands (as numpy's do), and NaN counts as true
+define("LogicalAnd", O.logical_and, differentiable=False, batch=ELEMENTWISE,
+       emit={"float": "({0} != 0 and {1} != 0)", "array": "np.logical_and({0}, {1})", "bools": True})
+define("LogicalOr", O.logical_or, differentiable=False, batch=ELEMENTWISE,
+       emit={"float": "({0} != 0 or {1} != 0)", "array": "np.logical_or({0}, {1})", "bools": True})
+define("LogicalNot", O.logical_not, differentiable=False, batch=ELEMENTWISE,
+       emit={"float": "({0} == 0)", "array": "np.logical_not({0})", "bools": True})
 define("Sign", O.sign, differentiable=False, batch=ELEMENTWISE)
 define("Floor", O.floor, differentiable=False, batch=ELEMENTWISE)
 define("Ceil", O.ceil, differentiable=False, batch=ELEMENTWISE)
 define("Round", O.round_, differentiable=False, batch=ELEMENTWISE)
-define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE)
+define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE,
+       emit={"float": "({0} - {0} == 0.0)", "array": "np.isfinite({0})", "bools": True})
 define("AllFinite", finite, differentiable=False,      # batched: one bool per example
        batch=lambda ns, args, batched, kw: nondiff("AllFinite", args, {"rows": True}))
 define("Any", lambda a, rows=False: O.any_(a, rows), differentiable=False,    # batched: one bool per example

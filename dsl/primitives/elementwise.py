@@ -26,10 +26,10 @@ unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x), {"float": "K.sin({0})", "array
 unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)), {"float": "K.cos({0})", "array": "np.cos({0})"})     # 0.0, not -0.0, at x = 0
 unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans), {"float": "K.sqrt({0})", "array": "np.sqrt({0})"})
 unary("Abs", O.abs_, lambda ns, ans, x: ns.sign(x), {"float": "abs({0})", "array": "np.abs({0})"}, piecewise=True)          # abs'(0) = 0 (reference 6.6)
-unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), {"float": "(0.0 if {0} <= 0.0 else {0})", "array": "np.maximum({0}, 0.0)"}, piecewise=True)  # relu'(0) = 0
+unary("Relu", O.relu, lambda ns, ans, x: ns.greater(x, 0.0), {"float": "(0.0 if {0} <= 0.0 else {0} + 0.0)", "array": "np.maximum({0}, 0.0)"}, piecewise=True)  # relu'(0) = 0; + 0.0: relu(true) is 1.0
 unary("Sigmoid", O.sigmoid, lambda ns, ans, x: ns.mul(ans, ns.sub(1.0, ans)), {"float": "K.sigmoid({0})"})
 unary("TanhAct", O.tanh, lambda ns, ans, x: ns.sub(1.0, ns.mul(ans, ans)), {"float": "K.tanh({0})", "array": "np.tanh({0})"})
-unary("Log1p", O.log1p, lambda ns, ans, x: ns.div(1.0, ns.add(1.0, x)), {"float": "math.log1p({0})", "array": "np.log1p({0})"})
+unary("Log1p", O.log1p, lambda ns, ans, x: ns.div(1.0, ns.add(1.0, x)), {"float": "K.log1p({0})", "array": "np.log1p({0})"})
 unary("Expm1", O.expm1, lambda ns, ans, x: ns.add(ans, 1.0), {"array": "np.expm1({0})"})
 unary("Erf", O.erf, lambda ns, ans, x: ns.mul(TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
 
@@ -121,10 +121,12 @@ define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE)
 # nz(a, b, r): the product r = a * b, but 0 where a or b is 0 and r is not finite. Recorded only when a
 # rule runs on recorded values; its derivative passes through wherever r was kept.
 def _kept(ns, ans, a, b, r):
-    """Where nz kept r (everywhere but the non-finite products of a zero)."""
-    replaced = ns.logical_and(ns.logical_or(ns.equal(a, 0.0), ns.equal(b, 0.0)), ns.logical_not(ns.isfinite(r)))
-    return ns.logical_not(replaced)
+    """Where nz kept r (everywhere but the non-finite products of a zero): one primitive, so that
+    generated code tests it in one line."""
+    return O.nz_kept(a, b, r)
 
 
+define("NzKept", O.nz_kept, differentiable=False, batch=ELEMENTWISE,
+       emit={"float": "(not (({0} == 0 or {1} == 0) and {2} - {2} != 0.0))"})
 define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept),
        emit={"float": "K.nz({0}, {1}, {2})", "array": "K.nz_array({0}, {1}, {2})", "bools": True})
