@@ -54,7 +54,10 @@ def template_for(prim, arg_kinds, out_kind):
     arrays = [k for k in arg_kinds if _is_array(k)]
     if not arrays or not all(_is_array(k) or k in ("float", "bool") for k in arg_kinds):
         return None
-    if not emit.get("bools") and any(k[2] != "f" for k in arrays):
+    if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not (
+            _is_array(out_kind) and out_kind[2] == "f" and any(k == "float" or k[2] == "f" for k in arg_kinds
+                                                               if k != "bool") and all(k[2] in "fb" for k in arrays)):
+        # a bool tensor beside a float one (a mask times a cotangent) computes as numpy computes it
         return None
     template = emit.get("array")
     if template is None:
@@ -160,6 +163,11 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     """The right-hand side computing one primitive."""
     prim = PRIMS[op]
     arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
+    if any(_is_array(k) for k in arg_kinds):
+        # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3)
+        for i, (r, c) in enumerate(zip(refs, consts)):
+            if r < 0 and type(c) is int and abs(c) < 2 ** 53:
+                arg_kinds[i], args[i] = "float", repr(float(c))
     template = template_for(prim, arg_kinds, out_kind)
     if template is not None:
         names = {k: w.const(v) for k, v in (kw or {}).items()}

@@ -102,6 +102,16 @@ def nz_array(a, b, r):
     return np.where(zero & ~np.isfinite(r), 0.0, r) if np.any(zero) else r
 
 
+def nz_kept_array(a, b, r):
+    """nz_kept where r is a tensor: all true (the common case) when r is finite."""
+    if r.size == 0 or all_finite(r):
+        shape = r.shape     # r = a * b: a and b broadcast to it (np.broadcast_shapes takes 2 us)
+        if np.shape(a) != shape and np.ndim(a) or np.shape(b) != shape and np.ndim(b):
+            shape = np.broadcast_shapes(np.shape(a), np.shape(b), shape)
+        return np.ones(shape, bool)
+    return np.logical_not(np.logical_and(np.logical_or(np.equal(a, 0), np.equal(b, 0)), ~np.isfinite(r)))
+
+
 def sum_all(x):
     """The sum of every entry of a tensor, as a float."""
     return float(np.add.reduce(x.reshape(-1)))

@@ -127,6 +127,7 @@ def _kept(ns, ans, a, b, r):
 
 
 define("NzKept", O.nz_kept, differentiable=False, batch=ELEMENTWISE,
-       emit={"float": "(not (({0} == 0 or {1} == 0) and {2} - {2} != 0.0))"})
+       emit={"float": "(not (({0} == 0 or {1} == 0) and {2} - {2} != 0.0))",
+             "array": "K.nz_kept_array({0}, {1}, {2})", "bools": True})
 define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept),
        emit={"float": "K.nz({0}, {1}, {2})", "array": "K.nz_array({0}, {1}, {2})", "bools": True})
