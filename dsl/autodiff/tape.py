@@ -170,6 +170,24 @@ def record2(op, a, b, span, fn=None):
     return _record2_on(b.trace, op, a, None, a, b.v, b, b, span, fn)
 
 
+def record_floats(op, a, b, span, fn):
+    """record2 for two boxes that hold floats on one reverse tape (the hot path of scalar code:
+    no kernel, whose checks floats need not pass), or None when they are not that.
+
+    `fn(av, bv)` is the float operation (operator.mul, ...), which cannot fail on floats."""
+    av = a.v
+    bv = b.v
+    trace = a.trace
+    if type(av) is not float or type(bv) is not float or b.trace is not trace or trace.kind is not REVERSE:
+        return None
+    out = fn(av, bv)
+    if a.op == "Input" and b.op == "Input":
+        return out
+    box = Box(out, trace, op, (a, b), (av, bv), None, span or get_span())
+    trace.nodes.append(box)
+    return box
+
+
 def _record2_on(top, op, av, pa, a, bv, pb, b, span, fn):
     """record2 with the top trace found: av and bv are the operands under its boxes, pa and pb
     the boxes themselves (None for an operand that is not on it)."""
@@ -203,7 +221,8 @@ def record_const(op, x, c, span):
     trace = x.trace
     if trace.kind is not REVERSE:
         return trace.process(op, (x, c), (xv, c), (x, None), None, span or get_span())
-    out = IMPLS[op](xv, c, span)
+    # a float times a float needs none of the kernel's checks (ints, overflow): the hot path of scalar code
+    out = xv * c if type(xv) is float and type(c) is float and op == "ScalarMul" else IMPLS[op](xv, c, span)
     if x.op == "Input":
         return out
     box = Box(out, trace, op, (x, None), (xv, c), None, span or get_span())

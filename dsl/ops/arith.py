@@ -5,10 +5,11 @@ operand is boxed, and otherwise goes to numpy with type and shape checks.
 """
 
 import math
+import operator
 
 import numpy as np
 
-from ..autodiff.tape import nondiff, record, record1, record2, record_const
+from ..autodiff.tape import nondiff, record, record1, record2, record_const, record_floats
 from . import shape as _shape
 from .shape import check_size
 from .structs import unpack
@@ -95,6 +96,8 @@ def add(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} + {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
+        if ta is tb and (r := record_floats("Add", a, b, span, operator.add)) is not None:
+            return r
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
             return add(unpack(a), unpack(b), span)
         return record2("Add", a, b, span)
@@ -118,6 +121,8 @@ def sub(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} - {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
+        if ta is tb and (r := record_floats("Sub", a, b, span, operator.sub)) is not None:
+            return r
         return record2("Sub", a, b, span)
     return _arith(np.subtract, "subtract", a, b)
 
@@ -136,6 +141,8 @@ def mul(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} * {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
+        if ta is tb and (r := record_floats("Mul", a, b, span, operator.mul)) is not None:
+            return r
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
         if ta is float or ta is int:
