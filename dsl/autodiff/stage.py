@@ -25,7 +25,7 @@ from ..cycles import gc_paused
 from ..errors import error
 from . import tape
 from .tape import STAGE, Box, Trace, peek
-from .trees import flatten, flatten_open, unflatten
+from .trees import flatten, flatten_open, hollow, unflatten
 
 
 class GuardFailed(Exception):
@@ -111,14 +111,19 @@ class Program:
 
     `steps` holds (kind, op, refs, consts, kw, span, slot): kind is "op", "guard"
     or "effect"; refs[i] is the slot of argument i, or -1 with consts[i] its
-    constant value; slot is where the step's result goes (a guard's `consts[0]`
-    is the value it expects).
+    constant value; span is the index of the step's source span in `spans` (-1:
+    none); slot is where the step's result goes (a guard's `consts[0]` is the
+    value it expects). Steps hold numbers, names and constants only, so that
+    Python's cycle collector stops tracking them: a kept program of 40,000 steps
+    would otherwise be scanned by every full collection.
     """
 
-    __slots__ = ("nslots", "inputs", "steps", "out_spec", "out_refs", "out_consts", "effects", "guards", "kinds")
+    __slots__ = ("nslots", "inputs", "steps", "out_spec", "out_refs", "out_consts", "effects", "guards", "kinds",
+                 "spans")
 
-    def __init__(self, nslots, inputs, steps, out_spec, out_refs, out_consts, kinds):
+    def __init__(self, nslots, inputs, steps, out_spec, out_refs, out_consts, kinds, spans):
         self.nslots = nslots
+        self.spans = spans
         self.kinds = kinds      # per slot, what its value was when staged (see `kind_of`)
         self.inputs = inputs
         self.steps = steps
@@ -127,6 +132,10 @@ class Program:
         self.out_consts = out_consts
         self.effects = [s for s in steps if s[0] == "effect"]
         self.guards = [s for s in steps if s[0] == "guard"]
+
+    def span(self, where):
+        """The source span a step's number for it stands for (None for -1)."""
+        return self.spans[where] if where >= 0 else None
 
 
 def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
@@ -200,19 +209,28 @@ def _program(trace, inputs, out):
     for b in inputs:
         kinds[b.g] = kind_of(b.v)
     steps = []
+    spans, numbered = [], {}
     for node in nodes:
         if not live[node.g]:
             continue
         refs = tuple([-1 if p is None else p.g for p in node.parents])
+        span = node.span
+        where = -1 if span is None else numbered.get(id(span))
+        if where is None:
+            where = numbered[id(span)] = len(spans)
+            spans.append(span)
         if node.op == "Guard":
-            steps.append(("guard", "Guard", refs, (node.v,), None, node.span, -1))
+            steps.append(("guard", "Guard", refs, (node.v,), None, where, -1))
             continue
         consts = tuple([a if p is None else None for p, a in zip(node.parents, node.args)])
         kinds[node.g] = kind_of(node.v)
-        steps.append(("effect" if node.op == "Effect" else "op", node.op, refs, consts, node.kw, node.span, node.g))
+        steps.append(("effect" if node.op == "Effect" else "op", node.op, refs, consts, node.kw, where, node.g))
     out_refs = tuple(v.g if type(v) is Box and v.trace is trace else -1 for v in out_leaves)
     out_consts = tuple(None if type(v) is Box and v.trace is trace else v for v in out_leaves)
-    return Program(trace.nslots, tuple(b.g for b in inputs), steps, out_spec, out_refs, out_consts, kinds)
+    # the description keeps empty containers: the ones flatten saw hold the recording's boxes, whose
+    # parents would keep every node of it alive for as long as the program is kept
+    return Program(trace.nslots, tuple(b.g for b in inputs), steps, hollow(out_spec), out_refs, out_consts, kinds,
+                   spans)
 
 
 def same(value, expected):
@@ -243,7 +261,7 @@ def run(program, values):
                 raise GuardFailed(i)
             continue
         saved = tape.get_span()
-        tape.set_span(span)
+        tape.set_span(program.span(span))
         try:
             fn = impls[op]
             env[out] = fn(*args, **kw) if kw else fn(*args)
@@ -261,6 +279,7 @@ def output(program, env):
 def explain_step(program, step):
     """Where a guard or an effect came from, in words."""
     kind, op, refs, consts, kw, span, _ = program.steps[step]
+    span = program.span(span)
     where = f" at {span.where()}" if span is not None else ""
     if kind != "guard":
         return f"{op}{where}"

@@ -141,6 +141,15 @@ def _flatten(tree, unpack):
     return leaves, spec
 
 
+def hollow(spec):
+    """A `flatten` description that holds no values: each container in it rebuilt with none for
+    its items (a description kept with a program must not keep what the program was made from)."""
+    if spec is None:
+        return None
+    template, kids = spec
+    return rebuild(template, [None] * len(kids)), [hollow(k) for k in kids]
+
+
 def flatten_like(spec, tree):
     """The subtrees of `tree` at the leaf positions of `spec` (a flatten description).
 

@@ -163,7 +163,7 @@ def _replay(program, leaves, batched, size):
         if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
             raise _Fallback(f"an effect depends on the batch ({S.explain_step(program, i)})")
         saved = tape.get_span()
-        tape.set_span(span)
+        tape.set_span(program.span(span))
         try:
             if not any(arg_batched):
                 fn = impls[op]
