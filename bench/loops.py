@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .engines import MISSING_TORCH, dg_program, jax_or_none, torch_or_none, MISSING_JAX
+from . import before as B
+from .engines import MISSING_TORCH, PROGRAMS, dg_program, jax_or_none, torch_or_none, MISSING_JAX
 from .report import make_row
 from .timing import CLOCKS, clock_name, measure, median
 
@@ -116,8 +117,10 @@ def run_projectile(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
+    before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
+                     cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
-                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes)
+                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before)
 
 
 # ---------------------------------------------------------------- the RNN
@@ -230,7 +233,10 @@ def run_rnn(smoke):
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(p, xs, ys), 3 if not smoke else 1) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"
-    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes)
+    before = B.times({"eager": ((PROGRAMS / "rnn.dg").read_text(), "p = i('Rnn')(wx, wh, b, wo)",
+                                "i('step')(p, xs, ys)")}, cfg["reps"],
+                     dict(zip(("wx", "wh", "b", "wo"), params), xs=xs, ys=ys))
+    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before)
     vs = ms["dg eager"] / ms["torch"] if "torch" in ms else None
     rows.append(make_row("12. RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
                          "torch", "< 1.0x torch", None if smoke or vs is None else vs < 1.0,
@@ -238,8 +244,9 @@ def run_rnn(smoke):
     return rows
 
 
-def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes):
-    """The rows of one loop benchmark: jit and eager against the floor, and the first call's time."""
+def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None):
+    """The rows of one loop benchmark: jit and eager against the floor, and the first call's time;
+    `before` holds the eager call's time in dg before issue 12 (bench/before.py), if measured."""
     floor = ms["floor"]
     refs = {"floor": floor}
     if "jax.jit" in ms:
@@ -253,8 +260,10 @@ def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes):
         make_row(f"12. {what}, jit", "ms/call", ms["dg jit"], refs, jit_ratio, "floor",
                  f"<= {jit_target:g}x floor", None if smoke else jit_ratio <= jit_target,
                  "; ".join([size] + jax_note + notes)),
-        make_row(f"12. {what}, eager", "ms/call", ms["dg eager"], {"floor": floor}, eager_ratio, "floor",
-                 f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target),
+        make_row(f"12. {what}, eager", "ms/call", ms["dg eager"],
+                 {"floor": floor, **({"before issue 12": before["eager"]} if before else {})}, eager_ratio, "floor",
+                 f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target,
+                 f"before issue 12: {before['eager'] / floor:.1f}x floor" if before else B.note()),
         make_row(f"12. {what}, first jit call", "ms", first, {"eager call": ms["dg eager"]}, first_ratio,
                  "eager call", "<= 3x eager call", None if smoke else first_ratio <= 3.0,
                  "staging and compiling for a new signature, then running"),

@@ -54,8 +54,9 @@ def have(module):
 def smoke(tmp_path_factory):
     """Run `python -m bench --smoke` once; (exit code, stdout, parsed JSON)."""
     out = tmp_path_factory.mktemp("bench") / "smoke.json"
+    env = {k: v for k, v in os.environ.items() if k != "DG_BENCH_BEFORE"}
     done = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--jobs", "2", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout, json.loads(out.read_text())
 
@@ -131,3 +132,20 @@ def test_a_benchmark_run_in_several_processes_reports_each_row_from_its_median_p
     assert merged[0]["met"] is True and merged[0]["refs"] == {"numpy": 8.0 / 1.10}
     assert merged[0]["note"] == "value_and_grad; median of 3 processes (ratios 1.19, 1.08, 1.1)"
     assert merged[1]["note"] == "median of 3 processes (ratios 1, 1.06, 1.02)"
+
+
+def test_the_reference_of_dg_before_jit_is_measured_from_a_checkout(tmp_path):
+    # DG_BENCH_BEFORE names a checkout of dg before issue 12 (bench/before.py); this checkout
+    # stands in for it here, so the rows and their child process are what is tested
+    out = tmp_path / "before.json"
+    env = dict(os.environ, DG_BENCH_BEFORE=str(ROOT), DG_BENCH_NO_TORCH="1", DG_BENCH_NO_JAX="1")
+    done = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--only", "transforms,projectile",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = by_name(json.loads(out.read_text())["rows"])
+    for name in ("13. hessian vs before (by rows)", "12. jit(hessian) vs eager before",
+                 "12. jit(grad(grad)) vs eager before"):
+        before = rows[name]["refs"]["before issue 12"]
+        assert math.isfinite(before) and before > 0 and rows[name]["ratio"] == pytest.approx(before / rows[name]["dg"])
+    eager = rows["12. projectile, eager"]
+    assert eager["refs"]["before issue 12"] > 0 and "before issue 12:" in eager["note"]
