@@ -98,7 +98,7 @@ def test_generated_programs_compile_to_the_same_values_and_gradients(expr, value
         except dsl.DgError as e:        # e.g. the numerics check where exp(exp(.)) overflows: the same error
             with pytest.raises(type(e)) as raised:
                 jg(x, y)
-            assert str(raised.value) == str(e)
+            assert str(raised.value).splitlines()[0] == str(e).splitlines()[0]     # the frames add jit(...)
             continue
         got = jg(x, y)
         np.testing.assert_array_equal(got[0], want[0])
