@@ -181,12 +181,7 @@ class Repl:
 
     def cmd_doc(self, arg):
         """:doc NAME"""
-        if not arg:
-            self.complain("usage: :doc NAME")
-            return
-        ok, value = self.run_code(arg, echo=False)
-        if ok:
-            self.say(documentation(value, self.interp.builtins))
+        self._show(arg, ":doc NAME", lambda value: documentation(value, self.interp.builtins))
 
     def cmd_vars(self, arg):
         """:vars"""
@@ -200,12 +195,16 @@ class Repl:
 
     def cmd_type(self, arg):
         """:type EXPR"""
+        self._show(arg, ":type EXPR", describe)
+
+    def _show(self, arg, usage, render):
+        """Evaluate `arg` and say render(its value), or say how the command is used."""
         if not arg:
-            self.complain("usage: :type EXPR")
+            self.complain(f"usage: {usage}")
             return
         ok, value = self.run_code(arg, echo=False)
         if ok:
-            self.say(describe(value))
+            self.say(render(value))
 
     def cmd_load(self, arg):
         """:load FILE"""

@@ -15,7 +15,6 @@ the same program could be written against another numpy-like library.
 
 import functools
 import itertools
-import math
 
 import numpy as np
 
@@ -54,10 +53,7 @@ def template_for(prim, arg_kinds, out_kind):
     arrays = [k for k in arg_kinds if _is_array(k)]
     if not arrays or not all(_is_array(k) or k in ("float", "bool") for k in arg_kinds):
         return None
-    if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not (
-            _is_array(out_kind) and out_kind[2] == "f" and any(k == "float" or k[2] == "f" for k in arg_kinds
-                                                               if k != "bool") and all(k[2] in "fb" for k in arrays)):
-        # a bool tensor beside a float one (a mask times a cotangent) computes as numpy computes it
+    if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not _mask_beside_floats(arg_kinds, out_kind):
         return None
     template = emit.get("array")
     if template is None:
@@ -71,6 +67,15 @@ def template_for(prim, arg_kinds, out_kind):
     return None
 
 
+def _mask_beside_floats(arg_kinds, out_kind):
+    """Whether bool tensors meet float tensors or floats for a float tensor result (a mask times a
+    cotangent), which numpy computes as dg does."""
+    if not (_is_array(out_kind) and out_kind[2] == "f"):
+        return False
+    arrays = [k for k in arg_kinds if _is_array(k)]
+    return all(k[2] in "fb" for k in arrays) and ("float" in arg_kinds or any(k[2] == "f" for k in arrays))
+
+
 class Inexact(Exception):
     """A result the generated code checks (see optimize.py) is not finite: run the exact program."""
 
@@ -80,7 +85,7 @@ class _Writer:
 
     def __init__(self):
         self.lines = []
-        self.consts = {"np": np, "math": math, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
+        self.consts = {"np": np, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
                        "_finite": finite}
 
     def const(self, value):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..autodiff.tape import all_finite
+from ..ops.elementwise import nz_kept
 
 INF = math.inf
 NAN = math.nan
@@ -109,7 +110,7 @@ def nz_kept_array(a, b, r):
         if np.shape(a) != shape and np.ndim(a) or np.shape(b) != shape and np.ndim(b):
             shape = np.broadcast_shapes(np.shape(a), np.shape(b), shape)
         return np.ones(shape, bool)
-    return np.logical_not(np.logical_and(np.logical_or(np.equal(a, 0), np.equal(b, 0)), ~np.isfinite(r)))
+    return nz_kept(a, b, r)
 
 
 def sum_all(x):

@@ -120,7 +120,7 @@ def nz(a, b, r, span=None):
     (reference 6.7: a zero cotangent times an infinite local derivative, and in forward mode an
     infinite tangent times a zero derivative)."""
     if type(a) is Box or type(b) is Box or type(r) is Box:
-        if _finite_here(r) and not (tape.staged(a) or tape.staged(b) or tape.staged(r)):
+        if tape.finite(tape.peek(r)) and not (tape.staged(a) or tape.staged(b) or tape.staged(r)):
             # nz is r wherever r is finite, with derivative 1 in r: returning r is exact at this point
             # (to every order), and saves a node per rule at second order. A staged program is run
             # again on other values, so there the node is recorded
@@ -145,14 +145,6 @@ def nz_kept(a, b, r):
     if type(a) is not ndarray and type(b) is not ndarray and type(r) is not ndarray:
         return not ((a == 0 or b == 0) and not math.isfinite(r))
     return norm(np.logical_not(np.logical_and(np.logical_or(np.equal(a, 0), np.equal(b, 0)), ~np.isfinite(r))))
-
-
-def _finite_here(r):
-    """Whether the value under r's boxes is a number or float tensor with no NaN or infinity."""
-    v = tape.peek(r)
-    if type(v) is float:
-        return v - v == 0.0
-    return type(v) is ndarray and (v.dtype.kind != "f" or v.size == 0 or tape.all_finite(v))
 
 
 # ---------------------------------------------------------------- binary
