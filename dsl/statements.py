@@ -11,6 +11,7 @@ from .autodiff import tape
 from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub
 from .errors import DgError, error, located
+from .jit.rolling import Roller, exits
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
 
@@ -357,9 +358,17 @@ def _for(s, ctx):
     limits = ctx.limits
     span = s.iterable.span
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
+    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where())
 
     def loop(f):
-        for item in iterate(iterable(f), span):
+        items = iterable(f)
+        if roller is not None and type(items) is range and roller.wanted(items):
+            steps = limits.steps + len(items)
+            limits.steps = steps
+            if steps >= limits.next_check:
+                limits.check(span)
+            return roller(f, items)
+        for item in iterate(items, span):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps
             if steps >= limits.next_check:

@@ -190,6 +190,11 @@ def kind_of(v):
     return "other"
 
 
+def program_of(trace, inputs, out):
+    """See `_program` (for stagings that make their own Arg boxes: loop bodies)."""
+    return _program(trace, inputs, out)
+
+
 def _program(trace, inputs, out):
     """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots."""
     out_leaves, out_spec = flatten(out)
@@ -250,6 +255,17 @@ def same(value, expected):
 
 def run(program, values):
     """Replay a program on input values (through the kernels, so outer traces record it)."""
+    return output(program, _replay(program, values))
+
+
+def output_leaves(program, values):
+    """`run`, giving the output's leaves (what compiled code gives)."""
+    env = _replay(program, values)
+    return tuple([env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)])
+
+
+def _replay(program, values):
+    """The slots of a program replayed on input values."""
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
@@ -267,13 +283,19 @@ def run(program, values):
             env[out] = fn(*args, **kw) if kw else fn(*args)
         finally:
             tape.set_span(saved)
-    return output(program, env)
+    return env
 
 
 def output(program, env):
     """The program's output tree from its slots."""
     return unflatten(program.out_spec, [env[r] if r >= 0 else c
                                         for r, c in zip(program.out_refs, program.out_consts)])
+
+
+def explain_failure(program, failed):
+    """Why a recording did not apply, in words, from the GuardFailed it raised."""
+    why = getattr(failed, "why", None)
+    return why if why is not None else explain_step(program, failed.step)
 
 
 def explain_step(program, step):
@@ -296,4 +318,4 @@ def _brief(v):
     return repr(v)
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "same", "is_staged_leaf", "perform", "error"]
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "same", "is_staged_leaf", "perform", "error"]

@@ -588,7 +588,11 @@ _isfinite, _vdot = math.isfinite, np.vdot
 
 
 def numerics_error(node):
-    """The `numerics` error naming `node`'s operation, whose rule gave a NaN or infinity."""
+    """The `numerics` error naming `node`'s operation, whose rule gave a NaN or infinity (for a
+    staged loop, the operation of its body that did: dsl/primitives/loops.py)."""
+    inner = node.kw.get("culprit") if node.op == "Loop" and node.kw else None
+    if inner is not None:
+        node = inner
     where = f" at {node.span.where()}" if node.span is not None else ""
     return error("numerics", f"the gradient of {node.op}{where} is not finite (NaN or infinity)", node.span,
                  hint="turn this check off with --no-check-numerics or Interpreter(check_numerics=False)")

@@ -379,7 +379,8 @@ Differentiable: yes.
 [5.0, 25.0]""",
     "jit": """jit(f, explain=false): f compiled per argument signature into straight-line code: the same
 results, output and random draws. A decision on a traced value is guarded: a call that
-decides differently is compiled again; explain=true says when and why.
+decides differently is compiled again; explain=true says when and why. A `for` loop over
+a range whose body goes the same way on every iteration is compiled once, as a loop.
 Differentiable: yes.
 >>> jit(fn(x) => x * 2.0 + 1.0)(3.0)
 7.0""",

@@ -149,6 +149,20 @@ def _compile(program, name):
     return fn
 
 
+def run_code(program, code, values):
+    """The output leaves of a program's compiled code on these inputs, or of the exact program where
+    the compiled code cannot vouch for its own (optimize.py: a NaN where a zero rule was left out,
+    or a guard that noticed one)."""
+    try:
+        return code(values)
+    except Inexact:
+        return S.output_leaves(program, values)
+    except GuardFailed:
+        if not code.inexact:
+            raise
+        return S.output_leaves(program, values)
+
+
 def _numbered(original, steps):
     """The steps with their index in the original program (which guard failures report)."""
     index = {id(s): i for i, s in enumerate(original)}
@@ -194,4 +208,4 @@ def _last_uses(steps, out_refs):
     return last
 
 
-__all__ = ["compile_program", "template_for"]
+__all__ = ["compile_program", "template_for", "run_code"]

@@ -36,10 +36,11 @@ import numpy as np
 from ..autodiff import stage as S
 from ..autodiff.tape import Box, peek
 from ..autodiff.transforms import Transformed, _fname
+from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError, write_output
 from ..values import Function, Module, Struct
-from .codegen import Inexact, compile_program
+from .codegen import compile_program, run_code
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
 
@@ -86,7 +87,7 @@ class Jitted:
             try:
                 return self._run(entry, args, kwargs, boxed)
             except S.GuardFailed as failed:
-                why = S.explain_step(entry.program, failed.step)
+                why = S.explain_failure(entry.program, failed)
         if len(entries) >= MAX_PATHS:
             self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none "
                       f"applies ({why})")
@@ -95,7 +96,37 @@ class Jitted:
         return self._stage(entries, args, kwargs)
 
     def _stage(self, entries, args, kwargs):
-        """Run f while staging it; keep the recording for later calls."""
+        """Run f while staging it; keep the recording for later calls.
+
+        A loop staged as one step (dsl/jit/rolling.py) whose body went another way on a later
+        iteration makes the staging start again with that loop written out: what the attempt
+        printed is dropped and the random generator put back, so the call happens once."""
+        interp = self.interp
+        while True:
+            rng = interp.rng.bit_generator.state if interp is not None else None
+            saved = interp._stdout if interp is not None else None
+            if interp is not None:
+                interp._stdout = io.StringIO()
+            try:
+                result = self._stage_once(entries, args, kwargs)
+            except LoopGuardFailed as failed:
+                if interp is None or failed.loop in interp.unrolled_loops:
+                    raise
+                interp.rng.bit_generator.state = rng
+                interp._stdout = saved
+                interp.unrolled_loops.add(failed.loop)
+                self._say(f"staging it again with a loop written out: {failed.why}")
+                continue
+            except BaseException:
+                if interp is not None:
+                    _release(interp, saved)
+                raise
+            if interp is not None:
+                _release(interp, saved)
+            return result
+
+    def _stage_once(self, entries, args, kwargs):
+        """One attempt at staging f."""
         interp = self.interp
         program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
                                   keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
@@ -134,16 +165,8 @@ class Jitted:
         return out
 
     def _compiled(self, entry, values):
-        """The compiled code's result, or the exact program's where the compiled code cannot vouch
-        for its own (optimize.py: a NaN where a zero rule was left out, or a guard that noticed one)."""
-        try:
-            return unflatten(entry.program.out_spec, list(entry.code(values)))
-        except Inexact:
-            return S.run(entry.program, values)
-        except S.GuardFailed:
-            if not entry.code.inexact:
-                raise
-            return S.run(entry.program, values)
+        """The compiled code's result (or the exact program's, where the code cannot vouch for it)."""
+        return unflatten(entry.program.out_spec, list(run_code(entry.program, entry.code, values)))
 
     def _say(self, text):
         """Explain (with explain=true or --explain-jit) on standard error."""

@@ -7,7 +7,7 @@ primitives (tape.FLOAT_PULLBACKS).
 """
 
 from ..autodiff import tape
-from . import arith, compare, control, elementwise, linalg, nn, order, reduce, shape, structs  # noqa: F401
+from . import arith, compare, control, elementwise, linalg, loops, nn, order, reduce, shape, structs  # noqa: F401
 from .mechanism import float_pullback, pullback, pushforward
 from .namespaces import EAGER, TRACED
 from .registry import PRIMS

@@ -1,0 +1,321 @@
+"""Loops jit stages once: a `for` over a range recorded as one Loop step (dsl/primitives/loops.py).
+
+Without this, staging a 1,000-step loop records 1,000 copies of its body (and,
+under grad, of its reverse pass), and compiles all of them: staging and
+compiling take 30 times as long as running the loop. A rolled loop is staged
+from its second iteration:
+
+1. The first iteration runs as written (it may turn ints into floats, or
+   declare the body's variables: the state settles).
+2. The second is run once *ahead*, on a fresh staging trace, with every number
+   and tensor of the function's variables (the loop's state) replaced by an
+   argument of that trace: the body as a program P from one state to the next.
+   Nothing it does escapes: an effect (print, a random draw) or a value of an
+   outer trace met by the body (a closure's captured value) abandons the look
+   ahead, and so does anything that is not the same before and after (an int
+   counter, a function, a tensor whose shape grows, a `break`).
+3. Otherwise the loop's remaining iterations are one Loop step over the state,
+   which runs P's compiled code once per item, and the state is written back.
+
+Where a later iteration fails one of P's guards while jit stages, jit stages
+the function again with that loop written out (dsl/jit/jit.py); a compiled
+call that fails one stages again. Loops are rolled only while jit stages (not
+vmap's look at a function), under at most one reverse-mode level and no
+forward-mode one; everything else is written out as before, as is every loop
+whose state holds nothing being staged.
+"""
+
+from ..ast import Break, Continue, Lambda, Return
+from ..autodiff import stage as S
+from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, peek
+from ..autodiff.trees import flatten_open, unflatten
+from ..values import Cell
+from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
+from .codegen import Inexact, compile_program, run_code
+from .jit import _key
+
+MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
+
+
+class NotRollable(Exception):
+    """The loop body cannot be staged once for all iterations (see the module docstring)."""
+
+
+class Lookahead(S.StageTrace):
+    """The staging trace of one iteration run ahead: nothing may escape it."""
+
+    __slots__ = ()
+
+    def process(self, op, args, unboxed, parents, kw, span):
+        """Record the primitive, unless it would reach a value of an outer trace."""
+        for u in unboxed:
+            if type(u) is Box:
+                raise NotRollable(f"the body reads a value from outside the loop's variables ({op})")
+        return super().process(op, args, unboxed, parents, kw, span)
+
+    def effect(self, staging, fn, args, kw):
+        """An effect in the body: it must happen on each iteration, so the loop is written out."""
+        raise NotRollable("the body has an effect (print, a random draw, the clock)")
+
+
+def exits(block):
+    """Whether a loop body holds a break, continue or return of its own (not of a nested function)."""
+    stack = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (Break, Continue, Return)):
+            return True
+        if isinstance(node, Lambda):
+            continue
+        if isinstance(node, list):
+            stack.extend(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            stack.extend(getattr(node, name) for name in node.__dataclass_fields__ if name not in ("span", "scope"))
+    return False
+
+
+class Roller:
+    """Runs one `for` statement's loop over a range while jit stages, rolled where it can be."""
+
+    def __init__(self, body, bind, interp, where):
+        self.body = body
+        self.bind = bind
+        self.interp = interp
+        self.where = where
+
+    def wanted(self, items):
+        """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long."""
+        staging = getattr(self.interp, "staging", None)
+        if not staging or len(items) < MIN_ITEMS or self in self.interp.unrolled_loops:
+            return False
+        top = staging[-1]
+        return type(top) is S.StageTrace and not top.dry
+
+    def __call__(self, f, items):
+        """Run the whole loop."""
+        bind, body = self.bind, self.body
+        bind(f, items[0])
+        body(f)
+        if not self._rolled(f, items):
+            for item in items[1:]:
+                bind(f, item)
+                body(f)
+
+    def _rolled(self, f, items):
+        """Run items[1:] as one Loop step, if the body stages once for all of them (else False)."""
+        top = self.interp.staging[-1]
+        before = list(f)
+        self.bind(f, items[1])
+        skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+        state, layout = frame_leaves(f, skip)
+        if not _rollable_levels(state, top):
+            return False
+        body = self._look_ahead(f, items, skip, state, layout)
+        if body is None:
+            return False
+        from ..ops.structs import unpack
+        from ..primitives.loops import _loop_kernel
+        out = _loop_kernel(*state, body=body, items=items[1:], history=False)
+        final = unpack(out) if type(out) is Box else out
+        changed = [r != s for r, s in zip(body.forward.out_refs, body.forward.inputs[1:])]
+        write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
+        self.bind(f, items[-1])
+        return True
+
+    def _look_ahead(self, f, items, skip, state, layout):
+        """Stage the second iteration on its own trace: its Body, or None where it cannot be one."""
+        look = Lookahead()
+        saved = list(f)
+        cells = [(c, c.v) for c in f if type(c) is Cell]
+        counter = self.interp.limits.steps
+        item = look.box(items[1], "Arg", (), (), None, None)
+        args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
+        staging = self.interp.staging
+        staging.append(look)
+        try:
+            write_frame(f, layout, skip, args, None)
+            for j in skip:
+                if type(f[j]) is Cell:
+                    f[j].v = item
+                else:
+                    f[j] = item
+            try:
+                if self.body(f) is not None:
+                    return None
+                after, layout_after = frame_leaves(f, skip)
+            except Exception:       # noqa: BLE001 (an error, or a NotRollable: the loop runs as written)
+                return None
+        finally:
+            staging.pop()
+            f[:] = saved
+            for c, v in cells:
+                c.v = v
+            self.interp.limits.steps = counter
+        if not same_layout(layout, layout_after) or len(after) != len(state):
+            return None
+        for x, y in zip(state, after):
+            if (type(y) is Box and y.trace is not look) or _key(x) != _key(y):
+                return None
+        program = S.program_of(look, [item, *args], tuple(after))
+        if any(s[0] == "guard" and item.g in s[2] for s in program.steps):
+            return None         # the body reads the loop variable itself: each iteration differs
+        return Body(program, compile_program(program, "loop_body"), state_diff(state), self, self.where)
+
+
+class Body:
+    """A loop body staged once: its program P (state -> next state), compiled code, and its pullback Q.
+
+    The inputs of P are the loop variable, then the state leaves; its outputs, the state leaves.
+    `diff[j]` says whether leaf j takes a cotangent (a float or float tensor)."""
+
+    __slots__ = ("forward", "code", "diff", "key", "where", "_back", "_back_code", "__weakref__")
+
+    def __init__(self, program, code, diff, key, where):
+        self.forward = program
+        self.code = code
+        self.diff = diff
+        self.key = key          # the loop statement (what an unrolled retry writes out)
+        self.where = where      # its line, for messages
+        self._back = self._back_code = None
+
+    def run(self, items, state, kept):
+        """The iterations on plain values, by the compiled code (appending each starting state to
+        `kept`, unless it is None); the final state."""
+        code, program = self.code, self.forward
+        try:
+            for item in items:
+                if kept is not None:
+                    kept.append(state)
+                try:
+                    state = code([item, *state])
+                except Inexact:
+                    state = S.output_leaves(program, [item, *state])
+        except S.GuardFailed as failed:
+            if code.inexact:
+                raise AssertionError("a loop body's code dropped a zero rule") from None
+            raise LoopGuardFailed(self, failed) from None
+        return state
+
+    def back(self, items, kept, cts):
+        """The cotangents of the first iteration's starting state from those of the last one's result,
+        through the pullback staged once (plain values; `kept`: each iteration's starting state)."""
+        if not items:
+            return list(cts)
+        if self._back is None:
+            self._back = stage_pullback(self, items[-1], kept[-1], cts)
+            if self._back is not None:
+                self._back_code = compile_program(self._back, "loop_pullback")
+        program, code = self._back, self._back_code
+        ct = list(cts)
+        for k in range(len(items) - 1, -1, -1):
+            if program is not None:
+                try:
+                    ct = run_code(program, code, [items[k], *kept[k], *ct])
+                    continue
+                except S.GuardFailed:
+                    pass        # the pullback read a value (a rule's branch): this iteration, exactly
+            ct = pullback(self, items[k], kept[k], ct)
+        return ct
+
+
+# ---------------------------------------------------------------- the frame as leaves
+_LEAF = object()        # where a state leaf goes in a slot's description
+
+
+def frame_leaves(f, skip):
+    """The numbers and tensors held by a frame's variables (boxed structures opened), and how to
+    put new ones back: per slot, None (skipped) or (is a Cell, flatten description, statics)."""
+    leaves, layout = [], []
+    for j, v in enumerate(f):
+        if j in skip:
+            layout.append(None)
+            continue
+        cell = type(v) is Cell
+        parts, spec = flatten_open(v.v if cell else v)
+        statics = []
+        for x in parts:
+            if S.is_staged_leaf(x):
+                leaves.append(x)
+                statics.append(_LEAF)
+            else:
+                statics.append(x)
+        layout.append((cell, spec, statics))
+    return leaves, layout
+
+
+def write_frame(f, layout, skip, leaves, changed):
+    """Put state leaves back into a frame's variables (only the slots with a changed leaf, if given)."""
+    it = iter(zip(leaves, changed or [True] * len(leaves)))
+    for j, entry in enumerate(layout):
+        if entry is None:
+            continue
+        cell, spec, statics = entry
+        parts, touched = [], False
+        for s in statics:
+            if s is _LEAF:
+                x, c = next(it)
+                parts.append(x)
+                touched = touched or c
+            else:
+                parts.append(s)
+        if not touched:
+            continue
+        value = unflatten(spec, parts)
+        if cell:
+            f[j].v = value
+        else:
+            f[j] = value
+
+
+def same_layout(a, b):
+    """Whether two frames' descriptions agree: the same structures and the same non-state values."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y:
+                return False
+            continue
+        if x[0] != y[0] or not _same_spec(x[1], y[1]) or len(x[2]) != len(y[2]):
+            return False
+        for s, t in zip(x[2], y[2]):
+            if (s is _LEAF) != (t is _LEAF):
+                return False
+            if s is not t and not (type(s) is type(t) and type(s) in (int, str, bool) and s == t):
+                return False
+    return True
+
+
+def _same_spec(a, b):
+    """Whether two flatten descriptions describe the same structure."""
+    if a is None or b is None:
+        return a is b
+    (ta, ka), (tb, kb) = a, b
+    if type(ta) is not type(tb) or len(ka) != len(kb):
+        return False
+    if type(ta) is dict and list(ta) != list(tb):
+        return False
+    if hasattr(ta, "sdef") and ta.sdef is not tb.sdef:
+        return False
+    return all(_same_spec(x, y) for x, y in zip(ka, kb))
+
+
+def _rollable_levels(state, top):
+    """Whether the state is staged by `top` and holds no forward-mode value and one reverse level at most."""
+    reverse, staged = set(), False
+    for x in state:
+        while type(x) is Box:
+            trace = x.trace
+            if trace is top:
+                staged = True
+            elif trace.kind is FORWARD:
+                return False
+            elif trace.kind is REVERSE:
+                reverse.add(trace)
+            elif trace.kind is not STAGE:
+                return False
+            x = x.v
+    return staged and len(reverse) <= 1
+
+
+__all__ = ["Roller", "exits", "MIN_ITEMS"]

@@ -1,0 +1,189 @@
+"""Loop and LoopBack: a `for` loop over a range, staged once and run as a loop (jit, reference 6).
+
+When jit stages a function, a `for` loop over a range can be recorded as one
+step instead of one copy of its body per iteration (dsl/jit/rolling.py decides
+when, and holds the staged body, `Body`): the body is staged once as a program `P` from the loop's state (the
+numbers and tensors of the function's variables) to its next state, and
+`Loop(state..., body, items)` runs `P` once per item. Its result is a tuple: the
+final state, then the states each iteration started from (the history), which
+its reverse rule needs.
+
+- Reverse mode: `LoopBack(history, cotangents..., body, items)` walks the
+  iterations backwards through `Q`, the body's pullback staged once (the body
+  replayed from a recorded state on a fresh tape, then its reverse pass). A
+  state variable the body does not change still goes through `Q`, where its
+  cotangents add up, which is what a loop-invariant input's gradient is.
+- Any other transformation (forward mode, vmap, a second reverse level) sees
+  the iterations themselves: the kernels replay `P` (or the pullback) once per
+  item through the primitives, so the transformation records each one, exactly.
+- A guard of `P` that fails on some iteration (its control flow went another
+  way) raises `LoopGuardFailed`: while jit stages, that makes it stage the
+  function again with this loop written out; a compiled call stages again.
+"""
+
+from ..autodiff import stage as S
+from ..autodiff import tape
+from ..autodiff.tape import REVERSE, STAGE, Box, SlotGrad, Trace, peek
+from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
+from .registry import define
+
+
+class LoopGuardFailed(S.GuardFailed):
+    """A staged loop body met a value other than the one it was staged with, on a later iteration."""
+
+    def __init__(self, body, failed):
+        super().__init__(-1)
+        self.loop = body.key
+        step = body.forward.steps[failed.step] if 0 <= failed.step < len(body.forward.steps) else None
+        span = body.forward.span(step[5]) if step is not None else None
+        self.why = (f"a condition in the loop at {body.where} went another way on a later iteration"
+                    + (f" (at {span.where()})" if span is not None else ""))
+
+
+def pullback(body, item, state, cts):
+    """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
+    trace = Trace(False)
+    params = []
+    for x, d in zip(state, body.diff):
+        if d:
+            b = Box(x, trace, "Parameter", (), (), None, None)
+            trace.nodes.append(b)
+            params.append(b)
+        else:
+            params.append(x)
+    outs = S.run(body.forward, [item, *params])
+    seeds = []
+    it = iter(cts)
+    for o, d in zip(outs, body.diff):
+        if d:
+            c = next(it)
+            if type(o) is Box and o.trace is trace and c is not None:
+                seeds.append((o, c))
+    tape.backward_from(trace, seeds)
+    grads = []
+    for p, x, d in zip(params, state, body.diff):
+        if d:
+            grads.append(cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None
+                         else zero_of(x))
+    trace.release()
+    return grads
+
+
+def stage_pullback(body, item, state, cts):
+    """Q: the pullback of one iteration staged as a program over (item, state..., cotangents...)."""
+    trace = S.StageTrace()
+    args = [trace.box(v, "Arg", (), (), None, None) for v in (item, *state, *cts)]
+    n = len(state)
+    try:
+        out = tuple(pullback(body, args[0], args[1:n + 1], args[n + 1:]))
+        return S.program_of(trace, args, out)
+    except S.GuardFailed:
+        return None
+
+
+# ---------------------------------------------------------------- the kernels
+def _loop_kernel(*state, body=None, items=(), history=False, **_):
+    """Run the body once per item; (final state..., history or None)."""
+    top = tape.top_trace(state)
+    if top is not None:
+        if top.kind is REVERSE or (top.kind is STAGE and not top.dry):
+            kw = {"body": body, "items": items, "history": history or top.kind is REVERSE}
+            if top.kind is REVERSE:
+                kw["check"] = top.check
+            return tape.record("Loop", state, kw)
+        return _loop_replayed(body, items, state, history)
+    kept = [] if history else None
+    return (*body.run(items, state, kept), kept)
+
+
+def _loop_replayed(body, items, state, history):
+    """The iterations through the primitives, for a transformation that must see each one."""
+    kept = [] if history else None
+    state = list(state)
+    for item in items:
+        if kept is not None:
+            kept.append(state)
+        state = list(S.run(body.forward, [item, *state]))
+    return (*state, kept)
+
+
+def _loop_back_kernel(kept, *cts, body=None, items=()):
+    """The cotangents of the loop's first state, from those of its final state."""
+    # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
+    first = kept[0] if type(kept) is list and kept else ()
+    top = tape.top_trace((kept, *cts, *first))
+    if top is not None:
+        if top.kind is STAGE and not top.dry:
+            return tape.record("LoopBack", (kept, *cts), {"body": body, "items": items})
+        kept = tape.strip_unstaged(kept) if type(kept) is Box else kept
+        ct = list(cts)
+        for k in range(len(items) - 1, -1, -1):
+            ct = pullback(body, items[k], kept[k], ct)
+        return tuple(ct)
+    return tuple(body.back(items, kept, cts))
+
+
+def _loop_rule(ns, g, ans, state, kw, wanted):
+    """Reverse mode through a loop: LoopBack from the cotangents of the final state."""
+    from ..ops.structs import unpack
+    body = kw["body"]
+    n = len(state)
+    slots = g.slots if type(g) is SlotGrad else [None] * (n + 1)
+    kept = unpack(ans)[n] if type(ans) is Box else ans[n]
+    cts = []
+    for j, (x, d) in enumerate(zip(state, body.diff)):
+        if d:
+            c = slots[j]
+            cts.append(zero_of(x) if c is None else cotangent_value(c, x))
+    out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"])
+    back = unpack(out) if type(out) is Box else out
+    if kw.get("check") and not all(tape.finite(peek(c)) for c in back):
+        kw["culprit"] = _culprit(body, kw["items"], kept, cts)
+    it = iter(back)
+    grads = []
+    for x, d, w in zip(state, body.diff, wanted):
+        c = next(it) if d else None
+        grads.append(c if w and d and is_differentiable_leaf(x) else None)
+    return grads
+
+
+def _culprit(body, items, kept, cts):
+    """The operation of the body whose rule first gave a NaN or an infinity, from the last iteration
+    back, as the interpreter's numerics check would name it (reference 6.8), or None.
+
+    It reads the values under any staging boxes without recording: it only names the operation."""
+    from ..autodiff.tape import strip_unstaged
+    kept = peek(kept)
+    ct = [peek(c) for c in cts]
+    for k in range(len(items) - 1, -1, -1):
+        trace = Trace(True)
+        params = []
+        for x, d in zip(kept[k], body.diff):
+            x = peek(strip_unstaged(x))
+            if d:
+                x = Box(x, trace, "Parameter", (), (), None, None)
+                trace.nodes.append(x)
+            params.append(x)
+        outs = S.run(body.forward, [items[k], *params])
+        seeds = [(o, c) for o, c in zip([o for o, d in zip(outs, body.diff) if d], ct)
+                 if type(o) is Box and o.trace is trace]
+        found = tape._reverse(trace.nodes, seeds, True)
+        if found is not None:
+            return found
+        ct = [cotangent_value(p.g, p.v) if type(p) is Box and p.g is not None else zero_of(p)
+              for p, d in zip(params, body.diff) if d]
+    return None
+
+
+define("Loop", _loop_kernel, vjp_all=_loop_rule)
+# LoopBack is only ever recorded by a staging trace: under reverse mode its kernel replays the
+# pullback through the primitives, which the reverse trace records one by one
+define("LoopBack", _loop_back_kernel)
+
+
+def state_diff(state):
+    """Which state leaves take cotangents."""
+    return tuple(is_differentiable_leaf(peek(x)) for x in state)
+
+
+__all__ = ["LoopGuardFailed", "state_diff", "pullback", "stage_pullback"]
