@@ -194,3 +194,17 @@ def test_a_gradient_that_overflows_in_the_loop_is_reported_as_in_the_interpreter
     with pytest.raises(dsl.DgError) as plain:
         i.lookup("grad")(i.lookup("f"))(1.0)
     assert str(jitted.value).splitlines()[0] == str(plain.value).splitlines()[0]
+
+
+def test_a_training_loop_with_grad_in_its_body_is_one_step_and_differentiable_through():
+    src = ("fn loss(w, x, y) { return mean((x @ w - y) ** 2) }\n"
+           "fn train(w, x, y) {\n  for i in range(40) {\n    let g = grad(loss)(w, x, y)\n    w = w - 0.05 * g\n  }\n"
+           "  return loss(w, x, y)\n}\nlet fast = jit(train)\nlet fastg = jit(grad(train))")
+    i = interp(src)
+    rng = np.random.default_rng(1)
+    w, x, y = rng.standard_normal(3), rng.standard_normal((10, 3)), rng.standard_normal(10)
+    fast, fastg = i.lookup("fast"), i.lookup("fastg")
+    want, gwant = i.lookup("train")(w, x, y), i.lookup("grad")(i.lookup("train"))(w, x, y)
+    assert fast(w, x, y) == want == fast(w, x, y)
+    assert same(fastg(w, x, y), gwant, 1e-12) and same(fastg(w, x, y), gwant, 1e-12)
+    assert "Loop" in ops_of(fast) and {"Loop", "LoopBack"} <= ops_of(fastg)
