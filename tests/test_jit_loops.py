@@ -208,3 +208,20 @@ def test_a_training_loop_with_grad_in_its_body_is_one_step_and_differentiable_th
     assert fast(w, x, y) == want == fast(w, x, y)
     assert same(fastg(w, x, y), gwant, 1e-12) and same(fastg(w, x, y), gwant, 1e-12)
     assert "Loop" in ops_of(fast) and {"Loop", "LoopBack"} <= ops_of(fastg)
+
+
+def test_a_gradient_inside_the_body_that_overflows_is_the_interpreters_error():
+    # the body's code left a zero rule out (it holds a grad), so a failed guard in it may be one the
+    # exact program passes: the loop checks it exactly, then writes the loop out and reports as eager
+    src = ("fn loss(w) { return w * w * w * w }\n"
+           "fn train(w) {\n  for i in range(30) { w = w - 0.5 * grad(loss)(w) }\n  return w\n}\n"
+           "let fast = jit(train)")
+    i = interp(src)
+    fast, train = i.lookup("fast"), i.lookup("train")
+    assert fast(0.1) == train(0.1) == fast(0.1)
+    assert "Loop" in ops_of(fast)
+    with pytest.raises(dsl.DgError) as jitted:
+        fast(3.0)
+    with pytest.raises(dsl.DgError) as plain:
+        train(3.0)
+    assert str(jitted.value).splitlines()[0] == str(plain.value).splitlines()[0]

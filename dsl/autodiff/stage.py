@@ -160,7 +160,7 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
         with gc_paused():       # the recording has no cycles for the collector to look for
             staged_args, staged_kwargs = unflatten(spec, boxed)
             out = fn(*staged_args, **staged_kwargs)
-            program = _program(trace, inputs, out)
+            program = program_of(trace, inputs, out)
     finally:
         if staging is not None:
             staging.pop()
@@ -191,12 +191,9 @@ def kind_of(v):
 
 
 def program_of(trace, inputs, out):
-    """See `_program` (for stagings that make their own Arg boxes: loop bodies)."""
-    return _program(trace, inputs, out)
+    """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots.
 
-
-def _program(trace, inputs, out):
-    """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots."""
+    `inputs` are its Arg boxes: those `stage` made, or a loop body's (dsl/jit/rolling.py)."""
     out_leaves, out_spec = flatten(out)
     nodes = trace.nodes
     live = bytearray(trace.nslots)

@@ -588,9 +588,10 @@ _isfinite, _vdot = math.isfinite, np.vdot
 
 
 def numerics_error(node):
-    """The `numerics` error naming `node`'s operation, whose rule gave a NaN or infinity (for a
-    staged loop, the operation of its body that did: dsl/primitives/loops.py)."""
-    inner = node.kw.get("culprit") if node.op == "Loop" and node.kw else None
+    """The `numerics` error naming `node`'s operation, whose rule gave a NaN or infinity, or the node
+    its rule named as the one inside it that did (`kw["culprit"]`: a staged loop's body operation,
+    dsl/primitives/loops.py)."""
+    inner = node.kw.get("culprit") if node.kw else None
     if inner is not None:
         node = inner
     where = f" at {node.span.where()}" if node.span is not None else ""

@@ -102,27 +102,24 @@ class Jitted:
         iteration makes the staging start again with that loop written out: what the attempt
         printed is dropped and the random generator put back, so the call happens once."""
         interp = self.interp
+        if interp is None:
+            return self._stage_once(entries, args, kwargs)
         while True:
-            rng = interp.rng.bit_generator.state if interp is not None else None
-            saved = interp._stdout if interp is not None else None
-            if interp is not None:
-                interp._stdout = io.StringIO()
+            held = _Held(interp)
             try:
                 result = self._stage_once(entries, args, kwargs)
             except LoopGuardFailed as failed:
-                if interp is None or failed.loop in interp.unrolled_loops:
+                if failed.loop in interp.unrolled_loops:
+                    held.release()
                     raise
-                interp.rng.bit_generator.state = rng
-                interp._stdout = saved
+                held.discard()
                 interp.unrolled_loops.add(failed.loop)
                 self._say(f"staging it again with a loop written out: {failed.why}")
                 continue
             except BaseException:
-                if interp is not None:
-                    _release(interp, saved)
+                held.release()
                 raise
-            if interp is not None:
-                _release(interp, saved)
+            held.release()
             return result
 
     def _stage_once(self, entries, args, kwargs):
@@ -141,11 +138,8 @@ class Jitted:
         """Run a recording: the compiled code on plain values, else a replay through the primitives."""
         values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
         interp = self.interp
-        held = interp is not None and bool(entry.program.effects)      # output waits for the guards
-        rng = interp.rng.bit_generator.state if held else None
-        saved = interp._stdout if held else None
-        if held:
-            interp._stdout = io.StringIO()
+        # output waits for the guards
+        held = _Held(interp) if interp is not None and entry.program.effects else None
         try:
             if boxed:
                 out = S.run(entry.program, values)
@@ -153,15 +147,14 @@ class Jitted:
                 out = self._compiled(entry, values)
         except S.GuardFailed:
             if held:        # as if this attempt had not run: nothing printed, nothing drawn
-                interp.rng.bit_generator.state = rng
-                interp._stdout = saved
+                held.discard()
             raise
         except DgError:
             if held:
-                _release(interp, saved)
+                held.release()
             raise
         if held:
-            _release(interp, saved)
+            held.release()
         return out
 
     def _compiled(self, entry, values):
@@ -174,12 +167,29 @@ class Jitted:
             print(f"jit({_fname(self.f)}): {text}", file=sys.stderr)
 
 
-def _release(interp, saved):
-    """Put the interpreter's output back and write what a compiled call printed."""
-    text = interp._stdout.getvalue()
-    interp._stdout = saved
-    if text:
-        write_output(interp.stdout, text)
+class _Held:
+    """An attempt at a call whose output waits, and whose random draws can be taken back."""
+
+    __slots__ = ("interp", "rng", "saved")
+
+    def __init__(self, interp):
+        self.interp = interp
+        self.rng = interp.rng.bit_generator.state
+        self.saved = interp._stdout
+        interp._stdout = io.StringIO()
+
+    def discard(self):
+        """As if the attempt had not run: nothing printed, nothing drawn."""
+        self.interp.rng.bit_generator.state = self.rng
+        self.interp._stdout = self.saved
+
+    def release(self):
+        """Put the interpreter's output back and write what the attempt printed."""
+        interp = self.interp
+        text = interp._stdout.getvalue()
+        interp._stdout = self.saved
+        if text:
+            write_output(interp.stdout, text)
 
 
 def jit(f, explain=False, interp=None):

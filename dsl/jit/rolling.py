@@ -25,13 +25,13 @@ forward-mode one; everything else is written out as before, as is every loop
 whose state holds nothing being staged.
 """
 
-from ..ast import Break, Continue, Lambda, Return
+from ..ast import Block, Break, Continue, For, If, Return, While
 from ..autodiff import stage as S
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, peek
 from ..autodiff.trees import flatten_open, unflatten
 from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
-from .codegen import Inexact, compile_program, run_code
+from .codegen import compile_program, run_code
 from .jit import _key
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
@@ -59,18 +59,21 @@ class Lookahead(S.StageTrace):
 
 
 def exits(block):
-    """Whether a loop body holds a break, continue or return of its own (not of a nested function)."""
-    stack = [block]
+    """Whether a loop body holds a break, continue or return of its own (not of a nested function).
+
+    Statements sit only in the blocks of statements (and in functions, which are not searched)."""
+    stack = list(block.stmts)
     while stack:
-        node = stack.pop()
-        if isinstance(node, (Break, Continue, Return)):
+        s = stack.pop()
+        t = type(s)
+        if t is Break or t is Continue or t is Return:
             return True
-        if isinstance(node, Lambda):
-            continue
-        if isinstance(node, list):
-            stack.extend(node)
-        elif hasattr(node, "__dataclass_fields__"):
-            stack.extend(getattr(node, name) for name in node.__dataclass_fields__ if name not in ("span", "scope"))
+        if t is If:
+            stack += s.then.stmts
+            if s.orelse is not None:
+                stack += s.orelse.stmts if type(s.orelse) is Block else [s.orelse]
+        elif t is While or t is For:
+            stack += s.body.stmts
     return False
 
 
@@ -186,13 +189,8 @@ class Body:
             for item in items:
                 if kept is not None:
                     kept.append(state)
-                try:
-                    state = code([item, *state])
-                except Inexact:
-                    state = S.output_leaves(program, [item, *state])
+                state = run_code(program, code, [item, *state])
         except S.GuardFailed as failed:
-            if code.inexact:
-                raise AssertionError("a loop body's code dropped a zero rule") from None
             raise LoopGuardFailed(self, failed) from None
         return state
 

@@ -42,31 +42,33 @@ class LoopGuardFailed(S.GuardFailed):
 
 def pullback(body, item, state, cts):
     """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
-    trace = Trace(False)
+    trace, params, seeds = _iteration_tape(body, item, state, cts, False)
+    tape.backward_from(trace, seeds)
+    grads = _cotangents(body, trace, params, state)
+    trace.release()
+    return grads
+
+
+def _iteration_tape(body, item, state, cts, check):
+    """One iteration replayed on a fresh reverse tape from `state` (its float leaves as Parameters):
+    the tape, the arguments given, and (output, cotangent) seeds for its reverse pass."""
+    trace = Trace(check)
     params = []
     for x, d in zip(state, body.diff):
         if d:
-            b = Box(x, trace, "Parameter", (), (), None, None)
-            trace.nodes.append(b)
-            params.append(b)
-        else:
-            params.append(x)
+            x = Box(x, trace, "Parameter", (), (), None, None)
+            trace.nodes.append(x)
+        params.append(x)
     outs = S.run(body.forward, [item, *params])
-    seeds = []
-    it = iter(cts)
-    for o, d in zip(outs, body.diff):
-        if d:
-            c = next(it)
-            if type(o) is Box and o.trace is trace and c is not None:
-                seeds.append((o, c))
-    tape.backward_from(trace, seeds)
-    grads = []
-    for p, x, d in zip(params, state, body.diff):
-        if d:
-            grads.append(cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None
-                         else zero_of(x))
-    trace.release()
-    return grads
+    diff_outs = [o for o, d in zip(outs, body.diff) if d]
+    seeds = [(o, c) for o, c in zip(diff_outs, cts) if type(o) is Box and o.trace is trace and c is not None]
+    return trace, params, seeds
+
+
+def _cotangents(body, trace, params, state):
+    """The cotangents a reverse pass left on an iteration's Parameters (zeros where none reached)."""
+    return [cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None else zero_of(x)
+            for p, x, d in zip(params, state, body.diff) if d]
 
 
 def stage_pullback(body, item, state, cts):
@@ -152,26 +154,15 @@ def _culprit(body, items, kept, cts):
     back, as the interpreter's numerics check would name it (reference 6.8), or None.
 
     It reads the values under any staging boxes without recording: it only names the operation."""
-    from ..autodiff.tape import strip_unstaged
     kept = peek(kept)
     ct = [peek(c) for c in cts]
     for k in range(len(items) - 1, -1, -1):
-        trace = Trace(True)
-        params = []
-        for x, d in zip(kept[k], body.diff):
-            x = peek(strip_unstaged(x))
-            if d:
-                x = Box(x, trace, "Parameter", (), (), None, None)
-                trace.nodes.append(x)
-            params.append(x)
-        outs = S.run(body.forward, [items[k], *params])
-        seeds = [(o, c) for o, c in zip([o for o, d in zip(outs, body.diff) if d], ct)
-                 if type(o) is Box and o.trace is trace]
+        state = [peek(x) for x in kept[k]]
+        trace, params, seeds = _iteration_tape(body, items[k], state, ct, True)
         found = tape._reverse(trace.nodes, seeds, True)
         if found is not None:
             return found
-        ct = [cotangent_value(p.g, p.v) if type(p) is Box and p.g is not None else zero_of(p)
-              for p, d in zip(params, body.diff) if d]
+        ct = _cotangents(body, trace, params, state)
     return None
 
 
