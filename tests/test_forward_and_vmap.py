@@ -171,3 +171,61 @@ def test_vmap_errors_name_the_problem_at_the_call(src, kind, words):
     err = error_of(f"let r = {src}")
     assert err.kind == kind and words in str(err)
     assert err.settle().span is not None and err.settle().span.line == 1
+
+
+# ---------------------------------------------------------------- jacfwd's kept programs, compiled
+def _compiles(monkeypatch):
+    """Count the batched replays jacfwd compiles."""
+    import dsl.autodiff.vmap as V
+    made = []
+    real = V.compile_program
+
+    def spy(program, name="jitted"):
+        made.append(name)
+        return real(program, name)
+    monkeypatch.setattr(V, "compile_program", spy)
+    return made
+
+
+def test_a_hessian_called_again_runs_compiled_code_with_the_same_results(monkeypatch):
+    made = _compiles(monkeypatch)
+    xs = [RNG.standard_normal(5) for _ in range(4)]
+    i = interp("fn f(x) { return sum(sin(x) * x ** 2) + x[0] * x[3] * x[4] }\nlet h = hessian(f)\n"
+               "let j = jacfwd(fn(x) => sin(x) * x[1])")
+    fresh = interp("fn f(x) { return sum(sin(x) * x ** 2) + x[0] * x[3] * x[4] }")
+    for x in xs:        # new values each call: the compiled code takes them as inputs, not constants
+        want = fresh.lookup("hessian")(fresh.lookup("f"))(x)
+        np.testing.assert_allclose(i.lookup("h")(x), want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(i.lookup("j")(x), np.diag(np.cos(x) * x[1]) + np.outer(np.sin(x), np.eye(5)[1]),
+                                   rtol=1e-12)
+    assert made == ["vmapped", "vmapped"]       # once each, at the second call
+
+
+def test_compiled_hessians_follow_branches_names_effects_and_outer_traces(monkeypatch):
+    made = _compiles(monkeypatch)
+    i = interp("let k = 2.0\nfn f(x) { if x[0] > 0.0 { return k * sum(x ** 3.0) } return sum(exp(x)) }\n"
+               "let h = hessian(f)\nfn loud(x) { print(\"once\")\nreturn sum(x ** 3.0) }\nlet hl = hessian(loud)")
+    h = i.lookup("h")
+    for x in ([1.0, 2.0], [1.5, 0.5], [-1.0, 2.0], [2.0, 1.0], [-2.0, 0.0]):
+        x = np.array(x)
+        want = np.diag(12.0 * x) if x[0] > 0 else np.diag(np.exp(x))
+        np.testing.assert_allclose(h(x), want, rtol=1e-12)
+    i.run("k = 3.0")        # a name f reads changed: staged again, not the old constant
+    np.testing.assert_allclose(h(np.array([1.0, 2.0])), np.diag([18.0, 36.0]), rtol=1e-12)
+    assert made, "the hessian was never compiled"
+    for _ in range(3):
+        np.testing.assert_allclose(i.lookup("hl")(np.array([1.0, 2.0])), np.diag([6.0, 12.0]))
+    assert i.out.getvalue() == "once\n" * 3     # an effect: never compiled, printed once per call
+    # a third derivative through the kept, compiled hessian: the outer trace sees every step
+    i.run("fn c(x) { return hessian(fn(v) => sum(v ** 4.0))(x) }\nlet hc = hessian(fn(v) => sum(v ** 4.0))\n"
+          "let w = [1.0, 2.0]\nlet a = hc(w)\nlet b = hc(w)\nlet t = grad(fn(v) => sum(hc(v)))(w)")
+    np.testing.assert_allclose(i.get("t"), 24.0 * np.array([1.0, 2.0]), rtol=1e-12)
+
+
+def test_a_compiled_hessian_still_reports_a_gradient_that_is_not_finite():
+    i = interp("fn f(x) { return sum(x ** 3.0 * sqrt(x)) }\nlet h = hessian(f)")
+    for _ in range(3):
+        i.lookup("h")(np.array([1.0, 2.0]))
+    with pytest.raises(DgError) as info:
+        i.run("h([0.0, -1.0])")
+    assert info.value.kind in ("numerics", "grad", "domain"), info.value

@@ -113,6 +113,25 @@ def test_both_branches_of_a_condition_on_a_traced_value():
     assert len(next(iter(jf.call.entries.values()))) == 2       # one recording per path
 
 
+def test_a_recording_replayed_inside_another_stage_passes_its_guards_on():
+    # jit of a jitted function, and jit of vmap with control flow on an unbatched argument: the
+    # inner recording replays on the outer stage, which must keep the inner guards as its own
+    i = interp("fn f(x) { if x > 0.0 { return x * 2.0 } return x * 3.0 }\nlet jf = jit(f)\nlet a = jf(1.0)\n"
+               "let g = jit(fn(x) => jf(x) + 1.0)\n"
+               "fn h(x, s) { if s > 0.0 { return x * 2.0 } return x * 3.0 }\nlet v = jit(vmap(h, in_axes=(0, none)))")
+    g, v = i.lookup("g"), i.lookup("v")
+    assert [g(x) for x in (1.0, 2.0, -1.0, -2.0, 3.0)] == [3.0, 5.0, -2.0, -5.0, 7.0]
+    for s, k in ((1.0, 2.0), (1.0, 2.0), (-1.0, 3.0), (-1.0, 3.0), (2.0, 2.0)):
+        assert list(v(np.array([1.0, 2.0]), s)) == [k, 2.0 * k]
+
+
+def test_the_numerics_check_of_a_recording_replayed_inside_another_stage():
+    src = ("fn f(x) { return sum(x ** 3.0 * sqrt(x)) }\nlet jg = jit(grad(f))\nlet a = jg([1.0, 2.0])\n"
+           "let g = jit(fn(x) => jg(x) * 2.0)\nprint(g([1.0, 2.0]))\nprint(g([1.0, 2.0]))\nprint(g([0.0, -1.0]))")
+    out = printed(src)
+    assert out.count("[7.0, 39.59") == 2 and "ERROR error[numerics]" in out and "Mul" in out, out
+
+
 def test_a_loop_whose_trip_count_depends_on_the_data():
     src = ("fn halvings(x) { let n = 0.0\n while x > 1.0 { x = x / 2.0\n n += 1.0 }\n return n }\n"
            "let jh = jit(halvings)")

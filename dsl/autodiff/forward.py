@@ -105,9 +105,10 @@ def jvp(f, primals, tangents, opts=None):
 
 
 # ---------------------------------------------------------------- Jacobians by forward mode
-def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
+def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
     """jacfwd(f, argnums): the Jacobian, shaped out_shape + in_shape, by forward mode: for each input
-    leaf, the jvp along every one of its unit directions at once (vmap over the basis)."""
+    leaf, the jvp along every one of its unit directions at once (vmap over the basis). With the
+    interpreter, f's effects (print, random draws) are recorded as it is staged, and happen on each call."""
     who = who or f"{name}({_fname(f)})"
     caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
 
@@ -120,7 +121,8 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
             leaves, _ = flatten(args[i])
             for k, leaf in enumerate(leaves):
                 if is_differentiable_leaf(leaf) and np.size(peek(leaf)):
-                    blocks[i, k], out_shape = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}))
+                    blocks[i, k], out_shape = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}),
+                                                       interp)
         if out_shape is None:
             out_shape = _output_shape(f(*args, **kwargs), who)
         result = [_assemble(args[i], i, blocks, out_shape) for i in nums]
@@ -129,7 +131,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None):
     return Transformed(who, call, (f,))
 
 
-def _columns(f, args, kwargs, i, k, who, cache):
+def _columns(f, args, kwargs, i, k, who, cache, interp):
     """d f / d (leaf k of argument i), shaped out_shape + leaf_shape, and out_shape."""
     leaf = peek(flatten(args[i])[0][k])
     shape = np.shape(leaf)
@@ -147,7 +149,8 @@ def _columns(f, args, kwargs, i, k, who, cache):
     n = int(np.prod(shape))
     O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
     # the primals are arguments (not constants) of what is staged, so its program serves every call
-    mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), cache=cache, shared_effects=True)
+    mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), interp=interp, cache=cache,
+                  shared_effects=True)
     cols = mapped.call(tuple(args), dict(kwargs), np.eye(n).reshape((n,) + shape))   # .call: no frame
     out_shape = np.shape(peek(cols))[1:]
     block = O.reshape(cols, shape + out_shape)
@@ -190,14 +193,14 @@ def jacrev(f, argnums=0, opts=None):
     return jacobian(f, argnums, opts, name="jacrev")
 
 
-def hessian(f, argnums=0, opts=None):
+def hessian(f, argnums=0, opts=None, interp=None):
     """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode)."""
     if type(peek(argnums)) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
     inner = grad(f, argnums, opts or Options(), name="hessian")
-    outer = jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})")
+    outer = jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})", interp=interp)
     outer.wraps = (f,)
     return outer
 

@@ -57,10 +57,8 @@ class StageTrace(Trace):
         return b
 
     def process(self, op, args, unboxed, parents, kw, span):
-        """Run the primitive on the values and record it."""
-        fn = tape.IMPLS[op]
-        out = fn(*unboxed, **kw) if kw else fn(*unboxed)
-        return self.box(out, op, parents, unboxed, kw, span)
+        """Run the primitive on the values (recorded by outer traces too: jit of jit) and record it."""
+        return self.box(tape.apply(op, unboxed, kw), op, parents, unboxed, kw, span)
 
     def concretize(self, box):
         """The program read this box's value: record a guard that it stays the same."""
@@ -266,18 +264,17 @@ def _replay(program, values):
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
-    impls = tape.IMPLS
+    apply = tape.apply
     for i, (kind, op, refs, consts, kw, span, out) in enumerate(program.steps):
         args = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
-        if kind == "guard":
-            if not same(args[0], consts[0]):
+        if kind == "guard":     # raw: a stage this replay runs on (jit of jit) keeps the guard too
+            if not same(tape.raw(args[0]), consts[0]):
                 raise GuardFailed(i)
             continue
         saved = tape.get_span()
         tape.set_span(program.span(span))
         try:
-            fn = impls[op]
-            env[out] = fn(*args, **kw) if kw else fn(*args)
+            env[out] = apply(op, args, kw)
         finally:
             tape.set_span(saved)
     return env

@@ -277,6 +277,18 @@ def nondiff(op, args, kw=None):
     return fn(*plain, **kw) if kw else fn(*plain)
 
 
+def apply(op, args, kw=None):
+    """A recorded step run again (a replay): the primitive on its arguments, recorded by the traces
+    of any boxes among them. The kernels of derivative-free primitives read plain values, so a box
+    goes through `nondiff`, which records it where a stage must see it (an outer jit's guard)."""
+    if op in PLAIN:
+        for a in args:
+            if type(a) is Box:
+                return nondiff(op, args, kw)
+    fn = IMPLS[op]
+    return fn(*args, **kw) if kw else fn(*args)
+
+
 # ---------------------------------------------------------------- forward mode
 class ForwardTrace(Trace):
     """jvp: every value on it carries its tangent in `t`; nothing is kept."""
@@ -305,6 +317,7 @@ IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rul
 PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
 PUSHFORWARDS = {}
 FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse rule for a float result and cotangent
+PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)
 
 
 def _missing(op, kind, span):

@@ -21,6 +21,7 @@ from . import stage as S
 from . import tape
 from .tape import Box, peek
 from .transforms import Transformed, _describe, _fname
+from ..jit.codegen import compile_program, run_code
 from .trees import flatten, flatten_open, unflatten
 
 _RULES = None       # primitive name -> batching rule, built on first use
@@ -46,8 +47,11 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
         moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
         batched = [a is not None for a in leaf_axes]
         try:
-            program = _program_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects)
-            out = _replay(program, moved, batched, size)
+            if cache is None:
+                out = _replay(_stage_first(f, spec, moved, batched, interp, shared_effects), moved, batched, size)
+            else:
+                out = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects).replay(
+                    moved, batched, size)
         except _Fallback as why:
             if cache is not None:
                 cache.clear()
@@ -59,18 +63,60 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
     return Transformed(who, call, (f,))
 
 
-def _program_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
-    """f staged on the first example (or its kept program, if the cache holds one that applies)."""
-    if cache is None:
-        return _stage_first(f, spec, leaves, batched, interp, shared_effects)
+def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
+    """The cache's program for this call (staged on the first example if none applies)."""
     from ..jit.jit import reads, signature
     key = (signature(args, {}), axes)
     kept = cache.get(key)
-    if kept is not None and all(cell.v is value for cell, value in kept[1]):
-        return kept[0]
-    program = _stage_first(f, spec, leaves, batched, interp, shared_effects)
-    cache[key] = (program, reads(f))
-    return program
+    if kept is not None and kept.cells_hold():
+        return kept
+    kept = cache[key] = _Kept(_stage_first(f, spec, leaves, batched, interp, shared_effects), reads(f))
+    return kept
+
+
+class _Kept:
+    """A program kept between calls (jacfwd's), and once it is called again, its batched replay
+    compiled: the batching rules run once, on a stage, and the numpy calls they made become
+    straight-line code (dsl/jit/codegen.py), as jit(vmap(f)) would; the first call pays no compile."""
+
+    __slots__ = ("program", "cells", "calls", "staged", "code")
+
+    def __init__(self, program, cells):
+        self.program = program
+        self.cells = cells
+        self.calls = 0
+        self.staged = self.code = None
+
+    def cells_hold(self):
+        """Whether what f reads still holds what it held when f was staged."""
+        return all(cell.v is value for cell, value in self.cells)
+
+    def replay(self, leaves, batched, size):
+        """The batched result: by the compiled code where it applies, else by the batching rules."""
+        self.calls += 1
+        if self.code is not False and not self.program.effects and not any(type(v) is Box for v in leaves):
+            if self.code is None and self.calls >= 2:
+                self._compile(leaves, batched, size)
+            if self.code:
+                values = [v for v in leaves if S.is_staged_leaf(v)]
+                try:
+                    return unflatten(self.staged.out_spec, list(run_code(self.staged, self.code, values)))
+                except S.GuardFailed:
+                    self.code = False       # a path other than the staged one: the rules from now on
+        return _replay(self.program, leaves, batched, size)
+
+    def _compile(self, leaves, batched, size):
+        """Stage the batched replay and compile it; False where its program cannot be compiled."""
+        try:
+            staged, _ = S.stage(lambda *ls: _replay(self.program, ls, batched, size), leaves, dry=True)
+        except _Fallback:
+            self.code = False
+            return
+        if any(type(c) is Box or type(c) is _PerExample for step in staged.steps for c in step[3]) \
+                or any(type(c) is _PerExample for c in staged.out_consts):
+            self.code = False       # it holds a value another transformation traces, or a non-number
+            return
+        self.staged, self.code = staged, compile_program(staged, "vmapped")
 
 
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
@@ -152,12 +198,12 @@ def _replay(program, leaves, batched, size):
     inputs = [(v, b) for v, b in zip(leaves, batched) if S.is_staged_leaf(peek(v)) or type(v) is Box]
     for slot, (v, b) in zip(program.inputs, inputs):
         env[slot], flags[slot] = v, b
-    impls = tape.IMPLS
     for i, (kind, op, refs, consts, kw, span, out) in enumerate(program.steps):
         args = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
         arg_batched = [r >= 0 and flags[r] for r in refs]
         if kind == "guard":
-            if not _holds(args[0], consts[0], arg_batched[0]):
+            # raw: a stage this replay runs on (jit of vmap, jacfwd's compiled replay) keeps the guard too
+            if not _holds(tape.raw(args[0]), consts[0], arg_batched[0]):
                 raise _Fallback(f"a batched value decided control flow: {S.explain_step(program, i)}")
             continue
         if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
@@ -166,8 +212,7 @@ def _replay(program, leaves, batched, size):
         tape.set_span(program.span(span))
         try:
             if not any(arg_batched):
-                fn = impls[op]
-                env[out] = fn(*args, **kw) if kw else fn(*args)
+                env[out] = tape.apply(op, args, kw)
             else:
                 rule = _RULES.get(op)
                 if rule is None:

@@ -58,11 +58,11 @@ def make(interp):
 
     def jacfwd(f, argnums=0):
         """jacfwd(f, argnums=0): the Jacobian by forward mode, shape out_shape + in_shape."""
-        return F.jacfwd(_fn(f, "jacfwd"), argnums, opts)
+        return F.jacfwd(_fn(f, "jacfwd"), argnums, opts, interp=interp)
 
     def hessian(f, argnums=0):
         """hessian(f, argnums=0): exact second derivatives (forward mode over reverse mode)."""
-        return compiled("hessian", f, argnums, lambda: F.hessian(_fn(f, "hessian"), argnums, opts))
+        return compiled("hessian", f, argnums, lambda: F.hessian(_fn(f, "hessian"), argnums, opts, interp))
 
     def jvp(f, primals, tangents):
         """jvp(f, primals, tangents): (f(*primals), the output's tangent), by forward mode."""

@@ -18,6 +18,8 @@ def _fill_tables():
     tape.EAGER, tape.TRACED = EAGER, TRACED
     for name, prim in PRIMS.items():
         tape.IMPLS[name] = prim.impl
+        if not prim.differentiable and not prim.effect:
+            tape.PLAIN.add(name)
         rule = pullback(prim)
         if rule is not None:
             tape.PULLBACKS[name] = rule
