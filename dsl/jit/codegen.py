@@ -110,7 +110,7 @@ def compile_program(program, name="jitted"):
 def _compile(program, name):
     """The program as a compiled Python function run(inputs) -> tuple of output leaves.
 
-    The function has `inexact` set when optimize.py dropped Nz steps: then a failed guard
+    The function has `inexact` set when optimize.py dropped Nz steps or masks: then a failed guard
     may be one that the exact program passes, and its results are checked (`Inexact`)."""
     w = _Writer()
     kinds = program.kinds
@@ -137,15 +137,15 @@ def _compile(program, name):
             body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
     for r in p.checked:
         body.append(f"if not _finite(v{r}): raise _Inexact()")
-    outs = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(out_refs, program.out_consts)]
+    outs = [w.const(p.known[r]) if r in p.known else f"v{r}" if r >= 0 else w.const(c)
+            for r, c in zip(out_refs, program.out_consts)]
     body.append("return (" + "".join(o + ", " for o in outs) + ")")
     source = f"def {name}(_in):\n" + "".join(f"    {line}\n" for line in body)
     namespace = dict(w.consts)
     exec(compile(source, f"<jit {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.source = source
-    fn.inexact = len(p.steps) < len(program.steps) and any(
-        s[1] == "Nz" for s in program.steps) and bool(p.checked or program.guards)
+    fn.inexact = p.inexact
     return fn
 
 

@@ -9,6 +9,11 @@
   dropped: had it mattered, a result would hold a NaN or an infinity, and the
   generated code checks those results and then runs the exact program instead.
   Products that reach a comparison, a condition or an effect keep their Nz.
+- The same for the Nz rule's derivative (under a second derivative): NzKept(a, b, r)
+  is a mask, false only where r is NaN (0 times an infinity). The mask is taken as
+  the constant true where r reaches a checked result (or a guard) by such operations,
+  or else is checked itself; a product with a true mask (or with 1.0) is its other
+  factor. Masks whose value or r reaches a comparison or an effect are kept.
 """
 
 import numpy as np
@@ -27,26 +32,41 @@ PROPAGATING = frozenset({
 class Plan:
     """The steps to generate code for, and what the rewrites decided."""
 
-    __slots__ = ("steps", "alias", "checked")
+    __slots__ = ("steps", "alias", "checked", "known", "inexact")
 
-    def __init__(self, steps, alias, checked):
+    def __init__(self, steps, alias, checked, known, inexact):
         self.steps = steps          # the program's steps, in order, without the dropped ones
         self.alias = alias          # slot -> the slot holding its value instead
-        self.checked = checked      # output slots that must be finite (else: run exactly)
+        self.checked = checked      # slots that must end finite (else: run exactly): results, and the
+        #                             products of left-out masks that reach none
+        self.known = known          # slot -> its value, where a rewrite made it a constant
+        self.inexact = inexact      # whether a guard may fail where the exact program's passes
 
 
 def plan(program):
     """Apply the rewrites to a program (see the module docstring)."""
     alias = {}
+    kinds = program.kinds
     steps = _common(program.steps, alias)
-    steps, dropped = _drop_nz(steps, alias, program.out_refs)
-    checked = _tainted_outputs(steps, alias, dropped, program.out_refs)
-    return Plan(steps, alias, checked)
+    masks = _true_masks(steps, kinds)
+    steps, dropped = _drop_nz(steps, alias, _unsafe(steps, masks))
+    known = dict.fromkeys(masks, True)
+    steps = _fold(steps, alias, known, kinds)
+    sources = dropped | set(masks.values())
+    checked = _tainted_outputs(steps, alias, sources, program.out_refs)
+    # a mask's r that reaches no result is checked itself
+    reach = _reaching(steps, [resolve(alias, r) for r in program.out_refs if r >= 0])
+    tested = {resolve(alias, r) for r in masks.values()}
+    checked += tuple(sorted(r for r in tested if r not in reach and r not in known and r not in checked))
+    inexact = bool(sources) and bool(checked or program.guards)
+    return Plan(steps, alias, checked, known, inexact)
 
 
 def resolve(alias, r):
-    """The slot holding slot r's value (aliases are kept one level deep)."""
-    return alias.get(r, r)
+    """The slot holding slot r's value (following aliases of aliases)."""
+    while r in alias:
+        r = alias[r]
+    return r
 
 
 def _key(op, refs, consts, kw):
@@ -83,13 +103,14 @@ def _common(steps, alias):
     return out
 
 
-def _drop_nz(steps, alias, out_refs):
-    """Drop the Nz steps whose result can only reach results and checks (see the docstring)."""
+def _unsafe(steps, skipped):
+    """The slots a NaN must not reach unnoticed: those read by an operation that does not keep a
+    NaN a NaN (a comparison, an effect), and what flows into them. Steps in `skipped` read nothing."""
     unsafe = set()          # slots a NaN must not reach unnoticed
     propagating = PROPAGATING
     for i in range(len(steps) - 1, -1, -1):
         kind, op, refs, consts, kw, span, slot = steps[i]
-        if kind == "guard":
+        if kind == "guard" or slot in skipped:
             continue
         if kind == "effect" or op not in propagating:
             unsafe.update(refs)
@@ -99,6 +120,44 @@ def _drop_nz(steps, alias, out_refs):
                 unsafe.update(refs[1:])
         elif slot in unsafe:
             unsafe.update(refs)
+    return unsafe
+
+
+def _reaching(steps, outs):
+    """The slots whose value reaches a result or a guard through operations that keep a NaN a NaN."""
+    reach = set(outs)
+    propagating = PROPAGATING
+    for i in range(len(steps) - 1, -1, -1):
+        kind, op, refs, consts, kw, span, slot = steps[i]
+        if kind == "guard":
+            reach.update(refs)
+        elif slot in reach and kind == "op" and op in propagating:
+            reach.update(refs[1:] if op == "Where" else refs)
+    return reach
+
+
+def _true_masks(steps, kinds):
+    """The scalar NzKept masks that are true whenever the values they test are finite: mask slot -> r.
+
+    A mask only matters where r is NaN (0 times an infinity): then a result r reaches shows it, and
+    an r that reaches none is checked itself (`plan`). Masks whose r, or whose own value, reaches
+    a comparison or an effect are kept. A mask read as true reads neither its factors nor r, so
+    which masks qualify and which slots are unsafe depend on each other: start from every mask
+    and give up the ones that fail, until none does."""
+    masks = {s[6]: s[2][2] for s in steps if s[1] == "NzKept" and s[0] == "op" and s[2][2] >= 0
+             and kinds[s[6]] == "bool"}
+    while masks:
+        unsafe = _unsafe(steps, masks)
+        failed = [m for m, r in masks.items() if r in unsafe or m in unsafe]
+        if not failed:
+            break
+        for m in failed:
+            del masks[m]
+    return masks
+
+
+def _drop_nz(steps, alias, unsafe):
+    """Drop the Nz steps whose result can only reach results and checks (see the docstring)."""
     out, dropped = [], set()
     get = alias.get
     for step in steps:
@@ -113,6 +172,42 @@ def _drop_nz(steps, alias, out_refs):
                 step = (kind, op, resolved, consts, kw, span, slot)
         out.append(step)
     return out, dropped
+
+
+def _fold(steps, alias, known, kinds):
+    """Put the constants `known` in where their slots are read; a product with a factor 1 (1.0 or
+    true) is its other factor (exactly, NaN and -0.0 too), or a constant if both are known."""
+    out = []
+    for step in steps:
+        kind, op, refs, consts, kw, span, slot = step
+        if slot in known:
+            continue
+        if any(r in known or r in alias for r in refs):
+            refs = tuple([resolve(alias, r) for r in refs])
+            consts = tuple([known[r] if r in known else c for r, c in zip(refs, consts)])
+            refs = tuple([-1 if r in known else r for r in refs])
+            step = (kind, op, refs, consts, kw, span, slot)
+        if kind == "op" and op == "Nz" and refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
+            known[slot] = consts[2]         # a finite product is its own value
+            continue
+        if kind == "op" and (op == "Mul" or op == "ScalarMul"):
+            (ra, rb), (ca, cb) = refs, consts
+            if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
+                known[slot] = 1.0
+                continue
+            if rb < 0 and ra >= 0 and _is_one(cb) and kinds[ra] == kinds[slot]:
+                alias[slot] = ra
+                continue
+            if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:
+                alias[slot] = rb
+                continue
+        out.append(step)
+    return out
+
+
+def _is_one(c):
+    """Whether a constant factor is 1 (1.0 or true)."""
+    return (c is True or type(c) is float) and c == 1.0
 
 
 def _tainted_outputs(steps, alias, dropped, out_refs):
