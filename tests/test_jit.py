@@ -282,6 +282,28 @@ def test_second_derivatives_compiled_at_one_point_are_exact_at_special_points(na
         assert source.count("if not _finite(") > 1
 
 
+HESSIANS = {"root": "where(v > 0.0, sqrt(v), 0.0) * sin(v)", "square_root": "sqrt(v) ** 2",
+            "zero_times": "sqrt(v) * v * 0.0 + v * exp(-1.0 / (v * v))", "f": "sin(v) * v ** 2"}
+
+
+@pytest.mark.parametrize("name", sorted(HESSIANS))
+def test_hessians_compiled_at_one_point_are_exact_at_special_points(name):
+    # tensors: the masks of the zero rule's derivative left out where a NaN would show; jit(hessian),
+    # and hessian called again (which compiles what it kept), against a hessian that never ran before
+    src = f"fn f(v) {{ return sum({HESSIANS[name]}) }}"
+    i = interp(src + "\nlet jh = jit(hessian(f))\nlet h = hessian(f)", check_numerics=False)
+    jh, h = i.lookup("jh"), i.lookup("h")
+    for _ in range(3):
+        jh(np.array([4.0, 2.0, 1.0]))
+        h(np.array([4.0, 2.0, 1.0]))
+    for x in ([0.0, 1.0, 2.0], [0.0, 0.0, 1e-300], [-1.0, 4.0, 0.5], [np.inf, 1.0, 0.0], [4.0, 2.0, 1.0]):
+        x = np.array(x)
+        fresh = interp(src, check_numerics=False)
+        want = fresh.lookup("hessian")(fresh.lookup("f"))(x)
+        np.testing.assert_array_equal(jh(x), want)
+        np.testing.assert_array_equal(h(x), want)
+
+
 def assert_same_tree(got, want):
     """Equal trees of numbers and tensors (to 1e-12, where the order of operations may differ)."""
     if isinstance(want, (tuple, list)):

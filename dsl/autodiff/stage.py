@@ -172,7 +172,7 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
 
 def kind_of(v):
     """What a staged value is, for generated code: "float", "bool", "int", "str", ("array", ndim,
-    dtype kind) or "other"."""
+    dtype kind, shape) or "other" (a program runs only with its signature's shapes)."""
     v = peek(v)
     t = type(v)
     if t is float:
@@ -184,7 +184,7 @@ def kind_of(v):
     if t is str:
         return "str"
     if t is np.ndarray:
-        return ("array", v.ndim, v.dtype.kind)
+        return ("array", v.ndim, v.dtype.kind, v.shape)
     return "other"
 
 

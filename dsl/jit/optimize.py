@@ -145,7 +145,8 @@ def _true_masks(steps, kinds):
     which masks qualify and which slots are unsafe depend on each other: start from every mask
     and give up the ones that fail, until none does."""
     masks = {s[6]: s[2][2] for s in steps if s[1] == "NzKept" and s[0] == "op" and s[2][2] >= 0
-             and kinds[s[6]] == "bool"}
+             and (kinds[s[6]] == "bool" or _is_array(kinds[s[6]]))}
+    _only_factors(steps, masks, kinds)
     while masks:
         unsafe = _unsafe(steps, masks)
         failed = [m for m, r in masks.items() if r in unsafe or m in unsafe]
@@ -154,6 +155,24 @@ def _true_masks(steps, kinds):
         for m in failed:
             del masks[m]
     return masks
+
+
+def _only_factors(steps, masks, kinds):
+    """Keep only the tensor masks read as a factor beside a tensor of the product's own shape: a true
+    mask stands for a tensor of ones, which the product may then leave out (scalar masks: any reader)."""
+    for kind, op, refs, consts, kw, span, slot in steps:
+        for i, r in enumerate(refs):
+            if r in masks and _is_array(kinds[r]):
+                if op == "Nz" and i < 2 and refs[2] >= 0 and kinds[refs[2]] == kinds[slot]:
+                    continue        # a factor of a zero rule: Nz(x, 1, r) is r
+                other = refs[1 - i] if op == "Mul" and len(refs) == 2 else -1
+                if other < 0 or other == r or kinds[other] != kinds[slot]:
+                    del masks[r]
+
+
+def _is_array(kind):
+    """Whether a slot's kind is a tensor's."""
+    return type(kind) is tuple and kind[0] == "array"
 
 
 def _drop_nz(steps, alias, unsafe):
@@ -189,6 +208,10 @@ def _fold(steps, alias, known, kinds):
             step = (kind, op, refs, consts, kw, span, slot)
         if kind == "op" and op == "Nz" and refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
             known[slot] = consts[2]         # a finite product is its own value
+            continue
+        if kind == "op" and op == "Nz" and refs[2] >= 0 and (_is_one(consts[0]) and refs[0] < 0
+                                                             or _is_one(consts[1]) and refs[1] < 0):
+            alias[slot] = refs[2]           # r = x * 1 is x: finite wherever x is 0
             continue
         if kind == "op" and (op == "Mul" or op == "ScalarMul"):
             (ra, rb), (ca, cb) = refs, consts
