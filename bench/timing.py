@@ -21,11 +21,12 @@ def clock_name():
     return name
 
 
-def measure(fns, reps, warmup=1, min_block=0.002):
+def measure(fns, reps, warmup=2, min_block=0.002):
     """Time each callable in `fns` (name -> fn) `reps` times, interleaved; name -> list of
     seconds per call.
 
-    Every callable runs `warmup` times first. The rounds interleave the callables
+    Every callable runs `warmup` times first (the fastest of those calls sizes its blocks: a
+    first call may stage or compile, which later calls do not). The rounds interleave the callables
     (alternating their order) so that a slow spell on a shared machine hits dg and its
     references alike, and a collection runs before each timing so one call's garbage is not
     charged to the next. A call shorter than `min_block` is timed as a block of calls that
@@ -36,11 +37,11 @@ def measure(fns, reps, warmup=1, min_block=0.002):
     names = list(fns)
     number = {}
     for name in names:
-        took = 0.0
+        took = float("inf") if warmup else 0.0
         for _ in range(warmup):
             t0 = time.perf_counter()
             fns[name]()
-            took = time.perf_counter() - t0
+            took = min(took, time.perf_counter() - t0)
         number[name] = max(1, min(1000, int(min_block / took) + 1)) if 0 < took < min_block else 1
     times = {name: [] for name in names}
     for r in range(reps):
