@@ -188,6 +188,11 @@ def kind_of(v):
     return "other"
 
 
+def is_array_kind(kind):
+    """Whether a `kind_of` is a tensor's."""
+    return type(kind) is tuple and kind[0] == "array"
+
+
 def program_of(trace, inputs, out):
     """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots.
 
@@ -312,4 +317,4 @@ def _brief(v):
     return repr(v)
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "same", "is_staged_leaf", "perform", "error"]
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error"]

@@ -19,7 +19,7 @@ import itertools
 import numpy as np
 
 from ..autodiff import stage as S
-from ..autodiff.stage import GuardFailed, kind_of, same
+from ..autodiff.stage import GuardFailed, is_array_kind, kind_of, same
 from ..autodiff.tape import finite
 from ..cycles import gc_paused
 from ..primitives.registry import PRIMS
@@ -28,11 +28,6 @@ from .optimize import plan, resolve
 
 _names = itertools.count()
 NUMBER_KINDS = ("float", "int", "bool")
-
-
-def _is_array(kind):
-    """Whether a value kind is a tensor's."""
-    return type(kind) is tuple and kind[0] == "array"
 
 
 def template_for(prim, arg_kinds, out_kind):
@@ -50,15 +45,15 @@ def template_for(prim, arg_kinds, out_kind):
     numbers = all(k in NUMBER_KINDS for k in arg_kinds)
     if numbers and out_kind in ("float", "bool"):
         return emit.get("float")
-    arrays = [k for k in arg_kinds if _is_array(k)]
-    if not arrays or not all(_is_array(k) or k in ("float", "bool") for k in arg_kinds):
+    arrays = [k for k in arg_kinds if is_array_kind(k)]
+    if not arrays or not all(is_array_kind(k) or k in ("float", "bool") for k in arg_kinds):
         return None
     if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not _mask_beside_floats(arg_kinds, out_kind):
         return None
     template = emit.get("array")
     if template is None:
         return None
-    if _is_array(out_kind):
+    if is_array_kind(out_kind):
         return template
     if out_kind == "float":
         return f"float({template})"
@@ -70,9 +65,9 @@ def template_for(prim, arg_kinds, out_kind):
 def _mask_beside_floats(arg_kinds, out_kind):
     """Whether bool tensors meet float tensors or floats for a float tensor result (a mask times a
     cotangent), which numpy computes as dg does."""
-    if not (_is_array(out_kind) and out_kind[2] == "f"):
+    if not (is_array_kind(out_kind) and out_kind[2] == "f"):
         return False
-    arrays = [k for k in arg_kinds if _is_array(k)]
+    arrays = [k for k in arg_kinds if is_array_kind(k)]
     return all(k[2] in "fb" for k in arrays) and ("float" in arg_kinds or any(k[2] == "f" for k in arrays))
 
 
@@ -132,7 +127,7 @@ def _compile(program, name):
         else:
             body.append(f"v{out} = {_expression(w, op, args, refs, consts, kw, kinds[out], kinds)}")
         dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
-                and _is_array(kinds[r])]
+                and is_array_kind(kinds[r])]
         if dead:
             body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
     for r in p.checked:
@@ -182,7 +177,7 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     """The right-hand side computing one primitive."""
     prim = PRIMS[op]
     arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
-    if any(_is_array(k) for k in arg_kinds):
+    if any(is_array_kind(k) for k in arg_kinds):
         # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3)
         for i, (r, c) in enumerate(zip(refs, consts)):
             if r < 0 and type(c) is int and abs(c) < 2 ** 53:

@@ -18,6 +18,8 @@
 
 import numpy as np
 
+from ..autodiff.stage import is_array_kind
+
 # Operations through which a NaN in any argument stays a NaN (or is dropped whole, as an
 # index drops entries): a NaN that reached the result through them shows there.
 PROPAGATING = frozenset({
@@ -48,8 +50,8 @@ def plan(program):
     alias = {}
     kinds = program.kinds
     steps = _common(program.steps, alias)
-    masks = _true_masks(steps, kinds)
-    steps, dropped = _drop_nz(steps, alias, _unsafe(steps, masks))
+    masks, unsafe = _true_masks(steps, kinds)
+    steps, dropped = _drop_nz(steps, alias, unsafe)
     known = dict.fromkeys(masks, True)
     steps = _fold(steps, alias, known, kinds)
     sources = dropped | set(masks.values())
@@ -137,7 +139,8 @@ def _reaching(steps, outs):
 
 
 def _true_masks(steps, kinds):
-    """The scalar NzKept masks that are true whenever the values they test are finite: mask slot -> r.
+    """The NzKept masks that are true whenever the values they test are finite (mask slot -> r), and
+    the slots a NaN must not reach unnoticed once those masks read nothing (`_unsafe`).
 
     A mask only matters where r is NaN (0 times an infinity): then a result r reaches shows it, and
     an r that reaches none is checked itself (`plan`). Masks whose r, or whose own value, reaches
@@ -145,16 +148,15 @@ def _true_masks(steps, kinds):
     which masks qualify and which slots are unsafe depend on each other: start from every mask
     and give up the ones that fail, until none does."""
     masks = {s[6]: s[2][2] for s in steps if s[1] == "NzKept" and s[0] == "op" and s[2][2] >= 0
-             and (kinds[s[6]] == "bool" or _is_array(kinds[s[6]]))}
+             and (kinds[s[6]] == "bool" or is_array_kind(kinds[s[6]]))}
     _only_factors(steps, masks, kinds)
-    while masks:
+    while True:
         unsafe = _unsafe(steps, masks)
         failed = [m for m, r in masks.items() if r in unsafe or m in unsafe]
         if not failed:
-            break
+            return masks, unsafe
         for m in failed:
             del masks[m]
-    return masks
 
 
 def _only_factors(steps, masks, kinds):
@@ -162,17 +164,12 @@ def _only_factors(steps, masks, kinds):
     mask stands for a tensor of ones, which the product may then leave out (scalar masks: any reader)."""
     for kind, op, refs, consts, kw, span, slot in steps:
         for i, r in enumerate(refs):
-            if r in masks and _is_array(kinds[r]):
+            if r in masks and is_array_kind(kinds[r]):
                 if op == "Nz" and i < 2 and refs[2] >= 0 and kinds[refs[2]] == kinds[slot]:
                     continue        # a factor of a zero rule: Nz(x, 1, r) is r
                 other = refs[1 - i] if op == "Mul" and len(refs) == 2 else -1
                 if other < 0 or other == r or kinds[other] != kinds[slot]:
                     del masks[r]
-
-
-def _is_array(kind):
-    """Whether a slot's kind is a tensor's."""
-    return type(kind) is tuple and kind[0] == "array"
 
 
 def _drop_nz(steps, alias, unsafe):
@@ -206,26 +203,35 @@ def _fold(steps, alias, known, kinds):
             consts = tuple([known[r] if r in known else c for r, c in zip(refs, consts)])
             refs = tuple([-1 if r in known else r for r in refs])
             step = (kind, op, refs, consts, kw, span, slot)
-        if kind == "op" and op == "Nz" and refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
-            known[slot] = consts[2]         # a finite product is its own value
-            continue
-        if kind == "op" and op == "Nz" and refs[2] >= 0 and (_is_one(consts[0]) and refs[0] < 0
-                                                             or _is_one(consts[1]) and refs[1] < 0):
-            alias[slot] = refs[2]           # r = x * 1 is x: finite wherever x is 0
-            continue
-        if kind == "op" and (op == "Mul" or op == "ScalarMul"):
-            (ra, rb), (ca, cb) = refs, consts
-            if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
-                known[slot] = 1.0
+        if kind == "op":
+            how, what = _simplified(op, refs, consts, slot, kinds)
+            if how == "known":
+                known[slot] = what
                 continue
-            if rb < 0 and ra >= 0 and _is_one(cb) and kinds[ra] == kinds[slot]:
-                alias[slot] = ra
-                continue
-            if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:
-                alias[slot] = rb
+            if how == "alias":
+                alias[slot] = what
                 continue
         out.append(step)
     return out
+
+
+def _simplified(op, refs, consts, slot, kinds):
+    """What a step with constant factors is: ("known", its value), ("alias", the slot holding it),
+    or (None, None) where it stays a step."""
+    if op == "Nz":
+        if refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
+            return "known", consts[2]       # a finite product is its own value
+        if refs[2] >= 0 and (refs[0] < 0 and _is_one(consts[0]) or refs[1] < 0 and _is_one(consts[1])):
+            return "alias", refs[2]         # r = x * 1 is x: finite wherever x is 0
+    elif op == "Mul" or op == "ScalarMul":
+        (ra, rb), (ca, cb) = refs, consts
+        if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
+            return "known", 1.0
+        if rb < 0 and ra >= 0 and _is_one(cb) and kinds[ra] == kinds[slot]:
+            return "alias", ra
+        if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:
+            return "alias", rb
+    return None, None
 
 
 def _is_one(c):
@@ -234,7 +240,8 @@ def _is_one(c):
 
 
 def _tainted_outputs(steps, alias, dropped, out_refs):
-    """The output slots a dropped Nz's product may reach: they are checked for NaN and infinity."""
+    """The output slots that a dropped Nz's product, or a left-out mask's, may reach: they are
+    checked for NaN and infinity."""
     tainted = {resolve(alias, s) for s in dropped}
     for kind, op, refs, consts, kw, span, slot in steps:
         if kind == "op" and any(r in tainted for r in refs):
