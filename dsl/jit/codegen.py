@@ -15,6 +15,7 @@ the same program could be written against another numpy-like library.
 
 import functools
 import itertools
+import re
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from . import kernels
 from .optimize import plan, resolve
 
 _names = itertools.count()
+_KERNEL = re.compile(r"\bK\.(\w+)\(")     # a call of a kernels.py function in a template
 NUMBER_KINDS = ("float", "int", "bool")
 
 
@@ -95,6 +97,13 @@ class _Writer:
         self.consts[name] = value
         return name
 
+    def kernel(self, name, raising):
+        """The generated code's name for kernels.<name>: Python's own function where it only
+        differs by raising (kernels.RAISING) and the program has no effects to repeat."""
+        fn = kernels.RAISING.get(name) if raising else None
+        self.consts[f"K_{name}"] = fn or getattr(kernels, name)
+        return f"K_{name}("
+
 
 def compile_program(program, name="jitted"):
     """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
@@ -136,21 +145,28 @@ def _compile(program, name):
             for r, c in zip(out_refs, program.out_consts)]
     body.append("return (" + "".join(o + ", " for o in outs) + ")")
     source = f"def {name}(_in):\n" + "".join(f"    {line}\n" for line in body)
+    raising = not any(step[0] == "effect" for step in p.steps)
+    source = _KERNEL.sub(lambda m: w.kernel(m.group(1), raising), source)
     namespace = dict(w.consts)
     exec(compile(source, f"<jit {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.source = source
     fn.inexact = p.inexact
+    fn.raising = raising
     return fn
 
 
 def run_code(program, code, values):
     """The output leaves of a program's compiled code on these inputs, or of the exact program where
     the compiled code cannot vouch for its own (optimize.py: a NaN where a zero rule was left out,
-    or a guard that noticed one)."""
+    or a guard that noticed one; a math function that raised where dg's kernel returns inf or nan)."""
     try:
         return code(values)
     except Inexact:
+        return S.output_leaves(program, values)
+    except kernels.RAISED:
+        if not code.raising:
+            raise
         return S.output_leaves(program, values)
     except GuardFailed:
         if not code.inexact:

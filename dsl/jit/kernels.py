@@ -3,6 +3,7 @@ computes what dg computes: floats in give floats out, IEEE results (inf, nan) wh
 Python's math module raises, reference 6.7's zero rule (`nz`)."""
 
 import math
+import operator
 
 import numpy as np
 
@@ -57,9 +58,7 @@ def cos(x):
     return math.cos(x) if x - x == 0.0 else NAN
 
 
-def tanh(x):
-    """tanh of a float."""
-    return math.tanh(x)
+tanh = math.tanh     # never raises
 
 
 def sigmoid(x):
@@ -121,3 +120,12 @@ def sum_all(x):
 def where(c, a, b):
     """where with array operands."""
     return np.where(c, a, b)
+
+
+# Python's own functions, equal to the kernels above wherever they return: where a kernel returns
+# inf or nan for a float, they raise one of RAISED instead. A program without effects calls these
+# and, when one raises, is run again exactly (codegen.run_code): a call through a Python function
+# costs as much as the sine itself.
+RAISING = {"sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "exp": math.exp,
+           "ln": math.log, "log2": math.log2, "log1p": math.log1p, "div": operator.truediv}
+RAISED = (ValueError, OverflowError, ZeroDivisionError)
