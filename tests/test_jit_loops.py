@@ -100,7 +100,9 @@ def test_the_loop_variable_enters_the_body_as_a_number():
 
 
 @pytest.mark.parametrize("body, rolled", [
-    ("s = s + xs[i] * w", False),                        # the loop variable read as an index
+    ("s = s + xs[i] * w", True),                         # the loop variable as an index: a Row step
+    ("s = s * w + xs[i - 1] - xs[5 - i]", True),          # ints computed from it (one negative)
+    ("s = s + xs[(i + 1) % 6] * w", True),
     ("print(s)\n s = s * w", False),                     # an effect on every iteration
     ("s = s + w * randn(())", False),                   # a random draw
     ("xs = cat((xs, xs[0:1] * w))\n s = s + sum(xs)", False),   # a tensor that grows
@@ -147,7 +149,7 @@ def test_a_compiled_loop_whose_condition_changes_stages_again():
     assert sum(len(e) for e in fast.call.entries.values()) == 2      # one recording per branch
 
 
-@pytest.mark.parametrize("outer", ["grad", "jvp", "vmap", "hessian", "jit_hessian", "jit_grad_grad"])
+@pytest.mark.parametrize("outer", ["grad", "jvp", "vmap", "hessian", "jit_hessian", "jit_grad_grad", "grad_jit_grad"])
 def test_a_rolled_loop_composes_with_every_transformation(outer):
     src = ("fn f(x) {\n  let s = x\n  let t = 0.0\n"
            "  for i in range(25) { t = t + sin(s) * x\n s = s * 0.9 + 0.1 * cos(t) }\n  return s + t\n}\n"
@@ -165,6 +167,11 @@ def test_a_rolled_loop_composes_with_every_transformation(outer):
         assert same(L("vmap")(fast)(xs), L("vmap")(f)(xs), 1e-12)
     elif outer == "hessian":
         assert same(L("hessian")(fast)(0.7), L("hessian")(f)(0.7), 1e-10)
+    elif outer == "grad_jit_grad":     # a recording's own reverse loop, differentiated again
+        jg = L("jit")(L("grad")(f))
+        jg(0.7)
+        assert {"Loop", "LoopBack"} <= ops_of(jg)
+        assert same(L("grad")(jg)(0.7), L("grad")(L("grad")(f))(0.7), 1e-10)
     elif outer == "jit_hessian":
         h = L("jit")(L("hessian")(f))
         assert staged_and_compiled(h, (0.7,), L("hessian")(f)(0.7), 1e-10)
@@ -231,3 +238,135 @@ def test_a_gradient_inside_the_body_that_overflows_is_the_interpreters_error():
     with pytest.raises(dsl.DgError) as plain:
         train(3.0)
     assert str(jitted.value).splitlines()[0] == str(plain.value).splitlines()[0]
+
+
+# ---------------------------------------------------------------- rows read by the loop variable
+RNN = """
+struct Rnn { wx, wh, b, wo }
+fn loss(p, xs, ys) {
+    let h = zeros((shape(xs)[1], shape(p.wh)[0]))
+    let total = 0.0
+    for t in range(shape(xs)[0]) {
+        h = tanh(xs[t] @ p.wx + h @ p.wh + p.b)
+        total = total + mean((h @ p.wo - ys[t]) ** 2)
+    }
+    return total / shape(xs)[0]
+}
+"""
+
+
+def rnn(i, T=9):
+    """Weights, inputs and targets of a small RNN."""
+    rng = np.random.default_rng(3)
+    p = i.lookup("Rnn")(rng.standard_normal((2, 4)) * 0.5, rng.standard_normal((4, 4)) * 0.4,
+                        rng.standard_normal(4) * 0.1, rng.standard_normal((4, 1)) * 0.5)
+    return p, rng.standard_normal((T, 3, 2)), rng.standard_normal((T, 3, 1))
+
+
+def bodies(jitted):
+    """The staged loop bodies a jitted function's recordings hold."""
+    return [s[4]["body"] for entries in jitted.call.entries.values() for e in entries
+            for s in e.program.steps if s[1] == "Loop"]
+
+
+@pytest.mark.parametrize("argnums", ["0", "(0, 1, 2)"])
+def test_a_recurrent_network_reading_rows_is_one_step_each_way_and_exact(argnums):
+    # the reverse loop runs the pullback's reverse half on what the forward loop kept (split.py),
+    # computing the cotangents of xs and ys only where they are wanted
+    i = interp(RNN + f"let step = value_and_grad(loss, argnums={argnums})\nlet fast = jit(step)")
+    p, xs, ys = rnn(i)
+    fast = i.lookup("fast")
+    assert staged_and_compiled(fast, (p, xs, ys), i.lookup("step")(p, xs, ys), 1e-12)
+    assert {"Loop", "LoopBack"} <= ops_of(fast) and "Row" in {s[1] for b in bodies(fast) for s in b.forward.steps}
+    (body,) = bodies(fast)
+    assert body._split
+    (reverse,) = body._split[4].values()
+    assert ("RowAdd" in {s[1] for s in reverse[0].steps}) == (argnums != "0")
+    other = rnn(i, T=9)[0]      # new weights: the same recording
+    assert same(fast(other, xs * 0.5, ys), i.lookup("step")(other, xs * 0.5, ys), 1e-12)
+
+
+def test_a_row_out_of_range_is_the_interpreters_error():
+    src = ("fn f(w, xs) {\n  let s = 0.0\n  for i in range(6) {\n    s = s + xs[i + 1] * w\n  }\n  return s\n}\n"
+           "let fast = jit(grad(f))")
+    i = interp(src)
+    fast = i.lookup("fast")
+    assert same(fast(0.5, np.arange(8.0)), i.lookup("grad")(i.lookup("f"))(0.5, np.arange(8.0)))
+    for _ in range(2):
+        with pytest.raises(dsl.DgError) as jitted:
+            fast(0.5, np.arange(6.0))
+        with pytest.raises(dsl.DgError) as plain:
+            i.lookup("grad")(i.lookup("f"))(0.5, np.arange(6.0))
+        assert str(jitted.value).splitlines()[:2] == str(plain.value).splitlines()[:2]
+        assert "out of range" in str(jitted.value) and ":4:" in str(jitted.value)
+
+
+def test_a_nan_of_a_left_out_zero_rule_in_the_reverse_loop_is_run_again_exactly():
+    # sqrt(0) has an infinite derivative times a zero cotangent at one row: the reverse loop's
+    # checks wait until its end, find the NaN, and run it again with the rule (reference 6.7)
+    src = ("fn f(w, xs) {\n  let s = 0.0\n  for i in range(6) { s = s + sqrt(xs[i] * w) * 0.0 + w * xs[i] }\n"
+           "  return s\n}\nlet fast = jit(grad(f))")
+    i = interp(src)
+    fast, g = i.lookup("fast"), i.lookup("grad")(i.lookup("f"))
+    xs = np.linspace(1.0, 2.0, 6)
+    assert staged_and_compiled(fast, (0.5, xs), g(0.5, xs))
+    (body,) = bodies(fast)
+    (reverse,) = body._split[4].values()
+    assert reverse[2] is not None       # the checks wait
+    xs[3] = 0.0
+    want = g(0.5, xs)
+    assert np.isfinite(want) and same(fast(0.5, xs), want)
+
+
+@pytest.mark.parametrize("outer", ["vmap", "jvp", "grad"])
+def test_rows_of_a_rolled_loop_under_other_transformations(outer):
+    # vmap and jvp replay the loop through Row's batching and forward rules; grad of a jitted
+    # gradient with respect to the rows' tensor differentiates RowAdd
+    src = ("fn f(w, xs) {\n  let s = w\n  for i in range(7) { s = sin(s * xs[i]) + xs[i - 1] * w }\n  return s\n}\n"
+           "let fast = jit(f)\nlet fastg = jit(grad(f, argnums=1))\n")
+    i = interp(src)
+    L = i.lookup
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal(7)
+    L("fast")(0.3, xs)
+    L("fastg")(0.3, xs)
+    assert "Row" in {s[1] for b in bodies(L("fast")) for s in b.forward.steps}
+    if outer == "vmap":
+        batch = rng.standard_normal((4, 7))
+        got = L("vmap")(L("fast"), (None, 0))(0.3, batch)
+        want = np.array([L("f")(0.3, b) for b in batch])
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    elif outer == "jvp":
+        v = rng.standard_normal(7)
+        assert same(L("jvp")(L("fast"), (0.3, xs), (0.5, v)), L("jvp")(L("f"), (0.3, xs), (0.5, v)), 1e-12)
+    else:
+        c = rng.standard_normal(7)
+        i.set("c", c)
+        i.set("xs", xs)
+        got = i.eval("grad(fn(w, v) => sum(fastg(w, v) * c), argnums=(0, 1))(0.3, xs)")
+        want = i.eval("grad(fn(w, v) => sum(grad(f, argnums=1)(w, v) * c), argnums=(0, 1))(0.3, xs)")
+        assert same(got, want, 1e-12)
+
+
+def test_row_rules_against_each_other_and_a_loop():
+    from dsl.primitives.namespaces import EAGER
+    from dsl.primitives.registry import PRIMS
+    rng = np.random.default_rng(7)
+    x, g = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    row, add = PRIMS["Row"], PRIMS["RowAdd"]
+    for i in (2, -1):
+        # both are linear in their tensor: each one's vjp is the other, <row(x), g> = <x, row_add(g)>
+        back = row.vjp[0](EAGER, g, row.impl(x, i), x, i)
+        np.testing.assert_array_equal(back, add.impl(g, i, (5, 3)))
+        assert np.sum(row.impl(x, i) * g) == pytest.approx(np.sum(x * back), rel=1e-14)
+        np.testing.assert_array_equal(add.vjp[0](EAGER, x, None, g, i, shape=(5, 3)), x[i])
+        np.testing.assert_array_equal(row.jvp(EAGER, (x, None), None, (x, i), {}), x[i])
+        np.testing.assert_array_equal(add.jvp(EAGER, (g, None), None, (g, i), {"shape": (5, 3)}),
+                                      add.impl(g, i, (5, 3)))
+        # a batch of 4 on axis 0, i shared
+        xb, gb = rng.standard_normal((4, 5, 3)), rng.standard_normal((4, 3))
+        np.testing.assert_array_equal(row.batch(EAGER, (xb, i), (True, False), {}), np.stack([b[i] for b in xb]))
+        np.testing.assert_array_equal(add.batch(EAGER, (gb, i), (True, False), {"shape": (5, 3)}),
+                                      np.stack([add.impl(b, i, (5, 3)) for b in gb]))
+    with pytest.raises(dsl.DgError, match="out of range"):
+        row.impl(x, 5)

@@ -22,7 +22,7 @@ grad); dsl/autodiff/vmap.py replays it on a batch, and dsl/jit compiles it.
 import numpy as np
 
 from ..cycles import gc_paused
-from ..errors import error
+from ..errors import DgError, error, located
 from . import tape
 from .tape import STAGE, Box, Trace, peek
 from .trees import flatten, flatten_open, hollow, unflatten
@@ -280,6 +280,8 @@ def _replay(program, values):
         tape.set_span(program.span(span))
         try:
             env[out] = apply(op, args, kw)
+        except DgError as exc:      # a kernel's error (an index out of range) at the step's line
+            raise located(exc, program.span(span)) from None
         finally:
             tape.set_span(saved)
     return env

@@ -38,7 +38,7 @@ def template_for(prim, arg_kinds, out_kind):
     `emit` is a template for Python numbers and tensors alike, or a dict with a "float"
     template (Python numbers in, a float or bool out) and an "array" one (float tensors in,
     a tensor out, or a float from a full reduction, which is converted); "bools": true lets
-    bool tensors into the array template."""
+    bool tensors into the array template, "ints": true lets ints in beside tensors."""
     emit = prim.emit
     if emit is None:
         return None
@@ -48,7 +48,8 @@ def template_for(prim, arg_kinds, out_kind):
     if numbers and out_kind in ("float", "bool"):
         return emit.get("float")
     arrays = [k for k in arg_kinds if is_array_kind(k)]
-    if not arrays or not all(is_array_kind(k) or k in ("float", "bool") for k in arg_kinds):
+    scalars = ("float", "bool", "int") if emit.get("ints") else ("float", "bool")
+    if not arrays or not all(is_array_kind(k) or k in scalars for k in arg_kinds):
         return None
     if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not _mask_beside_floats(arg_kinds, out_kind):
         return None
@@ -105,17 +106,19 @@ class _Writer:
         return f"K_{name}("
 
 
-def compile_program(program, name="jitted"):
+def compile_program(program, name="jitted", checks=True):
     """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
     with gc_paused():
-        return _compile(program, name)
+        return _compile(program, name, checks)
 
 
-def _compile(program, name):
+def _compile(program, name, checks=True):
     """The program as a compiled Python function run(inputs) -> tuple of output leaves.
 
     The function has `inexact` set when optimize.py dropped Nz steps or masks: then a failed guard
-    may be one that the exact program passes, and its results are checked (`Inexact`)."""
+    may be one that the exact program passes, and its results are checked (`Inexact`). With
+    checks=False they are not: the caller checks the outputs of a loop of runs instead, which it
+    may only do where `outputs_checked` says that every checked value is an output."""
     w = _Writer()
     kinds = program.kinds
     p = plan(program)
@@ -139,8 +142,8 @@ def _compile(program, name):
                 and is_array_kind(kinds[r])]
         if dead:
             body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
-    for r in p.checked:
-        body.append(f"if not _finite(v{r}): raise _Inexact()")
+    if checks:
+        body.extend(f"if not _finite(v{r}): raise _Inexact()" for r in p.checked)
     outs = [w.const(p.known[r]) if r in p.known else f"v{r}" if r >= 0 else w.const(c)
             for r, c in zip(out_refs, program.out_consts)]
     body.append("return (" + "".join(o + ", " for o in outs) + ")")
@@ -153,6 +156,7 @@ def _compile(program, name):
     fn.source = source
     fn.inexact = p.inexact
     fn.raising = raising
+    fn.outputs_checked = set(p.checked) <= set(out_refs)
     return fn
 
 
@@ -193,8 +197,9 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     """The right-hand side computing one primitive."""
     prim = PRIMS[op]
     arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
-    if any(is_array_kind(k) for k in arg_kinds):
-        # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3)
+    if any(is_array_kind(k) for k in arg_kinds) and not (type(prim.emit) is dict and prim.emit.get("ints")):
+        # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3),
+        # but not where the template takes ints (an index)
         for i, (r, c) in enumerate(zip(refs, consts)):
             if r < 0 and type(c) is int and abs(c) < 2 ** 53:
                 arg_kinds[i], args[i] = "float", repr(float(c))

@@ -25,7 +25,8 @@ from ..autodiff.stage import is_array_kind
 PROPAGATING = frozenset({
     "Add", "Sub", "Mul", "ScalarMul", "Div", "Neg", "Pow", "Exp", "Ln", "Log2", "Sin", "Cos", "Sqrt", "Abs",
     "Relu", "Sigmoid", "TanhAct", "Erf", "Silu", "Gelu", "Maximum", "Minimum", "Clamp", "Sum", "Mean", "Max",
-    "Min", "LogSumExp", "Reshape", "TransposeOp", "BroadcastTo", "Index", "GatherOp", "IndexAdd", "SetIndex",
+    "Min", "LogSumExp", "Reshape", "TransposeOp", "BroadcastTo", "Index", "GatherOp", "IndexAdd", "Row", "RowAdd",
+    "SetIndex",
     "CatOp", "Stack", "MatMul", "Softmax", "LogSoftmax", "LayerNorm", "BatchNorm", "SsmScan", "Nz",
     "AllFinite",
 })

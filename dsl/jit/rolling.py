@@ -27,12 +27,13 @@ whose state holds nothing being staged.
 
 from ..ast import Block, Break, Continue, For, If, Return, While
 from ..autodiff import stage as S
-from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, peek
-from ..autodiff.trees import flatten_open, unflatten
+from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, finite, peek
+from ..autodiff.trees import flatten_open, unflatten, zero_of
 from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
 from .codegen import compile_program, run_code
 from .jit import _key
+from .split import checks_can_wait, needed_only, split
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 
@@ -169,9 +170,11 @@ class Body:
     """A loop body staged once: its program P (state -> next state), compiled code, and its pullback Q.
 
     The inputs of P are the loop variable, then the state leaves; its outputs, the state leaves.
-    `diff[j]` says whether leaf j takes a cotangent (a float or float tensor)."""
+    `diff[j]` says whether leaf j takes a cotangent (a float or float tensor). Under reverse mode
+    the forward loop runs P' and the reverse loop B, Q split in two (dsl/jit/split.py), where Q
+    splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "code", "diff", "key", "where", "_back", "_back_code", "__weakref__")
+    __slots__ = ("forward", "code", "diff", "key", "where", "_back", "_back_code", "_split", "__weakref__")
 
     def __init__(self, program, code, diff, key, where):
         self.forward = program
@@ -180,12 +183,25 @@ class Body:
         self.key = key          # the loop statement (what an unrolled retry writes out)
         self.where = where      # its line, for messages
         self._back = self._back_code = None
+        self._split = None      # (P', its code, B, -, {wanted: (B for them, its code)}), False where Q
+        #                         does not split, None: not tried
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
-        `kept`, unless it is None); the final state."""
+        `kept`, a History, unless it is None, and what the split pullback keeps of each); the final state."""
         code, program = self.code, self.forward
+        parts = self._split_at(items[0], state) if kept is not None and items else None
         try:
+            if parts is not None:
+                program, code = parts[0], parts[1]
+                n = len(state)
+                residuals = kept.residuals
+                for item in items:
+                    kept.append(state)
+                    out = run_code(program, code, [item, *state])
+                    state = out[:n]
+                    residuals.append(out[n:])
+                return state
             for item in items:
                 if kept is not None:
                     kept.append(state)
@@ -194,21 +210,66 @@ class Body:
             raise LoopGuardFailed(self, failed) from None
         return state
 
-    def back(self, items, kept, cts):
+    def _reverse(self, wanted):
+        """B, and its code, computing only the cotangents wanted and those of the leaves the body
+        changes (which carry the others' from one iteration to the one before)."""
+        key = None if wanted is None else tuple(wanted)
+        found = self._split[4].get(key)
+        if found is None:
+            back = self._split[2]
+            if key is not None:
+                forward = self.forward
+                changed = [r != s for r, s in zip(forward.out_refs, forward.inputs[1:])]
+                keep = [w or c for w, c, d in zip(key, changed, self.diff) if d]
+                back = needed_only(back, keep)
+            code = compile_program(back, "loop_reverse")
+            fast = None
+            if checks_can_wait(back):
+                fast = compile_program(back, "loop_reverse", checks=False)
+                fast = fast if fast.outputs_checked else None
+            found = self._split[4][key] = (back, code, fast)
+        return found
+
+    def _split_at(self, item, state):
+        """The split pullback (staged from this iteration with zero cotangents), or None."""
+        if self._split is None:
+            self._split = False
+            cts = [zero_of(x) for x, d in zip(state, self.diff) if d]
+            q = stage_pullback(self, item, list(state), cts)
+            parts = split(self.forward, q) if q is not None else None
+            if parts is not None:
+                kept, back = parts
+                self._split = (kept, compile_program(kept, "loop_forward"), back, None, {})
+        return self._split or None
+
+    def back(self, items, kept, cts, wanted=None):
         """The cotangents of the first iteration's starting state from those of the last one's result,
-        through the pullback staged once (plain values; `kept`: each iteration's starting state)."""
+        through the pullback staged once (plain values; `kept`: each iteration's starting state;
+        `wanted`: which state leaves' cotangents are read, None: all)."""
         if not items:
             return list(cts)
-        if self._back is None:
-            self._back = stage_pullback(self, items[-1], kept[-1], cts)
-            if self._back is not None:
-                self._back_code = compile_program(self._back, "loop_pullback")
-        program, code = self._back, self._back_code
+        residuals = getattr(kept, "residuals", ())
+        if self._split and len(residuals) == len(items):
+            program, code, fast = self._reverse(wanted)
+            if fast is not None:
+                ct = list(cts)
+                for k in range(len(items) - 1, -1, -1):
+                    ct = run_code(program, fast, [*residuals[k], *ct])
+                if all(finite(c) for c in ct):
+                    return ct
+        else:
+            residuals = None
+            if self._back is None:
+                self._back = stage_pullback(self, items[-1], kept[-1], cts)
+                if self._back is not None:
+                    self._back_code = compile_program(self._back, "loop_pullback")
+            program, code = self._back, self._back_code
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
             if program is not None:
                 try:
-                    ct = run_code(program, code, [items[k], *kept[k], *ct])
+                    inputs = [*residuals[k], *ct] if residuals is not None else [items[k], *kept[k], *ct]
+                    ct = run_code(program, code, inputs)
                     continue
                 except S.GuardFailed:
                     pass        # the pullback read a value (a rule's branch): this iteration, exactly

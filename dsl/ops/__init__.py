@@ -13,7 +13,7 @@ from .reduce import sum_, mean, max_, min_, logsumexp, keep_axes, count, var, pr
 from .sorting import argmax, argmin, argsort, sort, take_along, put_along
 from .linalg import einsum
 from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to, unbroadcast,
-                    make_key, index, gather, index_add, set_index, check_size)
+                    make_key, index, gather, index_add, set_index, check_size, row, row_add)
 from .nn import softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan
 from .structs import field, set_field, item, set_item, unpack, struct_slot, map_slot
 from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int

@@ -316,6 +316,26 @@ def index_add(g, key, shape, span=None):
     return out
 
 
+def row(x, i, span=None):
+    """x[i] for an int i that was computed while the program was staged (a rolled loop's
+    variable): a step of the program rather than a guard on i's value (dsl/jit/rolling.py)."""
+    if type(x) is Box or type(i) is Box:
+        return record("Row", (x, i), None, span)
+    n = x.shape[0]
+    if not -n <= i < n:
+        raise error("index", f"index {i} is out of range for axis 0 with size {n}")
+    return norm(x[i])
+
+
+def row_add(g, i, shape, span=None):
+    """zeros(shape) with g at row i: the cotangent of row(x, i)."""
+    if type(g) is Box or type(i) is Box:
+        return record("RowAdd", (g, i), {"shape": shape}, span)
+    out = np.zeros(shape)
+    out[i] = g
+    return out
+
+
 def _set_index_forward(x, v, key=None):
     """set_index with the argument order the SetIndex node records (the tensors first)."""
     return set_index(x, key, v)

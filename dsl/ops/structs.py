@@ -7,7 +7,7 @@ import numpy as np
 from ..autodiff.tape import Box, earlier_read, peek, raw, record_read
 from ..values import Module, Struct, UNBOUND
 from .core import error, ndarray, type_name, a_type_name
-from .shape import index as tensor_index, make_key, set_index
+from .shape import index as tensor_index, make_key, row, set_index
 
 MAP_KEY_TYPES = (str, int, bool)
 
@@ -104,6 +104,8 @@ def item(obj, subs):
             raise error("index", "cannot index a tensor with no axes (shape ())")
         if len(subs) == 1 and type(subs[0]) is int and -v.shape[0] <= subs[0] < v.shape[0]:
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
+        if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
+            return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
         key = make_key(v.shape, [raw(s) for s in subs])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)

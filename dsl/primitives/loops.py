@@ -40,6 +40,17 @@ class LoopGuardFailed(S.GuardFailed):
                     + (f" (at {span.where()})" if span is not None else ""))
 
 
+class History(list):
+    """The states each iteration started from (the entries), and what the body's split pullback
+    kept of each iteration (`residuals`, dsl/jit/split.py; empty where there is none)."""
+
+    __slots__ = ("residuals",)
+
+    def __init__(self):
+        super().__init__()
+        self.residuals = []
+
+
 def pullback(body, item, state, cts):
     """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
     trace, params, seeds = _iteration_tape(body, item, state, cts, False)
@@ -88,13 +99,17 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
     """Run the body once per item; (final state..., history or None)."""
     top = tape.top_trace(state)
     if top is not None:
+        if top.kind is REVERSE and history:
+            # a recording's own LoopBack reads this history (grad of jit of grad): the outer
+            # reverse level must see how each iteration's state came from its inputs
+            return _loop_replayed(body, items, state, True)
         if top.kind is REVERSE or (top.kind is STAGE and not top.dry):
             kw = {"body": body, "items": items, "history": history or top.kind is REVERSE}
             if top.kind is REVERSE:
                 kw["check"] = top.check
             return tape.record("Loop", state, kw)
         return _loop_replayed(body, items, state, history)
-    kept = [] if history else None
+    kept = History() if history else None
     return (*body.run(items, state, kept), kept)
 
 
@@ -109,20 +124,21 @@ def _loop_replayed(body, items, state, history):
     return (*state, kept)
 
 
-def _loop_back_kernel(kept, *cts, body=None, items=()):
-    """The cotangents of the loop's first state, from those of its final state."""
+def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
+    """The cotangents of the loop's first state, from those of its final state (`wanted`: which
+    state leaves' cotangents the caller reads; the others may come back as they went in)."""
     # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
-    first = kept[0] if type(kept) is list and kept else ()
+    first = kept[0] if isinstance(kept, list) and kept else ()
     top = tape.top_trace((kept, *cts, *first))
     if top is not None:
         if top.kind is STAGE and not top.dry:
-            return tape.record("LoopBack", (kept, *cts), {"body": body, "items": items})
+            return tape.record("LoopBack", (kept, *cts), {"body": body, "items": items, "wanted": wanted})
         kept = tape.strip_unstaged(kept) if type(kept) is Box else kept
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
             ct = pullback(body, items[k], kept[k], ct)
         return tuple(ct)
-    return tuple(body.back(items, kept, cts))
+    return tuple(body.back(items, kept, cts, wanted))
 
 
 def _loop_rule(ns, g, ans, state, kw, wanted):
@@ -137,7 +153,7 @@ def _loop_rule(ns, g, ans, state, kw, wanted):
         if d:
             c = slots[j]
             cts.append(zero_of(x) if c is None else cotangent_value(c, x))
-    out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"])
+    out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"], wanted=tuple(wanted))
     back = unpack(out) if type(out) is Box else out
     if kw.get("check") and not all(tape.finite(peek(c)) for c in back):
         kw["culprit"] = _culprit(body, kw["items"], kept, cts)
@@ -177,4 +193,4 @@ def state_diff(state):
     return tuple(is_differentiable_leaf(peek(x)) for x in state)
 
 
-__all__ = ["LoopGuardFailed", "state_diff", "pullback", "stage_pullback"]
+__all__ = ["LoopGuardFailed", "History", "state_diff", "pullback", "stage_pullback"]

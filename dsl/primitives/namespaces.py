@@ -197,7 +197,7 @@ EAGER = SimpleNamespace(
     logical_and=np.logical_and, logical_or=np.logical_or, logical_not=np.logical_not,
     any=lambda m: bool(np.any(m)), isfinite=lambda x: norm(np.isfinite(x)), sum=sum_, mean=mean, max=lambda x, axis=None, keepdims=False: norm(np.max(x, axis=axis, keepdims=keepdims)),
     reshape=reshape, transpose=lambda x, axes=None: x.T if axes is None else np.transpose(x, axes), broadcast_to=broadcast_to,
-    unbroadcast=unbroadcast, index=index, index_add=index_add, set_index=set_index,
+    unbroadcast=unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
     matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=nz,
     zeros=np.zeros, eager=True,
@@ -213,7 +213,8 @@ TRACED = SimpleNamespace(
     greater_equal=lambda a, b: O.order(">=", a, b), less_equal=lambda a, b: O.order("<=", a, b),
     logical_and=O.logical_and, logical_or=O.logical_or, logical_not=O.logical_not, any=O.any_, isfinite=O.isfinite,
     sum=O.sum_, mean=O.mean, max=O.max_, reshape=O.reshape, transpose=O.transpose,
-    broadcast_to=O.broadcast_to, unbroadcast=O.unbroadcast, index=O.index, index_add=O.index_add,
+    broadcast_to=O.broadcast_to, unbroadcast=O.unbroadcast, index=O.index, index_add=O.index_add, row=O.row,
+    row_add=O.row_add,
     set_index=O.set_index, cat=O.cat, stack=O.stack, matmul=O.matmul, softmax=O.softmax,
     log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, zeros=np.zeros, eager=False,
 )

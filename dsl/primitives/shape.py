@@ -1,4 +1,4 @@
-"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd SetIndex
+"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd Row RowAdd SetIndex
 CatOp Stack, and Linspace. Their rules move cotangents and tangents the same way."""
 
 import numpy as np
@@ -81,6 +81,34 @@ for _name in ("Index", "GatherOp"):
            vjp=(lambda ns, g, ans, x, key=None, op=None: ns.index_add(g, key, shape_of(x)),),
            jvp=lambda ns, tangents, ans, args, kw: ns.index(tangents[0], kw["key"]),
            batch=_index_batch)
+
+
+def _row_batch(ns, args, batched, kw):
+    """Row i of each example: the batch axis moved behind the rows, then row i (i is never batched:
+    it is a loop's variable)."""
+    x, i = args
+    axes = (1, 0) + tuple(range(2, len(shape_of(x))))
+    return ns.row(ns.transpose(x, axes), i)
+
+
+define("Row", O.row, linear=True, emit={"array": "{0}[{1}]", "ints": True},
+       vjp=(lambda ns, g, ans, x, i: ns.row_add(g, i, shape_of(x)), None),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.row(tangents[0], args[1]),
+       batch=_row_batch)
+
+
+def _row_add_batch(ns, args, batched, kw):
+    """Each example's g at its row i: written with the rows in front, then the batch moved behind them."""
+    g, i = args
+    shape = tuple(kw["shape"])
+    out = ns.row_add(g, i, shape[:1] + shape_of(g)[:1] + shape[1:])
+    return ns.transpose(out, (1, 0) + tuple(range(2, len(shape) + 1)))
+
+
+define("RowAdd", O.row_add, linear=True,
+       vjp=(lambda ns, g, ans, gr, i, shape=None: ns.row(g, i), None),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.row_add(tangents[0], args[1], kw["shape"]),
+       batch=_row_add_batch)
 
 
 def _index_add_batch(ns, args, batched, kw):

@@ -1,0 +1,129 @@
+"""A rolled loop's pullback split in two: what the forward pass can keep, and the reverse pass.
+
+The pullback Q of a loop body (dsl/primitives/loops.py) starts from an
+iteration's starting state: it replays the body's forward program P, then runs
+its reverse pass. Run once per iteration on the way back, that computes every
+iteration's forward a second time. Here Q's steps are parted by what they read:
+
+- F, the steps that read only the loop variable and the state (the replayed
+  forward, and the parts of the rules that read only forward values, such as
+  1 - tanh(h)**2), and
+- B, the steps that read a cotangent.
+
+F's steps are appended to P's, renumbered onto P's slots (jit's common
+subexpression pass, optimize.py, then folds the replayed forward into P's own),
+and P' = P + F also returns the residuals: F's values that B reads. B is a
+program from (residuals, cotangents) to the cotangents of the starting state.
+The forward loop runs P' and keeps each iteration's residuals; the reverse loop
+runs B on them. B computes only the cotangents its caller reads, and those of
+the leaves the body changes (`needed_only`); where a NaN made on any iteration
+would reach the final cotangents, B's NaN checks wait for the end of the loop
+(`checks_can_wait`), and a NaN there runs the loop again with them.
+
+There is no split (None) where F holds a guard: a rule that looked at a forward
+value keeps the exact pullback, which may fall back per iteration.
+"""
+
+from ..autodiff.stage import Program
+from ..autodiff.trees import flatten
+from .optimize import PROPAGATING
+
+
+def split(forward, pullback):
+    """(P', B) from a body's forward program and its staged pullback, or None."""
+    n_state = len(forward.inputs) - 1
+    q_inputs = pullback.inputs
+    cts = set(q_inputs[1 + n_state:])
+    backward = set(cts)
+    f_steps, b_steps = [], []
+    for step in pullback.steps:
+        kind, refs, slot = step[0], step[2], step[6]
+        if kind == "effect":
+            return None
+        if any(r in backward for r in refs):
+            if kind == "op":
+                backward.add(slot)
+            b_steps.append(step)
+        elif kind == "guard":
+            return None
+        else:
+            f_steps.append(step)
+    residuals = _read_by(b_steps, pullback.out_refs, backward)
+    f_steps = _needed(f_steps, residuals)
+    # F's slots onto P's: Q's inputs are P's inputs; its own slots follow P's
+    where = dict(zip(q_inputs[:1 + n_state], forward.inputs))
+    base = forward.nslots
+    for step in f_steps:
+        where[step[6]] = base + step[6]
+    kinds = list(forward.kinds) + [None] * pullback.nslots
+    spans = list(forward.spans)
+    steps = list(forward.steps)
+    for kind, op, refs, consts, kw, span, slot in f_steps:
+        kinds[where[slot]] = pullback.kinds[slot]
+        steps.append((kind, op, tuple(where[r] if r >= 0 else r for r in refs), consts, kw,
+                      len(spans) + span if span >= 0 else -1, where[slot]))
+    spans += pullback.spans
+    res_refs = tuple(where[r] for r in residuals)
+    out_refs = tuple(forward.out_refs) + res_refs
+    out_consts = tuple(forward.out_consts) + (None,) * len(res_refs)
+    kept = Program(base + pullback.nslots, forward.inputs, steps, flatten(out_consts)[1], out_refs, out_consts,
+                   kinds, spans)
+    back = Program(pullback.nslots, tuple(residuals) + q_inputs[1 + n_state:], b_steps, pullback.out_spec,
+                   pullback.out_refs, pullback.out_consts, pullback.kinds, pullback.spans)
+    return kept, back
+
+
+def needed_only(back, keep):
+    """B computing only the cotangents kept (keep[j] for the j-th cotangent); each other one is
+    its input passed through, and what only it needed is left out."""
+    cts = back.inputs[len(back.inputs) - len(keep):]
+    out_refs = tuple(r if k else c for r, c, k in zip(back.out_refs, cts, keep))
+    out_consts = tuple(x if k else None for x, k in zip(back.out_consts, keep))
+    guards = [s for s in back.steps if s[0] == "guard"]
+    wanted = [r for r in out_refs if r >= 0] + [r for g in guards for r in g[2] if r >= 0]
+    steps = _needed([s for s in back.steps if s[0] != "guard"], wanted)
+    order = {id(s): i for i, s in enumerate(back.steps)}
+    steps = sorted(steps + guards, key=lambda s: order[id(s)])
+    return Program(back.nslots, back.inputs, steps, back.out_spec, out_refs, out_consts, back.kinds, back.spans)
+
+
+def checks_can_wait(back):
+    """Whether B's NaN checks (optimize.py) may wait until the reverse loop is done: B has no guard
+    and only operations that keep a NaN a NaN, and each cotangent it is given reaches a result it
+    computes, so that a NaN made on any iteration reaches the loop's final cotangents."""
+    if any(s[0] != "op" or s[1] not in PROPAGATING for s in back.steps):
+        return False
+    cts = back.inputs[len(back.inputs) - len(back.out_refs):]
+    live = {r for r, c in zip(back.out_refs, cts) if r >= 0 and r != c}
+    for step in reversed(back.steps):
+        if step[6] in live:
+            live.update(r for r in step[2] if r >= 0)
+    return all(c in live for r, c in zip(back.out_refs, cts) if r != c)
+
+
+def _read_by(steps, out_refs, backward):
+    """The slots outside `backward` that the steps or the outputs read, in order of first reading."""
+    seen = {}
+    for step in steps:
+        for r in step[2]:
+            if r >= 0 and r not in backward:
+                seen.setdefault(r, None)
+    for r in out_refs:
+        if r >= 0 and r not in backward:
+            seen.setdefault(r, None)
+    return list(seen)
+
+
+def _needed(steps, wanted):
+    """The steps that compute the wanted slots, in order."""
+    live = set(wanted)
+    out = []
+    for step in reversed(steps):
+        if step[6] in live:
+            live.update(r for r in step[2] if r >= 0)
+            out.append(step)
+    out.reverse()
+    return out
+
+
+__all__ = ["split", "needed_only", "checks_can_wait"]
