@@ -112,6 +112,14 @@ def nz_kept_array(a, b, r):
     return nz_kept(a, b, r)
 
 
+def mean(x, axis=None, keepdims=False):
+    """np.mean of a float tensor without its Python-level bookkeeping: numpy's own sum divided
+    by the count, as np.mean divides it (the same bits; an empty tensor goes to np.mean)."""
+    s = np.add.reduce(x, axis=axis, keepdims=keepdims)
+    n = x.size if axis is None else x.size // s.size if s.size else 0
+    return s / n if n else np.mean(x, axis=axis, keepdims=keepdims)
+
+
 def sum_all(x):
     """The sum of every entry of a tensor, as a float."""
     return float(np.add.reduce(x.reshape(-1)))

@@ -60,7 +60,7 @@ def _mean_vjp(ns, g, ans, x, axis=None, keepdims=False):
 
 define("Sum", O.sum_, emit={"array": "np.add.reduce({0}, axis={axis}, keepdims={keepdims})"}, vjp=(lambda ns, g, ans, x, axis=None, keepdims=False: spread(ns, g, x, axis, keepdims),),
        jvp=_sum_jvp, batch=_ns_batch("sum"), linear=True)
-define("Mean", O.mean, vjp=(_mean_vjp,), emit={"array": "np.mean({0}, axis={axis}, keepdims={keepdims})"}, batch=_ns_batch("mean"), linear=True,
+define("Mean", O.mean, vjp=(_mean_vjp,), emit={"array": "K.mean({0}, {axis}, {keepdims})"}, batch=_ns_batch("mean"), linear=True,
        jvp=lambda ns, tangents, ans, args, kw: ns.mean(tangents[0], kw.get("axis"), kw.get("keepdims", False)))
 
 
