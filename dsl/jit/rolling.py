@@ -33,7 +33,7 @@ from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
 from .codegen import compile_program, run_code
 from .jit import _key
-from .split import checks_can_wait, needed_only, split
+from .split import checks_can_wait, hoisted, needed_only, split
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 
@@ -183,8 +183,8 @@ class Body:
         self.key = key          # the loop statement (what an unrolled retry writes out)
         self.where = where      # its line, for messages
         self._back = self._back_code = None
-        self._split = None      # (P', its code, B, -, {wanted: (B for them, its code)}), False where Q
-        #                         does not split, None: not tried
+        self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
+        #                         not split, None: not tried
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
@@ -193,12 +193,14 @@ class Body:
         parts = self._split_at(items[0], state) if kept is not None and items else None
         try:
             if parts is not None:
-                program, code = parts[0], parts[1]
+                forward = parts[0]
+                program, code = forward.program, forward.code
                 n = len(state)
                 residuals = kept.residuals
+                fixed = forward.prelude([items[0], *state])
                 for item in items:
                     kept.append(state)
-                    out = run_code(program, code, [item, *state])
+                    out = run_code(program, code, [item, *state, *fixed])
                     state = out[:n]
                     residuals.append(out[n:])
                 return state
@@ -210,26 +212,6 @@ class Body:
             raise LoopGuardFailed(self, failed) from None
         return state
 
-    def _reverse(self, wanted):
-        """B, and its code, computing only the cotangents wanted and those of the leaves the body
-        changes (which carry the others' from one iteration to the one before)."""
-        key = None if wanted is None else tuple(wanted)
-        found = self._split[4].get(key)
-        if found is None:
-            back = self._split[2]
-            if key is not None:
-                forward = self.forward
-                changed = [r != s for r, s in zip(forward.out_refs, forward.inputs[1:])]
-                keep = [w or c for w, c, d in zip(key, changed, self.diff) if d]
-                back = needed_only(back, keep)
-            code = compile_program(back, "loop_reverse")
-            fast = None
-            if checks_can_wait(back):
-                fast = compile_program(back, "loop_reverse", checks=False)
-                fast = fast if fast.outputs_checked else None
-            found = self._split[4][key] = (back, code, fast)
-        return found
-
     def _split_at(self, item, state):
         """The split pullback (staged from this iteration with zero cotangents), or None."""
         if self._split is None:
@@ -239,8 +221,30 @@ class Body:
             parts = split(self.forward, q) if q is not None else None
             if parts is not None:
                 kept, back = parts
-                self._split = (kept, compile_program(kept, "loop_forward"), back, None, {})
+                forward = self.forward
+                fixed = [s for r, s in zip(forward.out_refs, forward.inputs[1:]) if r == s]
+                self._split = (Hoisted(kept, fixed, "loop_forward"), back, {})
         return self._split or None
+
+    def _reverse(self, wanted):
+        """B, compiled, computing only the cotangents wanted and those of the leaves the body
+        changes (which carry the others' from one iteration to the one before)."""
+        key = None if wanted is None else tuple(wanted)
+        forward, back, compiled = self._split
+        found = compiled.get(key)
+        if found is None:
+            if key is not None:
+                changed = [r != s for r, s in zip(self.forward.out_refs, self.forward.inputs[1:])]
+                back = needed_only(back, [w or c for w, c, d in zip(key, changed, self.diff) if d])
+            # fixed on every iteration: the cotangents passed through, and what the forward kept
+            # of its own fixed values
+            n = len(back.out_refs)
+            cts = back.inputs[len(back.inputs) - n:]
+            kept_refs = forward.source.out_refs[len(self.forward.out_refs):]
+            fixed = [c for r, c in zip(back.out_refs, cts) if r == c]
+            fixed += [b for b, r in zip(back.inputs, kept_refs) if r in forward.invariant]
+            found = compiled[key] = Hoisted(back, fixed, "loop_reverse", checks_can_wait(back))
+        return found
 
     def back(self, items, kept, cts, wanted=None):
         """The cotangents of the first iteration's starting state from those of the last one's result,
@@ -249,12 +253,15 @@ class Body:
         if not items:
             return list(cts)
         residuals = getattr(kept, "residuals", ())
+        fixed = ()
         if self._split and len(residuals) == len(items):
-            program, code, fast = self._reverse(wanted)
-            if fast is not None:
+            reverse = self._reverse(wanted)
+            program, code = reverse.program, reverse.code
+            fixed = reverse.prelude([*residuals[-1], *cts])
+            if reverse.fast is not None:
                 ct = list(cts)
                 for k in range(len(items) - 1, -1, -1):
-                    ct = run_code(program, fast, [*residuals[k], *ct])
+                    ct = run_code(program, reverse.fast, [*residuals[k], *ct, *fixed])
                 if all(finite(c) for c in ct):
                     return ct
         else:
@@ -268,13 +275,40 @@ class Body:
         for k in range(len(items) - 1, -1, -1):
             if program is not None:
                 try:
-                    inputs = [*residuals[k], *ct] if residuals is not None else [items[k], *kept[k], *ct]
+                    inputs = [*residuals[k], *ct, *fixed] if residuals is not None else [items[k], *kept[k], *ct]
                     ct = run_code(program, code, inputs)
                     continue
                 except S.GuardFailed:
                     pass        # the pullback read a value (a rule's branch): this iteration, exactly
             ct = pullback(self, items[k], kept[k], ct)
         return ct
+
+
+class Hoisted:
+    """A program run once per iteration, compiled, with what reads only its fixed inputs (the
+    same on every iteration) moved to a prelude run once per loop (split.hoisted)."""
+
+    __slots__ = ("source", "program", "code", "fast", "invariant", "_prelude", "_prelude_code")
+
+    def __init__(self, program, fixed, name, fast=False):
+        self.source = program
+        parts = hoisted(program, fixed)
+        if parts is None:
+            self.program, self._prelude, self.invariant = program, None, set(fixed)
+        else:
+            self._prelude, self.program, self.invariant = parts
+            self._prelude_code = compile_program(self._prelude, name + "_prelude")
+        self.code = compile_program(self.program, name)
+        self.fast = None
+        if fast:        # checks left to the caller, where the plan allows it (codegen.outputs_checked)
+            self.fast = compile_program(self.program, name, checks=False)
+            self.fast = self.fast if self.fast.outputs_checked else None
+
+    def prelude(self, inputs):
+        """The moved values, from one iteration's inputs."""
+        if self._prelude is None:
+            return ()
+        return run_code(self._prelude, self._prelude_code, inputs)
 
 
 # ---------------------------------------------------------------- the frame as leaves

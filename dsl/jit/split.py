@@ -18,7 +18,10 @@ The forward loop runs P' and keeps each iteration's residuals; the reverse loop
 runs B on them. B computes only the cotangents its caller reads, and those of
 the leaves the body changes (`needed_only`); where a NaN made on any iteration
 would reach the final cotangents, B's NaN checks wait for the end of the loop
-(`checks_can_wait`), and a NaN there runs the loop again with them.
+(`checks_can_wait`), and a NaN there runs the loop again with them. In both
+halves, what reads only values that are the same on every iteration (the
+weights' transposes, the cotangent of a sum's unchanged total) runs once per
+loop (`hoisted`).
 
 There is no split (None) where F holds a guard: a rule that looked at a forward
 value keeps the exact pullback, which may fall back per iteration.
@@ -101,6 +104,30 @@ def checks_can_wait(back):
     return all(c in live for r, c in zip(back.out_refs, cts) if r != c)
 
 
+def hoisted(program, fixed):
+    """The program's steps that read only `fixed` inputs (the same on every iteration) and
+    constants, moved to a prelude run once per loop: (prelude, body, the slots moved), or None
+    where none move. The prelude takes the program's inputs and gives the moved values the body
+    reads; the body takes them after its own inputs."""
+    invariant = set(fixed)
+    moved, rest = [], []
+    for step in program.steps:
+        if step[0] == "op" and all(r < 0 or r in invariant for r in step[2]):
+            invariant.add(step[6])
+            moved.append(step)
+        else:
+            rest.append(step)
+    if not moved:
+        return None
+    read = [r for r in _read_by(rest, program.out_refs, set()) if r in invariant and r not in fixed]
+    consts = (None,) * len(read)
+    prelude = Program(program.nslots, program.inputs, moved, flatten(consts)[1], tuple(read), consts,
+                      program.kinds, program.spans)
+    body = Program(program.nslots, tuple(program.inputs) + tuple(read), rest, program.out_spec,
+                   program.out_refs, program.out_consts, program.kinds, program.spans)
+    return prelude, body, invariant
+
+
 def _read_by(steps, out_refs, backward):
     """The slots outside `backward` that the steps or the outputs read, in order of first reading."""
     seen = {}
@@ -126,4 +153,4 @@ def _needed(steps, wanted):
     return out
 
 
-__all__ = ["split", "needed_only", "checks_can_wait"]
+__all__ = ["split", "needed_only", "checks_can_wait", "hoisted"]
