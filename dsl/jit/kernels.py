@@ -132,9 +132,8 @@ def where(c, a, b):
 
 # Python's own functions, equal to the kernels above wherever they return: where a kernel returns
 # inf or nan for a float, they raise one of RAISED instead (as numpy's x[i] does where dg reports
-# an index out of range). A program without effects calls these
-# and, when one raises, is run again exactly (codegen.run_code): a call through a Python function
-# costs as much as the sine itself.
+# an index out of range). A program without effects calls these and, when one raises, is run again
+# exactly (codegen.run_code): a call through a Python function costs as much as the sine itself.
 RAISING = {"sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "exp": math.exp,
            "ln": math.log, "log2": math.log2, "log1p": math.log1p, "div": operator.truediv}
 RAISED = (ValueError, OverflowError, ZeroDivisionError, IndexError)    # IndexError: a Row out of range

@@ -33,7 +33,7 @@ from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
 from .codegen import compile_program, run_code
 from .jit import _key
-from .split import checks_can_wait, hoisted, needed_only, split
+from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 
@@ -121,7 +121,7 @@ class Roller:
         from ..primitives.loops import _loop_kernel
         out = _loop_kernel(*state, body=body, items=items[1:], history=False)
         final = unpack(out) if type(out) is Box else out
-        changed = [r != s for r, s in zip(body.forward.out_refs, body.forward.inputs[1:])]
+        changed = body.changed
         write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
         self.bind(f, items[-1])
         return True
@@ -174,12 +174,15 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "code", "diff", "key", "where", "_back", "_back_code", "_split", "__weakref__")
+    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "_back", "_back_code", "_split",
+                 "__weakref__")
 
     def __init__(self, program, code, diff, key, where):
         self.forward = program
         self.code = code
         self.diff = diff
+        # whether the body changes leaf j (else its output is its input, the same on every iteration)
+        self.changed = tuple(r != s for r, s in zip(program.out_refs, program.inputs[1:]))
         self.key = key          # the loop statement (what an unrolled retry writes out)
         self.where = where      # its line, for messages
         self._back = self._back_code = None
@@ -221,8 +224,7 @@ class Body:
             parts = split(self.forward, q) if q is not None else None
             if parts is not None:
                 kept, back = parts
-                forward = self.forward
-                fixed = [s for r, s in zip(forward.out_refs, forward.inputs[1:]) if r == s]
+                fixed = [s for s, c in zip(self.forward.inputs[1:], self.changed) if not c]
                 self._split = (Hoisted(kept, fixed, "loop_forward"), back, {})
         return self._split or None
 
@@ -234,14 +236,11 @@ class Body:
         found = compiled.get(key)
         if found is None:
             if key is not None:
-                changed = [r != s for r, s in zip(self.forward.out_refs, self.forward.inputs[1:])]
-                back = needed_only(back, [w or c for w, c, d in zip(key, changed, self.diff) if d])
+                back = needed_only(back, [w or c for w, c, d in zip(key, self.changed, self.diff) if d])
             # fixed on every iteration: the cotangents passed through, and what the forward kept
             # of its own fixed values
-            n = len(back.out_refs)
-            cts = back.inputs[len(back.inputs) - n:]
             kept_refs = forward.source.out_refs[len(self.forward.out_refs):]
-            fixed = [c for r, c in zip(back.out_refs, cts) if r == c]
+            fixed = [c for r, c in zip(back.out_refs, cotangents(back)) if r == c]
             fixed += [b for b, r in zip(back.inputs, kept_refs) if r in forward.invariant]
             found = compiled[key] = Hoisted(back, fixed, "loop_reverse", checks_can_wait(back))
         return found

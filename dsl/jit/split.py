@@ -76,11 +76,15 @@ def split(forward, pullback):
     return kept, back
 
 
+def cotangents(back):
+    """B's cotangent inputs (after the residuals), one per result, in the results' order."""
+    return back.inputs[len(back.inputs) - len(back.out_refs):]
+
+
 def needed_only(back, keep):
     """B computing only the cotangents kept (keep[j] for the j-th cotangent); each other one is
     its input passed through, and what only it needed is left out."""
-    cts = back.inputs[len(back.inputs) - len(keep):]
-    out_refs = tuple(r if k else c for r, c, k in zip(back.out_refs, cts, keep))
+    out_refs = tuple(r if k else c for r, c, k in zip(back.out_refs, cotangents(back), keep))
     out_consts = tuple(x if k else None for x, k in zip(back.out_consts, keep))
     guards = [s for s in back.steps if s[0] == "guard"]
     wanted = [r for r in out_refs if r >= 0] + [r for g in guards for r in g[2] if r >= 0]
@@ -96,7 +100,7 @@ def checks_can_wait(back):
     computes, so that a NaN made on any iteration reaches the loop's final cotangents."""
     if any(s[0] != "op" or s[1] not in PROPAGATING for s in back.steps):
         return False
-    cts = back.inputs[len(back.inputs) - len(back.out_refs):]
+    cts = cotangents(back)
     live = {r for r, c in zip(back.out_refs, cts) if r >= 0 and r != c}
     for step in reversed(back.steps):
         if step[6] in live:
@@ -153,4 +157,4 @@ def _needed(steps, wanted):
     return out
 
 
-__all__ = ["split", "needed_only", "checks_can_wait", "hoisted"]
+__all__ = ["split", "cotangents", "needed_only", "checks_can_wait", "hoisted"]
