@@ -68,6 +68,15 @@ def _binop(e, ctx):
     r = compile_expr(right, ctx)
     if type(left) is A.Name and left.binding.kind == "local" and not left.binding.captured:
         i = ctx.slot_of(left.binding)
+        if type(right) is A.Name and right.binding.kind == "local" and not right.binding.captured:
+            j = ctx.slot_of(right.binding)
+
+            def ev(f):
+                try:
+                    return fn(f[i], f[j], span)
+                except DgError as exc:
+                    raise located(exc, span)
+            return ev
         if type(right) is A.Const:
             c = right.value
 

@@ -224,6 +224,11 @@ def _let(s, ctx):
             cell = f[slot] = Cell(None)   # the function may call itself through this cell
             cell.v = value(f)
         return let_recursive
+    slot = _plain_local(b, ctx) if len(s.bindings) == 1 else None
+    if slot is not None:        # the common case, without the call through a store closure
+        def let_local(f):
+            f[slot] = value(f)
+        return let_local
     store = _unpacker([compile_declare(b, ctx) for b in s.bindings], s.span)
 
     def let(f):
@@ -231,8 +236,21 @@ def _let(s, ctx):
     return let
 
 
+def _plain_local(b, ctx):
+    """The frame slot of binding b when it is a local no closure captures, else None."""
+    if isinstance(b, DgError) or b.kind != "local" or b.captured:
+        return None
+    return ctx.slot_of(b)
+
+
 def _assign(s, ctx):
     value = compile_expr(s.value, ctx)
+    t = s.targets[0]
+    slot = _plain_local(t.binding, ctx) if len(s.targets) == 1 and isinstance(t, A.Name) else None
+    if slot is not None:
+        def assign_local(f):
+            f[slot] = value(f)
+        return assign_local
     store = _unpacker([compile_assign_one(t, ctx) for t in s.targets], s.span)
 
     def assign(f):

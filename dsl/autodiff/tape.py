@@ -316,7 +316,7 @@ class ForwardTrace(Trace):
 IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rule, PUSHFORWARDS -> its
 PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
 PUSHFORWARDS = {}
-FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse rule for a float result and cotangent
+FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse step for a float result and cotangent
 PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)
 
 
@@ -453,19 +453,15 @@ def _reverse(nodes, seeds, check):
                 continue
             node.g = None
             if type(g) is float and type(node.v) is float:
-                # a float result's arguments are numbers: the float rule, if there is one, needs
+                # a float result's arguments are numbers: the float step, if there is one, needs
                 # no namespace, no span (it records nothing and cannot fail) and no conversions
-                rule = floats.get(node.op)
-                grads = rule(g, node.v, node.args) if rule is not None else None
-                if grads is not None:
-                    for p, pg in zip(parents, grads):
-                        if pg is None or p is None or p.op == "Input":
-                            continue
-                        if check and culprit is None and pg - pg != 0.0:      # inf or nan
+                step = floats.get(node.op)
+                if step is not None:
+                    bad = step(g, node)     # adds into the parents' cotangents; None: it could not
+                    if bad is not None:
+                        if bad and check and culprit is None:
                             culprit = node
-                        q = p.g
-                        p.g = pg if q is None else q + pg if type(q) is float else accumulate(q, pg)
-                    continue
+                        continue
             set_span(node.span)
             rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
             args = node.args

@@ -87,6 +87,8 @@ def _recorded_tuple(a, b):
 def add(a, b, span=None):
     """a + b (numbers, tensors; strings and tuples concatenate)."""
     ta, tb = type(a), type(b)
+    if ta is Box and tb is Box and (r := record_floats("Add", a, b, span, operator.add)) is not None:
+        return r        # first: the hot path of differentiated scalar code
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
             r = a + b
@@ -96,8 +98,6 @@ def add(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} + {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
-        if ta is tb and (r := record_floats("Add", a, b, span, operator.add)) is not None:
-            return r
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # joining a recorded tuple reads its elements
             return add(unpack(a), unpack(b), span)
         return record2("Add", a, b, span)
@@ -112,6 +112,8 @@ def add(a, b, span=None):
 def sub(a, b, span=None):
     """a - b."""
     ta, tb = type(a), type(b)
+    if ta is Box and tb is Box and (r := record_floats("Sub", a, b, span, operator.sub)) is not None:
+        return r
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         try:
             r = a - b
@@ -121,8 +123,6 @@ def sub(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} - {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
-        if ta is tb and (r := record_floats("Sub", a, b, span, operator.sub)) is not None:
-            return r
         return record2("Sub", a, b, span)
     return _arith(np.subtract, "subtract", a, b)
 
@@ -130,6 +130,14 @@ def sub(a, b, span=None):
 def mul(a, b, span=None):
     """a * b; a constant number times a recorded value records ScalarMul."""
     ta, tb = type(a), type(b)
+    if ta is Box:
+        if tb is Box:
+            if (r := record_floats("Mul", a, b, span, operator.mul)) is not None:
+                return r
+        elif tb is float and type(a.v) is float:
+            return record_const("ScalarMul", a, b, span)
+    elif tb is Box and ta is float and type(b.v) is float:
+        return record_const("ScalarMul", b, a, span)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         if ta is int and tb is int and a.bit_length() + b.bit_length() > MAX_INT_BITS + 1:
             raise _int_too_big(f"{brief_int(a)} * {brief_int(b)}")
@@ -141,8 +149,6 @@ def mul(a, b, span=None):
             raise _int_too_big(f"{brief_int(a)} * {brief_int(b)}")
         return r
     if ta is Box or tb is Box:
-        if ta is tb and (r := record_floats("Mul", a, b, span, operator.mul)) is not None:
-            return r
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
         if ta is float or ta is int:

@@ -144,46 +144,57 @@ def _inline_partial(d, nargs):
 
 
 def float_pullback(prim):
-    """A pullback for floats only, fn(g, ans, args) -> one float (or None) per argument, or None
-    when a partial does not come out a float; generated as straight-line code from the partials.
+    """The reverse step of a float result with a float cotangent, fn(g, node): it adds each
+    argument's cotangent into that argument's node and returns whether one of them is not finite,
+    or returns None, having added nothing, when a partial does not come out a float (the general
+    pullback then takes the node). Generated as straight-line code from the partials.
 
-    The reverse pass calls it for a float cotangent of a float result, where the general
-    pullback would spend most of its time finding out that everything is a float."""
+    The reverse pass calls it for scalar code, where the general pullback would spend most of
+    its time finding out that everything is a float, and the pass's own loop over the arguments
+    most of the rest."""
+    from ..autodiff.tape import accumulate
     from .namespaces import EAGER
     partials, n = prim.partials, len(prim.partials)
-    lines = [f"def pullback(g, ans, args):", f"    {', '.join(f'x{i}' for i in range(n))}, = args"]
-    env = {"E": EAGER, "np": np}
-    outs = []
+    xs = ", ".join(f"x{i}" for i in range(n))
+    lines = ["def step(g, node):", "    try:", f"        {xs}, = node.args", "        ans = node.v"]
+    env = {"E": EAGER, "np": np, "ACC": accumulate}
+    outs = {}
     for i, d in enumerate(partials):
         if d is None:
-            outs.append("None")
             continue
         if d is ONE:
-            outs.append("g")
+            outs[i] = "g"
             continue
         if d is MINUS_ONE:
-            outs.append("(0.0 - g)")     # 0.0, not -0.0, for a zero cotangent (as negate)
+            outs[i] = "(0.0 - g)"     # 0.0, not -0.0, for a zero cotangent (as negate)
             continue
         src = _inline_partial(d, n)
         if src is None:
             env[f"D{i}"] = d
-            lines += [f"    d{i} = D{i}(E, ans, {', '.join(f'x{j}' for j in range(n))})",
-                      f"    if type(d{i}) is not float:",
-                      f"        if type(d{i}) is not bool and type(d{i}) is not np.bool_:",
-                      f"            return None",
-                      f"        d{i} = 1.0 if d{i} else 0.0     # a mask"]
+            lines += [f"        d{i} = D{i}(E, ans, {xs})",
+                      f"        if type(d{i}) is not float:",
+                      f"            if type(d{i}) is not bool and type(d{i}) is not np.bool_:",
+                      f"                return None",
+                      f"            d{i} = 1.0 if d{i} else 0.0     # a mask"]
             src = f"d{i}"
         product = f"g * {src} + 0.0" if prim.piecewise else f"g * {src}"
-        lines += [f"    r{i} = {product}",
-                  f"    if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (reference 6.7)",
-                  f"        r{i} = 0.0"]
-        outs.append(f"r{i}")
-    lines.append(f"    return ({', '.join(outs)},)")
-    # an int argument beyond float range overflows here: the general pullback handles it
-    body = "\n".join("    " + line for line in lines[1:])
-    source = f"{lines[0]}\n    try:\n{body}\n    except OverflowError:\n        return None"
-    exec(source, env)        # noqa: S102 (source built above from the declaration alone)
-    return env["pullback"]
+        lines += [f"        r{i} = {product}",
+                  f"        if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (reference 6.7)",
+                  f"            r{i} = 0.0"]
+        outs[i] = f"r{i}"
+    # an int argument beyond float range overflows above: the general pullback handles it
+    lines += ["    except OverflowError:", "        return None",
+              f"    {', '.join(f'p{i}' for i in range(n))}, = node.parents", "    bad = False"]
+    for i, r in outs.items():
+        lines += [f"    if p{i} is not None and p{i}.op != 'Input':",
+                  f"        r = {r}",
+                  "        if r - r != 0.0:",
+                  "            bad = True",
+                  f"        q = p{i}.g",
+                  f"        p{i}.g = r if q is None else q + r if type(q) is float else ACC(q, r)"]
+    lines.append("    return bad")
+    exec("\n".join(lines), env)        # noqa: S102 (source built above from the declaration alone)
+    return env["step"]
 
 
 def pushforward(prim):
