@@ -141,3 +141,19 @@ def test_an_infinity_that_a_later_rule_multiplies_by_zero_is_no_error():
     interp = dsl.Interpreter(stdout=io.StringIO())
     interp.run("fn f(x) { return relu(x) * exp(1000.0) }\nlet g = grad(f)(-1.0)")
     assert interp.lookup("g") == 0.0
+
+
+@pytest.mark.parametrize("expr", ["log(x) * sqrt(x)", "sqrt(x) / x", "x ** 0.5 + ln(x)", "sum(sqrt(v * x))"])
+def test_the_operation_named_after_an_unchecked_pass_is_the_one_a_checking_pass_names(expr):
+    # without custom_vjp or host functions the pass checks nothing as it goes and a second pass looks
+    # for the operation; with one (an identity here), the one pass checks each rule: same operation
+    names = {}
+    for wrap in ("ident", "cvjp_"):
+        interp = dsl.Interpreter(stdout=io.StringIO())
+        interp.run("fn ident(y) { return y }\nlet cvjp_ = custom_vjp(fn(y) => y, fn(y, out, g) => (g,))\n"
+                   f"let v = [1.0, 2.0]\nfn f(x) {{ return {wrap}({expr}) }}\n")
+        with pytest.raises(DgError) as info:
+            interp.run("grad(f)(0.0)")
+        assert info.value.kind == "numerics"
+        names[wrap] = (info.value.message, info.value.line, info.value.column)
+    assert names["ident"] == names["cvjp_"]

@@ -45,7 +45,7 @@ REFCOUNTS_EXACT = sys.version_info < (3, 14)
 class Trace:
     """One transformation in progress: its level, its kind and its node list."""
 
-    __slots__ = ("level", "nodes", "check", "kind", "reads")
+    __slots__ = ("level", "nodes", "check", "kind", "reads", "user_code")
 
     def __init__(self, check=True, kind=REVERSE):
         self.level = next(_levels)
@@ -53,6 +53,7 @@ class Trace:
         self.check = check
         self.kind = kind
         self.reads = {}     # (structure box, slot) -> its read: a value read twice is one node
+        self.user_code = False      # whether a node's reverse rule runs the user's code (USER_CODE)
 
     def release(self):
         """Let go of the nodes (the differentiation is over)."""
@@ -141,6 +142,8 @@ def record(op, args, kw=None, span=None):
     out = fn(*unboxed, **kw) if kw else fn(*unboxed)
     if not needed:
         return out
+    if op in USER_CODE:
+        top.user_code = True
     box = Box(out, top, op, tuple(parents), tuple(unboxed), kw, span or get_span())
     top.nodes.append(box)
     return box
@@ -318,6 +321,7 @@ PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives
 PUSHFORWARDS = {}
 FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse step for a float result and cotangent
 PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)
+USER_CODE = set()   # primitives whose reverse rule runs the user's code (custom_vjp, hosts): see backward_from
 
 
 def _missing(op, kind, span):
@@ -411,14 +415,18 @@ def backward_from(trace, seeds):
 
     The numerics check (reference 6.8): the pass notes the first operation (from the
     output back) whose rule gave a NaN or infinity; if a Parameter's cotangent
-    is not finite at the end, the error names that operation. One pass: no rule,
-    and no custom_vjp backward or host function, runs twice.
+    is not finite at the end, the error names that operation. Rules are
+    deterministic, so where no rule runs the user's code (a custom_vjp backward
+    or a host function, whose effects would repeat) the pass checks nothing as
+    it goes: only a gradient that is not finite at the end makes a second pass
+    look for that operation (checking each rule's output cost a tenth of an
+    RNN's backward pass, for an error that is rare).
     """
-    culprit = _reverse(trace.nodes, seeds, trace.check)
+    culprit = _reverse(trace.nodes, seeds, trace.check and trace.user_code)
     if trace.check and not all(_finite(p.g) for p in trace.nodes if p.op == "Parameter"):
         if culprit is None:
-            # the cotangents were boxed (a derivative of a derivative, or jit recording it), which the
-            # pass does not look into: only then does a second pass look, recording its checks
+            # the pass did not check (above), or the cotangents were boxed (a derivative of a derivative,
+            # or jit recording it), which it does not look into: a second pass looks, recording its checks
             culprit = _reverse(trace.nodes, seeds, _BOXED)
         if culprit is not None:
             raise numerics_error(culprit)
@@ -491,7 +499,8 @@ def _reverse(nodes, seeds, check):
             for p, pg in zip(parents, grads):
                 if pg is None or p is None or p.op == "Input":
                     continue
-                if type(pg) is not float and type(peek(p.v)) is float:
+                pv = p.v
+                if type(pg) is not float and (type(pv) is float or type(pv) is Box and type(peek(pv)) is float):
                     pg = as_float(pg)
                 # a cotangent passed through unchanged (Add, a reshape of nothing) was not made by this
                 # rule: whoever made it was checked
@@ -500,11 +509,14 @@ def _reverse(nodes, seeds, check):
                     culprit = node
                     if check is _BOXED:
                         return culprit
-                if p.g is None and type(pg) is not OneSlot:
+                q = p.g
+                if q is None and type(pg) is not OneSlot:
                     p.g = pg
+                elif type(q) is np.ndarray and type(pg) is np.ndarray and q.shape == pg.shape:
+                    p.g = q + pg    # two cotangents of one tensor (accumulate's common case, without the call)
                 else:
-                    p.g = accumulate(p.g, pg)
-            pg = grads = None   # drop our references, so the next rule's `owned` test can pass
+                    p.g = accumulate(q, pg)
+            pg = grads = q = None   # drop our references, so the next rule's `owned` test can pass
     finally:
         set_span(saved_span)
         set_owned(None)

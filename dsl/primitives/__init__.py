@@ -20,6 +20,8 @@ def _fill_tables():
         tape.IMPLS[name] = prim.impl
         if not prim.differentiable and not prim.effect:
             tape.PLAIN.add(name)
+        if prim.user_code:
+            tape.USER_CODE.add(name)
         rule = pullback(prim)
         if rule is not None:
             tape.PULLBACKS[name] = rule

@@ -70,6 +70,8 @@ def _swap_last(ns, x):
 
 def _matmul_a(ns, g, ans, a, b):
     """Cotangent of the left operand of a @ b."""
+    if type(g) is np.ndarray and type(b) is np.ndarray and g.ndim == 2 and b.ndim == 2:
+        return np.matmul(g, b.T)        # plain matrices (no outer trace): numpy itself
     sa, sb = shape_of(a), shape_of(b)
     if len(sa) == 2 and len(sb) == 2:
         return ns.matmul(g, ns.transpose(b))
@@ -81,6 +83,8 @@ def _matmul_a(ns, g, ans, a, b):
 
 def _matmul_b(ns, g, ans, a, b):
     """Cotangent of the right operand of a @ b."""
+    if type(g) is np.ndarray and type(a) is np.ndarray and g.ndim == 2 and a.ndim == 2:
+        return np.matmul(a.T, g)
     sa, sb = shape_of(a), shape_of(b)
     if len(sa) == 2 and len(sb) == 2:
         return ns.matmul(ns.transpose(a), g)

@@ -77,7 +77,7 @@ def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
     return grad(pairing)(zero_like_tree(ans))
 
 
-define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp)
+define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp, user_code=True)
 
 
 # ---------------------------------------------------------------- checkpoint
@@ -130,7 +130,7 @@ def _pair_leaves(out, cot):
     return [(out, cot)]
 
 
-define("Checkpoint", _checkpoint_kernel, vjp_all=_checkpoint_rule)
+define("Checkpoint", _checkpoint_kernel, vjp_all=_checkpoint_rule, user_code=True)
 
 
 # ---------------------------------------------------------------- host functions
@@ -154,7 +154,7 @@ def _host_batch(ns, args, batched, kw):
     return O.stack(tuple(outs))
 
 
-define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch)
+define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_code=True)
 
 
 # ---------------------------------------------------------------- effects (jit and vmap)

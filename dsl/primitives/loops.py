@@ -182,7 +182,7 @@ def _culprit(body, items, kept, cts):
     return None
 
 
-define("Loop", _loop_kernel, vjp_all=_loop_rule)
+define("Loop", _loop_kernel, vjp_all=_loop_rule, user_code=True)     # a body may call custom_vjp
 # LoopBack is only ever recorded by a staging trace: under reverse mode its kernel replays the
 # pullback through the primitives, which the reverse trace records one by one
 define("LoopBack", _loop_back_kernel)

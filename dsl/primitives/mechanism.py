@@ -74,7 +74,11 @@ def elementwise_pullback(prim):
                 else:
                     r = ns.nz(g, d, ns.cmul(g, d) if piecewise or _is_mask(d) else ns.mul(g, d))
             x = args[i]
-            out.append(r if type(r) is float and type(x) is float else ns.unbroadcast(r, shape_of(x)))
+            tr, tx = type(r), type(x)
+            if (tr is tx and (tr is float or tr is np.ndarray and r.shape == x.shape)):
+                out.append(r)       # nothing to sum (the common case, without the calls)
+            else:
+                out.append(ns.unbroadcast(r, shape_of(x)))
         return out
     return pullback
 

@@ -53,10 +53,10 @@ class Primitive:
     """One operation and its rules (see the module docstring)."""
 
     __slots__ = ("name", "impl", "vjp", "vjp_all", "jvp", "batch", "emit", "partials", "piecewise",
-                 "differentiable", "reads_output", "linear", "effect")
+                 "differentiable", "reads_output", "linear", "effect", "user_code")
 
     def __init__(self, name, impl, vjp=None, vjp_all=None, jvp=None, batch=None, emit=None, partials=None,
-                 piecewise=False, differentiable=True, linear=False, effect=False):
+                 piecewise=False, differentiable=True, linear=False, effect=False, user_code=False):
         self.name = name
         self.impl = impl
         self.vjp = vjp
@@ -69,6 +69,7 @@ class Primitive:
         self.differentiable = differentiable
         self.linear = linear
         self.effect = effect
+        self.user_code = user_code      # its reverse rule runs the user's code (dg or Python, with effects)
         self.reads_output = any(_reads_param(r, "ans") for r in self._rules())
 
     def _rules(self):
