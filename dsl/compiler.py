@@ -14,6 +14,7 @@ from .autodiff import tape
 from .autodiff.tape import Box, peek, raw
 from .errors import DgError, error, located
 from .ops.core import ndarray
+from .ops import elision
 from .ops.elision import UFUNCS as reuse_ops, reuse_left
 from .printing import format_value
 from .values import UNBOUND, Function, StructDef, is_callable_value, type_name, a_type_name
@@ -96,13 +97,15 @@ def _binop(e, ctx):
     lhs = compile_expr(left, ctx)
     if e.op in reuse_ops and type(left) is not A.Name and type(left) is not A.Const:
         op = e.op
+        reuse_size = elision.MIN_SIZE
 
         def ev(f):
             a = lhs(f)      # this local is the only reference to a fresh result: see ops/elision.py
             b = r(f)
             try:
                 ta = type(a)
-                if ta is ndarray or (ta is Box and type(a.v) is ndarray):
+                if (ta is ndarray and a.size >= reuse_size) or (ta is Box and type(a.v) is ndarray and
+                                                                a.v.size >= reuse_size):
                     out = reuse_left(op, a, b, span)
                     if out is not None:
                         return out

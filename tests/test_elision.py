@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not elision.ENABLED, reason="elision is off on t
 def reuses(monkeypatch):
     """A list that records each reuse, ("plain" | "tape", operator), as it happens."""
     hits = []
+    monkeypatch.setattr(elision, "MIN_SIZE", 0)     # these tests' tensors are small
     for table, kind in ((elision.UFUNCS, "plain"), (elision.INTO, "tape")):
         for op, fn in list(table.items()):
             def spy(*a, _fn=fn, _op=op, _kind=kind, **kw):
@@ -46,6 +47,18 @@ def test_a_fresh_product_takes_the_sum_in_place(reuses):
     interp = run("let r = (x @ w + b) * 2.0 - 1.0", x=X, w=W, b=B)
     np.testing.assert_array_equal(interp.lookup("r"), (X @ W + B) * 2.0 - 1.0)
     assert reuses == [("plain", "+"), ("plain", "*"), ("plain", "-")]
+
+
+def test_only_tensors_of_numpys_own_elision_size_are_reused(monkeypatch):
+    # below it a fresh result costs less than proving the operand may be overwritten
+    hits = []
+    spy = elision.UFUNCS["+"]
+    monkeypatch.setitem(elision.UFUNCS, "+", lambda *a, **kw: hits.append(a[0].size) or spy(*a, **kw))
+    n = int(np.sqrt(elision.MIN_SIZE)) + 1
+    big, small = np.ones((n, n)), np.ones((8, 8))
+    for x in (small, big):
+        run("let r = x @ x + 1.0", x=x)
+    assert hits == [n * n]
 
 
 def test_a_recorded_product_takes_the_sum_in_place_and_the_gradient_is_exact(reuses):

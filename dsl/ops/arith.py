@@ -50,6 +50,9 @@ def _numeric(v):
 
 def _arith(ufunc, verb, a, b):
     """The general path of a binary operator on numbers and tensors."""
+    if (type(a) is ndarray and type(b) is ndarray and a.shape == b.shape and a.ndim and a.dtype == FLOAT
+            and b.dtype == FLOAT):
+        return ufunc(a, b)      # two float tensors of one shape: nothing to convert or check
     if _numeric(a) and _numeric(b):
         if type(a) is bool:             # numpy's bool - bool is an error
             a = int(a)

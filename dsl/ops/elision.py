@@ -26,6 +26,10 @@ from .core import FLOAT
 
 ENABLED = REFCOUNTS_EXACT     # on Pythons whose counts prove nothing, operators allocate as before
 
+# Below numpy's own threshold for eliding temporaries (256 KB) a fresh result costs less than the
+# checks that prove the operand may be overwritten: an RNN's 16 x 32 states ran 10% slower with them.
+MIN_SIZE = 256 * 1024 // 8
+
 # The ufunc of each operator that may write into its left operand; on a tape only
 # + and - (their rules read operand shapes, where * and / read operand values).
 UFUNCS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide}

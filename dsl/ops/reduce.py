@@ -48,7 +48,16 @@ def _logsumexp(v, axis, keepdims):
 
 
 sum_ = _reduction("Sum", "sum", lambda v, a, k: np.sum(v, axis=a, keepdims=k), True)
-mean = _reduction("Mean", "mean", lambda v, a, k: np.mean(v, axis=a, keepdims=k), False)
+def float_mean(x, axis=None, keepdims=False):
+    """np.mean of a float tensor without its Python-level bookkeeping: numpy's own sum divided
+    by the count, as np.mean divides it (the same bits; an empty tensor goes to np.mean)."""
+    s = np.add.reduce(x, axis=axis, keepdims=keepdims)
+    n = x.size if axis is None else x.size // s.size if s.size else 0
+    return s / n if n else np.mean(x, axis=axis, keepdims=keepdims)
+
+
+mean = _reduction("Mean", "mean", lambda v, a, k: float_mean(v, a, k) if v.dtype == np.float64 else
+                  np.mean(v, axis=a, keepdims=k), False)
 max_ = _reduction("Max", "max", lambda v, a, k: np.max(v, axis=a, keepdims=k), False)
 min_ = _reduction("Min", "min", lambda v, a, k: np.min(v, axis=a, keepdims=k), False)
 logsumexp = _reduction("LogSumExp", "logsumexp", _logsumexp, False)

@@ -51,36 +51,43 @@ def _partial(d, ns, ans, args):
 
 
 def elementwise_pullback(prim):
-    """The pullback of an elementwise primitive, from its partials (written out: it is the hot path)."""
-    partials, piecewise = prim.partials, prim.piecewise
+    """The pullback of an elementwise primitive, from its partials: generated as straight-line code
+    (it is the hot path of tensor code), one block per differentiated argument:
 
-    def pullback(ns, g, ans, args, kw, wanted):
-        out = []
-        for i, want in enumerate(wanted):
-            p = partials[i]
-            if not want or p is None:       # None: that argument is not differentiated
-                out.append(None)
-                continue
-            if p is ONE:
-                r = g
-            elif p is MINUS_ONE:
-                r = ns.negate(g)
-            else:
-                d = p(ns, ans, *args)
-                if type(g) is float and type(d) is float:
-                    r = g * d + 0.0 if piecewise else g * d       # + 0.0: a masked-out -0.0 is 0.0
-                    if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (reference 6.7)
-                        r = 0.0
-                else:
-                    r = ns.nz(g, d, ns.cmul(g, d) if piecewise or _is_mask(d) else ns.mul(g, d))
-            x = args[i]
-            tr, tx = type(r), type(x)
-            if (tr is tx and (tr is float or tr is np.ndarray and r.shape == x.shape)):
-                out.append(r)       # nothing to sum (the common case, without the calls)
-            else:
-                out.append(ns.unbroadcast(r, shape_of(x)))
-        return out
-    return pullback
+        r = g * d_i (by `times`' rule), summed back to argument i's shape
+    """
+    partials, n = prim.partials, len(prim.partials)
+    xs = ", ".join(f"x{i}" for i in range(n))
+    lines = ["def pullback(ns, g, ans, args, kw, wanted):", f"    {xs}, = args",
+             f"    {', '.join(f'w{i}' for i in range(n))}, = wanted", f"    {', '.join(f'r{i}' for i in range(n))} = {(None,) * n}"]
+    env = {"np": np, "shape_of": shape_of, "is_mask": _is_mask}
+    for i, d in enumerate(partials):
+        if d is None:       # that argument is not differentiated
+            continue
+        lines.append(f"    if w{i}:")
+        if d is ONE:
+            lines.append("        r = g")
+        elif d is MINUS_ONE:
+            lines.append("        r = ns.negate(g)")
+        else:
+            env[f"D{i}"] = d
+            product = "g * d + 0.0" if prim.piecewise else "g * d"       # + 0.0: a masked-out -0.0 is 0.0
+            mul = "ns.cmul(g, d)" if prim.piecewise else "ns.cmul(g, d) if is_mask(d) else ns.mul(g, d)"
+            lines += [f"        d = D{i}(ns, ans, {xs})",
+                      "        if type(g) is float and type(d) is float:",
+                      f"            r = {product}",
+                      "            if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (reference 6.7)",
+                      "                r = 0.0",
+                      "        else:",
+                      f"            r = ns.nz(g, d, {mul})"]
+        lines += ["        tr = type(r)",
+                  f"        if tr is type(x{i}) and (tr is float or tr is np.ndarray and r.shape == x{i}.shape):",
+                  f"            r{i} = r        # nothing to sum (the common case, without the calls)",
+                  "        else:",
+                  f"            r{i} = ns.unbroadcast(r, shape_of(x{i}))"]
+    lines.append(f"    return ({', '.join(f'r{i}' for i in range(n))},)")
+    exec("\n".join(lines), env)        # noqa: S102 (source built above from the declaration alone)
+    return env["pullback"]
 
 
 def elementwise_pushforward(prim):
@@ -103,6 +110,16 @@ def elementwise_pushforward(prim):
 
 def per_argument_pullback(rules):
     """A pullback from one rule per argument, rule(ns, g, ans, *args, **kw)."""
+
+    if len(rules) == 2:
+        ra, rb = rules
+
+        def pullback2(ns, g, ans, args, kw, wanted):     # the common binary case, written out
+            wa, wb = wanted
+            if kw:
+                return (ra(ns, g, ans, *args, **kw) if wa else None, rb(ns, g, ans, *args, **kw) if wb else None)
+            return (ra(ns, g, ans, *args) if wa else None, rb(ns, g, ans, *args) if wb else None)
+        return pullback2
 
     def pullback(ns, g, ans, args, kw, wanted):
         if kw:
