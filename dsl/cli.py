@@ -7,7 +7,6 @@ Only the REPL imports prompt_toolkit, so `dg run` starts fast.
 import argparse
 import os
 import sys
-import traceback
 
 from .errors import OutputFailed
 
@@ -229,6 +228,7 @@ def _report(exc):
         sys.stderr.write(str(exc.settle()) + "\n")
     else:
         sys.stderr.write("internal error: dg itself failed; please report this with the program that caused it\n")
+        import traceback      # only for an internal error: not at every start
         sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return 1
 

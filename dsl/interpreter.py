@@ -84,7 +84,15 @@ class Interpreter:
 
     def reseed(self, seed):
         """Restart the random generator (PCG64: the same numbers on every machine)."""
-        self.rng = np.random.Generator(np.random.PCG64(seed))
+        self._seed = seed
+        self._rng = None
+
+    @property
+    def rng(self):
+        """The random generator, made at the first draw (numpy.random costs 4 ms of start-up)."""
+        if self._rng is None:
+            self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self._rng
 
     @property
     def last_tape(self):

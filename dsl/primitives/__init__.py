@@ -13,6 +13,18 @@ from .namespaces import EAGER, TRACED
 from .registry import PRIMS
 
 
+def _built_on_first_call(table, name, make, prim):
+    """An entry of `table` that builds make(prim) when first called and puts it in its own place."""
+    built = []
+
+    def build_and_call(*args):
+        if not built:
+            built.append(make(prim))
+            table[name] = built[0]
+        return built[0](*args)
+    return build_and_call
+
+
 def _fill_tables():
     """Copy each primitive's kernel and uniform rules into the tables the tape reads."""
     tape.EAGER, tape.TRACED = EAGER, TRACED
@@ -22,11 +34,13 @@ def _fill_tables():
             tape.PLAIN.add(name)
         if prim.user_code:
             tape.USER_CODE.add(name)
-        rule = pullback(prim)
-        if rule is not None:
-            tape.PULLBACKS[name] = rule
-        if prim.partials is not None:
-            tape.FLOAT_PULLBACKS[name] = float_pullback(prim)
+        if prim.partials is not None:      # generated code: built when first called (start-up time)
+            tape.PULLBACKS[name] = _built_on_first_call(tape.PULLBACKS, name, pullback, prim)
+            tape.FLOAT_PULLBACKS[name] = _built_on_first_call(tape.FLOAT_PULLBACKS, name, float_pullback, prim)
+        else:
+            rule = pullback(prim)
+            if rule is not None:
+                tape.PULLBACKS[name] = rule
         rule = pushforward(prim)
         if rule is not None:
             tape.PUSHFORWARDS[name] = rule

@@ -27,7 +27,10 @@ cotangent or tangent times an infinite local derivative is 0, in one place.
 
 Facts other code relies on are derived here, never kept by hand: `reads_output`
 (a rule reads the primitive's own result: its memory may not be reused, see
-dsl/ops/elision.py) and `linear` (its rules read only operands' shapes).
+dsl/ops/elision.py) and `linear` (its rules read only operands' shapes). One is
+declared, since code cannot show it: `user_code`, a reverse rule that runs the
+user's code (custom_vjp, checkpoint, host functions, staged loops), whose effects a
+second backward pass would repeat (tape.backward_from).
 
 A rule that is missing is a `grad` error naming the primitive and the
 transformation, never a silent wrong answer (`rule_of`).
@@ -53,7 +56,7 @@ class Primitive:
     """One operation and its rules (see the module docstring)."""
 
     __slots__ = ("name", "impl", "vjp", "vjp_all", "jvp", "batch", "emit", "partials", "piecewise",
-                 "differentiable", "reads_output", "linear", "effect", "user_code")
+                 "differentiable", "_reads_output", "linear", "effect", "user_code")
 
     def __init__(self, name, impl, vjp=None, vjp_all=None, jvp=None, batch=None, emit=None, partials=None,
                  piecewise=False, differentiable=True, linear=False, effect=False, user_code=False):
@@ -70,7 +73,15 @@ class Primitive:
         self.linear = linear
         self.effect = effect
         self.user_code = user_code      # its reverse rule runs the user's code (dg or Python, with effects)
-        self.reads_output = any(_reads_param(r, "ans") for r in self._rules())
+        self._reads_output = None
+
+    @property
+    def reads_output(self):
+        """Whether a reverse-mode rule reads the primitive's own result (found in the rules' code
+        when first asked: reading every rule's bytecode at import cost 5 ms of dg's start-up)."""
+        if self._reads_output is None:
+            self._reads_output = any(_reads_param(r, "ans") for r in self._rules())
+        return self._reads_output
 
     def _rules(self):
         """Every reverse-mode rule function (to derive facts from)."""
