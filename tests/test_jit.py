@@ -394,3 +394,17 @@ def test_a_kept_recording_keeps_no_boxes_and_nothing_the_collector_scans():
     program = next(iter(step.call.entries.values()))[0].program
     assert len(program.steps) > 1000
     assert not any(gc.is_tracked(s) for s in program.steps)
+
+
+@pytest.mark.parametrize("args", [(0.7, 100), (np.ones(3), True, "s"), (np.float64(2.0), np.zeros((2, 0), bool)), (),
+                                  (1, (2.0, 3.0)), ({"a": 1.0},)])
+def test_a_call_of_plain_arguments_has_the_signature_of_the_general_path(args):
+    # the fast path of a call with numbers, strings and tensors must key recordings as signature() does
+    import importlib
+    J = importlib.import_module("dsl.jit.jit")
+    flat = J._flat_call(args)
+    if any(type(a) in (tuple, dict) for a in args):
+        assert flat is None
+    else:
+        assert flat[0] == J.signature(args, {})
+        assert [type(v) for v in flat[1]] == [type(a) for a in args if type(a) in (float, np.float64, np.ndarray)]

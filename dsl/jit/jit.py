@@ -76,8 +76,14 @@ class Jitted:
         self.entries = {}       # signature -> [Entry]
 
     def __call__(self, *args, **kwargs):
-        entries = self.entries.setdefault(signature(args, kwargs), [])
-        boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        flat = None if kwargs else _flat_call(args)
+        if flat is not None:        # numbers, strings and tensors only: one look at each
+            key, values = flat
+            boxed = False
+        else:
+            key, values = signature(args, kwargs), None
+            boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        entries = self.entries.setdefault(key, [])
         why = "a new signature" if not entries else "the names it reads changed"
         for entry in entries:
             if entry.untraceable:
@@ -85,7 +91,7 @@ class Jitted:
             if not entry.cells_hold():
                 continue
             try:
-                return self._run(entry, args, kwargs, boxed)
+                return self._run(entry, args, kwargs, boxed, values)
             except S.GuardFailed as failed:
                 why = S.explain_failure(entry.program, failed)
         if len(entries) >= MAX_PATHS:
@@ -134,9 +140,11 @@ class Jitted:
         entries.append(Entry(program, reads(self.f), untraceable))
         return result
 
-    def _run(self, entry, args, kwargs, boxed):
-        """Run a recording: the compiled code on plain values, else a replay through the primitives."""
-        values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
+    def _run(self, entry, args, kwargs, boxed, values=None):
+        """Run a recording: the compiled code on plain values, else a replay through the primitives
+        (`values`: the staged leaves of the arguments, when the caller has them)."""
+        if values is None:
+            values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
         interp = self.interp
         # output waits for the guards
         held = _Held(interp) if interp is not None and entry.program.effects else None
@@ -202,6 +210,25 @@ def jit(f, explain=False, interp=None):
 def signature(args, kwargs):
     """What a recording depends on besides the float and tensor values: a hashable key."""
     return (_key(args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
+
+
+def _flat_call(args):
+    """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
+    strings or tensors (the common call, without flattening), else None."""
+    keys, values = ["tuple"], []
+    for v in args:
+        t = type(v)
+        if t is float or t is np.float64:
+            keys.append("f")
+            values.append(v)
+        elif t is np.ndarray:
+            keys.append(("t", v.shape, v.dtype.str))
+            values.append(v)
+        elif t is int or t is bool or t is str:
+            keys.append((t.__name__, v))
+        else:
+            return None
+    return (tuple(keys), ()), values
 
 
 def _key(v):

@@ -61,12 +61,13 @@ def field(obj, name):
         i = obj.sdef.index.get(name)
         if i is not None:
             return obj.vals[i]
-    elif t is Box and type(peek(obj)) is Struct:
-        sdef = peek(obj).sdef
+    elif t is Box and type(v := peek(obj)) is Struct:
+        sdef = v.sdef
         i = sdef.index.get(name)
         if i is not None:
-            return struct_slot(obj, i, len(sdef.fields), name)
-        obj = peek(obj)
+            read = obj.trace.reads.get((obj, i))       # the common case: p.w read again in a loop
+            return read if read is not None else struct_slot(obj, i, len(sdef.fields), name)
+        obj = v
     elif t is Module:
         cell = obj.cells.get(name)
         if cell is None or cell.v is UNBOUND:

@@ -132,11 +132,6 @@ def broadcast_to(x, shape):
     return np.broadcast_to(x, shape) if shape else x
 
 
-def unbroadcast(g, shape):
-    """Sum g over the axes broadcasting added or stretched, back to `shape`."""
-    return O.unbroadcast(g, shape)
-
-
 def index(x, key):
     """x[key] for a checked key."""
     return norm(x[key])
@@ -171,11 +166,6 @@ def log_softmax(x, axis=-1):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def nz(a, b, r):
-    """r = a * b with reference 6.7's rule: 0 where a or b is 0 and r is not finite (see ops.nz)."""
-    return O.nz(a, b, r)
-
-
 def _compare(ufunc, py):
     """A comparison giving a bool for numbers and a bool array for arrays."""
     def fn(a, b):
@@ -197,9 +187,9 @@ EAGER = SimpleNamespace(
     logical_and=np.logical_and, logical_or=np.logical_or, logical_not=np.logical_not,
     any=lambda m: bool(np.any(m)), isfinite=lambda x: norm(np.isfinite(x)), sum=sum_, mean=mean, max=lambda x, axis=None, keepdims=False: norm(np.max(x, axis=axis, keepdims=keepdims)),
     reshape=reshape, transpose=lambda x, axes=None: x.T if axes is None else np.transpose(x, axes), broadcast_to=broadcast_to,
-    unbroadcast=unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
+    unbroadcast=O.unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
-    matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=nz,
+    matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=O.nz,
     zeros=np.zeros, eager=True,
 )
 
