@@ -306,15 +306,17 @@ def test_float_pullback_agrees_with_the_general_rule(name):
     from dsl.autodiff import tape
     trace = tape.Trace()
 
-    def fast(g, ans, args):
-        """The step on a node of `args`, its arguments' cotangents read back (None: not answered)."""
-        parents = tuple(tape.Box(a, trace, "Parameter", (), (), None, None) for a in args)
+    def fast(g, ans, args, kinds):
+        """The step on a node of `args` whose parents are of `kinds` ("Parameter", "Input" or None
+        for a constant), its arguments' cotangents read back (None: not answered)."""
+        parents = tuple(None if k is None else tape.Box(a, trace, k, (), (), None, None) for a, k in zip(args, kinds))
         node = tape.Box(ans, trace, name, parents, args, None, None)
         bad = fast_step(g, node)
         if bad is None:
-            assert all(p.g is None for p in parents), name     # it added nothing
+            assert all(p is None or p.g is None for p in parents), name     # it added nothing
             return None
-        got = [p.g for p in parents]
+        got = [p.g if p is not None and p.op == "Parameter" else None for p in parents]
+        assert all(p is None or p.op == "Parameter" or p.g is None for p in parents), name  # no Input's
         assert bad == any(x is not None and x - x != 0.0 for x in got), (name, args, g, got)
         return got
     prim = PRIMS[name]
@@ -330,12 +332,14 @@ def test_float_pullback_agrees_with_the_general_rule(name):
             continue
         if type(ans) is not float:
             continue
+        kinds = tuple(rng.choice(["Parameter", "Parameter", "Input", None], n))
+        kinds = (("Parameter",) + kinds[1:]) if all(k != "Parameter" for k in kinds) else kinds
         for g in (1.0, 0.0, -2.5, float("inf")):
-            got = fast(g, ans, args)
+            got = fast(g, ans, args, kinds)
             if got is None:
                 continue
             answered += 1
-            want = general(tape.EAGER, g, ans, args, None, (True,) * n)
+            want = general(tape.EAGER, g, ans, args, None, tuple(k == "Parameter" for k in kinds))
             for a, b in zip(got, want):
                 assert (a is None) == (b is None), (name, args, g)
                 if a is not None:

@@ -168,7 +168,8 @@ def float_pullback(prim):
     """The reverse step of a float result with a float cotangent, fn(g, node): it adds each
     argument's cotangent into that argument's node and returns whether one of them is not finite,
     or returns None, having added nothing, when a partial does not come out a float (the general
-    pullback then takes the node). Generated as straight-line code from the partials.
+    pullback then takes the node). Generated as straight-line code from the partials; only the
+    cotangents of arguments on the tape (not Inputs, not constants) are computed.
 
     The reverse pass calls it for scalar code, where the general pullback would spend most of
     its time finding out that everything is a float, and the pass's own loop over the arguments
@@ -177,37 +178,43 @@ def float_pullback(prim):
     from .namespaces import EAGER
     partials, n = prim.partials, len(prim.partials)
     xs = ", ".join(f"x{i}" for i in range(n))
-    lines = ["def step(g, node):", "    try:", f"        {xs}, = node.args", "        ans = node.v"]
     env = {"E": EAGER, "np": np, "ACC": accumulate}
+    wanted = [i for i, d in enumerate(partials) if d is not None]
+    lines = ["def step(g, node):", f"    {', '.join(f'p{i}' for i in range(n))}, = node.parents"]
+    lines += [f"    w{i} = p{i} is not None and p{i}.op != 'Input'" for i in wanted]
+    body = []       # computes each wanted argument's cotangent r{i} (an int argument may overflow)
     outs = {}
-    for i, d in enumerate(partials):
-        if d is None:
-            continue
+    reads_ans = False
+    for i in wanted:
+        d = partials[i]
         if d is ONE:
             outs[i] = "g"
             continue
         if d is MINUS_ONE:
             outs[i] = "(0.0 - g)"     # 0.0, not -0.0, for a zero cotangent (as negate)
             continue
+        body.append(f"        if w{i}:")
         src = _inline_partial(d, n)
         if src is None:
             env[f"D{i}"] = d
-            lines += [f"        d{i} = D{i}(E, ans, {xs})",
-                      f"        if type(d{i}) is not float:",
-                      f"            if type(d{i}) is not bool and type(d{i}) is not np.bool_:",
-                      f"                return None",
-                      f"            d{i} = 1.0 if d{i} else 0.0     # a mask"]
+            body += [f"            d{i} = D{i}(E, ans, {xs})",
+                     f"            if type(d{i}) is not float:",
+                     f"                if type(d{i}) is not bool and type(d{i}) is not np.bool_:",
+                     f"                    return None",
+                     f"                d{i} = 1.0 if d{i} else 0.0     # a mask"]
             src = f"d{i}"
+        reads_ans = reads_ans or src == "ans" or src == f"d{i}"
         product = f"g * {src} + 0.0" if prim.piecewise else f"g * {src}"
-        lines += [f"        r{i} = {product}",
-                  f"        if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (reference 6.7)",
-                  f"            r{i} = 0.0"]
+        body += [f"            r{i} = {product}",
+                 f"            if r{i} - r{i} != 0.0 and (g == 0.0 or {src} == 0.0):   # 0 * inf is 0 (reference 6.7)",
+                 f"                r{i} = 0.0"]
         outs[i] = f"r{i}"
-    # an int argument beyond float range overflows above: the general pullback handles it
-    lines += ["    except OverflowError:", "        return None",
-              f"    {', '.join(f'p{i}' for i in range(n))}, = node.parents", "    bad = False"]
+    if body:        # (Add, Sub and Neg compute nothing: no arguments to read, nothing to overflow)
+        lines += ["    try:", f"        {xs}, = node.args"] + ["        ans = node.v"] * reads_ans + body + [
+                  "    except OverflowError:", "        return None"]
+    lines.append("    bad = False")
     for i, r in outs.items():
-        lines += [f"    if p{i} is not None and p{i}.op != 'Input':",
+        lines += [f"    if w{i}:",
                   f"        r = {r}",
                   "        if r - r != 0.0:",
                   "            bad = True",
