@@ -48,7 +48,7 @@ def template_for(prim, arg_kinds, out_kind):
     if numbers and out_kind in ("float", "bool"):
         return emit.get("float")
     arrays = [k for k in arg_kinds if is_array_kind(k)]
-    scalars = ("float", "bool", "int") if emit.get("ints") else ("float", "bool")
+    scalars = ("float", "bool", "int") if _takes_ints(prim) else ("float", "bool")
     if not arrays or not all(is_array_kind(k) or k in scalars for k in arg_kinds):
         return None
     if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not _mask_beside_floats(arg_kinds, out_kind):
@@ -106,22 +106,23 @@ class _Writer:
         return f"K_{name}("
 
 
-def compile_program(program, name="jitted", checks=True):
+def compile_program(program, name="jitted", checks=True, planned=None):
     """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
     with gc_paused():
-        return _compile(program, name, checks)
+        return _compile(program, name, checks, planned)
 
 
-def _compile(program, name, checks=True):
+def _compile(program, name, checks=True, planned=None):
     """The program as a compiled Python function run(inputs) -> tuple of output leaves.
 
     The function has `inexact` set when optimize.py dropped Nz steps or masks: then a failed guard
     may be one that the exact program passes, and its results are checked (`Inexact`). With
     checks=False they are not: the caller checks the outputs of a loop of runs instead, which it
-    may only do where `outputs_checked` says that every checked value is an output."""
+    may only do where `outputs_checked` says that every checked value is an output. `planned`:
+    optimize.plan(program), when the caller compiles the program twice (with and without checks)."""
     w = _Writer()
     kinds = program.kinds
-    p = plan(program)
+    p = planned or plan(program)
     out_refs = tuple(resolve(p.alias, r) if r >= 0 else r for r in program.out_refs)
     last = _last_uses(p.steps, out_refs)
     inputs = set(program.inputs)
@@ -193,11 +194,16 @@ def _guard(w, i, ref, arg, expected, kinds):
     return f"if not _same({arg}, {w.const(expected)}): raise _GF({i})"
 
 
+def _takes_ints(prim):
+    """Whether the primitive's array template takes ints beside tensors (an index: `x[i]`)."""
+    return type(prim.emit) is dict and bool(prim.emit.get("ints"))
+
+
 def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     """The right-hand side computing one primitive."""
     prim = PRIMS[op]
     arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
-    if any(is_array_kind(k) for k in arg_kinds) and not (type(prim.emit) is dict and prim.emit.get("ints")):
+    if any(is_array_kind(k) for k in arg_kinds) and not _takes_ints(prim):
         # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3),
         # but not where the template takes ints (an index)
         for i, (r, c) in enumerate(zip(refs, consts)):

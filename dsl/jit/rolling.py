@@ -33,6 +33,7 @@ from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
 from .codegen import compile_program, run_code
 from .jit import _key
+from .optimize import plan
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
@@ -297,10 +298,11 @@ class Hoisted:
         else:
             self._prelude, self.program, self.invariant = parts
             self._prelude_code = compile_program(self._prelude, name + "_prelude")
-        self.code = compile_program(self.program, name)
+        planned = plan(self.program) if fast else None       # one plan for both compilations
+        self.code = compile_program(self.program, name, planned=planned)
         self.fast = None
         if fast:        # checks left to the caller, where the plan allows it (codegen.outputs_checked)
-            self.fast = compile_program(self.program, name, checks=False)
+            self.fast = compile_program(self.program, name, checks=False, planned=planned)
             self.fast = self.fast if self.fast.outputs_checked else None
 
     def prelude(self, inputs):
