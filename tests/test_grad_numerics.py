@@ -5,6 +5,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dsl
 from dsl.errors import DgError
@@ -143,17 +145,46 @@ def test_an_infinity_that_a_later_rule_multiplies_by_zero_is_no_error():
     assert interp.lookup("g") == 0.0
 
 
-@pytest.mark.parametrize("expr", ["log(x) * sqrt(x)", "sqrt(x) / x", "x ** 0.5 + ln(x)", "sum(sqrt(v * x))"])
-def test_the_operation_named_after_an_unchecked_pass_is_the_one_a_checking_pass_names(expr):
-    # without custom_vjp or host functions the pass checks nothing as it goes and a second pass looks
-    # for the operation; with one (an identity here), the one pass checks each rule: same operation
-    names = {}
-    for wrap in ("ident", "cvjp_"):
+def _checked_and_deferred(expr, x):
+    """grad of `expr` at x with a plain tape (whose pass checks nothing as it goes: a second pass
+    finds the operation to name) and with one holding a custom_vjp identity (checked as it goes):
+    for each, the gradient or the error's kind, message and place."""
+    outcomes = {}
+    for wrap in ("ident", "cvjp_"):     # the same length: the same columns
         interp = dsl.Interpreter(stdout=io.StringIO())
         interp.run("fn ident(y) { return y }\nlet cvjp_ = custom_vjp(fn(y) => y, fn(y, out, g) => (g,))\n"
                    f"let v = [1.0, 2.0]\nfn f(x) {{ return {wrap}({expr}) }}\n")
-        with pytest.raises(DgError) as info:
-            interp.run("grad(f)(0.0)")
-        assert info.value.kind == "numerics"
-        names[wrap] = (info.value.message, info.value.line, info.value.column)
-    assert names["ident"] == names["cvjp_"]
+        try:
+            outcomes[wrap] = ("value", repr(interp.lookup("grad")(interp.lookup("f"))(x)))
+        except DgError as exc:
+            outcomes[wrap] = (exc.kind, exc.message, exc.line, exc.column)
+    return outcomes
+
+
+@pytest.mark.parametrize("expr", ["log(x) * sqrt(x)", "sqrt(x) / x", "x ** 0.5 + ln(x)", "sum(sqrt(v * x))"])
+def test_the_operation_named_after_an_unchecked_pass_is_the_one_a_checking_pass_names(expr):
+    outcomes = _checked_and_deferred(expr, 0.0)
+    assert outcomes["ident"][0] == "numerics"
+    assert outcomes["ident"] == outcomes["cvjp_"]
+
+
+@st.composite
+def _risky(draw, depth=0):
+    """A random scalar expression of x whose gradient may be infinite or NaN at some points."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["x", "(x - 1.0)", "2.0", "sum(v * x)"]))
+    a = draw(_risky(depth + 1))
+    kind = draw(st.integers(0, 2))
+    if kind == 0:
+        return f"{draw(st.sampled_from(['sqrt', 'ln', 'abs', 'exp', 'sin', 'relu']))}({a})"
+    b = draw(_risky(depth + 1))
+    if kind == 1:
+        return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
+    return f"({a} ** {draw(st.sampled_from(['0.5', '2', '1.5']))})"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_risky(), st.sampled_from([0.0, 1.0, -1.0, 0.5, 4.0]))
+def test_a_deferred_numerics_check_says_what_a_checking_pass_says(expr, x):
+    outcomes = _checked_and_deferred(expr, x)
+    assert outcomes["ident"] == outcomes["cvjp_"]
