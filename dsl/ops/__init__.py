@@ -2,11 +2,13 @@
 
 A primitive computes with numpy (or Python numbers on the scalar fast path)
 and, when an argument is a recorded Box, records one tape node. The gradient
-rules in dsl/autodiff/rules.py are written with these same functions.
+rules (dsl/primitives/) run on these same functions where a value is boxed (the
+TRACED namespace), so that their own work is recorded at higher order.
 """
 
 from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, BINARY, MAX_SEQUENCE
-from .compare import order, eq, ne, values_equal, truth, not_, COMPARE, logical_and, logical_or, logical_not, any_, isfinite
+from .compare import (order, eq, ne, values_equal, truth, not_, COMPARE, logical_and, logical_or, logical_not,
+                      any_, isfinite)
 from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, relu, silu, gelu,
                           erf, sign, floor, ceil, round_, log1p, expm1, nz, nz_kept, maximum, minimum, where, clamp)
 from .reduce import sum_, mean, max_, min_, logsumexp, keep_axes, count, var, prod, cumsum, cumprod

@@ -59,7 +59,8 @@ def elementwise_pullback(prim):
     partials, n = prim.partials, len(prim.partials)
     xs = ", ".join(f"x{i}" for i in range(n))
     lines = ["def pullback(ns, g, ans, args, kw, wanted):", f"    {xs}, = args",
-             f"    {', '.join(f'w{i}' for i in range(n))}, = wanted", f"    {', '.join(f'r{i}' for i in range(n))} = {(None,) * n}"]
+             f"    {', '.join(f'w{i}' for i in range(n))}, = wanted",
+             f"    {', '.join(f'r{i}' for i in range(n))} = {(None,) * n}"]
     env = {"np": np, "shape_of": shape_of, "is_mask": _is_mask}
     for i, d in enumerate(partials):
         if d is None:       # that argument is not differentiated
@@ -76,7 +77,7 @@ def elementwise_pullback(prim):
             lines += [f"        d = D{i}(ns, ans, {xs})",
                       "        if type(g) is float and type(d) is float:",
                       f"            r = {product}",
-                      "            if r - r != 0.0 and (g == 0.0 or d == 0.0):     # 0 * inf is 0, not nan (reference 6.7)",
+                      "            if r - r != 0.0 and (g == 0.0 or d == 0.0):   # 0 * inf is 0 (reference 6.7)",
                       "                r = 0.0",
                       "        else:",
                       f"            r = ns.nz(g, d, {mul})"]
@@ -200,7 +201,7 @@ def float_pullback(prim):
             body += [f"            d{i} = D{i}(E, ans, {xs})",
                      f"            if type(d{i}) is not float:",
                      f"                if type(d{i}) is not bool and type(d{i}) is not np.bool_:",
-                     f"                    return None",
+                     "                    return None",
                      f"                d{i} = 1.0 if d{i} else 0.0     # a mask"]
             src = f"d{i}"
         reads_ans = reads_ans or src == "ans" or src == f"d{i}"
