@@ -48,11 +48,23 @@ def _numeric(v):
     return t is ndarray or t is float or t is int or t is bool or isinstance(v, np.generic)
 
 
+def _plain(x, y):
+    """Whether float tensor x (not 0-d) and y need no conversion and no check to combine: y is a
+    float, a small int, or a float tensor whose shape is x's or ends it ((16, 32) and (32,))."""
+    if type(x) is not ndarray or x.dtype != FLOAT or not x.ndim:
+        return False
+    ty = type(y)
+    if ty is float or (ty is int and -2 ** 53 <= y <= 2 ** 53):
+        return True
+    if ty is not ndarray or y.dtype != FLOAT or not y.ndim or y.ndim > x.ndim:
+        return False
+    return x.shape[x.ndim - y.ndim:] == y.shape
+
+
 def _arith(ufunc, verb, a, b):
     """The general path of a binary operator on numbers and tensors."""
-    if (type(a) is ndarray and type(b) is ndarray and a.shape == b.shape and a.ndim and a.dtype == FLOAT
-            and b.dtype == FLOAT):
-        return ufunc(a, b)      # two float tensors of one shape: nothing to convert or check
+    if _plain(a, b) or _plain(b, a):
+        return ufunc(a, b)      # nothing to convert, and a result the size of an operand
     if _numeric(a) and _numeric(b):
         if type(a) is bool:             # numpy's bool - bool is an error
             a = int(a)
