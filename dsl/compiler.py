@@ -62,16 +62,23 @@ def _name(e, ctx):
     return compile_read(e.binding, e.span, ctx)
 
 
+def local_slot(b, ctx):
+    """The frame slot of binding b when it is a local that no closure captures (then code reads
+    and writes it in the frame directly), else None."""
+    if isinstance(b, DgError) or b.kind != "local" or b.captured:
+        return None
+    return ctx.slot_of(b)
+
+
 def _binop(e, ctx):
     fn = ops.BINARY[e.op]
     span = e.span
     left, right = e.left, e.right
     r = compile_expr(right, ctx)
-    if type(left) is A.Name and left.binding.kind == "local" and not left.binding.captured:
-        i = ctx.slot_of(left.binding)
-        if type(right) is A.Name and right.binding.kind == "local" and not right.binding.captured:
-            j = ctx.slot_of(right.binding)
-
+    i = local_slot(left.binding, ctx) if type(left) is A.Name else None
+    if i is not None:
+        j = local_slot(right.binding, ctx) if type(right) is A.Name else None
+        if j is not None:
             def ev(f):
                 try:
                     return fn(f[i], f[j], span)

@@ -9,7 +9,7 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, peek
-from .compiler import compile_expr, compile_read, compile_sub
+from .compiler import compile_expr, compile_read, compile_sub, local_slot
 from .errors import DgError, error, located
 from .jit.rolling import Roller, exits
 from .ops.core import ndarray
@@ -224,7 +224,7 @@ def _let(s, ctx):
             cell = f[slot] = Cell(None)   # the function may call itself through this cell
             cell.v = value(f)
         return let_recursive
-    slot = _plain_local(b, ctx) if len(s.bindings) == 1 else None
+    slot = local_slot(b, ctx) if len(s.bindings) == 1 else None
     if slot is not None:        # the common case, without the call through a store closure
         def let_local(f):
             f[slot] = value(f)
@@ -236,17 +236,10 @@ def _let(s, ctx):
     return let
 
 
-def _plain_local(b, ctx):
-    """The frame slot of binding b when it is a local no closure captures, else None."""
-    if isinstance(b, DgError) or b.kind != "local" or b.captured:
-        return None
-    return ctx.slot_of(b)
-
-
 def _assign(s, ctx):
     value = compile_expr(s.value, ctx)
     t = s.targets[0]
-    slot = _plain_local(t.binding, ctx) if len(s.targets) == 1 and isinstance(t, A.Name) else None
+    slot = local_slot(t.binding, ctx) if len(s.targets) == 1 and isinstance(t, A.Name) else None
     if slot is not None:
         def assign_local(f):
             f[slot] = value(f)

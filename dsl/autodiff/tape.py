@@ -248,11 +248,6 @@ def record_read(op, x, out, kw, slot):
     return box
 
 
-def earlier_read(x, slot):
-    """The node of an earlier read of slot `slot` of box x on its reverse tape, or None."""
-    return x.trace.reads.get((x, slot))
-
-
 def staged(x):
     """Whether x is a value a staging trace (jit, vmap) records, under any other boxes."""
     while type(x) is Box:

@@ -212,23 +212,16 @@ def signature(args, kwargs):
     return (_key(args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
 
 
+_PLAIN = (float, np.float64, np.ndarray, int, bool, str)
+
+
 def _flat_call(args):
     """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
-    strings or tensors (the common call, without flattening), else None."""
-    keys, values = ["tuple"], []
+    strings or tensors (the common call: nothing to flatten), else None."""
     for v in args:
-        t = type(v)
-        if t is float or t is np.float64:
-            keys.append("f")
-            values.append(v)
-        elif t is np.ndarray:
-            keys.append(("t", v.shape, v.dtype.str))
-            values.append(v)
-        elif t is int or t is bool or t is str:
-            keys.append((t.__name__, v))
-        else:
+        if type(v) not in _PLAIN:
             return None
-    return (tuple(keys), ()), values
+    return signature(args, {}), [v for v in args if S.is_staged_leaf(v)]
 
 
 def _key(v):

@@ -4,7 +4,7 @@ recorded structure records StructField or MapLookup with its slot index."""
 
 import numpy as np
 
-from ..autodiff.tape import Box, earlier_read, peek, raw, record_read
+from ..autodiff.tape import Box, peek, raw, record_read
 from ..values import Module, Struct, UNBOUND
 from .core import error, ndarray, type_name, a_type_name
 from .shape import index as tensor_index, make_key, row, set_index
@@ -16,7 +16,7 @@ MAP_KEY_TYPES = (str, int, bool)
 def struct_slot(s, field_index, total_fields, name):
     """Field `field_index` of a struct or tuple, recording StructField when boxed."""
     if type(s) is Box:      # the value may itself be boxed by an outer differentiation: it records there
-        read = earlier_read(s, field_index)
+        read = s.trace.reads.get((s, field_index))      # an earlier read of this slot (record_read)
         if read is not None:
             return read
         return record_read("StructField", s, struct_slot(s.v, field_index, total_fields, name),
@@ -27,7 +27,7 @@ def struct_slot(s, field_index, total_fields, name):
 def map_slot(m, key_index, total_keys, key):
     """The value of `key` in a map, recording MapLookup (with the key's position) when boxed."""
     if type(m) is Box:
-        read = earlier_read(m, key_index)
+        read = m.trace.reads.get((m, key_index))
         if read is not None:
             return read
         return record_read("MapLookup", m, map_slot(m.v, key_index, total_keys, key),
@@ -65,8 +65,7 @@ def field(obj, name):
         sdef = v.sdef
         i = sdef.index.get(name)
         if i is not None:
-            read = obj.trace.reads.get((obj, i))       # the common case: p.w read again in a loop
-            return read if read is not None else struct_slot(obj, i, len(sdef.fields), name)
+            return struct_slot(obj, i, len(sdef.fields), name)
         obj = v
     elif t is Module:
         cell = obj.cells.get(name)
