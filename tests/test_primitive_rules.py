@@ -347,3 +347,101 @@ def test_float_pullback_agrees_with_the_general_rule(name):
                     assert type(a) is float, (name, args, g, a)
                     assert (a == b and np.signbit(a) == np.signbit(b)) or (a != a and b != b), (name, args, g, a, b)
     assert answered > 100, f"{name}: the float rule answered only {answered} times"
+
+
+# ---------------------------------------------------------------- the plain-array fast path
+class _Counted(dict):
+    """A table of steps that counts, per primitive, the nodes its steps took."""
+
+    def __init__(self, table):
+        super().__init__(table)
+        self.took = {}
+
+    def __getitem__(self, name):
+        step = super().__getitem__(name)
+
+        def counted(g, node, check):
+            bad = step(g, node, check)
+            if bad is not None:
+                self.took[name] = self.took.get(name, 0) + 1
+            return bad
+        return counted
+
+
+def _same_bits(a, b):
+    """Whether two gradients (numbers, tensors, tuples) are equal bit for bit (NaN equal to NaN)."""
+    if isinstance(a, tuple):
+        return type(b) is tuple and len(a) == len(b) and all(_same_bits(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True) and \
+        np.array_equal(np.signbit(a), np.signbit(b))
+
+
+# 6.7's zeros, infinities and NaNs through the steps (a zero cotangent times an infinite derivative)
+PLAIN_CASES = CASES + [
+    ("sqrt(x) * y", dict(x=np.array([0.0, 1.0, 4.0]), y=np.array([0.0, 2.0, 0.0]))),
+    ("ln(x) * y + x * x", dict(x=np.array([0.0, 2.0]), y=np.array([0.0, 1.0]))),
+    ("relu(x) * y", dict(x=np.array([-1.0, 0.0, 2.0]), y=np.array([np.inf, 1.0, -0.0]))),
+    ("x ** y", dict(x=np.array([0.0, 2.0, 0.0]), y=np.array([0.5, 2.0, 2.0]))),
+    ("x * x + x", dict(x=2.5)), ("x @ y + x @ y", dict(x=r(3, 4), y=r(4, 2))),
+]
+
+
+def _both_ways(grad, args, monkeypatch):
+    """grad(*args) by the plain steps and by the general pullbacks, and what the steps took."""
+    from dsl.autodiff import tape
+    counted = _Counted(tape.PLAIN_PULLBACKS)
+    with np.errstate(all="ignore"):
+        monkeypatch.setattr(tape, "PLAIN_PULLBACKS", counted)
+        fast = grad(*args)
+        monkeypatch.setattr(tape, "PLAIN_PULLBACKS", {})
+        general = grad(*args)
+    return fast, general, counted.took
+
+
+def _gradient_both_ways(expr, args, monkeypatch):
+    """The gradient of sum(expr * c), c random, by the plain steps and by the general pullbacks."""
+    names = list(args)
+    interp = dsl.Interpreter(seed=0, check_numerics=False)     # infinities reach the gradient
+    interp.run(DEFS + f"fn f({', '.join(names)}) {{ return {expr} }}")
+    out = interp.lookup("f")(*args.values())
+    interp.set("c", RNG.standard_normal(np.shape(out)) if np.shape(out) else 0.7)
+    interp.run(f"fn g({', '.join(names)}) {{ return sum(({expr}) * c) }}")
+    grad = interp.lookup("grad")(interp.lookup("g"), tuple(range(len(names))))
+    return _both_ways(grad, tuple(args.values()), monkeypatch)
+
+
+@pytest.mark.parametrize("expr,args", PLAIN_CASES, ids=[f"{i}:{e}" for i, (e, _) in enumerate(PLAIN_CASES)])
+def test_plain_steps_give_the_general_pullbacks_gradient_bit_for_bit(expr, args, monkeypatch):
+    fast, general, _ = _gradient_both_ways(expr, args, monkeypatch)
+    assert _same_bits(fast, general), (expr, fast, general)
+
+
+def test_plain_steps_read_structures_as_the_general_pullbacks_do(monkeypatch):
+    interp = dsl.Interpreter(seed=0)
+    interp.run(STRUCTS)
+    p, m = _structs(interp)
+    (gp, gm), (hp, hm), took = _both_ways(interp.lookup("grad")(interp.lookup("loss"), (0, 1)), (p, m), monkeypatch)
+    assert {"StructField", "MapLookup"} <= set(took)
+    assert _same_bits((gp.a, gp.b, gm["w"], gm["v"]), (hp.a, hp.b, hm["w"], hm["v"]))
+
+
+def test_every_plain_step_is_exercised_by_a_case(monkeypatch):
+    from dsl.autodiff import tape
+    took = {"StructField", "MapLookup"}       # test_plain_steps_read_structures_as_the_general_pullbacks_do
+    for expr, args in PLAIN_CASES:
+        took.update(_gradient_both_ways(expr, args, monkeypatch)[2])
+    # Nz is recorded only on recorded values (second order: the general pullbacks), Row and RowAdd
+    # only for a rolled loop (tests/test_jit_loops.py)
+    untaken = {"Nz", "Row", "RowAdd"}
+    missing = sorted(set(tape.PLAIN_PULLBACKS) - set(took) - untaken)
+    assert missing == [], f"no case takes the plain step of {missing}"
+
+
+def test_plain_steps_name_the_operation_whose_gradient_is_not_finite():
+    # a custom_vjp on the tape makes the pass check each rule's output as it goes
+    program = ("fn f(x) { let y = custom_vjp(fn(t) => t * 1.0, fn(t, out, g) => g)(x)\n"
+               "  return sum(sqrt(y) * 2.0) }\nlet g = grad(f)(tensor([0.0, 1.0]))")
+    with pytest.raises(dsl.DgError) as info:
+        dsl.Interpreter().run(program)
+    assert info.value.kind == "numerics" and info.value.span.line == 2 and "Sqrt" in info.value.message

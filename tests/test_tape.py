@@ -93,13 +93,14 @@ def test_backward_is_iterative_on_a_100000_node_tape():
 def test_missing_rule_is_a_loud_error():
     interp = dsl.Interpreter()
     interp.run("fn f(x) { return exp(x) }")
-    saved = T.PULLBACKS.pop("Exp"), T.FLOAT_PULLBACKS.pop("Exp")    # both come from one declaration
+    # all three come from one declaration
+    saved = T.PULLBACKS.pop("Exp"), T.FLOAT_PULLBACKS.pop("Exp"), T.PLAIN_PULLBACKS.pop("Exp")
     try:
         with pytest.raises(DgError) as info:
             interp.run("let g = grad(f)(1.0)")
         assert info.value.kind == "grad" and "Exp" in info.value.message and "grad" in info.value.message
     finally:
-        T.PULLBACKS["Exp"], T.FLOAT_PULLBACKS["Exp"] = saved
+        T.PULLBACKS["Exp"], T.FLOAT_PULLBACKS["Exp"], T.PLAIN_PULLBACKS["Exp"] = saved
 
 
 def test_repeated_gradient_calls_do_not_grow_memory():

@@ -315,6 +315,7 @@ IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rul
 PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
 PUSHFORWARDS = {}
 FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse step for a float result and cotangent
+PLAIN_PULLBACKS = {}    # the reverse step of a node of plain numbers and arrays (no outer trace)
 PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)
 USER_CODE = set()   # primitives whose reverse rule runs the user's code (custom_vjp, hosts): see backward_from
 
@@ -444,7 +445,7 @@ def _reverse(nodes, seeds, check):
     pullbacks = PULLBACKS
     # the float rules check their own results as they go (below), so the numerics check keeps them;
     # only the second pass, which looks into boxed cotangents, takes every rule the general way
-    floats = {} if check is _BOXED else FLOAT_PULLBACKS
+    floats, plain = ({}, {}) if check is _BOXED else (FLOAT_PULLBACKS, PLAIN_PULLBACKS)
     eager, traced = EAGER, TRACED
     try:
         for node in reversed(nodes):
@@ -465,6 +466,14 @@ def _reverse(nodes, seeds, check):
                         if bad and check and culprit is None:
                             culprit = node
                         continue
+            if type(node.v) is not Box and type(g) is not Box and node.op in plain:
+                # plain values (no outer trace): the step needs no namespace and no span
+                # (it records nothing), and adds into the parents' cotangents itself
+                bad = plain[node.op](g, node, check)
+                if bad is not None:
+                    if bad and culprit is None:
+                        culprit = node
+                    continue
             set_span(node.span)
             rule = pullbacks.get(node.op) or _missing(node.op, "vjp", node.span)
             args = node.args
@@ -500,7 +509,7 @@ def _reverse(nodes, seeds, check):
                 # a cotangent passed through unchanged (Add, a reshape of nothing) was not made by this
                 # rule: whoever made it was checked
                 if check and culprit is None and (pg is not g or owning) and not (
-                        _finite(pg) if check is _BOXED else _plain_finite(pg)):
+                        _finite(pg) if check is _BOXED else plain_finite(pg)):
                     culprit = node
                     if check is _BOXED:
                         return culprit
@@ -521,7 +530,7 @@ def _reverse(nodes, seeds, check):
 _ONE = (True,)
 
 
-def _plain_finite(g):
+def plain_finite(g):
     """Whether a rule's output has no NaN or infinity, as far as can be seen without recording:
     boxed cotangents (higher order, jit) are left to the check of the Parameters at the end."""
     t = type(g)
@@ -530,7 +539,7 @@ def _plain_finite(g):
     if t is np.ndarray:
         return g.dtype.kind != "f" or not g.size or all_finite(g)
     if t is OneSlot:
-        return _plain_finite(g.g)
+        return plain_finite(g.g)
     return True
 
 

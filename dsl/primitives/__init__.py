@@ -2,13 +2,13 @@
 
 Importing this package fills the registry and the tables the transformations
 read: the kernels `record` calls (tape.IMPLS) and the uniform reverse and
-forward rules (tape.PULLBACKS, tape.PUSHFORWARDS), and the float fast path of elementwise
-primitives (tape.FLOAT_PULLBACKS).
+forward rules (tape.PULLBACKS, tape.PUSHFORWARDS), the float fast path of elementwise
+primitives (tape.FLOAT_PULLBACKS) and the plain-array fast path (tape.PLAIN_PULLBACKS).
 """
 
 from ..autodiff import tape
 from . import arith, compare, control, elementwise, linalg, loops, nn, order, reduce, shape, structs  # noqa: F401
-from .mechanism import float_pullback, pullback, pushforward
+from .mechanism import float_pullback, has_plain_step, plain_pullback, pullback, pushforward
 from .namespaces import EAGER, TRACED
 from .registry import PRIMS
 
@@ -41,6 +41,8 @@ def _fill_tables():
             rule = pullback(prim)
             if rule is not None:
                 tape.PULLBACKS[name] = rule
+        if has_plain_step(prim):
+            tape.PLAIN_PULLBACKS[name] = _built_on_first_call(tape.PLAIN_PULLBACKS, name, plain_pullback, prim)
         rule = pushforward(prim)
         if rule is not None:
             tape.PUSHFORWARDS[name] = rule

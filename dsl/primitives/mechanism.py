@@ -20,6 +20,8 @@ a zero local derivative (`times`, applied here and nowhere else). A partial of
 mask, a sign) by cmul, so that a masked-out entry is 0.0 rather than -0.0.
 """
 
+import sys
+
 import numpy as np
 
 from ..ops.core import shape_of
@@ -50,6 +52,35 @@ def _partial(d, ns, ans, args):
     return d if d is ONE or d is MINUS_ONE else d(ns, ans, *args)
 
 
+def _product_lines(prim, i, d, env, pad):
+    """Lines computing `r`, the cotangent g times partial i (not yet summed back to the argument's
+    shape), from the namespace `ns`, the cotangent `g`, `ans` and the arguments x0, x1, ..."""
+    if d is ONE:
+        return [pad + "r = g"]
+    if d is MINUS_ONE:
+        return [pad + "r = ns.negate(g)"]
+    env[f"D{i}"] = d
+    xs = ", ".join(f"x{j}" for j in range(len(prim.partials)))
+    product = "g * d + 0.0" if prim.piecewise else "g * d"       # + 0.0: a masked-out -0.0 is 0.0
+    mul = "ns.cmul(g, d)" if prim.piecewise else "ns.cmul(g, d) if is_mask(d) else ns.mul(g, d)"
+    return [pad + line for line in (
+        f"d = D{i}(ns, ans, {xs})",
+        "if type(g) is float and type(d) is float:",
+        f"    r = {product}",
+        "    if r - r != 0.0 and (g == 0.0 or d == 0.0):   # 0 * inf is 0 (reference 6.7)",
+        "        r = 0.0",
+        "else:",
+        f"    r = ns.nz(g, d, {mul})")]
+
+
+def _summed_back_lines(i, pad):
+    """Lines summing `r` back to argument i's shape, where broadcasting made it bigger."""
+    return [pad + line for line in (
+        "tr = type(r)",
+        f"if not (tr is type(x{i}) and (tr is float or tr is np.ndarray and r.shape == x{i}.shape)):",
+        f"    r = ns.unbroadcast(r, shape_of(x{i}))     # (the common case needs no call)")]
+
+
 def elementwise_pullback(prim):
     """The pullback of an elementwise primitive, from its partials: generated as straight-line code
     (it is the hot path of tensor code), one block per differentiated argument:
@@ -66,26 +97,8 @@ def elementwise_pullback(prim):
         if d is None:       # that argument is not differentiated
             continue
         lines.append(f"    if w{i}:")
-        if d is ONE:
-            lines.append("        r = g")
-        elif d is MINUS_ONE:
-            lines.append("        r = ns.negate(g)")
-        else:
-            env[f"D{i}"] = d
-            product = "g * d + 0.0" if prim.piecewise else "g * d"       # + 0.0: a masked-out -0.0 is 0.0
-            mul = "ns.cmul(g, d)" if prim.piecewise else "ns.cmul(g, d) if is_mask(d) else ns.mul(g, d)"
-            lines += [f"        d = D{i}(ns, ans, {xs})",
-                      "        if type(g) is float and type(d) is float:",
-                      f"            r = {product}",
-                      "            if r - r != 0.0 and (g == 0.0 or d == 0.0):   # 0 * inf is 0 (reference 6.7)",
-                      "                r = 0.0",
-                      "        else:",
-                      f"            r = ns.nz(g, d, {mul})"]
-        lines += ["        tr = type(r)",
-                  f"        if tr is type(x{i}) and (tr is float or tr is np.ndarray and r.shape == x{i}.shape):",
-                  f"            r{i} = r        # nothing to sum (the common case, without the calls)",
-                  "        else:",
-                  f"            r{i} = ns.unbroadcast(r, shape_of(x{i}))"]
+        lines += _product_lines(prim, i, d, env, " " * 8) + _summed_back_lines(i, " " * 8)
+        lines.append(f"        r{i} = r")
     lines.append(f"    return ({', '.join(f'r{i}' for i in range(n))},)")
     exec("\n".join(lines), env)        # noqa: S102 (source built above from the declaration alone)
     return env["pullback"]
@@ -226,6 +239,87 @@ def float_pullback(prim):
     return env["step"]
 
 
+# ---------------------------------------------------------------- the plain-array fast path
+def _refs_of_an_argument():
+    """What sys.getrefcount says of an argument inside a step whose caller holds one other
+    reference to it (the pass's own `g`): a step holding the only other reference may let a
+    rule reuse the memory (tape.set_owned)."""
+    def step(g, node, check):
+        return sys.getrefcount(g)
+    g = object()
+    return step(g, None, None)
+
+
+def has_plain_step(prim):
+    """Whether plain_pullback(prim) can be made: the primitive's rules are its partials or one
+    per argument, and do not run the user's code (which needs the pass's span and checks)."""
+    return not prim.user_code and (prim.partials is not None or prim.vjp is not None)
+
+
+def plain_pullback(prim):
+    """The reverse step of a node whose value, cotangent and arguments are plain numbers and
+    arrays (no outer trace: the rules run on numpy itself), fn(g, node, check): like a float
+    step, it adds each argument's cotangent into that argument's node, and returns whether one
+    of them is not finite (looked at only with `check`), or returns None, having added nothing,
+    when an argument is boxed (the general pullback then takes the node). Generated from the
+    partials of an elementwise primitive, or from its rule per argument (see `has_plain_step`).
+
+    It leaves out the general loop's work per node: choosing a namespace, building the tuple of
+    wanted arguments and of cotangents, and looping over them (a third of an RNN's backward pass)."""
+    from ..autodiff.tape import Box, OneSlot, REFCOUNTS_EXACT, accumulate, as_float, plain_finite, set_owned
+    from .namespaces import EAGER
+    if prim.partials is not None:
+        rules, n = None, len(prim.partials)
+    else:
+        rules, n = prim.vjp, len(prim.vjp)
+    xs = ", ".join(f"x{i}" for i in range(n))
+    env = {"ns": EAGER, "np": np, "shape_of": shape_of, "is_mask": _is_mask, "Box": Box, "OneSlot": OneSlot,
+           "ACC": accumulate, "AS_FLOAT": as_float, "FINITE": plain_finite, "set_owned": set_owned}
+    lines = ["def step(g, node, check):", "    args = node.args"]
+    if rules is not None:       # a rule per argument: their number is the primitive's arity
+        lines += [f"    if len(args) != {n}:", "        return None"]
+    lines += [f"    {xs}, = args",
+              f"    if {' or '.join(f'type(x{i}) is Box' for i in range(n))}:",
+              "        return None      # an outer trace's value: the general pullback records",
+              f"    {', '.join(f'p{i}' for i in range(n))}, = node.parents",
+              "    ans = node.v", "    bad = False"] + ["    kw = node.kw"] * (rules is not None)
+    owning = n == 1 and REFCOUNTS_EXACT
+    if owning:
+        env["OWN_REFS"] = _refs_of_an_argument()
+        lines += ["    owning = type(g) is np.ndarray and g.base is None and sys.getrefcount(g) == OWN_REFS",
+                  "    if owning:", "        set_owned(g)    # only the pass's `g` refers to it: the rule may reuse its memory"]
+        env["sys"] = sys
+    for i in range(n):
+        if rules is None and prim.partials[i] is None:
+            continue
+        lines.append(f"    if p{i} is not None and p{i}.op != 'Input':")
+        if rules is None:
+            pad = " " * 8
+            lines += _product_lines(prim, i, prim.partials[i], env, pad) + _summed_back_lines(i, pad)
+        else:       # a rule may give None: nothing reaches that argument
+            pad = " " * 12
+            env[f"R{i}"] = rules[i]
+            lines += [f"        r = R{i}(ns, g, ans, {xs}, **kw) if kw else R{i}(ns, g, ans, {xs})",
+                      "        if r is not None:"]
+        lines += [pad + line for line in (
+            f"if type(x{i}) is float and type(r) is not float:",
+            "    r = AS_FLOAT(r)",
+            f"if check and (r is not g{' or owning' if owning else ''}) and not FINITE(r):",
+            "    bad = True",
+            f"q = p{i}.g",
+            "if q is None and type(r) is not OneSlot:",
+            f"    p{i}.g = r",
+            "elif type(q) is np.ndarray and type(r) is np.ndarray and q.shape == r.shape:",
+            f"    p{i}.g = q + r",
+            "else:",
+            f"    p{i}.g = ACC(q, r)")]
+    if owning:
+        lines += ["    if owning:", "        set_owned(None)"]
+    lines.append("    return bad")
+    exec("\n".join(lines), env)        # noqa: S102 (source built above from the declaration alone)
+    return env["step"]
+
+
 def pushforward(prim):
     """The uniform pushforward of a primitive, or None when it has no forward-mode rule."""
     if prim.jvp is not None:
@@ -236,4 +330,4 @@ def pushforward(prim):
     return None
 
 
-__all__ = ["ONE", "MINUS_ONE", "times", "pullback", "pushforward", "float_pullback"]
+__all__ = ["ONE", "MINUS_ONE", "times", "pullback", "pushforward", "float_pullback", "has_plain_step", "plain_pullback"]
