@@ -75,6 +75,14 @@ def test_nested_grad_closing_over_outer_variable():
     assert i.lookup("d") == 6.0
 
 
+def test_a_read_of_an_input_holding_an_outer_value_is_recorded_outside():
+    # y is an Input of the inner grad (not differentiated there) holding x * 2.0, recorded by
+    # the outer grad: reading y[1] records nothing inside and a node outside. d/dx 2 x[1] = e_1 * 2
+    i = run("fn inner(w, y) { return w * y[1] }\nfn f(x) { return grad(inner)(1.0, x * 2.0) }\n"
+            "let g = grad(f)(tensor([1.0, 2.0, 3.0]))\nlet h = jacfwd(f)(tensor([1.0, 2.0, 3.0]))")
+    assert i.lookup("g").tolist() == [0.0, 2.0, 0.0] and i.lookup("h").tolist() == [0.0, 2.0, 0.0]
+
+
 def test_hessian_matches_analytic():
     i = run("fn f(v) { return sum(v * v * v) + v[0] * v[1] }\nlet h = hessian(f)([1.0, 2.0])")
     assert np.allclose(i.lookup("h"), [[6.0, 1.0], [1.0, 12.0]])

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import record
+from ..autodiff.tape import REVERSE, record
 from . import reduce as _reduce       # reduce imports this module only inside functions
 from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
                    shape_of,
@@ -282,6 +282,10 @@ def index_array(s, size, axis):
 def index(x, key, span=None, op="Index"):
     """x[key] for a checked numpy key (see make_key)."""
     if type(x) is Box:
+        if x.op == "Input" and x.trace.kind is REVERSE:
+            # a read of an argument not differentiated: nothing it gives can reach a gradient,
+            # so it is not recorded (as `record` decides, without its generality: xs[t] in a loop)
+            return index(x.v, key, span, op)
         return record(op, (x,), {"key": key, "op": op}, span)
     return norm(x[key])
 
