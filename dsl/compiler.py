@@ -285,6 +285,15 @@ def fstring_text(parts, values, span):
     return "".join(out)
 
 
+def field_failed(exc, o, e, builtins):
+    """The error of reading field e.name of o (None: o itself failed), with a hint, located at e."""
+    if o is not None and exc.hint is None and exc.kind in ("key", "name", "type"):
+        from .statements import source_text
+        from .suggest import field_hint
+        exc.hint = field_hint(o, e.name, source_text(e.obj.span), builtins)
+    return located(exc, e.span)
+
+
 def _field(e, ctx):
     obj = compile_expr(e.obj, ctx)
     name, span, builtins = e.name, e.span, ctx.services.builtins
@@ -297,11 +306,7 @@ def _field(e, ctx):
             tape.set_span(span)    # a StructField node recorded here points at this read
             return field(o, name)
         except DgError as exc:
-            if o is not None and exc.hint is None and exc.kind in ("key", "name", "type"):
-                from .statements import source_text
-                from .suggest import field_hint
-                exc.hint = field_hint(o, name, source_text(e.obj.span), builtins)
-            raise located(exc, span)
+            raise field_failed(exc, o, e, builtins)
     return ev
 
 
@@ -395,6 +400,18 @@ def _show_default(v):
     return show(v, nested=True)
 
 
+def call_failed(exc, fn, a, kw, span, limits):
+    """The error to raise for a call at `span` of fn(*a, **kw) that raised exc."""
+    if isinstance(exc, DgError):
+        exc.add_call(span)
+        return exc
+    if isinstance(exc, TypeError):
+        return call_error(fn, a, kw, exc, span)
+    if isinstance(exc, RecursionError):
+        return limits.too_nested(span)
+    return exc
+
+
 def _call(e, ctx):
     fn_ev = compile_expr(e.fn, ctx)
     args = [compile_expr(a, ctx) for a in e.args]
@@ -409,14 +426,7 @@ def _call(e, ctx):
         return fn(*a, **kw) if kw else fn(*a)
 
     def handle(exc, fn, a, kw):
-        if isinstance(exc, DgError):
-            exc.add_call(span)
-            return exc
-        if isinstance(exc, TypeError):
-            return call_error(fn, a, kw, exc, span)
-        if isinstance(exc, RecursionError):
-            return state.too_nested(span)
-        return exc
+        return call_failed(exc, fn, a, kw, span, state)
 
     if not kwargs and len(args) == 1:
         a0 = args[0]

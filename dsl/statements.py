@@ -11,6 +11,7 @@ from .autodiff import tape
 from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub, local_slot
 from .errors import DgError, error, located
+from .fusion import fusable, fused_run
 from .jit.rolling import Roller, exits
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
@@ -428,9 +429,27 @@ _STMT = {
 }
 
 
+def compile_stmts(stmts, ctx):
+    """Compile statements into closures; each run of `let`s and assignments of plain locals
+    becomes one, which compiles itself into one Python function once it is hot (dsl/fusion.py)."""
+    out = []
+    run, run_closures = [], []
+    for s in list(stmts) + [None]:
+        if s is not None and fusable(s, ctx):
+            run.append(s)
+            run_closures.append(compile_stmt(s, ctx))
+            continue
+        if run:
+            out.append(fused_run(run, run_closures, ctx))
+            run, run_closures = [], []
+        if s is not None:
+            out.append(compile_stmt(s, ctx))
+    return out
+
+
 def compile_block(block, ctx):
     """Compile a block; the closure returns the first control signal its statements give."""
-    stmts = [compile_stmt(s, ctx) for s in block.stmts]
+    stmts = compile_stmts(block.stmts, ctx)
     if not stmts:
         return lambda f: None
     if len(stmts) == 1:
@@ -592,7 +611,7 @@ def _compile_body(body, ctx):
         return compile_expr(body, ctx)
     stmts = body.stmts
     if stmts and isinstance(stmts[-1], A.Return) and stmts[-1].value is not None:
-        pre = [compile_stmt(s, ctx) for s in stmts[:-1]]
+        pre = compile_stmts(stmts[:-1], ctx)
         final = compile_expr(stmts[-1].value, ctx)
         if not pre:
             return final
@@ -604,7 +623,7 @@ def _compile_body(body, ctx):
                     return r[0]
             return final(f)
         return run_then_return
-    all_stmts = [compile_stmt(s, ctx) for s in stmts]
+    all_stmts = compile_stmts(stmts, ctx)
 
     def run(f):
         for s in all_stmts:
