@@ -100,6 +100,19 @@ def test_numerics_check_names_the_operation_and_location():
     assert (err.line, err.column) == (2, 12)
 
 
+@pytest.mark.parametrize("call", [
+    "grad(f, (0, 2))(1.0, 2.0, 0.0)",           # the second of two Parameters, z an Input
+    "grad(fn(p) => f(p[0], p[1], p[2]))((1.0, 2.0, 0.0))",
+    "grad(fn(x) => checkpoint(fn(a) => f(1.0, a, a))(x))(0.0)",
+    "grad(fn(x) => grad(fn(y) => f(y, 1.0, x + y * y))(1.0))(-1.0)",
+])
+def test_a_gradient_not_finite_is_caught_for_every_differentiated_argument(call):
+    # the check reads the Parameters, which open every tape: none may be left out
+    with pytest.raises(DgError) as info:
+        value(f"fn f(x, z, y) {{ return x * z + sqrt(y) }}\nlet g = {call}")
+    assert info.value.kind == "numerics"
+
+
 def test_numerics_check_can_be_switched_off():
     g = value("let g = grad(fn(x) => sqrt(x))(0.0)", check_numerics=False)
     assert np.isinf(g)

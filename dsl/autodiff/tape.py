@@ -419,18 +419,31 @@ def backward_from(trace, seeds):
     RNN's backward pass, for an error that is rare).
     """
     culprit = _reverse(trace.nodes, seeds, trace.check and trace.user_code)
-    if trace.check and not all(_finite(p.g) for p in trace.nodes if p.op == "Parameter"):
+    if trace.check and not all(_finite(p.g) for p in _parameters(trace.nodes)):
         if culprit is None:
             # the pass did not check (above), or the cotangents were boxed (a derivative of a derivative,
             # or jit recording it), which it does not look into: a second pass looks, recording its checks
             culprit = _reverse(trace.nodes, seeds, _BOXED)
         if culprit is not None:
             raise numerics_error(culprit)
-        bad = next(p for p in trace.nodes if p.op == "Parameter" and not _finite(p.g))
+        bad = next(p for p in _parameters(trace.nodes) if not _finite(p.g))
         raise error("numerics", "a gradient is not finite (NaN or infinity)", bad.span)
 
 
 _BOXED = "boxed"    # _reverse's check that looks into boxed cotangents too
+
+
+def _parameters(nodes):
+    """A tape's Parameters. A transformation boxes its arguments (Parameters, then Inputs)
+    before anything runs on its trace, so they open the node list: the search stops at the
+    first other node instead of walking a tape of 18,000 nodes (3% of a scalar loop's call)."""
+    out = []
+    for p in nodes:
+        if p.op == "Parameter":
+            out.append(p)
+        elif p.op != "Input":
+            break
+    return out
 
 
 def _reverse(nodes, seeds, check):
