@@ -243,6 +243,32 @@ def test_operators_on_tensors_give_numpys_values_and_types(a, b, op):
     np.testing.assert_array_equal(got, want)
 
 
+def _specials(shape, seed):
+    """Random floats with zeros of both signs, infinities and a NaN among them."""
+    x = np.random.default_rng(seed).standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[:4] = [0.0, -0.0, np.inf, np.nan]
+    flat[-3:] = [-0.0, 0.0, -np.inf]
+    return x
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 300, 1), (3, 1, 250)), ((300, 1), (4, 1, 250)), ((2, 1, 400, 1), (3, 1, 200)),
+                                    ((3, 300, 2), (3, 2, 250)), ((300, 1), (1, 10))])
+def test_matmul_gives_numpys_bits_for_outer_products(sa, sb):
+    # a batch of big outer products takes a broadcast product (2x faster than numpy.matmul):
+    # every bit must be matmul's, the sign of a zero included
+    a, b = _specials(sa, 1), _specials(sb, 2)
+    interp = dsl.Interpreter(check_numerics=False)
+    interp.set("a", a)
+    interp.set("b", b)
+    interp.run("let c = a @ b")
+    got = interp.lookup("c")
+    with np.errstate(all="ignore"):
+        want = np.matmul(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_broadcast_mismatch_is_shape_error(run_error):
     err = run_error("let a = zeros((3, 4))\nlet b = zeros((5,))\nlet c = a + b")
     assert err.kind == "shape"

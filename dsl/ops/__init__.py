@@ -6,7 +6,7 @@ rules (dsl/primitives/) run on these same functions where a value is boxed (the
 TRACED namespace), so that their own work is recorded at higher order.
 """
 
-from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, BINARY, MAX_SEQUENCE
+from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, matmul_kernel, BINARY, MAX_SEQUENCE
 from .compare import (order, eq, ne, values_equal, truth, not_, COMPARE, logical_and, logical_or, logical_not,
                       any_, isfinite)
 from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, relu, silu, gelu,
