@@ -1,4 +1,5 @@
-"""Fusion: a hot run of simple statements written out as one Python function.
+"""Fusion: a hot run of simple statements (or a function body of them) written out as one Python
+function.
 
 The closure compiler (compiler.py, statements.py) makes one closure per node, so a loop
 body of arithmetic pays a Python call per operator, per name and per statement: two thirds
@@ -6,7 +7,8 @@ of the calls of a scalar simulation's loop are the interpreter's, not the operat
 a run of `let`s and assignments to plain locals has run HOT times, `fused_run` compiles it
 again into one generated function in which the closures of its expressions are written out
 inline: the same operations, called in the same order, with the same try blocks, spans and
-error handling; a node it does not write out (a lambda, a map literal, a comparison) is
+error handling (`fused_body` does the same for a function body made of such statements and a
+`return`, or a lambda's expression); a node it does not write out (a lambda, a map literal, a comparison) is
 called as its closure. The closures stay the definition: each writer below mirrors the body
 of the closure of its node kind, named beside it, and a change to one is a change to both.
 """
@@ -58,6 +60,25 @@ def fused_run(stmts, closures, ctx):
     return run
 
 
+def fused_body(stmts, closures, value, final, ctx):
+    """A function body of fusable statements `stmts` (their closures: `closures`) then `return
+    value` (`final`: its closure), or a lambda's expression alone: by its closures for its
+    first HOT calls, then by one generated function returning the value."""
+    state = [0, None]
+
+    def body(f):
+        fused = state[1]
+        if fused is None:
+            state[0] += 1
+            if state[0] <= HOT:
+                for s in closures:
+                    s(f)
+                return final(f)
+            fused = state[1] = _Writer(ctx).function(stmts, value)
+        return fused(f)
+    return body
+
+
 class _Writer:
     """Writes one fused function: `lines` of source, and `env`, the values its names stand for."""
 
@@ -70,13 +91,14 @@ class _Writer:
                     "LIMITS": ctx.limits, "BUILTINS": ctx.services.builtins}
         self.count = 0
 
-    def function(self, stmts):
-        """The generated function running `stmts` in frame f."""
+    def function(self, stmts, value=None):
+        """The generated function running `stmts` in frame f, and returning `value` if given."""
         self.lines.append("def run(f):")
         for s in stmts:
             slot = local_slot((s.bindings if type(s) is A.Let else [s.targets[0].binding])[0], self.ctx)
-            value = self.expr(s.value, "    ", 0)
-            self.lines.append(f"    f[{slot}] = {value}")
+            self.lines.append(f"    f[{slot}] = {self.expr(s.value, '    ', 0)}")
+        if value is not None:
+            self.lines.append(f"    return {self.expr(value, '    ', 0)}")
         exec("\n".join(self.lines), self.env)      # noqa: S102 (source built above from the syntax tree)
         return self.env["run"]
 

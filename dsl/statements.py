@@ -11,7 +11,7 @@ from .autodiff import tape
 from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub, local_slot
 from .errors import DgError, error, located
-from .fusion import fusable, fused_run
+from .fusion import fusable, fused_body, fused_run
 from .jit.rolling import Roller, exits
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
@@ -608,11 +608,17 @@ def source_text(span):
 def _compile_body(body, ctx):
     """A function body as one closure returning the function's value."""
     if not isinstance(body, A.Block):
-        return compile_expr(body, ctx)
+        if type(body) is A.Name or type(body) is A.Const:      # nothing to write out
+            return compile_expr(body, ctx)
+        return fused_body([], [], body, compile_expr(body, ctx), ctx)
     stmts = body.stmts
     if stmts and isinstance(stmts[-1], A.Return) and stmts[-1].value is not None:
+        value = stmts[-1].value
+        if all(fusable(s, ctx) for s in stmts[:-1]) and (len(stmts) > 1 or type(value) not in (A.Name, A.Const)):
+            return fused_body(stmts[:-1], [compile_stmt(s, ctx) for s in stmts[:-1]], value,
+                              compile_expr(value, ctx), ctx)
         pre = compile_stmts(stmts[:-1], ctx)
-        final = compile_expr(stmts[-1].value, ctx)
+        final = compile_expr(value, ctx)
         if not pre:
             return final
 

@@ -21,9 +21,9 @@ def outcome(monkeypatch, hot, src=None, path=None):
     built = []
     real = fusion._Writer.function
 
-    def counted(self, stmts):
-        built.append(len(stmts))
-        return real(self, stmts)
+    def counted(self, stmts, value=None):
+        built.append((len(stmts), value is not None))
+        return real(self, stmts, value)
     monkeypatch.setattr(fusion, "HOT", hot)
     monkeypatch.setattr(fusion._Writer, "function", counted)
     out = io.StringIO()
@@ -92,6 +92,11 @@ FAILING = [
     ("fn f(n) { let t = 0.0\n for i in range(n) { let h = (fn(a, b) => a, sqrt)[i // 10]\n t = t + h(1.0, 2.0) }\n"
      " return t }\nf(20)", "type"),
     ("fn f(n) { let t = 0.0\n for i in range(n) { t = t + -(1.0, (1.0, 2.0))[i // 10] }\n return t }\nf(20)", "type"),
+    # in a function body of lets and a return, and in a lambda's expression, fused once called 3 times
+    ("fn g(x, i) { let y = x * 2.0\n return y - (1.0, \"a\")[i // 10] }\nfn f(n) { let t = 0.0\n"
+     " for i in range(n) { t = t + g(1.0, i) }\n return t }\nf(20)", "type"),
+    ("let g = fn(x, i) => x * 2.0 - (1.0, \"a\")[i // 10]\nfn f(n) { let t = 0.0\n"
+     " for i in range(n) { t = t + g(1.0, i) }\n return t }\nf(20)", "type"),
     # a shape error on a tape
     ("fn f(x) { let t = x\n for i in range(12) { t = t + ones((i // 10 + 2,)) * 1.0 }\n return sum(t) }\n"
      "grad(f)(tensor([1.0, 2.0]))", "shape"),
@@ -103,6 +108,7 @@ def test_an_error_in_fused_code_is_reported_as_the_closures_report_it(src, kind,
     fused, built = outcome(monkeypatch, 3, src=src)
     closures, _ = outcome(monkeypatch, NEVER, src=src)
     assert built, "nothing was fused: the test proves nothing"
+    assert ("fn g" not in src and "let g" not in src) or any(returns for _, returns in built), "no body fused"
     assert fused == closures
     assert fused[1].startswith(f"error[{kind}]")
 
@@ -110,7 +116,7 @@ def test_an_error_in_fused_code_is_reported_as_the_closures_report_it(src, kind,
 def test_a_run_is_compiled_once_after_it_has_run_hot_times(monkeypatch):
     src = "fn f(n) { let t = 0.0\n for i in range(n) { let u = t * 0.5\n t = u + 1.0 }\n return t }\nprint(f(40))"
     (out, err), built = outcome(monkeypatch, 5, src=src)
-    assert err is None and built == [2]     # the loop body's two statements, once (the first run: 1 statement,
+    assert err is None and built == [(2, False)]     # the loop body's two statements, once (the first run: 1 statement,
     assert float(out) == pytest.approx(2.0 - 2.0 ** -39)   # run once, is never hot)
 
 
