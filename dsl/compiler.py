@@ -205,6 +205,10 @@ def _tuple(e, ctx):
     return lambda f: tuple([i(f) for i in items])
 
 
+_SHORT = 64         # a bracket literal of at most this many numbers is made directly
+_EXACT = 2 ** 53    # ints up to this size are floats exactly
+
+
 def _tensor(e, ctx):
     items = [compile_expr(i, ctx) for i in e.items]
     spans = [i.span for i in e.items]
@@ -212,6 +216,12 @@ def _tensor(e, ctx):
 
     def ev(f):
         values = [i(f) for i in items]
+        if 0 < len(values) <= _SHORT:
+            for v in values:
+                if type(v) is not float and (type(v) is not int or not -_EXACT <= v <= _EXACT):
+                    break
+            else:       # numbers only, such as [0.0, 8.0]: what stacking them gives, without its checks
+                return np.array(values, dtype=float)
         for v, s in zip(values, spans):
             rv = peek(v)
             t = type(rv)

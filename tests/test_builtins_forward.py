@@ -269,6 +269,19 @@ def test_matmul_gives_numpys_bits_for_outer_products(sa, sb):
     assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
 
 
+@pytest.mark.parametrize("items", ["1.5, -0.0, 2.0", "1, 2, 3", "1.0, 2", "-9007199254740992, 9007199254740993",
+                                   "10 ** 30, 1", "true, false", "1.0, true", "nan, inf, -inf", "3.0",
+                                   ", ".join(["0.5"] * 64), ", ".join(["0.5"] * 65)])
+def test_a_bracket_literal_of_numbers_is_what_stacking_them_gives(items):
+    # short literals of floats and ints are made directly (the common case, without stack's checks)
+    from dsl import ops
+    interp = dsl.Interpreter()
+    interp.run(f"let nan = float(\"nan\")\nlet inf = float(\"inf\")\nlet t = [{items}]\nlet s = ({items},)")
+    got, want = interp.lookup("t"), ops.stack(interp.lookup("s"))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_broadcast_mismatch_is_shape_error(run_error):
     err = run_error("let a = zeros((3, 4))\nlet b = zeros((5,))\nlet c = a + b")
     assert err.kind == "shape"
