@@ -25,17 +25,19 @@ class Options:
         self.last_label = None      # what made last_tape, e.g. "value_and_grad(loss)"
         self.kept = 0               # how many tapes or recordings have been kept
 
-    def keep(self, nodes, label):
-        """Keep a node list (a tape, or a staged recording) for :tape and Interpreter.last_tape."""
+    def keep(self, nodes, label, owned=False):
+        """Keep a node list (a tape, or a staged recording) for :tape and Interpreter.last_tape;
+        a copy of it, unless nothing else will change it (`owned`)."""
         if self.keep_tape:
-            self.last_tape = list(nodes)
+            self.last_tape = nodes if owned else list(nodes)
             self.last_label = label
             self.kept += 1
 
     def finished(self, trace, label=None):
         """A differentiation ended: keep its node list for inspection, or let it go."""
-        self.keep(trace.nodes, label)
-        trace.release()
+        nodes = trace.nodes
+        trace.release()     # the trace lets go of the list: it is ours to keep as it is
+        self.keep(nodes, label, owned=True)
 
 
 class Transformed:

@@ -126,7 +126,7 @@ def item(obj, subs):
             if type(obj) is Box:
                 return tuple(unpack(obj)[key])
             return v[key]
-        i = _seq_index(key, len(v), type_name(v))
+        i = _seq_index(key, len(v), v)
         if type(obj) is Box:
             return struct_slot(obj, i, len(v), i)
         return v[i]
@@ -154,21 +154,21 @@ def set_item(obj, subs, value):
         m[key] = value
         return m
     if t is tuple:
-        i = _seq_index(key, len(v), "tuple")
+        i = _seq_index(key, len(v), v)
         items = list(unpack(obj))
         items[i] = value
         return tuple(items)
     raise error("type", f"cannot assign to an element of {a_type_name(v)}")
 
 
-def _seq_index(key, n, what):
-    """Check an int index into a sequence of length n; return it non-negative."""
+def _seq_index(key, n, seq):
+    """Check an int index into sequence `seq` of length n; return it non-negative."""
     if type(key) is float and key.is_integer():
         key = int(key)
     if type(key) is not int:
-        raise error("type", f"a {what} index must be an int, got {type_name(key)}")
+        raise error("type", f"a {type_name(seq)} index must be an int, got {type_name(key)}")
     if not -n <= key < n:
-        raise error("index", f"index {key} is out of range for a {what} of length {n}")
+        raise error("index", f"index {key} is out of range for a {type_name(seq)} of length {n}")
     return key % n
 
 
