@@ -70,6 +70,15 @@ def local_slot(b, ctx):
     return ctx.slot_of(b)
 
 
+def stored_slot(stmt, ctx):
+    """The frame slot a `let` or an assignment of one plain local stores into (then it stores
+    there directly), else None."""
+    if type(stmt) is A.Let:
+        return local_slot(stmt.bindings[0], ctx) if len(stmt.bindings) == 1 else None
+    t = stmt.targets[0]
+    return local_slot(t.binding, ctx) if len(stmt.targets) == 1 and type(t) is A.Name else None
+
+
 def _binop(e, ctx):
     fn = ops.BINARY[e.op]
     span = e.span

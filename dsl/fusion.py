@@ -19,7 +19,7 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box
-from .compiler import call_failed, compile_expr, field_failed, local_slot
+from .compiler import call_failed, compile_expr, field_failed, local_slot, stored_slot
 from .errors import DgError, located
 from .ops import elision
 from .ops.elision import UFUNCS as REUSE_OPS, reuse_left
@@ -33,37 +33,34 @@ def fusable(stmt, ctx):
     """Whether statement `stmt` is a `let` or an assignment of one plain local (what a fused run
     holds: statements that give no control signal and store into the frame directly)."""
     if type(stmt) is A.Let:
-        return len(stmt.bindings) == 1 and type(stmt.value) is not A.Lambda and \
-            local_slot(stmt.bindings[0], ctx) is not None
-    if type(stmt) is A.Assign:
-        t = stmt.targets[0]
-        return len(stmt.targets) == 1 and type(t) is A.Name and local_slot(t.binding, ctx) is not None
-    return False
+        return type(stmt.value) is not A.Lambda and stored_slot(stmt, ctx) is not None
+    return type(stmt) is A.Assign and stored_slot(stmt, ctx) is not None
+
+
+def body_fuses(stmts, value, ctx):
+    """Whether a function body of `stmts` then `return value` (a lambda's: no statements) is
+    worth a fused_body: its statements are fusable, and it does more than read a name or a
+    constant (which one closure does already)."""
+    return all(fusable(s, ctx) for s in stmts) and (stmts or type(value) not in (A.Name, A.Const))
 
 
 def fused_run(stmts, closures, ctx):
     """A statement closure running the fusable statements `stmts` (their closures: `closures`):
     by the closures for its first HOT runs, then by one generated function (which returns None,
     as the statements do)."""
-    state = [0, None]
+    return fused_body(stmts, closures, None, _returns_none, ctx)
 
-    def run(f):
-        fused = state[1]
-        if fused is None:
-            state[0] += 1
-            if state[0] <= HOT:
-                for s in closures:
-                    s(f)
-                return None
-            fused = state[1] = _Writer(ctx).function(stmts)
-        return fused(f)
-    return run
+
+def _returns_none(f):
+    """The value of a run of statements: none (they give no control signal)."""
+    return None
 
 
 def fused_body(stmts, closures, value, final, ctx):
     """A function body of fusable statements `stmts` (their closures: `closures`) then `return
-    value` (`final`: its closure), or a lambda's expression alone: by its closures for its
-    first HOT calls, then by one generated function returning the value."""
+    value` (`final`: its closure; value None: a run of statements alone), or a lambda's
+    expression alone: by its closures for its first HOT calls, then by one generated function
+    returning the value."""
     state = [0, None]
 
     def body(f):
@@ -95,8 +92,7 @@ class _Writer:
         """The generated function running `stmts` in frame f, and returning `value` if given."""
         self.lines.append("def run(f):")
         for s in stmts:
-            slot = local_slot((s.bindings if type(s) is A.Let else [s.targets[0].binding])[0], self.ctx)
-            self.lines.append(f"    f[{slot}] = {self.expr(s.value, '    ', 0)}")
+            self.lines.append(f"    f[{stored_slot(s, self.ctx)}] = {self.expr(s.value, '    ', 0)}")
         if value is not None:
             self.lines.append(f"    return {self.expr(value, '    ', 0)}")
         exec("\n".join(self.lines), self.env)      # noqa: S102 (source built above from the syntax tree)

@@ -9,9 +9,9 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, peek
-from .compiler import compile_expr, compile_read, compile_sub, local_slot
+from .compiler import compile_expr, compile_read, compile_sub, stored_slot
 from .errors import DgError, error, located
-from .fusion import fusable, fused_body, fused_run
+from .fusion import body_fuses, fusable, fused_body, fused_run
 from .jit.rolling import Roller, exits
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
@@ -225,7 +225,7 @@ def _let(s, ctx):
             cell = f[slot] = Cell(None)   # the function may call itself through this cell
             cell.v = value(f)
         return let_recursive
-    slot = local_slot(b, ctx) if len(s.bindings) == 1 else None
+    slot = stored_slot(s, ctx)
     if slot is not None:        # the common case, without the call through a store closure
         def let_local(f):
             f[slot] = value(f)
@@ -239,8 +239,7 @@ def _let(s, ctx):
 
 def _assign(s, ctx):
     value = compile_expr(s.value, ctx)
-    t = s.targets[0]
-    slot = local_slot(t.binding, ctx) if len(s.targets) == 1 and isinstance(t, A.Name) else None
+    slot = stored_slot(s, ctx)
     if slot is not None:
         def assign_local(f):
             f[slot] = value(f)
@@ -608,13 +607,13 @@ def source_text(span):
 def _compile_body(body, ctx):
     """A function body as one closure returning the function's value."""
     if not isinstance(body, A.Block):
-        if type(body) is A.Name or type(body) is A.Const:      # nothing to write out
-            return compile_expr(body, ctx)
-        return fused_body([], [], body, compile_expr(body, ctx), ctx)
+        if body_fuses([], body, ctx):
+            return fused_body([], [], body, compile_expr(body, ctx), ctx)
+        return compile_expr(body, ctx)
     stmts = body.stmts
     if stmts and isinstance(stmts[-1], A.Return) and stmts[-1].value is not None:
         value = stmts[-1].value
-        if all(fusable(s, ctx) for s in stmts[:-1]) and (len(stmts) > 1 or type(value) not in (A.Name, A.Const)):
+        if body_fuses(stmts[:-1], value, ctx):
             return fused_body(stmts[:-1], [compile_stmt(s, ctx) for s in stmts[:-1]], value,
                               compile_expr(value, ctx), ctx)
         pre = compile_stmts(stmts[:-1], ctx)

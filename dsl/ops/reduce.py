@@ -47,7 +47,6 @@ def _logsumexp(v, axis, keepdims):
     return out if out.ndim else float(out)   # a full reduction is a float, as sum's is
 
 
-sum_ = _reduction("Sum", "sum", lambda v, a, k: np.sum(v, axis=a, keepdims=k), True)
 def float_mean(x, axis=None, keepdims=False):
     """np.mean of a float tensor without its Python-level bookkeeping: numpy's own sum divided
     by the count, as np.mean divides it (the same bits; an empty tensor goes to np.mean)."""
@@ -56,6 +55,7 @@ def float_mean(x, axis=None, keepdims=False):
     return s / n if n else np.mean(x, axis=axis, keepdims=keepdims)
 
 
+sum_ = _reduction("Sum", "sum", lambda v, a, k: np.sum(v, axis=a, keepdims=k), True)
 mean = _reduction("Mean", "mean", lambda v, a, k: float_mean(v, a, k) if v.dtype == np.float64 else
                   np.mean(v, axis=a, keepdims=k), False)
 max_ = _reduction("Max", "max", lambda v, a, k: np.max(v, axis=a, keepdims=k), False)
