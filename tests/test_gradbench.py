@@ -37,11 +37,13 @@ def run(tool, module, function, data):
 JITTED = {"min_runs": 3, "min_seconds": 0}
 
 
-def compiled(tool, module, function):
-    """Whether the module's jitted function has compiled code for some signature."""
+def compiled(tool, module, function, rolled=False):
+    """Whether the module's jitted function has compiled code for some signature (and, with
+    `rolled`, a loop staged once as a Loop step rather than written out)."""
     entry = tool.modules[module][1][function]
     jitted = (entry[1] if type(entry) is tuple else entry).call
-    return any(e.code is not None for es in jitted.entries.values() for e in es)
+    return any(e.code is not None and (not rolled or any(step[1] == "Loop" for step in e.program.steps))
+               for es in jitted.entries.values() for e in es)
 
 
 def fd(f, x, h=1e-6):
@@ -191,7 +193,7 @@ def test_ode(tool):
                                rtol=1e-12)
     np.testing.assert_allclose(run(tool, "ode", "gradient", {"x": x.tolist(), "s": s, **JITTED}),
                                fd(lambda v: _ode(v, s)[-1], x), rtol=1e-6, atol=1e-9)
-    assert compiled(tool, "ode", "primal") and compiled(tool, "ode", "gradient")
+    assert compiled(tool, "ode", "primal", rolled=True) and compiled(tool, "ode", "gradient", rolled=True)
 
 
 def _gmm(alpha, mu, q, l, x, m, gamma):
@@ -278,11 +280,12 @@ def test_lstm(tool):
     main, extra = RNG.random((2 * layers, 4 * b)), RNG.random((3, b))
     state, sequence = RNG.random((2 * layers, b)), RNG.integers(0, 2, (c, b)).astype(float)
     data = {"main_params": main.tolist(), "extra_params": extra.tolist(), "state": state.tolist(),
-            "sequence": sequence.tolist(), "min_runs": 1, "min_seconds": 0}
+            "sequence": sequence.tolist(), **JITTED}
     assert run(tool, "lstm", "objective", data) == pytest.approx(_lstm(main, extra, state, sequence), rel=1e-12)
     want = np.concatenate((fd(lambda v: _lstm(v, extra, state, sequence), main).reshape(-1),
                            fd(lambda v: _lstm(main, v, state, sequence), extra).reshape(-1)))
     np.testing.assert_allclose(run(tool, "lstm", "jacobian", data), want, rtol=1e-6, atol=1e-8)
+    assert compiled(tool, "lstm", "objective", rolled=True) and compiled(tool, "lstm", "jacobian", rolled=True)
 
 
 def _reprojection(cam, x, w, feat):
