@@ -138,6 +138,42 @@ def test_a_condition_that_changes_on_a_later_iteration_stages_the_loop_written_o
     assert "Loop" not in ops_of(fast)
 
 
+@pytest.mark.parametrize("transform", ["jit(f)", "jit(value_and_grad(f))"])
+def test_a_rolled_loop_whose_results_nothing_reads_still_guards_later_calls(transform):
+    # staged with c = 0, every iteration takes the else branch: the loop changes only `a`, which
+    # nothing reads after it. With c = 1 the second iteration doubles v: the loop's guards must be
+    # checked although its results are not (a loop left out of the program returned x, gradient 1)
+    src = ("fn f(x, t, c) {\n  let a = 0.0\n  let v = x\n"
+           "  for i in range(10) { if a > t { v = v * 2.0 } else { a = t * 0.5 + c } }\n  return v\n}\n"
+           f"let fast = {transform}\nlet slow = {transform.replace('jit(', '', 1)[:-1]}")
+    i = interp(src)
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    for c in (0.0, 0.0, 1.0, 1.0, 0.0):
+        assert same(fast(0.75, 1.0, c), slow(0.75, 1.0, c))
+    assert same(fast(0.75, 1.0, 1.0), slow(0.75, 1.0, 1.0)) and leaves(slow(0.75, 1.0, 1.0))[0] == 0.75 * 2 ** 9
+
+
+@pytest.mark.parametrize("outer", ["vmap", "grad"])
+def test_a_condition_that_changes_on_a_later_iteration_under_another_transformation(outer):
+    # vmap of jit replays the recording's loop iteration by iteration (through the primitives): a
+    # guard failing there is the loop's, as in compiled code, and jit stages the loop written out
+    # (it escaped as Python's GuardFailed); grad of jit, whose calls take both branches, too
+    src = ("fn f(x, t) {\n  let s = x\n"
+           "  for i in range(8) { if s < 1.0 { s = s * 1.5 + t } else { s = s * 0.5 } }\n  return s\n}\n"
+           "let fast = jit(f)\n")
+    i = interp(src)
+    f, fast = i.lookup("f"), i.lookup("fast")
+    if outer == "vmap":
+        x = np.array([0.5, 2.0, 0.125])
+        got = i.lookup("vmap")(fast, (0, None))(x, 0.25)
+        want = np.array([f(v, 0.25) for v in x])
+        assert same(got, want)
+    else:
+        grad = i.lookup("grad")
+        for x in (0.5, 0.5, 2.0, 0.125):
+            assert same(grad(fast)(x, 0.25), grad(f)(x, 0.25))
+
+
 def test_a_compiled_loop_whose_condition_changes_stages_again():
     src = ("fn f(x, t) {\n  let s = x\n  for i in range(30) { if t > 0.0 { s = s * 0.9 + t } else { s = s * 1.1 } }\n"
            "  return s\n}\nlet fast = jit(grad(f))")

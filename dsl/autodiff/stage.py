@@ -196,16 +196,20 @@ def is_array_kind(kind):
 def program_of(trace, inputs, out):
     """Write the trace's steps (only those the outputs, guards or effects need) over its numbered slots.
 
+    A step whose kernel checks guards of its own (a rolled loop, tape.GUARDED) is a guard too: the
+    path a later call takes through it must be checked even where nothing reads its result.
+
     `inputs` are its Arg boxes: those `stage` made, or a loop body's (dsl/jit/rolling.py)."""
     out_leaves, out_spec = flatten(out)
     nodes = trace.nodes
+    guarded = tape.GUARDED
     live = bytearray(trace.nslots)
     for v in out_leaves:
         if type(v) is Box and v.trace is trace:
             live[v.g] = 1
     for node in reversed(nodes):        # parents come before their nodes: one sweep finds what is needed
         op = node.op
-        if live[node.g] or op == "Guard" or op == "Effect":
+        if live[node.g] or op == "Guard" or op == "Effect" or op in guarded:
             live[node.g] = 1
             for p in node.parents:
                 if p is not None:

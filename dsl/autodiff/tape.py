@@ -318,6 +318,7 @@ FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse step for a float r
 PLAIN_PULLBACKS = {}    # the reverse step of a node of plain numbers and arrays (no outer trace)
 PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)
 USER_CODE = set()   # primitives whose reverse rule runs the user's code (custom_vjp, hosts): see backward_from
+GUARDED = set()     # primitives whose kernel checks a staged program's guards (Loop): see stage.program_of
 
 
 def _missing(op, kind, span):

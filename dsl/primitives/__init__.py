@@ -34,6 +34,8 @@ def _fill_tables():
             tape.PLAIN.add(name)
         if prim.user_code:
             tape.USER_CODE.add(name)
+        if prim.guards:
+            tape.GUARDED.add(name)
         if prim.partials is not None:      # generated code: built when first called (start-up time)
             tape.PULLBACKS[name] = _built_on_first_call(tape.PULLBACKS, name, pullback, prim)
             tape.FLOAT_PULLBACKS[name] = _built_on_first_call(tape.FLOAT_PULLBACKS, name, float_pullback, prim)

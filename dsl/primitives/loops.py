@@ -114,13 +114,19 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
 
 
 def _loop_replayed(body, items, state, history):
-    """The iterations through the primitives, for a transformation that must see each one."""
+    """The iterations through the primitives, for a transformation that must see each one.
+
+    A guard of the body that fails on some iteration is the loop's (LoopGuardFailed), as when the
+    compiled body runs: jit stages again with the loop written out."""
     kept = [] if history else None
     state = list(state)
     for item in items:
         if kept is not None:
             kept.append(state)
-        state = list(S.run(body.forward, [item, *state]))
+        try:
+            state = list(S.run(body.forward, [item, *state]))
+        except S.GuardFailed as failed:
+            raise LoopGuardFailed(body, failed) from None
     return (*state, kept)
 
 
@@ -182,7 +188,9 @@ def _culprit(body, items, kept, cts):
     return None
 
 
-define("Loop", _loop_kernel, vjp_all=_loop_rule, user_code=True)     # a body may call custom_vjp
+# a body may call custom_vjp (user_code); a Loop whose results nothing reads still decides, by its
+# body's guards, whether the recording it is in applies to a later call (guards)
+define("Loop", _loop_kernel, vjp_all=_loop_rule, user_code=True, guards=True)
 # LoopBack is only ever recorded by a staging trace: under reverse mode its kernel replays the
 # pullback through the primitives, which the reverse trace records one by one
 define("LoopBack", _loop_back_kernel)

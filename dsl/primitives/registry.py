@@ -27,10 +27,12 @@ cotangent or tangent times an infinite local derivative is 0, in one place.
 
 Facts other code relies on are derived here, never kept by hand: `reads_output`
 (a rule reads the primitive's own result: its memory may not be reused, see
-dsl/ops/elision.py) and `linear` (its rules read only operands' shapes). One is
-declared, since code cannot show it: `user_code`, a reverse rule that runs the
+dsl/ops/elision.py) and `linear` (its rules read only operands' shapes). Two are
+declared, since code cannot show them: `user_code`, a reverse rule that runs the
 user's code (custom_vjp, checkpoint, host functions, staged loops), whose effects a
-second backward pass would repeat (tape.backward_from).
+second backward pass would repeat (tape.backward_from); and `guards`, a kernel that
+checks a staged program's guards (a rolled loop's body), which decides whether a
+recording applies even where nothing reads its result (stage.program_of keeps it).
 
 A rule that is missing is a `grad` error naming the primitive and the
 transformation, never a silent wrong answer (`rule_of`).
@@ -56,10 +58,11 @@ class Primitive:
     """One operation and its rules (see the module docstring)."""
 
     __slots__ = ("name", "impl", "vjp", "vjp_all", "jvp", "batch", "emit", "partials", "piecewise",
-                 "differentiable", "_reads_output", "linear", "effect", "user_code")
+                 "differentiable", "_reads_output", "linear", "effect", "user_code", "guards")
 
     def __init__(self, name, impl, vjp=None, vjp_all=None, jvp=None, batch=None, emit=None, partials=None,
-                 piecewise=False, differentiable=True, linear=False, effect=False, user_code=False):
+                 piecewise=False, differentiable=True, linear=False, effect=False, user_code=False,
+                 guards=False):
         self.name = name
         self.impl = impl
         self.vjp = vjp
@@ -73,6 +76,7 @@ class Primitive:
         self.linear = linear
         self.effect = effect
         self.user_code = user_code      # its reverse rule runs the user's code (dg or Python, with effects)
+        self.guards = guards            # its kernel checks guards: kept in a staged program even if unread
         self._reads_output = None
 
     @property
