@@ -228,6 +228,13 @@ COMPOSED = [
     ("jit(grad(fn(v) => sum(checkpoint(fn(u) => sin(u) * u)(v))))(x)", "grad(fn(v) => sum(sin(v) * v))(x)"),
     ("jit(grad(fn(v) => sum(clip(v) * v)))(x)", "grad(fn(v) => sum(clip(v) * v))(x)"),
     ("jit(grad(fn(v) => sum(stop_gradient(v) * v)))(x)", "x"),
+    # a derivative taken through a recording (grad, jvp of jit) keeps custom_vjp's rule and
+    # stop_gradient (the recording had held what the function does, and the derivative of that)
+    ("grad(jit(fn(v) => sum(clip(v) * v)))(x)", "grad(fn(v) => sum(clip(v) * v))(x)"),
+    ("grad(jit(fn(v) => sum(stop_gradient(v) * v)))(x)", "x"),
+    ("jvp(jit(fn(v) => sum(clip(v) * v)), (x,), (ones_like(x),))", "jvp(fn(v) => sum(clip(v) * v), (x,), (ones_like(x),))"),
+    ("vmap(grad(jit(fn(v) => clip(v) * stop_gradient(v) * v)))(x)",
+     "vmap(grad(fn(v) => clip(v) * stop_gradient(v) * v))(x)"),
     ("jit(fn(p) => grad(fn(q) => q.a * sum(q.b))(p))(P(2.0, x))", "grad(fn(q) => q.a * sum(q.b))(P(2.0, x))"),
     ("jit(fn(m) => grad(fn(n) => n[\"w\"] * sum(n[\"v\"]))(m))({\"w\": 2.0, \"v\": x})",
      "grad(fn(n) => n[\"w\"] * sum(n[\"v\"]))({\"w\": 2.0, \"v\": x})"),

@@ -189,7 +189,7 @@ def _perturbed(v):
 NONDIFF = ["x > y", "x < y", "x >= y", "x <= y", "x == y", "x != y", "floor(x)", "sign(x)", "x // y",
            "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y", "ceil(x) + round(y)",
            "argsort(x) + y", "argmax(reshape(x, (2, 2)), axis=1)[1] + argmin(y) + y",
-           "argmax(x) + y"]
+           "argmax(x) + y", "stop_gradient(x) * y"]
 
 
 @pytest.mark.parametrize("expr", NONDIFF)

@@ -60,6 +60,19 @@ class StageTrace(Trace):
         """Run the primitive on the values (recorded by outer traces too: jit of jit) and record it."""
         return self.box(tape.apply(op, unboxed, kw), op, parents, unboxed, kw, span)
 
+    def keeps_rules(self, leaves):
+        """Whether a derivative may later be taken through what this trace records, so that a
+        custom_vjp call must be recorded as itself, with its rule, and not as what its function
+        does: a leaf holds a reverse- or forward-mode value under this trace's box (grad of jit)."""
+        for x in leaves:
+            if type(x) is Box and x.trace is self:
+                v = x.v
+                while type(v) is Box:
+                    if v.trace.kind is not STAGE:
+                        return True
+                    v = v.v
+        return False
+
     def concretize(self, box):
         """The program read this box's value: record a guard that it stays the same."""
         if id(box) in self.seen:

@@ -10,7 +10,7 @@ from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import tape
 from .tape import Box, Trace, backward, peek, record
 from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf,
-                    strip, unflatten)
+                    rebuild, strip, unflatten)
 
 
 class Options:
@@ -302,8 +302,17 @@ def _shaped(rows, out_shape, primal):
 
 
 def stop_gradient(x):
-    """stop_gradient(x): x, with no gradient flowing through it at any level."""
-    return strip(x)
+    """stop_gradient(x): x, with no gradient flowing through it at any level.
+
+    A value jit or vmap is staging goes through a StopGradient step (an identity without
+    derivatives), so that a derivative later taken through the recording (grad of jit, a rolled
+    loop's pullback) stops there too."""
+    v = tape.strip_unstaged(x)
+    if type(v) is Box:
+        return tape.nondiff("StopGradient", (v,))
+    if is_container(v):
+        return rebuild(v, [stop_gradient(c) for c in children(v)])
+    return v
 
 
 # ---------------------------------------------------------------- custom_vjp
@@ -318,7 +327,9 @@ def custom_vjp(f, bwd, opts=None):
                 raise _keyword_error(f)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
-        if top.kind is tape.STAGE:      # jit and vmap see what f does; bwd matters only to derivatives
+        if top.kind is tape.STAGE and not top.keeps_rules(leaves):
+            # jit and vmap see what f does; bwd matters only to a derivative taken through the
+            # recording, where a CustomVjp step is recorded (its kernel calls f)
             return f(*args, **kwargs)
         # the kernel calls `call` again: an outer differentiation records its own CustomVjp node,
         # so bwd gives the derivative at every level (grad of grad, hessian), as in JAX

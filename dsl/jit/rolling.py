@@ -46,7 +46,15 @@ class NotRollable(Exception):
 class Lookahead(S.StageTrace):
     """The staging trace of one iteration run ahead: nothing may escape it."""
 
-    __slots__ = ()
+    __slots__ = ("differentiated",)
+
+    def __init__(self, differentiated):
+        super().__init__()
+        self.differentiated = differentiated        # the loop is under reverse mode: its rule reads P
+
+    def keeps_rules(self, leaves):
+        """A body whose pullback is staged from its program keeps custom_vjp's rule in it."""
+        return self.differentiated
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace."""
@@ -113,9 +121,10 @@ class Roller:
         self.bind(f, items[1])
         skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
         state, layout = frame_leaves(f, skip)
-        if not _rollable_levels(state, top):
+        levels = _reverse_levels(state, top)
+        if levels is None:
             return False
-        body = self._look_ahead(f, items, skip, state, layout)
+        body = self._look_ahead(f, items, skip, state, layout, levels > 0)
         if body is None:
             return False
         from ..ops.structs import unpack
@@ -127,9 +136,9 @@ class Roller:
         self.bind(f, items[-1])
         return True
 
-    def _look_ahead(self, f, items, skip, state, layout):
+    def _look_ahead(self, f, items, skip, state, layout, differentiated):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one."""
-        look = Lookahead()
+        look = Lookahead(differentiated)
         saved = list(f)
         cells = [(c, c.v) for c in f if type(c) is Cell]
         counter = self.interp.limits.steps
@@ -394,8 +403,9 @@ def _same_spec(a, b):
     return all(_same_spec(x, y) for x, y in zip(ka, kb))
 
 
-def _rollable_levels(state, top):
-    """Whether the state is staged by `top` and holds no forward-mode value and one reverse level at most."""
+def _reverse_levels(state, top):
+    """How many reverse levels the state holds (0 or 1), or None where the loop is not rolled: a
+    state not staged by `top`, a forward-mode value, or two reverse levels."""
     reverse, staged = set(), False
     for x in state:
         while type(x) is Box:
@@ -409,7 +419,7 @@ def _rollable_levels(state, top):
             elif trace.kind is not STAGE:
                 return False
             x = x.v
-    return staged and len(reverse) <= 1
+    return len(reverse) if staged and len(reverse) <= 1 else None
 
 
 __all__ = ["Roller", "exits", "MIN_ITEMS"]

@@ -1,4 +1,5 @@
-"""Operations without derivatives: comparisons, masks, floor, sign, class indices.
+"""Operations without derivatives: comparisons, masks, floor, sign, class indices, and
+stop_gradient's identity.
 
 They are recorded only on traces that stage every operation (jit, vmap), where
 their results decide control flow or select values; under grad and jvp they
@@ -37,6 +38,9 @@ define("Any", lambda a, rows=False: O.any_(a, rows), differentiable=False,    # 
        batch=lambda ns, args, batched, kw: nondiff("Any", args, {"rows": True}))
 define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE)
 define("FloorDiv", O.floordiv, differentiable=False, batch=ELEMENTWISE)
+# stop_gradient of a value jit or vmap stages: the value itself, so that a derivative later taken
+# through the recording (grad of jit, a rolled loop's pullback) stops there (autodiff/transforms.py)
+define("StopGradient", lambda x: x, differentiable=False, batch=ELEMENTWISE, emit="{0}")
 
 
 # text of staged values, made when the program runs (no batching: under vmap, per example)

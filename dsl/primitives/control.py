@@ -1,9 +1,13 @@
 """Primitives that run dg code: CustomVjp (custom_vjp's user rule), Checkpoint
 (recomputed in backward) and HostCall (a Python function given to dg).
 
-Under jit and vmap, CustomVjp and Checkpoint are not recorded: the function
-they wrap is staged like any other code (dsl/autodiff/transforms.py), and
-under forward mode Checkpoint just runs its function.
+Under jit and vmap, Checkpoint is not recorded, nor is CustomVjp where no
+derivative will be taken through the recording: the function they wrap is
+staged like any other code (dsl/autodiff/transforms.py). Where one will be
+(grad or jvp of jit, a rolled loop under grad: StageTrace.keeps_rules), a
+CustomVjp step is recorded, whose kernel calls the function, so that the
+derivative taken later uses the user's rule. Under forward mode Checkpoint just
+runs its function.
 """
 
 import numpy as np

@@ -1,0 +1,179 @@
+"""Differential fuzzing of jit: random programs with loops, run compiled and in the interpreter.
+
+Each program is a function of a float p, a vector w, a matrix m and rows xs, whose `for` loop
+over the rows updates a struct, a tuple, a map and floats by random expressions: conditions
+on traced values, row reads, matmuls, helper calls, a gradient inside the body, a `break`,
+stop_gradient, custom_vjp and checkpoint. The function is called through one composition of jit with another
+transformation (jit of value_and_grad, grad of jit, vmap of jit, ...) on four sets of random
+arguments, so that later calls run the compiled code or take another path; every result must
+equal the interpreter's (to 1e-12: compiled code may order a sum differently), and an error
+must be the interpreter's error. Found this way: a rolled loop that nothing read was left out
+of its recording, with its guards; a guard failing in a loop vmap replayed escaped as Python's
+exception; stop_gradient and custom_vjp were lost to derivatives taken through a recording
+(docs/decisions.md).
+
+CI runs a bounded number of examples (derandomized); `DG_FUZZ_EXAMPLES=2000 pytest
+tests/test_jit_fuzz.py` runs a long random search.
+"""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dsl
+from dsl.errors import DgError
+from fuzz_harness import fuzz_examples, long_run
+
+# dg raises Python's recursion limit for its call depth; hypothesis warns that it cannot restore it.
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
+
+UNARY = ["sin", "cos", "tanh", "sigmoid", "abs", "relu", "gelu"]
+
+COMPOSITIONS = [
+    ("jit(f)", "f"),
+    ("jit(value_and_grad(f, argnums=(0, 1, 2)))", "value_and_grad(f, argnums=(0, 1, 2))"),
+    ("jit(grad(f, argnums=(1, 3)))", "grad(f, argnums=(1, 3))"),
+    ("grad(jit(f), argnums=(0, 1))", "grad(f, argnums=(0, 1))"),
+    ("vmap(jit(f), in_axes=(0, none, none, none))", "vmap(f, in_axes=(0, none, none, none))"),
+    ("jit(vmap(grad(f), in_axes=(0, none, none, none)))", "vmap(grad(f), in_axes=(0, none, none, none))"),
+]
+
+
+class Writer:
+    """Random dg source from a seed (a failure's message holds its program)."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.in_loop = False
+
+    def scalar(self, depth=0):
+        """A float expression."""
+        r = self.r
+        if depth >= 3 or r.random() < 0.3:
+            leaves = ["s.a", "p", "t[0]", "sum(s.v)", "s.v[1]", "w[0]", "0.5", "sum(s.v * w)", "max(s.v)",
+                      "helper(p, s.a)", "sum(m @ s.v)", "d[\"k\"]", "clipped(s.a * p)", "sum(smooth(s.v))"]
+            if self.in_loop:
+                leaves += ["sum(xs[i])", "xs[i][1]", "(i * 0.1)"]
+            return r.choice(leaves)
+        kind = r.randrange(4)
+        if kind == 0:
+            return f"{r.choice(UNARY)}({self.scalar(depth + 1)})"
+        if kind == 1:
+            return f"({self.scalar(depth + 1)} {r.choice(['+', '-', '*'])} {self.scalar(depth + 1)})"
+        if kind == 2:
+            return f"({self.scalar(depth + 1)} / (1.5 + sin({self.scalar(depth + 1)})))"
+        return f"sum({self.vector(depth + 1)})"
+
+    def vector(self, depth=0):
+        """A expression of a vector of 3."""
+        r = self.r
+        if depth >= 3 or r.random() < 0.3:
+            leaves = ["s.v", "w", "(s.v * p)", "[s.a, t[1], 1.0]", "(w + s.a)", "(m @ s.v)", "(s.v @ m)"]
+            if self.in_loop:
+                leaves += ["xs[i]", "(xs[i] * s.a)"]
+            return r.choice(leaves)
+        kind = r.randrange(4)
+        if kind == 0:
+            return f"{r.choice(UNARY)}({self.vector(depth + 1)})"
+        if kind == 1:
+            other = self.vector(depth + 1) if r.random() < 0.5 else self.scalar(depth + 1)
+            return f"({self.vector(depth + 1)} {r.choice(['+', '-', '*'])} {other})"
+        if kind == 2:
+            return (f"where({self.vector(depth + 1)} > {self.scalar(depth + 1)}, {self.vector(depth + 1)}, "
+                    f"{self.vector(depth + 1)})")
+        return f"softmax({self.vector(depth + 1)})"
+
+    def statement(self, nested=False):
+        """One statement of the loop body (no conditionals inside conditionals)."""
+        r = self.r
+        kind = r.randrange(11 if not nested else 7)
+        if kind == 0:
+            return f"s.a = tanh({self.scalar()})"
+        if kind == 1:
+            return f"s.v = tanh({self.vector()})"
+        if kind == 2:
+            return f"t = (tanh({self.scalar()}), t[1])"
+        if kind == 3:
+            return f"s = State(tanh({self.scalar()}) * 0.5, s.v)"
+        if kind == 4:
+            return f"acc = acc + {self.scalar()} * 0.1"
+        if kind == 5:
+            return f"s.v[{r.randrange(3)}] = tanh({self.scalar()})"
+        if kind == 6:
+            return f"d[\"k\"] = tanh({self.scalar()})"
+        if kind == 7:
+            return f"if {self.scalar()} > {self.scalar()} {{ {self.statement(True)} }} else {{ {self.statement(True)} }}"
+        if kind == 8:
+            return (f"let g = grad(fn(q) => sum(tanh(q * {self.scalar()})))(s.v)\n"
+                    f"        s.v = tanh(s.v - 0.1 * g)")
+        if kind == 9:
+            return f"acc = acc + stop_gradient({self.scalar()}) * 0.1"
+        return f"if {self.scalar()} > 1.5 {{ break }}"
+
+    def program(self):
+        """The function f(p, w, m, xs) and its helpers."""
+        self.in_loop = True
+        body = "\n        ".join(self.statement() for _ in range(self.r.randint(1, 4)))
+        self.in_loop = False
+        result = self.scalar()
+        return f"""
+struct State {{ a, v }}
+fn helper(x, y) {{ return tanh(x * y + 0.25) }}
+let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))
+let smooth = checkpoint(fn(x) => sin(x) * x)
+fn f(p, w, m, xs) {{
+    let s = State(tanh(p), tanh(w * p))
+    let t = (0.25, p)
+    let d = {{"k": 0.5}}
+    let acc = 0.0
+    for i in range(shape(xs)[0]) {{
+        {body}
+    }}
+    return {result} + acc + t[0]
+}}
+"""
+
+
+def leaves(v):
+    """The numbers of a result, flattened."""
+    if isinstance(v, (tuple, list)):
+        return [x for part in v for x in leaves(part)]
+    return list(np.ravel(np.asarray(v, dtype=float)))
+
+
+def agree(got, want):
+    """Whether two results hold the same numbers (to 1e-12; NaN equal to NaN)."""
+    x, y = leaves(got), leaves(want)
+    return len(x) == len(y) and np.allclose(x, y, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+def first_line(err):
+    """An error's first line (the frames that follow may add jit(...))."""
+    return str(err).splitlines()[0]
+
+
+@settings(max_examples=fuzz_examples(60), deadline=None, database=None, derandomize=not long_run(),
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+@given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
+def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
+    source = Writer(seed).program()
+    fast_src, slow_src = composition
+    i = dsl.Interpreter(seed=0)
+    i.run(source + f"\nlet fast = {fast_src}\nlet slow = {slow_src}\n")
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    rng = np.random.default_rng(seed)
+    for call in range(4):
+        p = rng.uniform(-1, 1, 2) if "vmap" in fast_src else float(rng.uniform(-1, 1))
+        args = (p, rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (3, 3)), rng.uniform(-1, 1, (rows, 3)))
+        try:
+            want = slow(*args)
+        except DgError as err:
+            with pytest.raises(DgError) as raised:
+                fast(*args)
+            assert first_line(raised.value) == first_line(err), source
+            continue
+        got = fast(*args)
+        assert agree(got, want), f"call {call}: {got} != {want}\n{source}"
