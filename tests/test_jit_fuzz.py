@@ -39,6 +39,14 @@ COMPOSITIONS = [
     ("grad(jit(f), argnums=(0, 1))", "grad(f, argnums=(0, 1))"),
     ("vmap(jit(f), in_axes=(0, none, none, none))", "vmap(f, in_axes=(0, none, none, none))"),
     ("jit(vmap(grad(f), in_axes=(0, none, none, none)))", "vmap(grad(f), in_axes=(0, none, none, none))"),
+    ("jit(hessian(f))", "hessian(f)"),
+    ("fn(p, w, m, xs) => jvp(jit(f), (p, w, m, xs), (1.0, w, m * 0.5, xs))",
+     "fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m * 0.5, xs))"),
+    ("jit(fn(p, w, m, xs) => jvp(grad(f, argnums=(0, 1)), (p, w, m, xs), (1.0, w, m, xs)))",
+     "fn(p, w, m, xs) => jvp(grad(f, argnums=(0, 1)), (p, w, m, xs), (1.0, w, m, xs))"),
+    ("fn(p, w, m, xs) => vjp(jit(f), p, w, m, xs)[1](1.5)", "fn(p, w, m, xs) => vjp(f, p, w, m, xs)[1](1.5)"),
+    ("grad(fn(p, w, m, xs) => jit(f)(p, w, m, xs) * jit(f)(p * 0.5, w, m, xs), argnums=(0, 1))",
+     "grad(fn(p, w, m, xs) => f(p, w, m, xs) * f(p * 0.5, w, m, xs), argnums=(0, 1))"),
 ]
 
 

@@ -174,6 +174,24 @@ def test_a_condition_that_changes_on_a_later_iteration_under_another_transformat
             assert same(grad(fast)(x, 0.25), grad(f)(x, 0.25))
 
 
+@pytest.mark.parametrize("outer", ["jvp", "hessian"])
+def test_loops_under_forward_mode_are_written_out_and_keep_custom_rules(outer):
+    # forward mode through custom_vjp uses the user's rule (bwd, transposed), which a loop staged
+    # once would replace by the true derivative: such loops are written out (they were rolled)
+    src = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))\n"
+           "fn k(p) {\n  let acc = 0.0\n  for i in range(4) { acc = acc + clipped(p * 2.0 + acc) * 3.0 }\n"
+           "  return acc\n}\nlet jk = jit(k)\nlet jh = jit(hessian(k))")
+    i = interp(src)
+    k, jk, jh = i.lookup("k"), i.lookup("jk"), i.lookup("jh")
+    for p in (0.3, 0.3, -0.2):
+        if outer == "jvp":
+            jvp = i.lookup("jvp")
+            assert same(jvp(jk, (p,), (1.0,)), jvp(k, (p,), (1.0,)))
+        else:
+            assert same(jh(p), i.lookup("hessian")(k)(p))
+    assert "Loop" not in ops_of(jk if outer == "jvp" else jh)
+
+
 @pytest.mark.parametrize("transform", ["jit(grad(f))", "grad(jit(f))"])
 def test_a_rolled_loop_keeps_custom_vjp_rules_and_stop_gradient(transform):
     # the Loop's reverse rule differentiates the body's staged program: custom_vjp must be in it

@@ -413,11 +413,11 @@ def _reverse_levels(state, top):
             if trace is top:
                 staged = True
             elif trace.kind is FORWARD:
-                return False
+                return None
             elif trace.kind is REVERSE:
                 reverse.add(trace)
             elif trace.kind is not STAGE:
-                return False
+                return None
             x = x.v
     return len(reverse) if staged and len(reverse) <= 1 else None
 
