@@ -2,20 +2,22 @@
 
 Each program is a function of a float p, a vector w, a matrix m and rows xs, whose `for` loop
 over the rows updates a struct, a tuple, a map and floats by random expressions: conditions
-on traced values, row reads, matmuls, helper calls, a gradient inside the body, a `break`,
-stop_gradient, custom_vjp and checkpoint. The function is called through one composition of jit with another
+on traced values, row reads, matmuls, helper calls, a gradient inside the body, a `break`, a
+`while` whose trip count depends on the data, prints, random draws, stop_gradient, custom_vjp
+and checkpoint. The function is called through one composition of jit with another
 transformation (jit of value_and_grad, grad of jit, vmap of jit, ...) on four sets of random
 arguments, so that later calls run the compiled code or take another path; every result must
-equal the interpreter's (to 1e-12: compiled code may order a sum differently), and an error
-must be the interpreter's error. Found this way: a rolled loop that nothing read was left out
-of its recording, with its guards; a guard failing in a loop vmap replayed escaped as Python's
-exception; stop_gradient and custom_vjp were lost to derivatives taken through a recording
-(docs/decisions.md).
+equal the interpreter's (to 1e-12: compiled code may order a sum differently), what it prints
+the interpreter's, and an error the interpreter's error. Found this way: a rolled loop that
+nothing read was left out of its recording, with its guards; a guard failing in a loop vmap
+replayed escaped as Python's exception; stop_gradient and custom_vjp were lost to derivatives
+taken through a recording (docs/decisions.md).
 
 CI runs a bounded number of examples (derandomized); `DG_FUZZ_EXAMPLES=2000 pytest
 tests/test_jit_fuzz.py` runs a long random search.
 """
 
+import io
 import random
 
 import numpy as np
@@ -97,7 +99,7 @@ class Writer:
     def statement(self, nested=False):
         """One statement of the loop body (no conditionals inside conditionals)."""
         r = self.r
-        kind = r.randrange(11 if not nested else 7)
+        kind = r.randrange(14 if not nested else 7)
         if kind == 0:
             return f"s.a = tanh({self.scalar()})"
         if kind == 1:
@@ -119,6 +121,13 @@ class Writer:
                     f"        s.v = tanh(s.v - 0.1 * g)")
         if kind == 9:
             return f"acc = acc + stop_gradient({self.scalar()}) * 0.1"
+        if kind == 10:
+            return f"print({self.scalar()} > 0.0)"
+        if kind == 11:
+            return f"s.a = tanh(s.a + 0.1 * randn(()) + {self.scalar()})"
+        if kind == 12:      # a trip count that depends on the data
+            return (f"let k = 0\n        while s.a < {self.scalar()} and k < 3 {{ s.a = s.a + 0.25\n"
+                    f"            k += 1 }}")
         return f"if {self.scalar()} > 1.5 {{ break }}"
 
     def program(self):
@@ -169,19 +178,25 @@ def first_line(err):
 def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     source = Writer(seed).program()
     fast_src, slow_src = composition
-    i = dsl.Interpreter(seed=0)
-    i.run(source + f"\nlet fast = {fast_src}\nlet slow = {slow_src}\n")
-    fast, slow = i.lookup("fast"), i.lookup("slow")
+    # two interpreters with the same seed: the compiled calls must print and draw what the
+    # interpreter's do, call after call
+    out = {"fast": io.StringIO(), "slow": io.StringIO()}
+    fns = {}
+    for name, src in (("fast", fast_src), ("slow", slow_src)):
+        i = dsl.Interpreter(seed=0, stdout=out[name])
+        i.run(source + f"\nlet g = {src}\n")
+        fns[name] = i.lookup("g")
     rng = np.random.default_rng(seed)
     for call in range(4):
         p = rng.uniform(-1, 1, 2) if "vmap" in fast_src else float(rng.uniform(-1, 1))
         args = (p, rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (3, 3)), rng.uniform(-1, 1, (rows, 3)))
         try:
-            want = slow(*args)
+            want = fns["slow"](*args)
         except DgError as err:
             with pytest.raises(DgError) as raised:
-                fast(*args)
+                fns["fast"](*args)
             assert first_line(raised.value) == first_line(err), source
             continue
-        got = fast(*args)
+        got = fns["fast"](*args)
         assert agree(got, want), f"call {call}: {got} != {want}\n{source}"
+        assert out["fast"].getvalue() == out["slow"].getvalue(), f"call {call}: printed differently\n{source}"
