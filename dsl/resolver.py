@@ -42,12 +42,20 @@ class FunctionScope:
         self.free = []            # outer bindings this function reads, in order
         self.free_slot = {}       # binding -> slot of its Cell in this frame
         self.params = []
+        self.local_names = []     # slot -> the name of its local (for messages)
 
     def new_local(self, name, span):
         """Allocate a slot for a new local binding."""
         b = Binding(name, "local", owner=self, slot=self.nslots, span=span)
         self.nslots += 1
+        self.local_names.append(name)
         return b
+
+    def slot_name(self, j):
+        """The name of the variable in frame slot j (a local, or a captured one after them)."""
+        if j < len(self.local_names):
+            return self.local_names[j]
+        return self.free[j - self.nslots].name
 
     def add_free(self, b):
         """Note that this function reads the outer binding b (through a Cell)."""

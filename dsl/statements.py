@@ -369,7 +369,7 @@ def _for(s, ctx):
     limits = ctx.limits
     span = s.iterable.span
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
-    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where())
+    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn)
 
     def loop(f):
         items = iterable(f)

@@ -125,6 +125,25 @@ def test_loops_that_cannot_be_one_step_are_written_out_and_exact(body, rolled):
     assert got_i.out.getvalue() == want_i.out.getvalue()
 
 
+@pytest.mark.parametrize("body, why", [
+    ("n = n + 1\n s = s * w + n", "`n` is an int that changes from one iteration to the next (1, then 2)"),
+    ("print(s)\n s = s * w", "the body has an effect"),
+    ("let g = fn(z) => z * w\n s = g(s) + 1.0", "`g` holds something other than numbers and tensors"),
+    ("s = s * w", None),
+])
+def test_explain_says_why_a_loop_is_written_out(body, why, capfd):
+    src = ("fn f(w) {\n  let s = 1.0\n  let n = 0\n"
+           f"  for i in range(6) {{\n {body}\n  }}\n  return s\n}}\n"
+           "let fast = jit(value_and_grad(f), explain=true)\nlet out = fast(0.9)")
+    interp(src)
+    err = capfd.readouterr().err
+    written_out = [line for line in err.splitlines() if "is written out" in line]
+    if why is None:
+        assert written_out == []
+    else:
+        assert len(written_out) == 1 and "the loop at <input>:4:" in written_out[0] and why in written_out[0], err
+
+
 def test_a_condition_that_changes_on_a_later_iteration_stages_the_loop_written_out():
     src = ("fn f(x) {\n  print(\"start\")\n  let s = x\n"
            "  for i in range(20) { if s < 3.0 { s = s * 1.5 } else { s = s - 0.1 } }\n  return s\n}\n"

@@ -129,11 +129,19 @@ class Jitted:
             return result
 
     def _stage_once(self, entries, args, kwargs):
-        """One attempt at staging f."""
+        """One attempt at staging f (saying, with explain, why each loop it wrote out was)."""
         interp = self.interp
-        program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
-                                  keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
-                                  if interp else None)
+        if interp is not None:
+            outer_notes, interp.loop_notes = interp.loop_notes, []
+        try:
+            program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
+                                      keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
+                                      if interp else None)
+        finally:
+            if interp is not None:
+                notes, interp.loop_notes = interp.loop_notes, outer_notes
+                for where, why in dict.fromkeys(notes):
+                    self._say(f"the loop at {where} is written out, one copy per iteration: {why}")
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")

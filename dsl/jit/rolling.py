@@ -90,11 +90,18 @@ def exits(block):
 class Roller:
     """Runs one `for` statement's loop over a range while jit stages, rolled where it can be."""
 
-    def __init__(self, body, bind, interp, where):
+    def __init__(self, body, bind, interp, where, scope):
         self.body = body
         self.bind = bind
         self.interp = interp
         self.where = where
+        self.scope = scope      # the function's frame layout (resolver.FunctionScope), for names
+
+    def _written_out(self, why):
+        """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
+        notes = getattr(self.interp, "loop_notes", None)
+        if notes is not None:
+            notes.append((self.where, why))
 
     def wanted(self, items):
         """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long."""
@@ -123,7 +130,8 @@ class Roller:
         state, layout = frame_leaves(f, skip)
         levels = _reverse_levels(state, top)
         if levels is None:
-            return False
+            return self._written_out("its variables hold a forward-mode value or two reverse levels (jvp, "
+                                     "hessian, grad of grad), or nothing jit stages")
         body = self._look_ahead(f, items, skip, state, layout, levels > 0)
         if body is None:
             return False
@@ -155,10 +163,12 @@ class Roller:
                     f[j] = item
             try:
                 if self.body(f) is not None:
-                    return None
+                    return self._written_out("the body leaves the loop")
                 after, layout_after = frame_leaves(f, skip)
-            except Exception:       # noqa: BLE001 (an error, or a NotRollable: the loop runs as written)
-                return None
+            except NotRollable as why:
+                return self._written_out(str(why))
+            except Exception:       # noqa: BLE001 (the loop runs as written, and raises it there)
+                return self._written_out("the body raised an error when run ahead")
         finally:
             staging.pop()
             f[:] = saved
@@ -166,14 +176,33 @@ class Roller:
                 c.v = v
             self.interp.limits.steps = counter
         if not same_layout(layout, layout_after) or len(after) != len(state):
-            return None
+            return self._written_out(self._what_changed(layout, layout_after))
         for x, y in zip(state, after):
             if (type(y) is Box and y.trace is not look) or _key(x) != _key(y):
-                return None
+                return self._written_out("a tensor of its variables changes shape or type from one "
+                                         "iteration to the next")
         program = S.program_of(look, [item, *args], tuple(after))
         if any(s[0] == "guard" and item.g in s[2] for s in program.steps):
-            return None         # the body reads the loop variable itself: each iteration differs
+            # the body reads the loop variable itself: each iteration differs
+            return self._written_out("the body decides something by the loop variable's value")
         return Body(program, compile_program(program, "loop_body"), state_diff(state), self, self.where)
+
+
+    def _what_changed(self, before, after):
+        """Why two frame layouts differ, naming the variable: an int counter, a function made in
+        the body, a structure that changes shape."""
+        for j, (x, y) in enumerate(zip(before, after)):
+            if x is None or y is None or same_layout([x], [y]):
+                continue
+            name = self.scope.slot_name(j)
+            olds = [s for s in x[2] if s is not _LEAF]
+            news = [s for s in y[2] if s is not _LEAF]
+            if len(olds) == len(news) == 1 and type(olds[0]) is int and type(news[0]) is int:
+                return (f"`{name}` is an int that changes from one iteration to the next "
+                        f"({olds[0]}, then {news[0]}): compute it before or after the loop, or make it a float")
+            return (f"`{name}` holds something other than numbers and tensors that changes from one "
+                    f"iteration to the next (a function, a string, a structure of another shape)")
+        return "a variable changes from one iteration to the next"
 
 
 class Body:
