@@ -203,6 +203,20 @@ def test_a_failed_attempt_prints_nothing_and_draws_nothing():
     assert printed(src.replace("JF", "jit(f)")) == printed(src.replace("JF", "f"))
 
 
+def test_a_compiled_call_run_again_exactly_performs_its_effects_once():
+    # the Hessian's compiled code leaves out zero rules (max's ties) and so cannot vouch for a
+    # failed guard: it runs the exact program instead, which must not print and draw a second
+    # time after the compiled code's first iterations did (found by tests/test_jit_fuzz.py)
+    src = ("fn f(p, w) {\n  let a = tanh(p)\n  let v = tanh(w * p)\n  let t = 0.25\n"
+           "  for i in range(5) {\n    if a < tanh(a * p) { a = a + 0.25 }\n    t = tanh(a * p)\n"
+           "    let r = randn(())\n    print(i, r)\n    a = tanh(a + 0.1 * r + max(v))\n  }\n  return v[1] + t\n}\n"
+           "let g = G\n"
+           "for args in ((0.5235, [0.1858, 0.0141, 0.9391]), (0.4582, [-0.2716, 0.5944, -0.7738]),\n"
+           "             (-0.2306, [-0.4402, 0.7960, -0.7813]), (0.2836, [-0.7076, -0.1445, -0.4520])) {\n"
+           "  print(g(args[0], args[1]))\n}")
+    assert printed(src.replace("G", "jit(hessian(f))")) == printed(src.replace("G", "hessian(f)"))
+
+
 def test_errors_in_compiled_code_point_at_the_dg_line():
     src = ("fn f(x) {\n  let y = x * 2.0\n  assert(y < 10.0, \"too big\")\n  return y\n}\n"
            "let jf = jit(f)\nprint(jf(1.0))\nprint(jf(2.0))\nprint(jf(20.0))")

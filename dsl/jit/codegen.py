@@ -161,22 +161,26 @@ def _compile(program, name, checks=True, planned=None):
     return fn
 
 
-def run_code(program, code, values):
+def run_code(program, code, values, rewind=None):
     """The output leaves of a program's compiled code on these inputs, or of the exact program where
     the compiled code cannot vouch for its own (optimize.py: a NaN where a zero rule was left out,
-    or a guard that noticed one; a math function that raised where dg's kernel returns inf or nan)."""
+    or a guard that noticed one; a math function that raised where dg's kernel returns inf or nan).
+
+    `rewind()` undoes the effects the compiled code performed before the exact program performs
+    them again (the random generator put back, the output dropped): a program with effects needs it."""
     try:
         return code(values)
     except Inexact:
-        return S.output_leaves(program, values)
+        pass
     except kernels.RAISED:
         if not code.raising:
             raise
-        return S.output_leaves(program, values)
     except GuardFailed:
         if not code.inexact:
             raise
-        return S.output_leaves(program, values)
+    if rewind is not None:
+        rewind()
+    return S.output_leaves(program, values)
 
 
 def _numbered(original, steps):

@@ -160,7 +160,7 @@ class Jitted:
             if boxed:
                 out = S.run(entry.program, values)
             else:
-                out = self._compiled(entry, values)
+                out = self._compiled(entry, values, held)
         except S.GuardFailed:
             if held:        # as if this attempt had not run: nothing printed, nothing drawn
                 held.discard()
@@ -173,9 +173,11 @@ class Jitted:
             held.release()
         return out
 
-    def _compiled(self, entry, values):
-        """The compiled code's result (or the exact program's, where the code cannot vouch for it)."""
-        return unflatten(entry.program.out_spec, list(run_code(entry.program, entry.code, values)))
+    def _compiled(self, entry, values, held=None):
+        """The compiled code's result (or the exact program's, where the code cannot vouch for it:
+        then `held`, holding the call's effects, undoes those the code performed first)."""
+        rewind = held.rewind if held is not None else None
+        return unflatten(entry.program.out_spec, list(run_code(entry.program, entry.code, values, rewind)))
 
     def _say(self, text):
         """Explain (with explain=true or --explain-jit) on standard error."""
@@ -198,6 +200,11 @@ class _Held:
         """As if the attempt had not run: nothing printed, nothing drawn."""
         self.interp.rng.bit_generator.state = self.rng
         self.interp._stdout = self.saved
+
+    def rewind(self):
+        """Start the attempt again, still holding: the generator put back, what it printed dropped."""
+        self.interp.rng.bit_generator.state = self.rng
+        self.interp._stdout = io.StringIO()
 
     def release(self):
         """Put the interpreter's output back and write what the attempt printed."""
