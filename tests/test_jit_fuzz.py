@@ -1,10 +1,10 @@
 """Differential fuzzing of jit: random programs with loops, run compiled and in the interpreter.
 
 Each program is a function of a float p, a vector w, a matrix m and rows xs, whose `for` loop
-over the rows updates a struct, a tuple, a map and floats by random expressions: conditions
-on traced values, row reads, matmuls, helper calls, a gradient inside the body, a `break`, a
-`while` whose trip count depends on the data, prints, random draws, stop_gradient, custom_vjp
-and checkpoint. The function is called through one composition of jit with another
+over the rows updates a struct, a tuple, a map, floats and an int counter by random
+expressions: conditions on traced values, row reads, matmuls, helper calls, a gradient inside
+the body, a `break`, a `while` whose trip count depends on the data, prints, random draws,
+stop_gradient, custom_vjp and checkpoint. The function is called through one composition of jit with another
 transformation (jit of value_and_grad, grad of jit, vmap of jit, ...) on four sets of random
 arguments, so that later calls run the compiled code or take another path; every result must
 equal the interpreter's (to 1e-12: compiled code may order a sum differently), what it prints
@@ -66,7 +66,7 @@ class Writer:
             leaves = ["s.a", "p", "t[0]", "sum(s.v)", "s.v[1]", "w[0]", "0.5", "sum(s.v * w)", "max(s.v)",
                       "helper(p, s.a)", "sum(m @ s.v)", "d[\"k\"]", "clipped(s.a * p)", "sum(smooth(s.v))"]
             if self.in_loop:
-                leaves += ["sum(xs[i])", "xs[i][1]", "(i * 0.1)"]
+                leaves += ["sum(xs[i])", "xs[i][1]", "(i * 0.1)", "(n * 0.1)", "sum(xs[n % shape(xs)[0]])"]
             return r.choice(leaves)
         kind = r.randrange(4)
         if kind == 0:
@@ -99,7 +99,7 @@ class Writer:
     def statement(self, nested=False):
         """One statement of the loop body (no conditionals inside conditionals)."""
         r = self.r
-        kind = r.randrange(14 if not nested else 7)
+        kind = r.randrange(15 if not nested else 7)
         if kind == 0:
             return f"s.a = tanh({self.scalar()})"
         if kind == 1:
@@ -125,6 +125,8 @@ class Writer:
             return f"print({self.scalar()} > 0.0)"
         if kind == 11:
             return f"s.a = tanh(s.a + 0.1 * randn(()) + {self.scalar()})"
+        if kind == 13:
+            return f"n += {r.randrange(1, 3)}"
         if kind == 12:      # a trip count that depends on the data
             return (f"let k = 0\n        while s.a < {self.scalar()} and k < 3 {{ s.a = s.a + 0.25\n"
                     f"            k += 1 }}")
@@ -146,6 +148,7 @@ fn f(p, w, m, xs) {{
     let t = (0.25, p)
     let d = {{"k": 0.5}}
     let acc = 0.0
+    let n = 0
     for i in range(shape(xs)[0]) {{
         {body}
     }}

@@ -106,7 +106,9 @@ def test_the_loop_variable_enters_the_body_as_a_number():
     ("print(s)\n s = s * w", False),                     # an effect on every iteration
     ("s = s + w * randn(())", False),                   # a random draw
     ("xs = cat((xs, xs[0:1] * w))\n s = s + sum(xs)", False),   # a tensor that grows
-    ("n = n + 1\n s = s * w + n", False),                # an int that counts
+    ("n = n + 1\n s = s * w + n", True),                 # an int that counts: staged with the state
+    ("n = n + 2\n s = s + xs[n % 6] * w", True),         # ... and read as an index
+    ("n = n + 1\n if n > 2 { s = s * w } else { s = s + w }", False),     # ... deciding a branch
     ("let g = fn(z) => z * w\n s = g(s) + 1.0", False),  # a function made on each iteration
     ("for j in range(3) { s = s * w + j }", True),        # a nested loop (written out inside)
 ])
@@ -126,7 +128,9 @@ def test_loops_that_cannot_be_one_step_are_written_out_and_exact(body, rolled):
 
 
 @pytest.mark.parametrize("body, why", [
-    ("n = n + 1\n s = s * w + n", "`n` is an int that changes from one iteration to the next (1, then 2)"),
+    ("n = n + 1\n if n > 2 { s = s * w } else { s = s + w }",
+     "a condition in the loop at <input>:4:12 went another way on a later iteration"),
+    ("for j in range(i) { s = s * w }", "`j` holds something other than numbers and tensors"),   # unset, then 0
     ("print(s)\n s = s * w", "the body has an effect"),
     ("let g = fn(z) => z * w\n s = g(s) + 1.0", "`g` holds something other than numbers and tensors"),
     ("s = s * w", None),
@@ -137,11 +141,11 @@ def test_explain_says_why_a_loop_is_written_out(body, why, capfd):
            "let fast = jit(value_and_grad(f), explain=true)\nlet out = fast(0.9)")
     interp(src)
     err = capfd.readouterr().err
-    written_out = [line for line in err.splitlines() if "is written out" in line]
+    written_out = [line for line in err.splitlines() if "written out" in line]
     if why is None:
         assert written_out == []
     else:
-        assert len(written_out) == 1 and "the loop at <input>:4:" in written_out[0] and why in written_out[0], err
+        assert len(written_out) == 1 and "loop at <input>:4:" in written_out[0] and why in written_out[0], err
 
 
 def test_a_condition_that_changes_on_a_later_iteration_stages_the_loop_written_out():

@@ -12,8 +12,9 @@ from its second iteration:
    argument of that trace: the body as a program P from one state to the next.
    Nothing it does escapes: an effect (print, a random draw) or a value of an
    outer trace met by the body (a closure's captured value) abandons the look
-   ahead, and so does anything that is not the same before and after (an int
-   counter, a function, a tensor whose shape grows, a `break`).
+   ahead, and so does anything that is not the same before and after (a
+   function, a tensor whose shape grows, a `break`), except ints: where only ints
+   changed (counters), it looks ahead again with them staged as state too.
 3. Otherwise the loop's remaining iterations are one Loop step over the state,
    which runs P's compiled code once per item, and the state is written back.
 
@@ -132,7 +133,10 @@ class Roller:
         if levels is None:
             return self._written_out("its variables hold a forward-mode value or two reverse levels (jvp, "
                                      "hessian, grad of grad), or nothing jit stages")
-        body = self._look_ahead(f, items, skip, state, layout, levels > 0)
+        body = self._look_ahead(f, items, skip, state, layout, levels > 0, frozenset())
+        if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
+            state, layout = frame_leaves(f, skip, body)
+            body = self._look_ahead(f, items, skip, state, layout, levels > 0, body)
         if body is None:
             return False
         from ..ops.structs import unpack
@@ -144,8 +148,10 @@ class Roller:
         self.bind(f, items[-1])
         return True
 
-    def _look_ahead(self, f, items, skip, state, layout, differentiated):
-        """Stage the second iteration on its own trace: its Body, or None where it cannot be one."""
+    def _look_ahead(self, f, items, skip, state, layout, differentiated, counters):
+        """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
+        or the positions of the ints it changes (when `counters`, those staged already, is empty):
+        a counter is then staged as part of the state, unless the body decides something by it."""
         look = Lookahead(differentiated)
         saved = list(f)
         cells = [(c, c.v) for c in f if type(c) is Cell]
@@ -164,7 +170,7 @@ class Roller:
             try:
                 if self.body(f) is not None:
                     return self._written_out("the body leaves the loop")
-                after, layout_after = frame_leaves(f, skip)
+                after, layout_after = frame_leaves(f, skip, counters)
             except NotRollable as why:
                 return self._written_out(str(why))
             except Exception:       # noqa: BLE001 (the loop runs as written, and raises it there)
@@ -176,32 +182,32 @@ class Roller:
                 c.v = v
             self.interp.limits.steps = counter
         if not same_layout(layout, layout_after) or len(after) != len(state):
-            return self._written_out(self._what_changed(layout, layout_after))
+            changed = None if counters else _changed_ints(layout, layout_after)
+            return changed or self._written_out(self._what_changed(layout, layout_after))
         for x, y in zip(state, after):
-            if (type(y) is Box and y.trace is not look) or _key(x) != _key(y):
+            if (type(y) is Box and y.trace is not look) or (
+                    _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)):
                 return self._written_out("a tensor of its variables changes shape or type from one "
                                          "iteration to the next")
         program = S.program_of(look, [item, *args], tuple(after))
-        if any(s[0] == "guard" and item.g in s[2] for s in program.steps):
-            # the body reads the loop variable itself: each iteration differs
-            return self._written_out("the body decides something by the loop variable's value")
+        counted = {a.g for a, x in zip(args, state) if type(peek(x)) is int}
+        read = {r for s in program.steps if s[0] == "guard" for r in s[2]}
+        if item.g in read or read & counted:
+            # the body decides something by the loop variable or a counter: each iteration differs
+            return self._written_out("the body decides something by the value of the loop variable or of "
+                                     "an int it changes")
         return Body(program, compile_program(program, "loop_body"), state_diff(state), self, self.where)
 
 
     def _what_changed(self, before, after):
-        """Why two frame layouts differ, naming the variable: an int counter, a function made in
-        the body, a structure that changes shape."""
+        """Why two frame layouts differ, naming the variable: a function made in the body, a
+        structure that changes shape."""
         for j, (x, y) in enumerate(zip(before, after)):
             if x is None or y is None or same_layout([x], [y]):
                 continue
-            name = self.scope.slot_name(j)
-            olds = [s for s in x[2] if s is not _LEAF]
-            news = [s for s in y[2] if s is not _LEAF]
-            if len(olds) == len(news) == 1 and type(olds[0]) is int and type(news[0]) is int:
-                return (f"`{name}` is an int that changes from one iteration to the next "
-                        f"({olds[0]}, then {news[0]}): compute it before or after the loop, or make it a float")
-            return (f"`{name}` holds something other than numbers and tensors that changes from one "
-                    f"iteration to the next (a function, a string, a structure of another shape)")
+            return (f"`{self.scope.slot_name(j)}` holds something other than numbers and tensors that "
+                    f"changes from one iteration to the next (a function, a string, a structure of "
+                    f"another shape)")
         return "a variable changes from one iteration to the next"
 
 
@@ -354,9 +360,10 @@ class Hoisted:
 _LEAF = object()        # where a state leaf goes in a slot's description
 
 
-def frame_leaves(f, skip):
+def frame_leaves(f, skip, counters=frozenset()):
     """The numbers and tensors held by a frame's variables (boxed structures opened), and how to
-    put new ones back: per slot, None (skipped) or (is a Cell, flatten description, statics)."""
+    put new ones back: per slot, None (skipped) or (is a Cell, flatten description, statics).
+    `counters`: the positions (slot, part) of ints the loop changes, which are state leaves too."""
     leaves, layout = [], []
     for j, v in enumerate(f):
         if j in skip:
@@ -365,8 +372,8 @@ def frame_leaves(f, skip):
         cell = type(v) is Cell
         parts, spec = flatten_open(v.v if cell else v)
         statics = []
-        for x in parts:
-            if S.is_staged_leaf(x):
+        for k, x in enumerate(parts):
+            if S.is_staged_leaf(x) or (j, k) in counters:
                 leaves.append(x)
                 statics.append(_LEAF)
             else:
@@ -397,6 +404,24 @@ def write_frame(f, layout, skip, leaves, changed):
             f[j].v = value
         else:
             f[j] = value
+
+
+def _changed_ints(before, after):
+    """The positions (slot, part) of the ints that differ between two frame layouts, where
+    nothing else does (the same structures, strings and bools), else None."""
+    changed = set()
+    for j, (x, y) in enumerate(zip(before, after)):
+        if x is None or y is None or same_layout([x], [y]):
+            continue
+        if x[0] != y[0] or not _same_spec(x[1], y[1]) or len(x[2]) != len(y[2]):
+            return None
+        for k, (s, t) in enumerate(zip(x[2], y[2])):
+            if same_layout([(x[0], x[1], [s])], [(y[0], y[1], [t])]):
+                continue
+            if type(s) is not int or type(t) is not int:
+                return None
+            changed.add((j, k))
+    return frozenset(changed) if changed and len(before) == len(after) else None
 
 
 def same_layout(a, b):
