@@ -198,7 +198,6 @@ class Roller:
                                      "an int it changes")
         return Body(program, compile_program(program, "loop_body"), state_diff(state), self, self.where)
 
-
     def _what_changed(self, before, after):
         """Why two frame layouts differ, naming the variable: a function made in the body, a
         structure that changes shape."""
