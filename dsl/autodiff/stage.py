@@ -19,10 +19,12 @@ the primitives' kernels (which record on any outer trace: grad of jit, vmap of
 grad); dsl/autodiff/vmap.py replays it on a batch, and dsl/jit compiles it.
 """
 
+import io
+
 import numpy as np
 
 from ..cycles import gc_paused
-from ..errors import DgError, error, located
+from ..errors import DgError, error, located, write_output
 from . import tape
 from .tape import STAGE, Box, Trace, peek
 from .trees import flatten, flatten_open, hollow, unflatten
@@ -114,6 +116,37 @@ def is_staged_leaf(v):
     """Whether a leaf is a value a stage traces (numbers, tensors, boxes), not a static one."""
     t = type(v)
     return t is float or t is np.ndarray or t is Box or t is np.float64
+
+
+class Held:
+    """An attempt at a call whose output waits, and whose random draws can be taken back (jit's
+    calls that may fail a guard, vmap's batched replays that may give up for a run per example)."""
+
+    __slots__ = ("interp", "rng", "saved")
+
+    def __init__(self, interp):
+        self.interp = interp
+        self.rng = interp.rng.bit_generator.state
+        self.saved = interp._stdout
+        interp._stdout = io.StringIO()
+
+    def discard(self):
+        """As if the attempt had not run: nothing printed, nothing drawn."""
+        self.interp.rng.bit_generator.state = self.rng
+        self.interp._stdout = self.saved
+
+    def rewind(self):
+        """Start the attempt again, still holding: the generator put back, what it printed dropped."""
+        self.interp.rng.bit_generator.state = self.rng
+        self.interp._stdout = io.StringIO()
+
+    def release(self):
+        """Put the interpreter's output back and write what the attempt printed."""
+        interp = self.interp
+        text = interp._stdout.getvalue()
+        interp._stdout = self.saved
+        if text:
+            write_output(interp.stdout, text)
 
 
 # ---------------------------------------------------------------- programs

@@ -46,18 +46,29 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
         size = _batch_size(leaves, leaf_axes, who)
         moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
         batched = [a is not None for a in leaf_axes]
+        # a batched replay that gives up part way (a guard, an effect that differs per example) has
+        # printed and drawn nothing when f then runs once per example
+        held = S.Held(interp) if interp is not None else None
         try:
-            if cache is None:
-                out = _replay(_stage_first(f, spec, moved, batched, interp, shared_effects), moved, batched, size)
-            else:
-                out = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects).replay(
-                    moved, batched, size)
-        except _Fallback as why:
-            if cache is not None:
-                cache.clear()
-            if explain:
-                _say(interp, f"{who} runs once per example: {why}")
-            out = _per_example(f, spec, moved, batched, size)
+            try:
+                if cache is None:
+                    out = _replay(_stage_first(f, spec, moved, batched, interp, shared_effects), moved, batched,
+                                  size)
+                else:
+                    out = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects).replay(
+                        moved, batched, size)
+            except _Fallback as why:
+                if held is not None:
+                    held.discard()
+                    held = None
+                if cache is not None:
+                    cache.clear()
+                if explain:
+                    _say(interp, f"{who} runs once per example: {why}")
+                out = _per_example(f, spec, moved, batched, size)
+        finally:
+            if held is not None:
+                held.release()
         return _out_axes(out, out_axes, size, who)
 
     return Transformed(who, call, (f,))
@@ -228,19 +239,14 @@ def _replay(program, leaves, batched, size):
 
 def _stage_dry(f, example_args, interp):
     """Stage f on one example without letting its effects out: output and random draws are undone."""
-    rng = interp.rng.bit_generator.state if interp is not None else None
-    saved_out = interp._stdout if interp is not None else None
-    if interp is not None:
-        import io
-        interp._stdout = io.StringIO()
+    held = S.Held(interp) if interp is not None else None
     try:
         program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True,
                              keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
                                                         f"example") if interp is not None else None)
     finally:
-        if interp is not None:
-            interp._stdout = saved_out
-            interp.rng.bit_generator.state = rng
+        if held is not None:
+            held.discard()
     return program
 
 

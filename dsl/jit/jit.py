@@ -28,7 +28,6 @@ What the compiled code must not miss:
 time it stages f, and why it runs in the interpreter when it does.
 """
 
-import io
 import sys
 
 import numpy as np
@@ -38,7 +37,7 @@ from ..autodiff.tape import Box, peek
 from ..autodiff.transforms import Transformed, _fname
 from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
-from ..errors import DgError, write_output
+from ..errors import DgError
 from ..values import Function, Module, Struct
 from .codegen import compile_program, run_code
 
@@ -111,7 +110,7 @@ class Jitted:
         if interp is None:
             return self._stage_once(entries, args, kwargs)
         while True:
-            held = _Held(interp)
+            held = S.Held(interp)
             try:
                 result = self._stage_once(entries, args, kwargs)
             except LoopGuardFailed as failed:
@@ -155,15 +154,19 @@ class Jitted:
             values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
         interp = self.interp
         # output waits for the guards
-        held = _Held(interp) if interp is not None and entry.program.effects else None
+        held = S.Held(interp) if interp is not None and entry.program.effects else None
+        # a replay records on the traces being staged around the call (vmap's, an outer jit's)
+        marks = [(t, len(t.nodes)) for t in interp.staging] if boxed and interp is not None else ()
         try:
             if boxed:
                 out = S.run(entry.program, values)
             else:
                 out = self._compiled(entry, values, held)
         except S.GuardFailed:
-            if held:        # as if this attempt had not run: nothing printed, nothing drawn
+            if held:        # as if this attempt had not run: nothing printed, nothing drawn,
                 held.discard()
+            for trace, n in marks:      # and nothing recorded (its effects would happen on each replay)
+                del trace.nodes[n:]
             raise
         except DgError:
             if held:
@@ -183,36 +186,6 @@ class Jitted:
         """Explain (with explain=true or --explain-jit) on standard error."""
         if self.explain or (self.interp is not None and getattr(self.interp, "explain_jit", False)):
             print(f"jit({_fname(self.f)}): {text}", file=sys.stderr)
-
-
-class _Held:
-    """An attempt at a call whose output waits, and whose random draws can be taken back."""
-
-    __slots__ = ("interp", "rng", "saved")
-
-    def __init__(self, interp):
-        self.interp = interp
-        self.rng = interp.rng.bit_generator.state
-        self.saved = interp._stdout
-        interp._stdout = io.StringIO()
-
-    def discard(self):
-        """As if the attempt had not run: nothing printed, nothing drawn."""
-        self.interp.rng.bit_generator.state = self.rng
-        self.interp._stdout = self.saved
-
-    def rewind(self):
-        """Start the attempt again, still holding: the generator put back, what it printed dropped."""
-        self.interp.rng.bit_generator.state = self.rng
-        self.interp._stdout = io.StringIO()
-
-    def release(self):
-        """Put the interpreter's output back and write what the attempt printed."""
-        interp = self.interp
-        text = interp._stdout.getvalue()
-        interp._stdout = self.saved
-        if text:
-            write_output(interp.stdout, text)
 
 
 def jit(f, explain=False, interp=None):
