@@ -14,7 +14,9 @@ replayed escaped as Python's exception; stop_gradient and custom_vjp were lost t
 taken through a recording (docs/decisions.md).
 
 CI runs a bounded number of examples (derandomized); `DG_FUZZ_EXAMPLES=2000 pytest
-tests/test_jit_fuzz.py` runs a long random search.
+tests/test_jit_fuzz.py` runs a long random search. A failure of a condition between two values
+that are equal up to rounding (a sum of a softmax and 1) is not a bug: a batched or compiled
+sum may round the other way, as a sum in another order does (about one program in 5,000).
 """
 
 import io
@@ -22,7 +24,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import dsl
@@ -49,7 +51,13 @@ COMPOSITIONS = [
     ("fn(p, w, m, xs) => vjp(jit(f), p, w, m, xs)[1](1.5)", "fn(p, w, m, xs) => vjp(f, p, w, m, xs)[1](1.5)"),
     ("grad(fn(p, w, m, xs) => jit(f)(p, w, m, xs) * jit(f)(p * 0.5, w, m, xs), argnums=(0, 1))",
      "grad(fn(p, w, m, xs) => f(p, w, m, xs) * f(p * 0.5, w, m, xs), argnums=(0, 1))"),
+    ("hessian(jit(f))", "hessian(f)"),
+    ("jacfwd(jit(f), argnums=1)", "jacfwd(f, argnums=1)"),
+    ("jacrev(jit(f), argnums=1)", "jacrev(f, argnums=1)"),
+    ("grad(jit(grad(f)))", "grad(grad(f))"),
+    ("jit(jit(f))", "f"),
 ]
+JACFWD_OF_JIT = COMPOSITIONS[-4]
 
 
 class Writer:
@@ -178,6 +186,8 @@ def first_line(err):
 @settings(max_examples=fuzz_examples(60), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
+@example(5241, JACFWD_OF_JIT, 3)        # a recording that did not apply, cut from jacfwd's stage, took a guard
+@example(271, JACFWD_OF_JIT, 5)         # ... and had left its prints there
 def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     source = Writer(seed).program()
     fast_src, slow_src = composition

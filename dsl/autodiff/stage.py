@@ -75,6 +75,14 @@ class StageTrace(Trace):
                     v = v.v
         return False
 
+    def cut(self, n):
+        """Forget what was recorded after the first n nodes (an attempt that did not apply), its
+        guards included, so that a box it guarded is guarded again when read again."""
+        for node in self.nodes[n:]:
+            if node.op == "Guard":
+                self.seen.discard(id(node.parents[0]))
+        del self.nodes[n:]
+
     def concretize(self, box):
         """The program read this box's value: record a guard that it stays the same."""
         if id(box) in self.seen:

@@ -166,7 +166,7 @@ class Jitted:
             if held:        # as if this attempt had not run: nothing printed, nothing drawn,
                 held.discard()
             for trace, n in marks:      # and nothing recorded (its effects would happen on each replay)
-                del trace.nodes[n:]
+                trace.cut(n)
             raise
         except DgError:
             if held:
