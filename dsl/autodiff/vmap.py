@@ -46,32 +46,40 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
         size = _batch_size(leaves, leaf_axes, who)
         moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
         batched = [a is not None for a in leaf_axes]
-        # a batched replay that gives up part way (a guard, an effect that differs per example) has
-        # printed and drawn nothing when f then runs once per example
-        held = S.Held(interp) if interp is not None else None
         try:
-            try:
-                if cache is None:
-                    out = _replay(_stage_first(f, spec, moved, batched, interp, shared_effects), moved, batched,
-                                  size)
-                else:
-                    out = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects).replay(
-                        moved, batched, size)
-            except _Fallback as why:
-                if held is not None:
-                    held.discard()
-                    held = None
-                if cache is not None:
-                    cache.clear()
-                if explain:
-                    _say(interp, f"{who} runs once per example: {why}")
-                out = _per_example(f, spec, moved, batched, size)
-        finally:
-            if held is not None:
-                held.release()
+            if cache is None:
+                program = _stage_first(f, spec, moved, batched, interp, shared_effects)
+                out = _held(interp, program, lambda: _replay(program, moved, batched, size))
+            else:
+                kept = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects)
+                out = _held(interp, kept.program, lambda: kept.replay(moved, batched, size))
+        except _Fallback as why:
+            if cache is not None:
+                cache.clear()
+            if explain:
+                _say(interp, f"{who} runs once per example: {why}")
+            out = _per_example(f, spec, moved, batched, size)
         return _out_axes(out, out_axes, size, who)
 
     return Transformed(who, call, (f,))
+
+
+def _held(interp, program, replay):
+    """replay(), whose output and random draws are dropped if it gives up part way (a guard, an
+    effect that differs per example): f then runs once per example as if it had not started."""
+    if interp is None or not program.effects:
+        return replay()
+    held = S.Held(interp)
+    try:
+        out = replay()
+    except _Fallback:
+        held.discard()
+        raise
+    except BaseException:
+        held.release()
+        raise
+    held.release()
+    return out
 
 
 def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
