@@ -36,6 +36,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be 
 
 UNARY = ["sin", "cos", "tanh", "sigmoid", "abs", "relu", "gelu"]
 
+# (a composition with jit, the same without it: the reference)
 COMPOSITIONS = [
     ("jit(f)", "f"),
     ("jit(value_and_grad(f, argnums=(0, 1, 2)))", "value_and_grad(f, argnums=(0, 1, 2))"),
