@@ -267,3 +267,26 @@ def test_a_replay_that_gives_up_part_way_leaves_no_output_behind(g):
         lines = block.splitlines()
         assert lines and lines == ["it 0", "it 1", "it 2"] * (len(lines) // 3), block
     assert text == run("jacfwd(h, argnums=1)")
+
+
+# ---------------------------------------------------------------- derivatives taken through vmap
+THROUGH = """
+let tenfold = custom_vjp(fn(x) => x * 1.0, fn(x, out, g) => (g * 10.0,))
+fn f(x) { return tenfold(x) * x + x * stop_gradient(x) }
+let xs = [1.0, 2.0, -0.5]
+"""
+
+
+@pytest.mark.parametrize("through, plain", [
+    ("grad(fn(v) => sum(vmap(f)(v)))(xs)", "grad(fn(v) => sum(f(v)))(xs)"),
+    ("jvp(vmap(f), (xs,), (ones_like(xs),))", "jvp(f, (xs,), (ones_like(xs),))"),
+    ("hessian(fn(v) => sum(vmap(f)(v)))(xs)", "hessian(fn(v) => sum(f(v)))(xs)"),
+])
+def test_a_derivative_taken_through_vmap_keeps_custom_rules_and_stop_gradient(through, plain):
+    # vmap stages f on an example stripped of the values being differentiated: custom_vjp must be
+    # recorded as itself there, and stop_gradient's batched step must strip them (both were lost:
+    # the derivative of f's own operations came back, 2x + x for 10x + x)
+    i = interp(THROUGH + f"let got = {through}\nlet want = {plain}")
+    got, want = i.lookup("got"), i.lookup("want")
+    for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-12)

@@ -41,13 +41,14 @@ class GuardFailed(Exception):
 class StageTrace(Trace):
     """A trace that records every primitive, every guard and every effect (see the module docstring)."""
 
-    __slots__ = ("seen", "dry", "nslots")
+    __slots__ = ("seen", "dry", "nslots", "derived")
 
-    def __init__(self, dry=False):
+    def __init__(self, dry=False, derived=False):
         super().__init__(False, STAGE)
         self.seen = set()       # ids of boxes already guarded
         self.dry = dry          # effects stay inside (vmap stages a function only to look at it)
         self.nslots = 0         # every box of the trace is numbered (in `g`) as it is made
+        self.derived = derived  # a derivative will be taken through what it records (see keeps_rules)
 
     def box(self, value, op, parents, args, kw, span):
         """A new numbered box; recorded in the node list unless it is an argument."""
@@ -65,7 +66,10 @@ class StageTrace(Trace):
     def keeps_rules(self, leaves):
         """Whether a derivative may later be taken through what this trace records, so that a
         custom_vjp call must be recorded as itself, with its rule, and not as what its function
-        does: a leaf holds a reverse- or forward-mode value under this trace's box (grad of jit)."""
+        does: a leaf holds a reverse- or forward-mode value under this trace's box (grad of jit), or
+        the stager said so (vmap stages on an example stripped of them: grad of vmap)."""
+        if self.derived:
+            return True
         for x in leaves:
             if type(x) is Box and x.trace is self:
                 v = x.v
@@ -190,13 +194,14 @@ class Program:
         return self.spans[where] if where >= 0 else None
 
 
-def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None):
+def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=False):
     """Run fn(*args) on a new StageTrace; return (Program, the call's own result).
 
     `staging` is the interpreter's list of traces being staged, so that effects
     know where to record themselves; with `dry`, they are not passed to outer traces.
-    `keep` is (Options, label): the recording is kept there for :tape."""
-    trace = StageTrace(dry)
+    `keep` is (Options, label): the recording is kept there for :tape. `derived`: a
+    derivative will be taken through the recording (StageTrace.keeps_rules)."""
+    trace = StageTrace(dry, derived)
     leaves, spec = flatten_open((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
     for v in leaves:

@@ -141,7 +141,7 @@ class _Kept:
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     """f staged on the first example; effects make it run per example instead (unless shared)."""
     example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
-    program = _stage_dry(f, unflatten(spec, example), interp)
+    program = _stage_dry(f, unflatten(spec, example), interp, any(_differentiated(v) for v in leaves))
     if program.effects and not shared_effects:
         raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
     return program
@@ -245,13 +245,24 @@ def _replay(program, leaves, batched, size):
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
 
 
-def _stage_dry(f, example_args, interp):
-    """Stage f on one example without letting its effects out: output and random draws are undone."""
+def _differentiated(v):
+    """Whether a value holds a reverse- or forward-mode box (grad or jvp of vmap)."""
+    while type(v) is Box:
+        if v.trace.kind is not tape.STAGE:
+            return True
+        v = v.v
+    return False
+
+
+def _stage_dry(f, example_args, interp, derived=False):
+    """Stage f on one example without letting its effects out: output and random draws are undone.
+    `derived`: the arguments hold values being differentiated, which the example is stripped of."""
     held = S.Held(interp) if interp is not None else None
     try:
         program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True,
                              keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
-                                                        f"example") if interp is not None else None)
+                                                        f"example") if interp is not None else None,
+                             derived=derived)
     finally:
         if held is not None:
             held.discard()

@@ -39,8 +39,10 @@ define("Any", lambda a, rows=False: O.any_(a, rows), differentiable=False,    # 
 define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE)
 define("FloorDiv", O.floordiv, differentiable=False, batch=ELEMENTWISE)
 # stop_gradient of a value jit or vmap stages: the value itself, so that a derivative later taken
-# through the recording (grad of jit, a rolled loop's pullback) stops there (autodiff/transforms.py)
-define("StopGradient", lambda x: x, differentiable=False, batch=ELEMENTWISE, emit="{0}")
+# through the recording (grad of jit, a rolled loop's pullback) stops there (autodiff/transforms.py);
+# batched, it strips the boxes of a derivative taken through vmap (grad of vmap) as unbatched
+define("StopGradient", lambda x: x, differentiable=False, emit="{0}",
+       batch=lambda ns, args, batched, kw: nondiff("StopGradient", args))
 
 
 # text of staged values, made when the program runs (no batching: under vmap, per example)
