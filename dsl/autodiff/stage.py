@@ -68,16 +68,7 @@ class StageTrace(Trace):
         custom_vjp call must be recorded as itself, with its rule, and not as what its function
         does: a leaf holds a reverse- or forward-mode value under this trace's box (grad of jit), or
         the stager said so (vmap stages on an example stripped of them: grad of vmap)."""
-        if self.derived:
-            return True
-        for x in leaves:
-            if type(x) is Box and x.trace is self:
-                v = x.v
-                while type(v) is Box:
-                    if v.trace.kind is not STAGE:
-                        return True
-                    v = v.v
-        return False
+        return self.derived or any(type(x) is Box and x.trace is self and differentiated(x.v) for x in leaves)
 
     def cut(self, n):
         """Forget what was recorded after the first n nodes (an attempt that did not apply), its
@@ -122,6 +113,15 @@ def perform(staging, fn, args, kw=None):
 def _effect_kernel(*args, fn=None, kw=None, staging=None):
     """An effect, performed again."""
     return perform(staging, fn, args, kw)
+
+
+def differentiated(v):
+    """Whether a value holds a reverse- or forward-mode box, under any staging boxes."""
+    while type(v) is Box:
+        if v.trace.kind is not STAGE:
+            return True
+        v = v.v
+    return False
 
 
 def is_staged_leaf(v):
@@ -382,4 +382,4 @@ def _brief(v):
     return repr(v)
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error"]
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated"]

@@ -141,7 +141,7 @@ class _Kept:
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     """f staged on the first example; effects make it run per example instead (unless shared)."""
     example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
-    program = _stage_dry(f, unflatten(spec, example), interp, any(_differentiated(v) for v in leaves))
+    program = _stage_dry(f, unflatten(spec, example), interp, any(S.differentiated(v) for v in leaves))
     if program.effects and not shared_effects:
         raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
     return program
@@ -243,15 +243,6 @@ def _replay(program, leaves, batched, size):
     values = [env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)]
     out_batched = [r >= 0 and flags[r] for r in program.out_refs]
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
-
-
-def _differentiated(v):
-    """Whether a value holds a reverse- or forward-mode box (grad or jvp of vmap)."""
-    while type(v) is Box:
-        if v.trace.kind is not tape.STAGE:
-            return True
-        v = v.v
-    return False
 
 
 def _stage_dry(f, example_args, interp, derived=False):

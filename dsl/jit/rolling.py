@@ -47,15 +47,7 @@ class NotRollable(Exception):
 class Lookahead(S.StageTrace):
     """The staging trace of one iteration run ahead: nothing may escape it."""
 
-    __slots__ = ("differentiated",)
-
-    def __init__(self, differentiated):
-        super().__init__()
-        self.differentiated = differentiated        # the loop is under reverse mode: its rule reads P
-
-    def keeps_rules(self, leaves):
-        """A body whose pullback is staged from its program keeps custom_vjp's rule in it."""
-        return self.differentiated
+    __slots__ = ()
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace."""
@@ -152,7 +144,7 @@ class Roller:
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless the body decides something by it."""
-        look = Lookahead(differentiated)
+        look = Lookahead(derived=differentiated)     # under grad, the loop's rule differentiates P
         saved = list(f)
         cells = [(c, c.v) for c in f if type(c) is Cell]
         counter = self.interp.limits.steps
@@ -408,19 +400,22 @@ def write_frame(f, layout, skip, leaves, changed):
 def _changed_ints(before, after):
     """The positions (slot, part) of the ints that differ between two frame layouts, where
     nothing else does (the same structures, strings and bools), else None."""
+    if len(before) != len(after):
+        return None
     changed = set()
     for j, (x, y) in enumerate(zip(before, after)):
-        if x is None or y is None or same_layout([x], [y]):
+        if x is None or y is None:
+            if x is not y:
+                return None
             continue
-        if x[0] != y[0] or not _same_spec(x[1], y[1]) or len(x[2]) != len(y[2]):
+        if not _same_slot(x, y):
             return None
         for k, (s, t) in enumerate(zip(x[2], y[2])):
-            if same_layout([(x[0], x[1], [s])], [(y[0], y[1], [t])]):
-                continue
-            if type(s) is not int or type(t) is not int:
-                return None
-            changed.add((j, k))
-    return frozenset(changed) if changed and len(before) == len(after) else None
+            if not _same_static(s, t):
+                if type(s) is not int or type(t) is not int:
+                    return None
+                changed.add((j, k))
+    return frozenset(changed) or None
 
 
 def same_layout(a, b):
@@ -432,14 +427,22 @@ def same_layout(a, b):
             if x is not y:
                 return False
             continue
-        if x[0] != y[0] or not _same_spec(x[1], y[1]) or len(x[2]) != len(y[2]):
+        if not _same_slot(x, y) or not all(map(_same_static, x[2], y[2])):
             return False
-        for s, t in zip(x[2], y[2]):
-            if (s is _LEAF) != (t is _LEAF):
-                return False
-            if s is not t and not (type(s) is type(t) and type(s) in (int, str, bool) and s == t):
-                return False
     return True
+
+
+def _same_slot(x, y):
+    """Whether two slots' descriptions hold the same structure (both a Cell or not, the same
+    flatten description, as many parts)."""
+    return x[0] == y[0] and _same_spec(x[1], y[1]) and len(x[2]) == len(y[2])
+
+
+def _same_static(s, t):
+    """Whether two parts of a slot agree: both state leaves, or the same non-state value."""
+    if (s is _LEAF) != (t is _LEAF):
+        return False
+    return s is t or (type(s) is type(t) and type(s) in (int, str, bool) and s == t)
 
 
 def _same_spec(a, b):
