@@ -75,6 +75,30 @@ def test_grad_of_a_function_that_calls_jvp():
     assert i.get("g") == 6.0        # slope(w) = 2 * 3 * w
 
 
+# A struct a gradient is taken with respect to is one recorded value: a transformation inside
+# that walks its leaves (a primal or tangent of jvp, jacfwd's argument, a pullback's cotangent) must
+# read them on the tape, or the gradient through them is lost (jvp's tangent q gave H q, not H q + J)
+STRUCT_INSIDE = {
+    "jvp primal": "jvp(f, (q,), (P(1.0, -0.5),))[1]",
+    "jvp tangent": "jvp(f, (P(0.7, 1.3),), (q,))[1]",
+    "jvp both": "jvp(f, (q,), (q,))[1]",
+    "jacfwd": "sum(jacfwd(fn(z) => [f(z), z.k * z.c])(q).k)",
+    "pullback cotangent": "vjp(fn(z) => P(z.k * z.c, sin(z.k)), P(0.7, 1.3))[1](q)[0].c",
+    "map tangent": "jvp(fn(z) => z[\"a\"] * z[\"b\"] ** 2, ({\"a\": 0.3, \"b\": 2.0},), ({\"a\": q.k, \"b\": q.c},))[1]",
+}
+
+
+@pytest.mark.parametrize("inner", list(STRUCT_INSIDE.values()), ids=list(STRUCT_INSIDE))
+def test_a_differentiated_struct_passed_into_a_transformation_keeps_its_gradient(inner):
+    i = interp("struct P { k, c }\nfn f(p) { return p.k * p.k * sin(p.c) }\n"
+               f"fn h(q) {{ return {inner} }}\nlet g = grad(h)(P(2.0, 0.3))")
+    g, h, e = i.get("g"), i.function("h"), 1e-6
+    P = i.eval("P")
+    fd_k = (h(P(2.0 + e, 0.3)) - h(P(2.0 - e, 0.3))) / (2 * e)
+    fd_c = (h(P(2.0, 0.3 + e)) - h(P(2.0, 0.3 - e))) / (2 * e)
+    np.testing.assert_allclose([g.k, g.c], [fd_k, fd_c], rtol=1e-6, atol=1e-8)
+
+
 def test_the_pullback_may_be_called_many_times_and_gives_one_gradient_per_primal():
     i = interp("struct P { a, b }\nfn f(p, x, n) { return (p.a * x, p.b * sum(x)) }\n"
                "let out, pb = vjp(f, P(2.0, 3.0), [1.0, 2.0], 7)\n"

@@ -14,7 +14,7 @@ from .. import ops as O
 from ..errors import error
 from .tape import Box, ForwardTrace, as_float, get_span, peek
 from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad
-from .trees import flatten, flatten_like, is_differentiable_leaf, unflatten, zero_of
+from .trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
 
 
 def _check_tangent(primal, tangent, who, where):
@@ -42,7 +42,8 @@ def push(f, primals, tangents, who, kwargs=None):
     """Run f on primals carrying tangents; return (output, output's tangent tree)."""
     trace = ForwardTrace()
     span = get_span()
-    leaves, spec = flatten(primals)
+    # a struct an outer grad differentiates is one boxed value: its leaves take the tangents
+    leaves, spec = flatten(opened(primals))
     try:
         tleaves = flatten_like(spec, tangents)
     except ValueError:
@@ -113,6 +114,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
     caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
 
     def call(*args, **kwargs):
+        args = opened(args)     # a struct an outer grad differentiates: its own leaves, each a block
         nums, single = _argnums(argnums, len(args), who)
         for i in nums:
             check_differentiable(args[i], i, who)

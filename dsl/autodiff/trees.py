@@ -124,6 +124,13 @@ def flatten_open(tree):
     return _flatten(tree, unpack)
 
 
+def opened(tree):
+    """The tree with its recorded containers opened (see flatten_open): the same values, each
+    leaf its own, as a transformation that walks leaves (jvp, jacfwd, vmap) must see them."""
+    leaves, spec = flatten_open(tree)
+    return unflatten(spec, leaves)
+
+
 def _flatten(tree, unpack):
     """flatten's walk; `unpack`, when given, opens boxed containers first."""
     leaves = []
@@ -160,7 +167,13 @@ def flatten_like(spec, tree):
     template, kids = spec
     if tree is None:
         return [None] * sum(len(flatten_like(k, None)) for k in kids)
-    items = children(peek(tree)) if is_container(peek(tree)) else None
+    if type(tree) is Box:
+        # a recorded structure (a tangent or cotangent an outer grad differentiates): its items
+        # are read on its tape, so that the derivative through them is kept
+        from ..ops.structs import unpack
+        while type(tree) is Box and is_container(peek(tree)):
+            tree = unpack(tree)
+    items = children(tree) if is_container(tree) else None
     if items is None or len(items) != len(kids):
         raise ValueError("structure mismatch")
     out = []
