@@ -49,6 +49,12 @@ COMPOSITIONS = [
      "fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m * 0.5, xs))"),
     ("jit(fn(p, w, m, xs) => jvp(grad(f, argnums=(0, 1)), (p, w, m, xs), (1.0, w, m, xs)))",
      "fn(p, w, m, xs) => jvp(grad(f, argnums=(0, 1)), (p, w, m, xs), (1.0, w, m, xs))"),
+    ("jit(fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m * 0.5, xs)))",
+     "fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m * 0.5, xs))"),
+    # reverse mode through a jitted jvp (JT is bound after g, before g is called)
+    ("grad(fn(p, w, m, xs) => JT(p, w, m, xs), argnums=(0, 1))\n"
+     "let JT = jit(fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m, xs))[1])",
+     "grad(fn(p, w, m, xs) => jvp(f, (p, w, m, xs), (1.0, w, m, xs))[1], argnums=(0, 1))"),
     ("fn(p, w, m, xs) => vjp(jit(f), p, w, m, xs)[1](1.5)", "fn(p, w, m, xs) => vjp(f, p, w, m, xs)[1](1.5)"),
     ("grad(fn(p, w, m, xs) => jit(f)(p, w, m, xs) * jit(f)(p * 0.5, w, m, xs), argnums=(0, 1))",
      "grad(fn(p, w, m, xs) => f(p, w, m, xs) * f(p * 0.5, w, m, xs), argnums=(0, 1))"),
@@ -59,6 +65,7 @@ COMPOSITIONS = [
     ("jit(jit(f))", "f"),
 ]
 JACFWD_OF_JIT = COMPOSITIONS[-4]
+JIT_OF_HESSIAN = ("jit(hessian(f))", "hessian(f)")
 
 
 class Writer:
@@ -189,6 +196,8 @@ def first_line(err):
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
 @example(5241, JACFWD_OF_JIT, 3)        # a recording that did not apply, cut from jacfwd's stage, took a guard
 @example(271, JACFWD_OF_JIT, 5)         # ... and had left its prints there
+@example(4338, JIT_OF_HESSIAN, 3)       # compiled code freed a value it checked at the end (UnboundLocalError)
+@example(67108865, JIT_OF_HESSIAN, 3)   # a custom rule in a loop rolled under jvp of grad (reverse of P')
 def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     source = Writer(seed).program()
     fast_src, slow_src = composition

@@ -198,21 +198,103 @@ def test_a_condition_that_changes_on_a_later_iteration_under_another_transformat
 
 
 @pytest.mark.parametrize("outer", ["jvp", "hessian"])
-def test_loops_under_forward_mode_are_written_out_and_keep_custom_rules(outer):
+def test_loops_under_forward_mode_keep_custom_rules(outer):
     # forward mode through custom_vjp uses the user's rule (bwd, transposed), which a loop staged
-    # once would replace by the true derivative: such loops are written out (they were rolled)
+    # without it would replace by the true derivative: under jvp the loop is rolled with the
+    # CustomVjp step in its body, whose jvp (P') applies the rule. Under hessian (a jvp of the
+    # grad) it is written out: the reverse loop of P' would give grad(jvp(f)), which a custom
+    # rule makes differ from jvp(grad(f)) (its mixed derivatives need not be symmetric)
     src = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))\n"
            "fn k(p) {\n  let acc = 0.0\n  for i in range(4) { acc = acc + clipped(p * 2.0 + acc) * 3.0 }\n"
-           "  return acc\n}\nlet jk = jit(k)\nlet jh = jit(hessian(k))")
+           "  return acc\n}\nfn plain(p) {\n  let acc = 0.0\n"
+           "  for i in range(4) { acc = acc + tanh(p * 2.0 + acc) * 3.0 }\n  return acc\n}\n"
+           "let jk = jit(k)\nlet jh = jit(hessian(k))")
     i = interp(src)
-    k, jk, jh = i.lookup("k"), i.lookup("jk"), i.lookup("jh")
+    k, jk, jh, plain = i.lookup("k"), i.lookup("jk"), i.lookup("jh"), i.lookup("plain")
     for p in (0.3, 0.3, -0.2):
         if outer == "jvp":
             jvp = i.lookup("jvp")
             assert same(jvp(jk, (p,), (1.0,)), jvp(k, (p,), (1.0,)))
+            assert not same(jvp(jk, (p,), (1.0,)), jvp(plain, (p,), (1.0,)), 1e-6)     # the rule is used
         else:
             assert same(jh(p), i.lookup("hessian")(k)(p))
-    assert "Loop" not in ops_of(jk if outer == "jvp" else jh)
+            assert not same(jh(p), i.lookup("hessian")(plain)(p), 1e-6)
+    assert ("Loop" in ops_of(jk)) if outer == "jvp" else ("Loop" not in ops_of(jh))
+
+
+def test_a_custom_rule_in_a_loop_under_jvp_of_grad_gives_the_interpreters_second_derivative(capfd):
+    # rolled with P''s reverse loop, this gave 4.18 for the interpreter's 2.51 (grad of jvp: 5.01)
+    src = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))\n"
+           "fn f(p) {\n  let a = tanh(p)\n  let acc = 0.0\n  for i in range(3) { acc = acc + clipped(a * p) }\n"
+           "  return acc\n}\nlet hvp = fn(p) => jvp(grad(f), (p,), (1.0,))[1]\nlet ghv = grad(fn(p) => jvp(f, (p,), (1.0,))[1])\n"
+           "let jhvp = jit(hvp, explain=true)\nlet jghv = jit(ghv)\n")
+    i = interp(src)
+    for p in (0.3, 0.3, -0.7):
+        assert same(i.lookup("jhvp")(p), i.lookup("hvp")(p), 1e-12)
+        assert same(i.lookup("jghv")(p), i.lookup("ghv")(p), 1e-12)
+    assert not same(i.lookup("hvp")(0.3), i.lookup("ghv")(0.3), 1e-3)     # the two orders differ here
+    assert "Loop" in ops_of(i.lookup("jghv"))
+    assert "its body calls a custom_vjp function, under reverse mode inside forward mode" in capfd.readouterr().err
+
+
+FORWARD = {
+    # jvp of a loop: one loop of its body's jvp (state and tangents together)
+    "jit(jvp)": ("jit(fn(p, v) => jvp(loss, (p, 60), (v, 0))[1])",
+                 "fn(p, v) => jvp(loss, (p, 60), (v, 0))[1]", {"Loop"}),
+    # Hessian-vector products: the reverse loop of the jvp'd body, read with the cotangents swapped
+    "jit(jvp(grad))": ("jit(fn(p, v) => jvp(grad(loss), (p, 60), (v, 0))[1])",
+                       "fn(p, v) => jvp(grad(loss), (p, 60), (v, 0))[1]", {"Loop", "LoopBack"}),
+    "jit(grad(jvp))": ("jit(grad(fn(p, v) => jvp(loss, (p, 60), (v, 0))[1]))",
+                       "grad(fn(p, v) => jvp(loss, (p, 60), (v, 0))[1])", {"Loop", "LoopBack"}),
+    "jvp(jit(grad))": ("fn(p, v) => jvp(JG, (p, 60), (v, 0))[1]\nlet JG = jit(grad(loss))",
+                       "fn(p, v) => jvp(grad(loss), (p, 60), (v, 0))[1]", {"Loop", "LoopBack"}),
+    "jit(jvp(jvp))": ("jit(fn(p, v) => jvp(fn(q) => jvp(loss, (q, 60), (v, 0))[1], (p,), (v,))[1])",
+                      "fn(p, v) => jvp(fn(q) => jvp(loss, (q, 60), (v, 0))[1], (p,), (v,))[1]", {"Loop"}),
+}
+
+
+@pytest.mark.parametrize("fast_src, slow_src, ops", list(FORWARD.values()), ids=list(FORWARD))
+def test_loops_under_forward_mode_are_one_step_and_exact(fast_src, slow_src, ops):
+    i = interp(PROJECTILE + f"let fast = {fast_src}\nlet slow = {slow_src}\n")
+    Launch, fast, slow = i.lookup("Launch"), i.lookup("fast"), i.lookup("slow")
+    for p, v in ((Launch(20.0, 0.8, 0.01), Launch(1.0, 0.1, -0.5)), (Launch(15.0, 0.6, 0.02), Launch(0.3, -1.0, 2.0)),
+                 (Launch(20.0, 0.8, 0.01), Launch(-1.0, 0.5, 0.5))):
+        assert same(fast(p, v), slow(p, v), 1e-12)
+    jitted = fast if "JG" not in fast_src else i.lookup("JG")
+    assert ops <= ops_of(jitted)
+
+
+def test_a_hessian_vector_product_of_a_rolled_loop_is_the_hessian_times_the_vector():
+    src = ("fn f(x) {\n  let s = x\n  for i in range(40) { s = tanh(s @ [[0.9, 0.2], [-0.3, 0.8]] + 0.1 * x) }\n"
+           "  return sum(s * s)\n}\nlet hvp = jit(fn(x, v) => jvp(grad(f), (x,), (v,))[1])\n")
+    i = interp(src)
+    x, H = np.array([0.3, -0.7]), i.lookup("hessian")(i.lookup("f"))(np.array([0.3, -0.7]))
+    for v in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0.5, -2.0])):
+        np.testing.assert_allclose(i.lookup("hvp")(x, v), H @ v, rtol=1e-12, atol=1e-14)
+    assert {"Loop", "LoopBack"} <= ops_of(i.lookup("hvp"))
+
+
+def test_a_condition_that_changes_on_a_later_iteration_under_jvp_writes_the_loop_out():
+    src = ("fn f(x) {\n  let s = x\n"
+           "  for i in range(8) { if s < 1.0 { s = s * 1.5 + 0.25 } else { s = s * 0.5 } }\n  return s\n}\n"
+           "let fast = jit(fn(x) => jvp(f, (x,), (1.0,)))\n")
+    i = interp(src)
+    for x in (0.5, 0.5, 2.0, 0.125):
+        assert same(i.lookup("fast")(x), i.lookup("jvp")(i.lookup("f"), (x,), (1.0,)))
+
+
+def test_a_gradient_that_overflows_in_a_loop_under_jvp_is_the_interpreters_error():
+    src = ("fn f(x) {\n  let s = x\n  for i in range(4) { s = exp(s) }\n  return s\n}\n"
+           "let fast = jit(fn(x) => jvp(grad(f), (x,), (1.0,)))\nlet slow = fn(x) => jvp(grad(f), (x,), (1.0,))\n")
+    i = interp(src)
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    assert same(fast(0.1), slow(0.1))
+    assert "Loop" in ops_of(fast)
+    with pytest.raises(dsl.DgError) as jitted:
+        fast(1.0)
+    with pytest.raises(dsl.DgError) as plain:
+        slow(1.0)
+    assert str(jitted.value).splitlines()[:2] == str(plain.value).splitlines()[:2]
 
 
 @pytest.mark.parametrize("transform", ["jit(grad(f))", "grad(jit(f))"])

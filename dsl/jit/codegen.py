@@ -124,7 +124,8 @@ def _compile(program, name, checks=True, planned=None):
     kinds = program.kinds
     p = planned or plan(program)
     out_refs = tuple(resolve(p.alias, r) if r >= 0 else r for r in program.out_refs)
-    last = _last_uses(p.steps, out_refs)
+    # a value checked at the end (a mask's factor that reaches no result) lives as long as an output
+    last = _last_uses(p.steps, out_refs + (tuple(p.checked) if checks else ()))
     inputs = set(program.inputs)
     body = []
     if program.inputs:

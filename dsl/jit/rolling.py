@@ -21,14 +21,15 @@ from its second iteration:
 Where a later iteration fails one of P's guards while jit stages, jit stages
 the function again with that loop written out (dsl/jit/jit.py); a compiled
 call that fails one stages again. Loops are rolled only while jit stages (not
-vmap's look at a function), under at most one reverse-mode level and no
-forward-mode one; everything else is written out as before, as is every loop
-whose state holds nothing being staged.
+vmap's look at a function), under at most one reverse-mode level and any number
+of forward-mode ones (a jvp of the loop is the loop of its body's jvp: see
+dsl/primitives/loops.py); everything else is written out as before, as is every
+loop whose state holds nothing being staged.
 """
 
 from ..ast import Block, Break, Continue, For, If, Return, While
 from ..autodiff import stage as S
-from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, finite, peek
+from ..autodiff.tape import FORWARD, REVERSE, STAGE, USER_CODE, Box, ForwardTrace, finite, peek
 from ..autodiff.trees import flatten_open, unflatten, zero_of
 from ..values import Cell
 from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
@@ -121,16 +122,22 @@ class Roller:
         self.bind(f, items[1])
         skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
         state, layout = frame_leaves(f, skip)
-        levels = _reverse_levels(state, top)
-        if levels is None:
-            return self._written_out("its variables hold a forward-mode value or two reverse levels (jvp, "
-                                     "hessian, grad of grad), or nothing jit stages")
-        body = self._look_ahead(f, items, skip, state, layout, levels > 0, frozenset())
+        modes = _modes(state, top)
+        if modes is None:
+            return self._written_out("its variables hold two reverse levels (grad of grad), a batched "
+                                     "value, or nothing jit stages")
+        forward, reverse = modes
+        derived = bool(forward or reverse)
+        body = self._look_ahead(f, items, skip, state, layout, derived, frozenset())
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             state, layout = frame_leaves(f, skip, body)
-            body = self._look_ahead(f, items, skip, state, layout, levels > 0, body)
+            body = self._look_ahead(f, items, skip, state, layout, derived, body)
         if body is None:
             return False
+        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
+            # the reverse pass would read the forward loop's history: see primitives/loops.py, _loop_jvp
+            return self._written_out("its body calls a custom_vjp function, under reverse mode inside "
+                                     "forward mode (jvp of grad, hessian)")
         from ..ops.structs import unpack
         from ..primitives.loops import _loop_kernel
         out = _loop_kernel(*state, body=body, items=items[1:], history=False)
@@ -210,8 +217,8 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "_back", "_back_code", "_split",
-                 "__weakref__")
+    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "user_rules", "_back", "_back_code",
+                 "_split", "_jvp", "__weakref__")
 
     def __init__(self, program, code, diff, key, where):
         self.forward = program
@@ -221,9 +228,13 @@ class Body:
         self.changed = tuple(r != s for r, s in zip(program.out_refs, program.inputs[1:]))
         self.key = key          # the loop statement (what an unrolled retry writes out)
         self.where = where      # its line, for messages
+        # whether P runs a user's derivative rule (custom_vjp), under which the pullback of P's jvp
+        # is not the jvp of P's pullback (mixed derivatives of a custom rule need not be symmetric)
+        self.user_rules = any(step[1] in USER_CODE for step in program.steps)
         self._back = self._back_code = None
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
         #                         not split, None: not tried
+        self._jvp = None        # the Body of P's jvp (jvp_body), False where it does not stage
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
@@ -250,6 +261,37 @@ class Body:
         except S.GuardFailed as failed:
             raise LoopGuardFailed(self, failed) from None
         return state
+
+    def jvp_body(self, item, state, tangents):
+        """The Body of P's jvp, staged once from these values: (item, state..., tangents of the
+        float leaves...) -> (next state..., next tangents...); None where it does not stage."""
+        if self._jvp is None:
+            self._jvp = False
+            trace, forward = S.StageTrace(derived=True), ForwardTrace()    # forward: the higher level
+            arg = lambda v: trace.box(peek(v), "Arg", (), (), None, None)      # noqa: E731
+            args = [arg(v) for v in (item, *state, *tangents)]
+            n = len(state)
+            dots = iter(args[n + 1:])
+            inputs = [args[0]]
+            for a, d in zip(args[1:n + 1], self.diff):
+                if d:
+                    a = Box(a, forward, "Tangent", (), (), None, None)
+                    a.t = next(dots)
+                inputs.append(a)
+            try:
+                outs = S.run(self.forward, inputs)
+            except S.GuardFailed:
+                return None
+            values, ts = [], []
+            for o, d in zip(outs, self.diff):
+                mine = type(o) is Box and o.trace is forward
+                values.append(o.v if mine else o)
+                if d:
+                    ts.append(o.t if mine else zero_of(peek(o)))
+            program = S.program_of(trace, args, (*values, *ts))
+            diff = self.diff + (True,) * len(ts)
+            self._jvp = Body(program, compile_program(program, "loop_body_jvp"), diff, self.key, self.where)
+        return self._jvp or None
 
     def _split_at(self, item, state):
         """The split pullback (staged from this iteration with zero cotangents), or None."""
@@ -459,23 +501,25 @@ def _same_spec(a, b):
     return all(_same_spec(x, y) for x, y in zip(ka, kb))
 
 
-def _reverse_levels(state, top):
-    """How many reverse levels the state holds (0 or 1), or None where the loop is not rolled: a
-    state not staged by `top`, a forward-mode value, or two reverse levels."""
-    reverse, staged = set(), False
+def _modes(state, top):
+    """The forward and the reverse traces of the state's values, or None where the loop is not
+    rolled: a state not staged by `top`, two reverse levels, or a batched value."""
+    reverse, forward, staged = set(), set(), False
     for x in state:
         while type(x) is Box:
             trace = x.trace
             if trace is top:
                 staged = True
             elif trace.kind is FORWARD:
-                return None
+                forward.add(trace)
             elif trace.kind is REVERSE:
                 reverse.add(trace)
             elif trace.kind is not STAGE:
                 return None
             x = x.v
-    return len(reverse) if staged and len(reverse) <= 1 else None
+    if not staged or len(reverse) > 1:
+        return None
+    return forward, reverse
 
 
 __all__ = ["Roller", "exits", "MIN_ITEMS"]

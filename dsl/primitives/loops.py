@@ -13,9 +13,14 @@ its reverse rule needs.
   replayed from a recorded state on a fresh tape, then its reverse pass). A
   state variable the body does not change still goes through `Q`, where its
   cotangents add up, which is what a loop-invariant input's gradient is.
-- Any other transformation (forward mode, vmap, a second reverse level) sees
-  the iterations themselves: the kernels replay `P` (or the pullback) once per
-  item through the primitives, so the transformation records each one, exactly.
+- Forward mode: the loop of `P'`, P's jvp staged once (state and tangents in,
+  next state and tangents out), as JAX's jvp of a scan is a scan. Under a reverse
+  level too (jvp of grad: Hessian-vector products), the reverse pass through it
+  is LoopBack over `P'` with the cotangent's tangent and the cotangent swapped
+  (`JvpHistory.back`): the reverse of the jvp is the jvp of the reverse.
+- Any other transformation (vmap, a second reverse level) sees the iterations
+  themselves: the kernels replay `P` (or the pullback) once per item through the
+  primitives, so the transformation records each one, exactly.
 - A guard of `P` that fails on some iteration (its control flow went another
   way) raises `LoopGuardFailed`: while jit stages, that makes it stage the
   function again with this loop written out; a compiled call stages again.
@@ -23,8 +28,9 @@ its reverse rule needs.
 
 from ..autodiff import stage as S
 from ..autodiff import tape
-from ..autodiff.tape import REVERSE, STAGE, Box, SlotGrad, Trace, peek
+from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
+from ..ops.structs import unpack
 from .registry import define
 
 
@@ -99,6 +105,11 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
     """Run the body once per item; (final state..., history or None)."""
     top = tape.top_trace(state)
     if top is not None:
+        if top.kind is FORWARD:
+            rolled = _loop_jvp(top, state, body, items, history)
+            if rolled is not None:
+                return rolled
+            return _loop_replayed(body, items, state, history)
         if top.kind is REVERSE and history:
             # a recording's own LoopBack reads this history (grad of jit of grad): the outer
             # reverse level must see how each iteration's state came from its inputs
@@ -111,6 +122,65 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
         return _loop_replayed(body, items, state, history)
     kept = History() if history else None
     return (*body.run(items, state, kept), kept)
+
+
+class JvpHistory:
+    """The history of a loop run in forward mode: that of the loop of P' (each iteration's state
+    and tangents), which the reverse pass through the loop reads (`back`)."""
+
+    __slots__ = ("body", "kept", "trace")
+
+    def __init__(self, body, kept, trace):
+        self.body = body        # the Body of P'
+        self.kept = kept
+        self.trace = trace      # the forward trace whose tangents the loop carried
+
+    def back(self, cts, items, wanted):
+        """The cotangents of the first state (carrying their tangents) from those of the final one:
+        LoopBack over P' given (the cotangents' tangents, the cotangents) gives (the tangents of
+        the result, the result), as the jvp of a pullback is the pullback of the jvp."""
+        trace, diff = self.trace, self.body.diff
+        primal = [c.v if type(c) is Box and c.trace is trace else c for c in cts]
+        dots = [c.t if type(c) is Box and c.trace is trace else zero_of(peek(c)) for c in cts]
+        m = len(primal)
+        if wanted is not None:
+            wanted = tuple(wanted) + tuple(w for w, d in zip(wanted, diff[:len(diff) - m]) if d)
+        out = _loop_back_kernel(self.kept, *dots, *primal, body=self.body, items=items, wanted=wanted)
+        out = unpack(out) if type(out) is Box else out
+        result = []
+        for t, v in zip(out[:m], out[m:]):
+            b = Box(v, trace, "LoopBack", (), (), None, None)
+            b.t = t
+            result.append(b)
+        return tuple(result)
+
+
+def _loop_jvp(top, state, body, items, history):
+    """The loop in forward mode as one loop of P' (see the module docstring), or None where P'
+    does not stage, or where a reverse pass will read the history and P runs a custom_vjp rule,
+    whose jvp's pullback is not its pullback's jvp (the iterations are then replayed)."""
+    if history and body.user_rules:
+        return None
+    primal, tangents = [], []
+    for x, d in zip(state, body.diff):
+        mine = type(x) is Box and x.trace is top
+        primal.append(x.v if mine else x)
+        if d:
+            tangents.append(x.t if mine else zero_of(peek(x)))
+    jbody = body.jvp_body(items[0], primal, tangents) if items else None
+    if jbody is None:
+        return None
+    out = _loop_kernel(*primal, *tangents, body=jbody, items=items, history=history)
+    parts = unpack(out) if type(out) is Box else out
+    n, m = len(primal), len(tangents)
+    dots = iter(parts[n:n + m])
+    result = []
+    for v, d in zip(parts[:n], body.diff):
+        if d:
+            v = Box(v, top, "Loop", (), (), None, None)
+            v.t = next(dots)
+        result.append(v)
+    return (*result, JvpHistory(jbody, parts[n + m], top) if history else None)
 
 
 def _loop_replayed(body, items, state, history):
@@ -133,6 +203,8 @@ def _loop_replayed(body, items, state, history):
 def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
     """The cotangents of the loop's first state, from those of its final state (`wanted`: which
     state leaves' cotangents the caller reads; the others may come back as they went in)."""
+    if type(kept) is JvpHistory:
+        return kept.back(cts, items, wanted)
     # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
     first = kept[0] if isinstance(kept, list) and kept else ()
     top = tape.top_trace((kept, *cts, *first))
@@ -149,7 +221,6 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
 
 def _loop_rule(ns, g, ans, state, kw, wanted):
     """Reverse mode through a loop: LoopBack from the cotangents of the final state."""
-    from ..ops.structs import unpack
     body = kw["body"]
     n = len(state)
     slots = g.slots if type(g) is SlotGrad else [None] * (n + 1)
@@ -177,6 +248,9 @@ def _culprit(body, items, kept, cts):
 
     It reads the values under any staging boxes without recording: it only names the operation."""
     kept = peek(kept)
+    if type(kept) is JvpHistory:     # the check reads primal values: P's, the first part of each of P''s states
+        n = len(body.diff)
+        kept = [[peek(x) for x in entry[:n]] for entry in peek(kept.kept)]
     ct = [peek(c) for c in cts]
     for k in range(len(items) - 1, -1, -1):
         state = [peek(x) for x in kept[k]]
