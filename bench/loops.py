@@ -67,6 +67,26 @@ def projectile_jax(jax, steps):
     return run
 
 
+def projectile_hvp_jax(jax, steps, v):
+    """jax.jit of the Hessian-vector product of the same loss along v (jvp of grad, fori_loop)."""
+    jnp, lax = jax.numpy, jax.lax
+
+    def loss(p):
+        """The squared distance from the target after `steps` Euler steps."""
+        speed, angle, drag = p
+
+        def body(_, state):
+            x, y, vx, vy = state
+            sp = jnp.sqrt(vx * vx + vy * vy)
+            return x + DT * vx, y + DT * vy, vx + DT * (-drag * sp * vx), vy + DT * (-9.81 - drag * sp * vy)
+        x, y, _, _ = lax.fori_loop(0, steps, body, (0.0, 0.0, speed * jnp.cos(angle), speed * jnp.sin(angle)))
+        return (x - 30.0) ** 2 + (y + 20.0) ** 2
+
+    hvp = jax.jit(lambda p, t: jax.jvp(jax.grad(loss), (p,), (t,))[1])
+    p, t = tuple(jnp.float64(x) for x in LAUNCH), tuple(jnp.float64(x) for x in v)
+    return lambda: tuple(float(x) for x in hvp(p, t))
+
+
 def _close(name, got, want, rtol=1e-9):
     """Fail loudly if an engine's value or gradient differs from the floor's."""
     (gv, gg), (wv, wg) = got, want
@@ -120,7 +140,49 @@ def run_projectile(smoke):
     before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
                      cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
-                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before)
+                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
+        [_hvp_row(interp, jax, cfg, smoke)]
+
+
+HVP_DIRECTION = (1.0, -0.5, 20.0)
+
+
+def _hvp_row(interp, jax, cfg, smoke):
+    """The Hessian-vector product of the projectile's loss (jvp of grad), jitted: a loop rolled
+    under forward mode over reverse. No target: eager dg and jax.jit beside it."""
+    steps = cfg["steps"]
+    hvp, jit, launch = interp.lookup("hvp"), interp.lookup("jit"), interp.lookup("launch")
+    v = interp.lookup("Launch")(*HVP_DIRECTION)
+    jhvp = jit(hvp)
+
+    def dg_of(fn):
+        def run():
+            g = fn(launch, v, steps)
+            return g.speed, g.angle, g.drag
+        return run
+
+    fns = {"dg eager": dg_of(hvp), "dg jit": dg_of(jhvp)}
+    if jax is not None:
+        fns["jax.jit"] = projectile_hvp_jax(jax, steps, HVP_DIRECTION)
+    # the reference: central differences of the hand-written gradient along v
+    h = 1e-6
+    plus = projectile_floor(*(p + h * d for p, d in zip(LAUNCH, HVP_DIRECTION)), steps)[1]
+    minus = projectile_floor(*(p - h * d for p, d in zip(LAUNCH, HVP_DIRECTION)), steps)[1]
+    want = tuple((a - b) / (2 * h) for a, b in zip(plus, minus))
+    exact = fns["dg eager"]()
+    if not np.allclose(exact, want, rtol=1e-5, atol=1e-6):
+        raise AssertionError(f"projectile hvp: {exact}, central differences give {want}")
+    for name, fn in fns.items():
+        if not np.allclose(fn(), exact, rtol=1e-9, atol=1e-12):
+            raise AssertionError(f"projectile hvp: {name} differs from dg eager")
+    times = measure(fns, max(2, cfg["reps"] // 3))
+    ms = {name: median(ts) * 1e3 for name, ts in times.items()}
+    first = _first_call(lambda: jit(hvp), lambda f: f(launch, v, steps), 3 if not smoke else 1) * 1e3
+    refs = {"eager": ms["dg eager"], "first jit call": first, **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
+    note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way"]
+    note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
+    return make_row("12-13. projectile Hessian-vector product, jit", "ms/call", ms["dg jit"], refs,
+                    ms["dg jit"] / ms["dg eager"], "eager", "none (informational)", None, "; ".join(note))
 
 
 # ---------------------------------------------------------------- the RNN

@@ -26,6 +26,7 @@ EXPECTED = [
     "12. projectile, jit",
     "12. projectile, eager",
     "12. projectile, first jit call",
+    "12-13. projectile Hessian-vector product, jit",
     "12. RNN, jit",
     "12. RNN, eager",
     "12. RNN, first jit call",
