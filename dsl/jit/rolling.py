@@ -268,8 +268,7 @@ class Body:
         if self._jvp is None:
             self._jvp = False
             trace, forward = S.StageTrace(derived=True), ForwardTrace()    # forward: the higher level
-            arg = lambda v: trace.box(peek(v), "Arg", (), (), None, None)      # noqa: E731
-            args = [arg(v) for v in (item, *state, *tangents)]
+            args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state, *tangents)]
             n = len(state)
             dots = iter(args[n + 1:])
             inputs = [args[0]]
