@@ -32,7 +32,8 @@ from ..autodiff import stage as S
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, USER_CODE, Box, ForwardTrace, finite, peek
 from ..autodiff.trees import flatten_open, unflatten, zero_of
 from ..values import Cell
-from ..primitives.loops import LoopGuardFailed, pullback, stage_pullback, state_diff
+from ..primitives.loops import (LoopGuardFailed, pullback, split_tangents, stage_pullback, state_diff,
+                                with_tangents)
 from .codegen import compile_program, run_code
 from .jit import _key
 from .optimize import plan
@@ -270,23 +271,12 @@ class Body:
             trace, forward = S.StageTrace(derived=True), ForwardTrace()    # forward: the higher level
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state, *tangents)]
             n = len(state)
-            dots = iter(args[n + 1:])
-            inputs = [args[0]]
-            for a, d in zip(args[1:n + 1], self.diff):
-                if d:
-                    a = Box(a, forward, "Tangent", (), (), None, None)
-                    a.t = next(dots)
-                inputs.append(a)
+            inputs = [args[0], *with_tangents(args[1:n + 1], self.diff, args[n + 1:], forward, "Tangent")]
             try:
                 outs = S.run(self.forward, inputs)
             except S.GuardFailed:
                 return None
-            values, ts = [], []
-            for o, d in zip(outs, self.diff):
-                mine = type(o) is Box and o.trace is forward
-                values.append(o.v if mine else o)
-                if d:
-                    ts.append(o.t if mine else zero_of(peek(o)))
+            values, ts = split_tangents(outs, self.diff, forward)
             program = S.program_of(trace, args, (*values, *ts))
             diff = self.diff + (True,) * len(ts)
             self._jvp = Body(program, compile_program(program, "loop_body_jvp"), diff, self.key, self.where)

@@ -124,6 +124,30 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
     return (*body.run(items, state, kept), kept)
 
 
+def split_tangents(values, diff, trace):
+    """The values without `trace`'s boxes, and the tangents on it of those `diff` marks (a zero
+    for a value it does not carry)."""
+    primal, tangents = [], []
+    for x, d in zip(values, diff):
+        mine = type(x) is Box and x.trace is trace
+        primal.append(x.v if mine else x)
+        if d:
+            tangents.append(x.t if mine else zero_of(peek(x)))
+    return primal, tangents
+
+
+def with_tangents(values, diff, tangents, trace, op):
+    """The values, those `diff` marks boxed on forward trace `trace` with the next tangent."""
+    dots = iter(tangents)
+    out = []
+    for v, d in zip(values, diff):
+        if d:
+            v = Box(v, trace, op, (), (), None, None)
+            v.t = next(dots)
+        out.append(v)
+    return out
+
+
 class JvpHistory:
     """The history of a loop run in forward mode: that of the loop of P' (each iteration's state
     and tangents), which the reverse pass through the loop reads (`back`)."""
@@ -139,20 +163,13 @@ class JvpHistory:
         """The cotangents of the first state (carrying their tangents) from those of the final one:
         LoopBack over P' given (the cotangents' tangents, the cotangents) gives (the tangents of
         the result, the result), as the jvp of a pullback is the pullback of the jvp."""
-        trace, diff = self.trace, self.body.diff
-        primal = [c.v if type(c) is Box and c.trace is trace else c for c in cts]
-        dots = [c.t if type(c) is Box and c.trace is trace else zero_of(peek(c)) for c in cts]
-        m = len(primal)
+        diff, m = self.body.diff, len(cts)
+        primal, dots = split_tangents(cts, (True,) * m, self.trace)
         if wanted is not None:
             wanted = tuple(wanted) + tuple(w for w, d in zip(wanted, diff[:len(diff) - m]) if d)
         out = _loop_back_kernel(self.kept, *dots, *primal, body=self.body, items=items, wanted=wanted)
         out = unpack(out) if type(out) is Box else out
-        result = []
-        for t, v in zip(out[:m], out[m:]):
-            b = Box(v, trace, "LoopBack", (), (), None, None)
-            b.t = t
-            result.append(b)
-        return tuple(result)
+        return tuple(with_tangents(out[m:], (True,) * m, out[:m], self.trace, "LoopBack"))
 
 
 def _loop_jvp(top, state, body, items, history):
@@ -161,25 +178,14 @@ def _loop_jvp(top, state, body, items, history):
     whose jvp's pullback is not its pullback's jvp (the iterations are then replayed)."""
     if history and body.user_rules:
         return None
-    primal, tangents = [], []
-    for x, d in zip(state, body.diff):
-        mine = type(x) is Box and x.trace is top
-        primal.append(x.v if mine else x)
-        if d:
-            tangents.append(x.t if mine else zero_of(peek(x)))
+    primal, tangents = split_tangents(state, body.diff, top)
     jbody = body.jvp_body(items[0], primal, tangents) if items else None
     if jbody is None:
         return None
     out = _loop_kernel(*primal, *tangents, body=jbody, items=items, history=history)
     parts = unpack(out) if type(out) is Box else out
     n, m = len(primal), len(tangents)
-    dots = iter(parts[n:n + m])
-    result = []
-    for v, d in zip(parts[:n], body.diff):
-        if d:
-            v = Box(v, top, "Loop", (), (), None, None)
-            v.t = next(dots)
-        result.append(v)
+    result = with_tangents(parts[:n], body.diff, parts[n:n + m], top, "Loop")
     return (*result, JvpHistory(jbody, parts[n + m], top) if history else None)
 
 
@@ -275,4 +281,5 @@ def state_diff(state):
     return tuple(is_differentiable_leaf(peek(x)) for x in state)
 
 
-__all__ = ["LoopGuardFailed", "History", "state_diff", "pullback", "stage_pullback"]
+__all__ = ["LoopGuardFailed", "History", "state_diff", "pullback", "stage_pullback", "split_tangents",
+           "with_tangents"]
