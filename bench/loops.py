@@ -42,8 +42,8 @@ def projectile_floor(speed, angle, drag, steps):
     return loss, (gvx * c + gvy * s, speed * (gvy * c - gvx * s), gdrag)
 
 
-def projectile_jax(jax, steps):
-    """jax.jit(value_and_grad) of the same loss, the loop as lax.fori_loop."""
+def _jax_loss(jax, steps):
+    """The projectile's loss in jax.numpy, the loop as lax.fori_loop."""
     jnp, lax = jax.numpy, jax.lax
 
     def loss(p):
@@ -57,9 +57,13 @@ def projectile_jax(jax, steps):
         start = (0.0, 0.0, speed * jnp.cos(angle), speed * jnp.sin(angle))
         x, y, _, _ = lax.fori_loop(0, steps, body, start)
         return (x - 30.0) ** 2 + (y + 20.0) ** 2
+    return loss
 
-    step = jax.jit(jax.value_and_grad(loss))
-    p = tuple(jnp.float64(v) for v in LAUNCH)
+
+def projectile_jax(jax, steps):
+    """jax.jit(value_and_grad) of the same loss."""
+    step = jax.jit(jax.value_and_grad(_jax_loss(jax, steps)))
+    p = tuple(jax.numpy.float64(v) for v in LAUNCH)
 
     def run():
         value, g = step(p)
@@ -68,22 +72,10 @@ def projectile_jax(jax, steps):
 
 
 def projectile_hvp_jax(jax, steps, v):
-    """jax.jit of the Hessian-vector product of the same loss along v (jvp of grad, fori_loop)."""
-    jnp, lax = jax.numpy, jax.lax
-
-    def loss(p):
-        """The squared distance from the target after `steps` Euler steps."""
-        speed, angle, drag = p
-
-        def body(_, state):
-            x, y, vx, vy = state
-            sp = jnp.sqrt(vx * vx + vy * vy)
-            return x + DT * vx, y + DT * vy, vx + DT * (-drag * sp * vx), vy + DT * (-9.81 - drag * sp * vy)
-        x, y, _, _ = lax.fori_loop(0, steps, body, (0.0, 0.0, speed * jnp.cos(angle), speed * jnp.sin(angle)))
-        return (x - 30.0) ** 2 + (y + 20.0) ** 2
-
-    hvp = jax.jit(lambda p, t: jax.jvp(jax.grad(loss), (p,), (t,))[1])
-    p, t = tuple(jnp.float64(x) for x in LAUNCH), tuple(jnp.float64(x) for x in v)
+    """jax.jit of the Hessian-vector product of the same loss along v (jvp of grad)."""
+    grad = jax.grad(_jax_loss(jax, steps))
+    hvp = jax.jit(lambda p, t: jax.jvp(grad, (p,), (t,))[1])
+    p, t = tuple(jax.numpy.float64(x) for x in LAUNCH), tuple(jax.numpy.float64(x) for x in v)
     return lambda: tuple(float(x) for x in hvp(p, t))
 
 
