@@ -274,13 +274,15 @@ def test_a_hessian_vector_product_of_a_rolled_loop_is_the_hessian_times_the_vect
     assert {"Loop", "LoopBack"} <= ops_of(i.lookup("hvp"))
 
 
-def test_a_condition_that_changes_on_a_later_iteration_under_jvp_writes_the_loop_out():
+def test_a_condition_that_changes_on_a_later_iteration_under_jvp_writes_the_loop_out(capfd):
     src = ("fn f(x) {\n  let s = x\n"
            "  for i in range(8) { if s < 1.0 { s = s * 1.5 + 0.25 } else { s = s * 0.5 } }\n  return s\n}\n"
-           "let fast = jit(fn(x) => jvp(f, (x,), (1.0,)))\n")
+           "let fast = jit(fn(x) => jvp(f, (x,), (1.0,)), explain=true)\n")
     i = interp(src)
     for x in (0.5, 0.5, 2.0, 0.125):
         assert same(i.lookup("fast")(x), i.lookup("jvp")(i.lookup("f"), (x,), (1.0,)))
+    assert "Loop" not in ops_of(i.lookup("fast"))
+    assert "staging it again with a loop written out: a condition in the loop" in capfd.readouterr().err
 
 
 def test_a_gradient_that_overflows_in_a_loop_under_jvp_is_the_interpreters_error():
