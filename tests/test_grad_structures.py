@@ -166,3 +166,18 @@ def test_reads_of_a_struct_and_a_map_boxed_by_two_nested_differentiations_record
     assert (g.w, g.b) == (10.0, 6.0)
     assert i.lookup("h") == {"a": 10.0, "b": 6.0}
     assert i.lookup("t") == (10.0, 6.0)
+
+
+def test_an_int_field_used_as_an_index_takes_no_gradient():
+    # a structure's int is read as itself: a recorded read of it reached the index's rule (none)
+    # with a cotangent, and grad failed with Python's TypeError
+    i = run("let xs = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]\nstruct P { a, k }\n"
+            "let gt = grad(fn(t) => sum(xs[t[1]]) * t[0] + sum(xs[t[1] % 3]))((1.5, 2))\n"
+            "let gs = grad(fn(p) => sum(xs[p.k + 1] * p.a))(P(2.0, 1))\n"
+            'let gm = grad(fn(m) => sum(xs[m["k"]]) * m["a"])({"a": 2.0, "k": 0})\n'
+            "let h = grad(fn(a) => grad(fn(p) => sum(xs[p.k] * p.a * p.a))(P(a, 2)).a)(2.0)")
+    assert i.lookup("gt") == (11.0, None)
+    gs, gm = i.lookup("gs"), i.lookup("gm")
+    assert gs.a == 11.0 and gs.k is None
+    assert gm == {"a": 3.0, "k": None}
+    assert i.lookup("h") == 22.0

@@ -240,12 +240,23 @@ def record_read(op, x, out, kw, slot):
     trace = x.trace
     if trace.kind is not REVERSE:
         return trace.process(op, (x,), (x.v,), (x,), kw, get_span())
-    if x.op == "Input":
+    if x.op == "Input" or not _may_carry_gradient(peek(out)):
+        # an int, bool, string or function has no cotangent: a node for it would hand an index's
+        # rule (none) a cotangent to take
         return out
     box = Box(out, trace, op, (x,), (x.v,), kw, get_span())
     trace.nodes.append(box)
     trace.reads[x, slot] = box
     return box
+
+
+def _may_carry_gradient(v):
+    """Whether a value read from a structure can take a cotangent: a float, a float tensor, or a
+    structure (which may hold them)."""
+    t = type(v)
+    if t is float or t is np.float64 or t is tuple or t is dict or hasattr(v, "sdef"):
+        return True
+    return t is np.ndarray and v.dtype.kind == "f"
 
 
 def staged(x):
