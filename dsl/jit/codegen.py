@@ -36,9 +36,10 @@ def template_for(prim, arg_kinds, out_kind):
     """The primitive's emit template that fits these kinds, or None (then its kernel is called).
 
     `emit` is a template for Python numbers and tensors alike, or a dict with a "float"
-    template (Python numbers in, a float or bool out) and an "array" one (float tensors in,
-    a tensor out, or a float from a full reduction, which is converted); "bools": true lets
-    bool tensors into the array template, "ints": true lets ints in beside tensors."""
+    template (Python numbers in, a float or bool out), an "array" one (float tensors in,
+    a tensor out, or a float from a full reduction, which is converted) and a "from_float"
+    one (Python numbers in, a tensor out); "bools": true lets bool tensors into the array
+    template, "ints": true lets ints in beside tensors."""
     emit = prim.emit
     if emit is None:
         return None
@@ -47,6 +48,8 @@ def template_for(prim, arg_kinds, out_kind):
     numbers = all(k in NUMBER_KINDS for k in arg_kinds)
     if numbers and out_kind in ("float", "bool"):
         return emit.get("float")
+    if numbers and is_array_kind(out_kind):
+        return emit.get("from_float")
     arrays = [k for k in arg_kinds if is_array_kind(k)]
     scalars = ("float", "bool", "int") if _takes_ints(prim) else ("float", "bool")
     if not arrays or not all(is_array_kind(k) or k in scalars for k in arg_kinds):
@@ -208,16 +211,18 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     """The right-hand side computing one primitive."""
     prim = PRIMS[op]
     arg_kinds = [kinds[r] if r >= 0 else kind_of(c) for r, c in zip(refs, consts)]
+    template_args = args
     if any(is_array_kind(k) for k in arg_kinds) and not _takes_ints(prim):
         # a small int constant beside a tensor is, to numpy, the float it equals (x ** 2, x * 3),
-        # but not where the template takes ints (an index)
+        # but not where the template takes ints (an index), nor to a kernel (a loop's counter)
+        template_args = list(args)
         for i, (r, c) in enumerate(zip(refs, consts)):
             if r < 0 and type(c) is int and abs(c) < 2 ** 53:
-                arg_kinds[i], args[i] = "float", repr(float(c))
+                arg_kinds[i], template_args[i] = "float", repr(float(c))
     template = template_for(prim, arg_kinds, out_kind)
     if template is not None:
         names = {k: w.const(v) for k, v in (kw or {}).items()}
-        return template.format(*args, **names)
+        return template.format(*template_args, **names)
     fn = w.const(functools.partial(prim.impl, **kw) if kw else prim.impl)
     return f"{fn}({', '.join(args)})"
 

@@ -63,7 +63,9 @@ def _broadcast_batch(ns, args, batched, kw):
     return ns.broadcast_to(x, shape_of(x)[:1] + shape)
 
 
-define("BroadcastTo", O.broadcast_to, linear=True, emit={"array": "np.broadcast_to({0}, {shape})"},
+# a number broadcast (a sum's cotangent) is a new array: np.full takes a fifth of broadcast_to's time
+define("BroadcastTo", O.broadcast_to, linear=True,
+       emit={"array": "np.broadcast_to({0}, {shape})", "from_float": "np.full({shape}, {0})"},
        vjp=(lambda ns, g, ans, x, shape=None: ns.unbroadcast(g, shape_of(x)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.broadcast_to(tangents[0], kw["shape"]),
        batch=_broadcast_batch)
