@@ -23,13 +23,14 @@ halves, what reads only values that are the same on every iteration (the
 weights' transposes, the cotangent of a sum's unchanged total) runs once per
 loop (`hoisted`).
 
-There is no split (None) where F holds a guard: a rule that looked at a forward
-value keeps the exact pullback, which may fall back per iteration.
+F's guards are those of P, replayed (a while loop's condition, a branch of the body), which
+P' checks already. There is no split (None) where F holds another guard: a rule that looked
+at a forward value keeps the exact pullback, which may fall back per iteration.
 """
 
-from ..autodiff.stage import Program
+from ..autodiff.stage import Program, same
 from ..autodiff.trees import flatten
-from .optimize import PROPAGATING
+from .optimize import PROPAGATING, _key
 
 
 def split(forward, pullback):
@@ -38,7 +39,7 @@ def split(forward, pullback):
     q_inputs = pullback.inputs
     cts = set(q_inputs[1 + n_state:])
     backward = set(cts)
-    f_steps, b_steps = [], []
+    f_steps, b_steps, f_guards = [], [], []
     for step in pullback.steps:
         kind, refs, slot = step[0], step[2], step[6]
         if kind == "effect":
@@ -48,9 +49,11 @@ def split(forward, pullback):
                 backward.add(slot)
             b_steps.append(step)
         elif kind == "guard":
-            return None
+            f_guards.append(step)
         else:
             f_steps.append(step)
+    if f_guards and not _replayed_guards(forward, pullback, f_guards):
+        return None
     residuals = _read_by(b_steps, pullback.out_refs, backward)
     f_steps = _needed(f_steps, residuals)
     # F's slots onto P's: Q's inputs are P's inputs; its own slots follow P's
@@ -74,6 +77,31 @@ def split(forward, pullback):
     back = Program(pullback.nslots, tuple(residuals) + q_inputs[1 + n_state:], b_steps, pullback.out_spec,
                    pullback.out_refs, pullback.out_consts, pullback.kinds, pullback.spans)
     return kept, back
+
+
+def _replayed_guards(forward, pullback, guards):
+    """Whether each of Q's guards (in `guards`) is one of P's, checking the same value of P's
+    replayed forward: Q's steps are matched to P's by what they compute, from the inputs on."""
+    n_state = len(forward.inputs) - 1
+    same_as = dict(zip(pullback.inputs[:1 + n_state], forward.inputs))      # Q's slot -> P's
+    computed = {}
+    for kind, op, refs, consts, kw, span, slot in forward.steps:
+        if kind == "op":
+            computed.setdefault(_key(op, refs, consts, kw), slot)
+    p_guards = {}
+    for step in forward.guards:
+        p_guards.setdefault(step[2][0], []).append(step[3][0])
+    for kind, op, refs, consts, kw, span, slot in pullback.steps:
+        if kind != "op" or any(r >= 0 and r not in same_as for r in refs):
+            continue
+        found = computed.get(_key(op, tuple(same_as.get(r, r) for r in refs), consts, kw))
+        if found is not None:
+            same_as[slot] = found
+    for kind, op, refs, consts, kw, span, slot in guards:
+        r = same_as.get(refs[0]) if refs[0] >= 0 else None
+        if r is None or not any(same(consts[0], e) for e in p_guards.get(r, ())):
+            return False
+    return True
 
 
 def cotangents(back):
