@@ -548,3 +548,16 @@ def test_row_rules_against_each_other_and_a_loop():
                                       np.stack([add.impl(b, i, (5, 3)) for b in gb]))
     with pytest.raises(dsl.DgError, match="out of range"):
         row.impl(x, 5)
+
+
+def test_a_body_with_a_branch_keeps_its_forward_values_for_the_reverse_loop():
+    # the pullback replays the body, its branch's guard with it; that guard is the body's own,
+    # so the forward loop keeps what the reverse needs (split.py) instead of it being computed again
+    src = ("fn f(x, t) {\n  let s = x\n  for i in range(30) { if t > 0.0 { s = tanh(s) * 0.9 + t } else { s = s * 1.1 } }\n"
+           "  return s\n}\nlet fast = jit(grad(f))")
+    i = interp(src)
+    fast = i.lookup("fast")
+    want = i.lookup("grad")(i.lookup("f"))(0.5, 1.0)
+    assert staged_and_compiled(fast, (0.5, 1.0), want, 1e-12)
+    bodies = [s[4]["body"] for e in fast.call.entries.values() for r in e for s in r.program.steps if s[1] == "Loop"]
+    assert bodies and all(b._split for b in bodies)
