@@ -348,7 +348,13 @@ def _while(s, ctx):
     limits = ctx.limits
     span = s.cond.span
 
+    def iteration(f):
+        """One iteration as jit looks ahead at it (dsl/jit/rolling.py): BREAK where it ends the loop."""
+        return body(f) if cond(f) else BREAK
+    roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span)
+
     def loop(f):
+        roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step
         while cond(f):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps
@@ -360,6 +366,9 @@ def _while(s, ctx):
                     break
                 if r is not CONTINUE:
                     return r
+            if roll:
+                roll = False
+                roller.roll_while(f)
     return loop
 
 

@@ -66,6 +66,7 @@ COMPOSITIONS = [
 ]
 JACFWD_OF_JIT = COMPOSITIONS[-4]
 JIT_OF_HESSIAN = ("jit(hessian(f))", "hessian(f)")
+JIT_OF_JVP = COMPOSITIONS[9]
 
 
 class Writer:
@@ -148,10 +149,18 @@ class Writer:
                     f"            k += 1 }}")
         return f"if {self.scalar()} > 1.5 {{ break }}"
 
-    def program(self):
-        """The function f(p, w, m, xs) and its helpers."""
+    def program(self, with_while=False):
+        """The function f(p, w, m, xs) and its helpers; `with_while`: a while loop after the `for`,
+        whose trip count depends on the data, over random statements as well."""
         self.in_loop = True
         body = "\n        ".join(self.statement() for _ in range(self.r.randint(1, 4)))
+        after = ""
+        if with_while:
+            # its counter is c: `i` (what the statements read) is an int computed from it
+            cond = f"{self.scalar()} < {self.r.choice(['0.5', '1.0', '2.0'])}"
+            statements = "\n        ".join(self.statement() for _ in range(self.r.randint(1, 4)))
+            after = (f"let c = 0\n    while {cond} and c < {self.r.choice([4, 9, 30])} {{\n"
+                     f"        let i = c % shape(xs)[0]\n        {statements}\n        c += 1\n    }}\n    ")
         self.in_loop = False
         result = self.scalar()
         return f"""
@@ -168,7 +177,7 @@ fn f(p, w, m, xs) {{
     for i in range(shape(xs)[0]) {{
         {body}
     }}
-    return {result} + acc + t[0]
+    {after}return {result} + acc + t[0]
 }}
 """
 
@@ -199,7 +208,23 @@ def first_line(err):
 @example(4338, JIT_OF_HESSIAN, 3)       # compiled code freed a value it checked at the end (UnboundLocalError)
 @example(67108865, JIT_OF_HESSIAN, 3)   # a custom rule in a loop rolled under jvp of grad (reverse of P')
 def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
-    source = Writer(seed).program()
+    check_program(Writer(seed).program(), seed, composition, rows)
+
+
+@settings(max_examples=fuzz_examples(40), deadline=None, database=None, derandomize=not long_run(),
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+@given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
+@example(64099, JIT_OF_JVP, 3)     # a loop's int counter, a constant, went to its kernel as a float
+@example(305019010, COMPOSITIONS[3], 3)     # grad(jit(f)): a recorded read of an int took a cotangent
+def test_random_while_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
+    # a while loop jit stages as one step runs until an iteration goes another way (its condition,
+    # a break, a branch): the statement goes on as written from there
+    check_program(Writer(seed).program(with_while=True), seed, composition, rows)
+
+
+def check_program(source, seed, composition, rows):
+    """The program's `f` through a composition with jit gives what it gives without jit, call
+    after call (values, output, errors)."""
     fast_src, slow_src = composition
     # two interpreters with the same seed: the compiled calls must print and draw what the
     # interpreter's do, call after call

@@ -1,4 +1,5 @@
-"""Loops jit stages once: a `for` over a range recorded as one Loop step (dsl/primitives/loops.py).
+"""Loops jit stages once: a `for` over a range, or a `while`, recorded as one Loop step
+(dsl/primitives/loops.py).
 
 Without this, staging a 1,000-step loop records 1,000 copies of its body (and,
 under grad, of its reverse pass), and compiles all of them: staging and
@@ -20,11 +21,25 @@ from its second iteration:
 
 Where a later iteration fails one of P's guards while jit stages, jit stages
 the function again with that loop written out (dsl/jit/jit.py); a compiled
-call that fails one stages again. Loops are rolled only while jit stages (not
-vmap's look at a function), under at most one reverse-mode level and any number
-of forward-mode ones (a jvp of the loop is the loop of its body's jvp: see
-dsl/primitives/loops.py); everything else is written out as before, as is every
-loop whose state holds nothing being staged.
+call that fails one stages again.
+
+A `while` loop is rolled the same way, P being one iteration: its condition,
+then its body (which may hold a `break` or a `continue`, not taken on the
+iteration looked ahead). Its Loop step has no items: it runs P until one of
+P's guards fails (the condition turned false, a `break` is taken, a branch
+went another way, a counter reached its bound), and the statement goes on as
+written from the state that iteration started from, so that what follows (the
+last test of the condition, the iteration that leaves) is recorded with its
+own guards. One recording then serves every trip count; before, each trip
+count was another path, staged again (`while err > tol`). A while loop whose
+runs stopped early three times (within MIN_ITEMS iterations) is written out
+from then on: its look ahead costs more than it saves.
+
+Loops are rolled only while jit stages (not vmap's look at a function), under
+at most one reverse-mode level and any number of forward-mode ones (a jvp of
+the loop is the loop of its body's jvp: see dsl/primitives/loops.py);
+everything else is written out as before, as is every loop whose state holds
+nothing being staged.
 """
 
 from ..ast import Block, Break, Continue, For, If, Return, While
@@ -83,14 +98,18 @@ def exits(block):
 
 
 class Roller:
-    """Runs one `for` statement's loop over a range while jit stages, rolled where it can be."""
+    """Runs one loop statement while jit stages, rolled where it can be: a `for` over a range
+    (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
+    condition and then the body, and gives BREAK where the condition is false)."""
 
-    def __init__(self, body, bind, interp, where, scope):
+    def __init__(self, body, bind, interp, where, scope, span=None):
         self.body = body
         self.bind = bind
         self.interp = interp
         self.where = where
         self.scope = scope      # the function's frame layout (resolver.FunctionScope), for names
+        self.span = span        # a while loop's condition: where its compiled iterations count steps
+        self.short = 0          # while loops rolled that stopped within MIN_ITEMS iterations
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
@@ -98,10 +117,14 @@ class Roller:
         if notes is not None:
             notes.append((self.where, why))
 
-    def wanted(self, items):
-        """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long."""
+    def wanted(self, items=None):
+        """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long
+        (a `for`'s items; a while loop, unless it was short three times: its look ahead and
+        compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
-        if not staging or len(items) < MIN_ITEMS or self in self.interp.unrolled_loops:
+        if not staging or self in self.interp.unrolled_loops:
+            return False
+        if (len(items) < MIN_ITEMS) if items is not None else self.short >= 3:
             return False
         top = staging[-1]
         return type(top) is S.StageTrace and not top.dry
@@ -118,10 +141,26 @@ class Roller:
 
     def _rolled(self, f, items):
         """Run items[1:] as one Loop step, if the body stages once for all of them (else False)."""
-        top = self.interp.staging[-1]
         before = list(f)
         self.bind(f, items[1])
         skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+        if not self._roll(f, skip, items[1], items[1:]):
+            return False
+        self.bind(f, items[-1])
+        return True
+
+    def roll_while(self, f):
+        """Run a while loop's iterations from here as one Loop step, until one goes another way
+        than the one staged (its condition turns false, a `break` is taken): the statement then
+        goes on as written from the state that iteration started from."""
+        if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
+            self.short += 1
+
+    def _roll(self, f, skip, item, items):
+        """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
+        of the body fails); True, or the number of iterations run where `items` is None, or False
+        where the body does not stage once for all of them."""
+        top = self.interp.staging[-1]
         state, layout = frame_leaves(f, skip)
         modes = _modes(state, top)
         if modes is None:
@@ -129,10 +168,10 @@ class Roller:
                                      "value, or nothing jit stages")
         forward, reverse = modes
         derived = bool(forward or reverse)
-        body = self._look_ahead(f, items, skip, state, layout, derived, frozenset())
+        body = self._look_ahead(f, item, skip, state, layout, derived, frozenset())
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             state, layout = frame_leaves(f, skip, body)
-            body = self._look_ahead(f, items, skip, state, layout, derived, body)
+            body = self._look_ahead(f, item, skip, state, layout, derived, body)
         if body is None:
             return False
         if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
@@ -141,22 +180,22 @@ class Roller:
                                      "forward mode (jvp of grad, hessian)")
         from ..ops.structs import unpack
         from ..primitives.loops import _loop_kernel
-        out = _loop_kernel(*state, body=body, items=items[1:], history=False)
+        out = _loop_kernel(*state, body=body, items=items, history=False)
         final = unpack(out) if type(out) is Box else out
         changed = body.changed
         write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
-        self.bind(f, items[-1])
-        return True
+        return True if items is not None else body.ran
 
-    def _look_ahead(self, f, items, skip, state, layout, differentiated, counters):
+    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
-        a counter is then staged as part of the state, unless the body decides something by it."""
+        a counter is then staged as part of the state, unless a `for` body decides something by
+        it (a while loop's stops where such a decision goes another way)."""
         look = Lookahead(derived=differentiated)     # under grad, the loop's rule differentiates P
         saved = list(f)
         cells = [(c, c.v) for c in f if type(c) is Cell]
         counter = self.interp.limits.steps
-        item = look.box(items[1], "Arg", (), (), None, None)
+        item = look.box(item, "Arg", (), (), None, None)
         args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
         staging = self.interp.staging
         staging.append(look)
@@ -192,7 +231,7 @@ class Roller:
         program = S.program_of(look, [item, *args], tuple(after))
         counted = {a.g for a, x in zip(args, state) if type(peek(x)) is int}
         read = {r for s in program.steps if s[0] == "guard" for r in s[2]}
-        if item.g in read or read & counted:
+        if self.bind is not None and (item.g in read or read & counted):
             # the body decides something by the loop variable or a counter: each iteration differs
             return self._written_out("the body decides something by the value of the loop variable or of "
                                      "an int it changes")
@@ -218,8 +257,8 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "user_rules", "_back", "_back_code",
-                 "_split", "_jvp", "__weakref__")
+    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "user_rules", "ran", "_back",
+                 "_back_code", "_split", "_jvp", "__weakref__")
 
     def __init__(self, program, code, diff, key, where):
         self.forward = program
@@ -232,6 +271,7 @@ class Body:
         # whether P runs a user's derivative rule (custom_vjp), under which the pullback of P's jvp
         # is not the jvp of P's pullback (mixed derivatives of a custom rule need not be symmetric)
         self.user_rules = any(step[1] in USER_CODE for step in program.steps)
+        self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
         self._back = self._back_code = None
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
         #                         not split, None: not tried
@@ -239,7 +279,10 @@ class Body:
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
-        `kept`, a History, unless it is None, and what the split pullback keeps of each); the final state."""
+        `kept`, a History, unless it is None, and what the split pullback keeps of each); the final
+        state. `items` None: a while loop's, until a guard fails."""
+        if items is None:
+            return self._run_while(state, kept)
         code, program = self.code, self.forward
         parts = self._split_at(items[0], state) if kept is not None and items else None
         try:
@@ -262,6 +305,33 @@ class Body:
         except S.GuardFailed as failed:
             raise LoopGuardFailed(self, failed) from None
         return state
+
+    def _run_while(self, state, kept):
+        """Iterations until one goes another way than P was staged (a guard fails: the condition
+        turned false, a `break` is taken): the state that iteration started from, which the
+        statement, as written, goes on from. Each iteration is a step of the run's limits."""
+        parts = self._split_at(0, state) if kept is not None else None
+        program, code, fixed, n = self.forward, self.code, (), len(state)
+        if parts is not None:
+            program, code = parts[0].program, parts[0].code
+            fixed = parts[0].prelude([0, *state])
+        limits, span = self.key.interp.limits, self.key.span
+        k = 0
+        while True:
+            try:
+                out = run_code(program, code, [k, *state, *fixed])
+            except S.GuardFailed:
+                self.ran = k
+                return state
+            if kept is not None:
+                kept.append(state)
+                if parts is not None:
+                    kept.residuals.append(out[n:])
+            state = out[:n] if parts is not None else out
+            k += 1
+            steps = limits.steps = limits.steps + 1
+            if steps >= limits.next_check:
+                limits.check(span)
 
     def jvp_body(self, item, state, tangents):
         """The Body of P's jvp, staged once from these values: (item, state..., tangents of the

@@ -1,4 +1,5 @@
-"""Loop and LoopBack: a `for` loop over a range, staged once and run as a loop (jit, reference 6).
+"""Loop and LoopBack: a `for` loop over a range or a `while` loop, staged once and run as a loop
+(jit, reference 6).
 
 When jit stages a function, a `for` loop over a range can be recorded as one
 step instead of one copy of its body per iteration (dsl/jit/rolling.py decides
@@ -24,6 +25,10 @@ its reverse rule needs.
 - A guard of `P` that fails on some iteration (its control flow went another
   way) raises `LoopGuardFailed`: while jit stages, that makes it stage the
   function again with this loop written out; a compiled call stages again.
+- A while loop's Loop has no items (`items=None`): it runs `P` until a guard of
+  P fails and gives the state that iteration started from (the statement goes
+  on as written from there: dsl/jit/rolling.py). The number of iterations it
+  ran is the length of its history, which LoopBack reads (`iterations`).
 """
 
 from ..autodiff import stage as S
@@ -179,7 +184,8 @@ def _loop_jvp(top, state, body, items, history):
     if history and body.user_rules:
         return None
     primal, tangents = split_tangents(state, body.diff, top)
-    jbody = body.jvp_body(items[0], primal, tangents) if items else None
+    first = 0 if items is None else items[0] if len(items) else None
+    jbody = body.jvp_body(first, primal, tangents) if first is not None else None
     if jbody is None:
         return None
     out = _loop_kernel(*primal, *tangents, body=jbody, items=items, history=history)
@@ -193,9 +199,22 @@ def _loop_replayed(body, items, state, history):
     """The iterations through the primitives, for a transformation that must see each one.
 
     A guard of the body that fails on some iteration is the loop's (LoopGuardFailed), as when the
-    compiled body runs: jit stages again with the loop written out."""
+    compiled body runs: jit stages again with the loop written out. A while loop's (`items` None)
+    ends there instead: what the failed iteration recorded on an outer stage (its guard, the value
+    that went another way) is that stage's record of where the loop stopped."""
     kept = [] if history else None
     state = list(state)
+    if items is None:
+        k = 0
+        while True:
+            try:
+                after = list(S.run(body.forward, [k, *state]))
+            except S.GuardFailed:
+                return (*state, kept)
+            if kept is not None:
+                kept.append(state)
+            state = after
+            k += 1
     for item in items:
         if kept is not None:
             kept.append(state)
@@ -218,11 +237,17 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
         if top.kind is STAGE and not top.dry:
             return tape.record("LoopBack", (kept, *cts), {"body": body, "items": items, "wanted": wanted})
         kept = tape.strip_unstaged(kept) if type(kept) is Box else kept
+        items = iterations(items, kept)
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
             ct = pullback(body, items[k], kept[k], ct)
         return tuple(ct)
-    return tuple(body.back(items, kept, cts, wanted))
+    return tuple(body.back(iterations(items, kept), kept, cts, wanted))
+
+
+def iterations(items, kept):
+    """The items a loop ran: a while loop's (None) are counted by its history."""
+    return items if items is not None else range(len(kept))
 
 
 def _loop_rule(ns, g, ans, state, kw, wanted):
@@ -257,6 +282,7 @@ def _culprit(body, items, kept, cts):
     if type(kept) is JvpHistory:     # the check reads primal values: P's, the first part of each of P''s states
         n = len(body.diff)
         kept = [[peek(x) for x in entry[:n]] for entry in peek(kept.kept)]
+    items = iterations(items, kept)
     ct = [peek(c) for c in cts]
     for k in range(len(items) - 1, -1, -1):
         state = [peek(x) for x in kept[k]]

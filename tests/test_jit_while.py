@@ -1,0 +1,148 @@
+"""jit stages a `while` loop once (dsl/jit/rolling.py, dsl/primitives/loops.py): one recording
+for every trip count, that runs until an iteration goes another way than the one staged (its
+condition turns false, a `break` is taken, a branch changes), and goes on as written from there;
+the same results as the interpreter, under every transformation."""
+
+import numpy as np
+import pytest
+
+import dsl
+from test_jit_loops import interp, ops_of, same, staged_and_compiled
+
+NEWTON = """
+fn root(a) {
+    let x = a
+    while abs(x * x - a) > 1e-12 * a { x = 0.5 * (x + a / x) }
+    return x
+}
+"""
+
+# the shape of GradBench's particle: an Euler loop that ends when the particle crosses y = 0,
+# its force the gradient of a potential
+PARTICLE = """
+fn potential(x, c) { return 1.0 / sqrt(sum((x - [10.0, c]) ** 2)) + 1.0 / sqrt(sum((x - [10.0, 0.0]) ** 2)) }
+fn miss(w) {
+    let x = [0.0, 8.0]
+    let v = [0.75, 0.0]
+    let steps = 0
+    while true {
+        let a = -grad(fn(q) => potential(q, 10.0 - w))(x)
+        let x_new = x + 0.1 * v
+        if x_new[1] <= 0.0 { break }
+        x = x_new
+        v = v + 0.1 * a
+        steps += 1
+    }
+    let t = -x[1] / v[1]
+    return (x[0] + t * v[0]) ** 2 + steps * 0.0
+}
+"""
+
+
+def test_a_while_loop_is_one_recording_for_every_trip_count():
+    i = interp(NEWTON + "let fast = jit(root)")
+    fast, root = i.lookup("fast"), i.lookup("root")
+    for a in (2.0, 30.0, 1e6, 0.001, 7.0, 123456.0):
+        assert fast(a) == root(a)
+    assert sum(len(e) for e in fast.call.entries.values()) == 1
+    assert "Loop" in ops_of(fast)
+
+
+@pytest.mark.parametrize("transform", ["jit(value_and_grad(miss))", "grad(jit(miss))", "jit(grad(miss))"])
+def test_a_loop_ended_by_a_break_under_reverse_mode(transform):
+    i = interp(PARTICLE + f"let fast = {transform}\nlet slow = value_and_grad(miss)")
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    for w in (0.0, 0.3, -0.1, 0.45):     # the particle crosses after another number of steps each time
+        want = slow(w)
+        want = want if transform.startswith("jit(value") else want[1]
+        assert same(fast(w), want, 1e-12)
+    if transform.startswith("jit"):
+        assert {"Loop", "LoopBack"} <= ops_of(fast)
+        assert sum(len(e) for e in fast.call.entries.values()) == 1
+
+
+@pytest.mark.parametrize("transform", ["jvp", "jit_jvp_grad", "jit_hessian"])
+def test_a_while_loop_under_forward_mode(transform):
+    src = PARTICLE + ("let jj = jit(fn(w) => jvp(miss, (w,), (1.0,)))\n"
+                      "let jh = jit(fn(w) => jvp(grad(miss), (w,), (1.0,)))\nlet hh = jit(hessian(miss))\n")
+    i = interp(src)
+    L = i.lookup
+    miss = L("miss")
+    for w in (0.0, 0.45, -0.2):
+        if transform == "jvp":
+            fast, want = L("jj"), L("jvp")(miss, (w,), (1.0,))
+        elif transform == "jit_jvp_grad":
+            fast, want = L("jh"), L("jvp")(L("grad")(miss), (w,), (1.0,))
+        else:
+            fast, want = L("hh"), L("hessian")(miss)(w)
+        assert staged_and_compiled(fast, (w,), want, 1e-10)
+        assert "Loop" in ops_of(fast)
+
+
+def test_a_branch_that_changes_on_a_later_iteration_goes_on_as_written():
+    # the loop stops where the branch goes the other way; the rest of the iterations, as written,
+    # are the recording's, and a call that goes otherwise stages again
+    src = ("fn f(x) {\n  let s = x\n  let k = 0\n"
+           "  while k < 40 { if s > 2.0 { s = s * 0.5 } else { s = s * 1.3 + 0.1 }\n k += 1 }\n"
+           "  return s\n}\nlet fast = jit(value_and_grad(f))\nlet slow = value_and_grad(f)")
+    i = interp(src)
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    for x in (0.1, 0.1, 1.5, 0.1, 3.0):
+        assert same(fast(x), slow(x), 1e-12)
+    assert "Loop" in ops_of(fast)
+
+
+def test_an_int_counter_decides_the_condition():
+    # `while k < n` with k staged: its guard stops the loop where the count is reached
+    src = ("fn f(x, n) {\n  let k = 0\n  let s = x\n  while k < n { s = sin(s) + x\n k += 1 }\n"
+           "  return (s, k)\n}\nlet fast = jit(grad(fn(x, n) => f(x, n)[0]))\nlet slow = grad(fn(x, n) => f(x, n)[0])\n"
+           "let plain = jit(f)")
+    i = interp(src)
+    fast, slow, plain, f = i.lookup("fast"), i.lookup("slow"), i.lookup("plain"), i.lookup("f")
+    for n in (5, 12, 40):
+        assert same(fast(0.3, n), slow(0.3, n), 1e-12)
+        assert plain(0.3, n) == f(0.3, n)
+    assert "Loop" in ops_of(plain)
+
+
+def test_vmap_of_a_jitted_while_loop_runs_each_example_its_own_count():
+    i = interp(NEWTON + "let fast = jit(root)")
+    fast, root = i.lookup("fast"), i.lookup("root")
+    fast(2.0)
+    xs = np.array([2.0, 50.0, 1e5, 0.01])
+    got = i.lookup("vmap")(fast)(xs)
+    assert same(got, np.array([root(x) for x in xs]))
+
+
+def test_a_gradient_that_overflows_in_the_loop_is_reported_as_in_the_interpreter():
+    src = ("fn f(x) {\n  let s = x\n  let k = 0\n  while k < 4 { s = exp(s)\n k += 1 }\n  return s\n}\n"
+           "let fast = jit(grad(f))\nlet slow = grad(f)")
+    i = interp(src)
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    assert same(fast(0.1), slow(0.1), 1e-12)
+    assert "Loop" in ops_of(fast)
+    with pytest.raises(dsl.DgError) as jitted:
+        fast(1.0)
+    with pytest.raises(dsl.DgError) as plain:
+        slow(1.0)
+    assert str(jitted.value).splitlines()[:2] == str(plain.value).splitlines()[:2]
+    assert "numerics" in str(plain.value)
+
+
+def test_a_rolled_while_loop_keeps_the_step_budget():
+    src = "fn f(x) {\n  let s = x\n  while s > 0.0 { s = s + 1.0 }\n  return s\n}\nlet fast = jit(f)"
+    i = dsl.Interpreter(seed=0, max_steps=20_000)
+    i.run(src)
+    with pytest.raises(dsl.DgError) as raised:
+        i.lookup("fast")(1.0)
+    assert "limit" in str(raised.value) and "20,000 steps" in str(raised.value)
+
+
+def test_a_while_loop_with_an_effect_is_written_out_and_says_why(capfd):
+    src = ("fn f(x) {\n  let s = x\n  while s < 3.0 { s = s + 1.0\n print(s) }\n  return s\n}\n"
+           "let fast = jit(f, explain=true)")
+    i = interp(src)
+    assert i.lookup("fast")(0.5) == 3.5
+    assert i.out.getvalue() == "1.5\n2.5\n3.5\n"
+    assert "Loop" not in ops_of(i.lookup("fast"))
+    assert "the body has an effect" in capfd.readouterr().err
