@@ -146,3 +146,28 @@ def test_a_while_loop_with_an_effect_is_written_out_and_says_why(capfd):
     assert i.out.getvalue() == "1.5\n2.5\n3.5\n"
     assert "Loop" not in ops_of(i.lookup("fast"))
     assert "the body has an effect" in capfd.readouterr().err
+
+
+def test_a_short_while_loop_run_many_times_in_one_staging_is_rolled_three_times_at_most():
+    # an inner while loop of two iterations inside a loop jit writes out (its body prints): each
+    # run would look ahead and compile for nothing
+    src = ("fn f(x) {\n  let acc = 0.0\n  for i in range(12) {\n    let s = x + i\n    let k = 0\n"
+           "    while k < 2 { s = s * 0.5\n k += 1 }\n    acc = acc + s\n    print(i)\n  }\n  return acc\n}\n"
+           "let fast = jit(f)")
+    i = interp(src)
+    from dsl.jit import rolling
+    tries = []
+    real = rolling.Roller.roll_while
+
+    def counted(self, f):
+        tries.append(f)
+        return real(self, f)
+    rolling.Roller.roll_while = counted
+    try:
+        assert i.lookup("fast")(1.0) == i.lookup("f")(1.0)
+        assert len(tries) == 3
+        tries.clear()
+        i.lookup("jit")(i.lookup("f"))(2.0)        # another staging tries again
+        assert len(tries) == 3
+    finally:
+        rolling.Roller.roll_while = real

@@ -32,8 +32,9 @@ written from the state that iteration started from, so that what follows (the
 last test of the condition, the iteration that leaves) is recorded with its
 own guards. One recording then serves every trip count; before, each trip
 count was another path, staged again (`while err > tol`). A while loop whose
-runs stopped early three times (within MIN_ITEMS iterations) is written out
-from then on: its look ahead costs more than it saves.
+runs stopped early three times in one staging (within MIN_ITEMS iterations: a
+while loop inside a loop written out) is written out for the rest of it: its
+look ahead costs more than it saves.
 
 Loops are rolled only while jit stages (not vmap's look at a function), under
 at most one reverse-mode level and any number of forward-mode ones (a jvp of
@@ -109,7 +110,10 @@ class Roller:
         self.where = where
         self.scope = scope      # the function's frame layout (resolver.FunctionScope), for names
         self.span = span        # a while loop's condition: where its compiled iterations count steps
-        self.short = 0          # while loops rolled that stopped within MIN_ITEMS iterations
+        # (id of a staging trace, how many of this while loop's runs in it stopped within
+        # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
+        # out) is rolled three times at most per staging
+        self.short = (None, 0)
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
@@ -119,15 +123,17 @@ class Roller:
 
     def wanted(self, items=None):
         """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long
-        (a `for`'s items; a while loop, unless it was short three times: its look ahead and
-        compiling cost more than its few iterations written out)."""
+        (a `for`'s items; a while loop, unless it was short three times in this staging: its
+        look ahead and compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
         if not staging or self in self.interp.unrolled_loops:
             return False
-        if (len(items) < MIN_ITEMS) if items is not None else self.short >= 3:
-            return False
         top = staging[-1]
-        return type(top) is S.StageTrace and not top.dry
+        if type(top) is not S.StageTrace or top.dry:
+            return False
+        if items is None:
+            return self.short[0] != id(top) or self.short[1] < 3
+        return len(items) >= MIN_ITEMS
 
     def __call__(self, f, items):
         """Run the whole loop."""
@@ -153,8 +159,10 @@ class Roller:
         """Run a while loop's iterations from here as one Loop step, until one goes another way
         than the one staged (its condition turns false, a `break` is taken): the statement then
         goes on as written from the state that iteration started from."""
+        top = id(self.interp.staging[-1])
         if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
-            self.short += 1
+            trace, count = self.short
+            self.short = (top, count + 1 if trace == top else 1)
 
     def _roll(self, f, skip, item, items):
         """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
