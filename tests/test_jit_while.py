@@ -171,3 +171,15 @@ def test_a_short_while_loop_run_many_times_in_one_staging_is_rolled_three_times_
         assert len(tries) == 3
     finally:
         rolling.Roller.roll_while = real
+
+
+def test_a_while_loop_under_jvp_counts_its_iterations_for_the_short_loop_rule():
+    # the loop of P' runs in P's place: its count is the loop's (it read 0, and the fourth run in
+    # one staging was written out as if the loop were short)
+    src = NEWTON + ("fn four(a) { return jvp(root, (a,), (1.0,))[1] + jvp(root, (a * 2.0,), (1.0,))[1] + "
+                    "jvp(root, (a * 3.0,), (1.0,))[1] + jvp(root, (a * 4.0,), (1.0,))[1] }\nlet fast = jit(four)")
+    i = interp(src)
+    fast, four = i.lookup("fast"), i.lookup("four")
+    assert same(fast(50.0), four(50.0), 1e-12)
+    loops = [s for e in fast.call.entries.values() for r in e for s in r.program.steps if s[1] == "Loop"]
+    assert len(loops) == 4

@@ -189,6 +189,7 @@ def _loop_jvp(top, state, body, items, history):
     if jbody is None:
         return None
     out = _loop_kernel(*primal, *tangents, body=jbody, items=items, history=history)
+    body.ran = jbody.ran        # a while loop's count, for the Roller (P' ran in P's place)
     parts = unpack(out) if type(out) is Box else out
     n, m = len(primal), len(tangents)
     result = with_tangents(parts[:n], body.diff, parts[n:n + m], top, "Loop")
