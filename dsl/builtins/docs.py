@@ -380,8 +380,9 @@ Differentiable: yes.
     "jit": """jit(f, explain=false): f compiled per argument signature into straight-line code: the same
 results, output and random draws. A decision on a traced value is guarded: a call that
 decides differently is compiled again; explain=true says when and why. A `for` loop over
-a range whose body goes the same way on every iteration is compiled once, as a loop
-(explain=true says why one is not: a print, a function made in the body, ...).
+a range whose body goes the same way on every iteration is compiled once, as a loop, and
+so is a `while` loop, whatever its trip count (it runs until an iteration goes another
+way); explain=true says why a loop is not (a print, a function made in the body, ...).
 Differentiable: yes.
 >>> jit(fn(x) => x * 2.0 + 1.0)(3.0)
 7.0""",
