@@ -183,3 +183,18 @@ def test_a_while_loop_under_jvp_counts_its_iterations_for_the_short_loop_rule():
     assert same(fast(50.0), four(50.0), 1e-12)
     loops = [s for e in fast.call.entries.values() for r in e for s in r.program.steps if s[1] == "Loop"]
     assert len(loops) == 4
+
+
+def test_a_rolled_while_loop_replayed_under_grad_keeps_the_step_budget():
+    # grad of a jitted gradient replays the recording's loop through the primitives, iteration by
+    # iteration: for x = 0 it never ends, and the budget stops it there too
+    src = ("fn f(x) {\n  let s = 1.0\n  while s < 100.0 { s = s + x * x * s }\n  return s\n}\n"
+           "let jg = jit(grad(f))\nlet gg = grad(jg)")
+    i = dsl.Interpreter(seed=0, max_steps=20_000)
+    i.run(src)
+    jg = i.lookup("jg")
+    assert same(jg(1.0), i.lookup("grad")(i.lookup("f"))(1.0), 1e-12)
+    assert {"Loop", "LoopBack"} <= ops_of(jg)
+    with pytest.raises(dsl.DgError) as raised:
+        i.lookup("gg")(0.0)
+    assert "limit" in str(raised.value) and "20,000 steps" in str(raised.value)

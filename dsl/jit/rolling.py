@@ -323,7 +323,6 @@ class Body:
         if parts is not None:
             program, code = parts[0].program, parts[0].code
             fixed = parts[0].prelude([0, *state])
-        limits, span = self.key.interp.limits, self.key.span
         k = 0
         while True:
             try:
@@ -337,9 +336,15 @@ class Body:
                     kept.residuals.append(out[n:])
             state = out[:n] if parts is not None else out
             k += 1
-            steps = limits.steps = limits.steps + 1
-            if steps >= limits.next_check:
-                limits.check(span)
+            self.count_step()
+
+    def count_step(self):
+        """One iteration of a while loop, a step of the run's limits (a budget, a timeout), as
+        the interpreter counts it: a rolled loop that never ends is stopped too."""
+        limits = self.key.interp.limits
+        steps = limits.steps = limits.steps + 1
+        if steps >= limits.next_check:
+            limits.check(self.key.span)
 
     def jvp_body(self, item, state, tangents):
         """The Body of P's jvp, staged once from these values: (item, state..., tangents of the

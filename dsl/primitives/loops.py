@@ -216,6 +216,7 @@ def _loop_replayed(body, items, state, history):
                 kept.append(state)
             state = after
             k += 1
+            body.count_step()
     for item in items:
         if kept is not None:
             kept.append(state)
