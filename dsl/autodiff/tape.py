@@ -250,13 +250,17 @@ def record_read(op, x, out, kw, slot):
     return box
 
 
+def float_leaf(v):
+    """Whether a (raw) value takes a gradient: a float or a float tensor (trees.is_differentiable_leaf)."""
+    t = type(v)
+    return t is float or t is np.float64 or (t is np.ndarray and v.dtype.kind == "f")
+
+
 def _may_carry_gradient(v):
     """Whether a value read from a structure can take a cotangent: a float, a float tensor, or a
     structure (which may hold them)."""
     t = type(v)
-    if t is float or t is np.float64 or t is tuple or t is dict or hasattr(v, "sdef"):
-        return True
-    return t is np.ndarray and v.dtype.kind == "f"
+    return t is tuple or t is dict or hasattr(v, "sdef") or float_leaf(v)
 
 
 def staged(x):

@@ -10,7 +10,7 @@ flattens trees into leaves and back.
 import numpy as np
 
 from ..values import Struct
-from .tape import Box, SlotGrad, peek, strip_unstaged
+from .tape import Box, SlotGrad, float_leaf, peek, strip_unstaged
 
 
 def is_container(v):
@@ -41,11 +41,7 @@ def rebuild(template, items):
 
 def is_differentiable_leaf(v):
     """Float and float-tensor leaves get gradients; ints, bools, strings, none and functions do not."""
-    v = peek(v)
-    t = type(v)
-    if t is float or t is np.float64:
-        return True
-    return t is np.ndarray and v.dtype.kind == "f"
+    return float_leaf(peek(v))
 
 
 def zero_of(v):
