@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dsl
-from test_jit_loops import interp, ops_of, same, staged_and_compiled
+from test_jit_loops import interp, ops_of, same, same_error, staged_and_compiled
 
 NEWTON = """
 fn root(a) {
@@ -121,12 +121,7 @@ def test_a_gradient_that_overflows_in_the_loop_is_reported_as_in_the_interpreter
     fast, slow = i.lookup("fast"), i.lookup("slow")
     assert same(fast(0.1), slow(0.1), 1e-12)
     assert "Loop" in ops_of(fast)
-    with pytest.raises(dsl.DgError) as jitted:
-        fast(1.0)
-    with pytest.raises(dsl.DgError) as plain:
-        slow(1.0)
-    assert str(jitted.value).splitlines()[:2] == str(plain.value).splitlines()[:2]
-    assert "numerics" in str(plain.value)
+    assert "numerics" in same_error(fast, slow, (1.0,))[1]
 
 
 def test_a_rolled_while_loop_keeps_the_step_budget():
