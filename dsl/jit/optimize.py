@@ -72,7 +72,7 @@ def resolve(alias, r):
     return r
 
 
-def _key(op, refs, consts, kw):
+def step_key(op, refs, consts, kw):
     """What a step computes, as a hashable key (constants by type and value; others by identity)."""
     key = (op, refs, consts, tuple(map(type, consts)), tuple(kw.items()) if kw else ())
     try:
@@ -96,7 +96,7 @@ def _common(steps, alias):
                 refs = resolved
                 step = (kind, op, refs, consts, kw, span, slot)
         if kind == "op":
-            key = _key(op, refs, consts, kw)
+            key = step_key(op, refs, consts, kw)
             first = seen.get(key)
             if first is not None:
                 alias[slot] = first
@@ -250,4 +250,4 @@ def _tainted_outputs(steps, alias, dropped, out_refs):
     return tuple(sorted({resolve(alias, r) for r in out_refs if r >= 0 and resolve(alias, r) in tainted}))
 
 
-__all__ = ["plan", "resolve", "Plan", "np"]
+__all__ = ["plan", "resolve", "step_key", "Plan", "np"]

@@ -30,7 +30,7 @@ at a forward value keeps the exact pullback, which may fall back per iteration.
 
 from ..autodiff.stage import Program, same
 from ..autodiff.trees import flatten
-from .optimize import PROPAGATING, _key
+from .optimize import PROPAGATING, step_key
 
 
 def split(forward, pullback):
@@ -87,14 +87,14 @@ def _replayed_guards(forward, pullback, guards):
     computed = {}
     for kind, op, refs, consts, kw, span, slot in forward.steps:
         if kind == "op":
-            computed.setdefault(_key(op, refs, consts, kw), slot)
+            computed.setdefault(step_key(op, refs, consts, kw), slot)
     p_guards = {}
     for step in forward.guards:
         p_guards.setdefault(step[2][0], []).append(step[3][0])
     for kind, op, refs, consts, kw, span, slot in pullback.steps:
         if kind != "op" or any(r >= 0 and r not in same_as for r in refs):
             continue
-        found = computed.get(_key(op, tuple(same_as.get(r, r) for r in refs), consts, kw))
+        found = computed.get(step_key(op, tuple(same_as.get(r, r) for r in refs), consts, kw))
         if found is not None:
             same_as[slot] = found
     for kind, op, refs, consts, kw, span, slot in guards:
