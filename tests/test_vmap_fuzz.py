@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.errors import DgError
+from dsl.jit import rolling
 from fuzz_harness import fuzz_examples, long_run
 from test_jit_fuzz import Writer, leaves
 
@@ -49,8 +50,20 @@ def example_args(rng, rows):
 
 @settings(max_examples=fuzz_examples(40), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
-@given(st.integers(0, 2 ** 31), st.sampled_from(MODES), st.sampled_from([3, 5]))
-def test_random_loop_programs_under_vmap_give_each_examples_result(seed, mode, rows):
+@given(st.integers(0, 2 ** 31), st.sampled_from(MODES), st.sampled_from([3, 5]), st.booleans())
+def test_random_loop_programs_under_vmap_give_each_examples_result(seed, mode, rows, rolled):
+    # rolled: vmap stages the programs' short loops once (as it does loops of 32 iterations and
+    # more) and batches them by Loop's rule; else it writes them out
+    saved = rolling.VMAP_MIN_ITEMS
+    rolling.VMAP_MIN_ITEMS = rolling.MIN_ITEMS if rolled else saved
+    try:
+        check_under_vmap(seed, mode, rows)
+    finally:
+        rolling.VMAP_MIN_ITEMS = saved
+
+
+def check_under_vmap(seed, mode, rows):
+    """A random program under one vmap mode gives each example's result (or both raise)."""
     source = QuietWriter(seed).program()
     mapped, axes = mode
     i = dsl.Interpreter(seed=0)

@@ -17,6 +17,7 @@ import numpy as np
 from .. import ops as O
 from ..errors import error
 from ..primitives import batching
+from ..primitives.batching import Unbatchable, Unbatched
 from . import stage as S
 from . import tape
 from .tape import Box, peek
@@ -25,10 +26,6 @@ from ..jit.codegen import compile_program, run_code
 from .trees import flatten, flatten_open, unflatten
 
 _RULES = None       # primitive name -> batching rule, built on first use
-
-
-class _Fallback(Exception):
-    """The batched replay cannot give each example's result: run f per example."""
 
 
 def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, shared_effects=False):
@@ -53,7 +50,7 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
             else:
                 kept = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects)
                 out = _held(interp, kept.program, lambda: kept.replay(moved, batched, size))
-        except _Fallback as why:
+        except Unbatchable as why:
             if cache is not None:
                 cache.clear()
             if explain:
@@ -72,7 +69,7 @@ def _held(interp, program, replay):
     held = S.Held(interp)
     try:
         out = replay()
-    except _Fallback:
+    except Unbatchable:
         held.discard()
         raise
     except BaseException:
@@ -128,7 +125,7 @@ class _Kept:
         """Stage the batched replay and compile it; False where its program cannot be compiled."""
         try:
             staged, _ = S.stage(lambda *ls: _replay(self.program, ls, batched, size), leaves, dry=True)
-        except _Fallback:
+        except Unbatchable:
             self.code = False
             return
         if any(type(c) is Box or type(c) is _PerExample for step in staged.steps for c in step[3]) \
@@ -143,7 +140,7 @@ def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
     program = _stage_dry(f, unflatten(spec, example), interp, any(S.differentiated(v) for v in leaves))
     if program.effects and not shared_effects:
-        raise _Fallback(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
+        raise Unbatchable(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
     return program
 
 
@@ -208,6 +205,13 @@ def _to_front(v, axis):
 # ---------------------------------------------------------------- the batched replay
 def _replay(program, leaves, batched, size):
     """The program run on the whole batch, each primitive by its batching rule."""
+    values, out_batched = replay_leaves(program, leaves, batched)
+    return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
+
+
+def replay_leaves(program, leaves, batched):
+    """The program's output leaves on the whole batch and whether each is batched (an unbatched
+    one is the same for every example and has no batch axis)."""
     global _RULES
     if _RULES is None:
         _RULES = batching.table()
@@ -223,10 +227,10 @@ def _replay(program, leaves, batched, size):
         if kind == "guard":
             # raw: a stage this replay runs on (jit of vmap, jacfwd's compiled replay) keeps the guard too
             if not _holds(tape.raw(args[0]), consts[0], arg_batched[0]):
-                raise _Fallback(f"a batched value decided control flow: {S.explain_step(program, i)}")
+                raise Unbatchable(f"a batched value decided control flow: {S.explain_step(program, i)}")
             continue
         if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
-            raise _Fallback(f"an effect depends on the batch ({S.explain_step(program, i)})")
+            raise Unbatchable(f"an effect depends on the batch ({S.explain_step(program, i)})")
         saved = tape.get_span()
         tape.set_span(program.span(span))
         try:
@@ -235,29 +239,57 @@ def _replay(program, leaves, batched, size):
             else:
                 rule = _RULES.get(op)
                 if rule is None:
-                    raise _Fallback(f"the operation {op} has no batching rule")
-                env[out] = rule(TRACED, args, arg_batched, kw or {})
-                flags[out] = True
+                    raise Unbatchable(f"the operation {op} has no batching rule")
+                result = rule(TRACED, args, arg_batched, kw or {})
+                if type(result) is Unbatched:
+                    env[out] = result.v
+                else:
+                    env[out], flags[out] = result, True
+        except S.GuardFailed:
+            # a staged loop's body went another way than when this program was staged (jacfwd's
+            # kept program, called again): this call runs per example, and stages again after
+            raise Unbatchable(f"a loop went another way than when it was staged ({S.explain_step(program, i)})") \
+                from None
         finally:
             tape.set_span(saved)
     values = [env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)]
-    out_batched = [r >= 0 and flags[r] for r in program.out_refs]
-    return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
+    return values, [r >= 0 and flags[r] for r in program.out_refs]
+
+
+def batched_outputs(program, batched):
+    """Which of the program's outputs depend on its batched inputs (a step's result does where
+    any of its arguments does), without running it."""
+    flags = [False] * program.nslots
+    for slot, b in zip(program.inputs, batched):
+        flags[slot] = b
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if kind != "guard" and out is not None and out >= 0:
+            flags[out] = any(r >= 0 and flags[r] for r in refs)
+    return [r >= 0 and flags[r] for r in program.out_refs]
 
 
 def _stage_dry(f, example_args, interp, derived=False):
     """Stage f on one example without letting its effects out: output and random draws are undone.
-    `derived`: the arguments hold values being differentiated, which the example is stripped of."""
-    held = S.Held(interp) if interp is not None else None
-    try:
-        program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None, dry=True,
-                             keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
-                                                        f"example") if interp is not None else None,
-                             derived=derived)
-    finally:
-        if held is not None:
-            held.discard()
-    return program
+    `derived`: the arguments hold values being differentiated, which the example is stripped of.
+    A loop staged as one step whose body went another way on a later iteration is written out,
+    and f staged again (as jit does: dsl/jit/jit.py)."""
+    from ..primitives.loops import LoopGuardFailed
+    while True:
+        held = S.Held(interp) if interp is not None else None
+        try:
+            program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None,
+                                 dry=True, derived=derived,
+                                 keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
+                                                            f"example") if interp is not None else None)
+        except LoopGuardFailed as failed:
+            if interp is None or failed.loop in interp.unrolled_loops:
+                raise
+            interp.unrolled_loops.add(failed.loop)
+            continue
+        finally:
+            if held is not None:
+                held.discard()
+        return program
 
 
 def _holds(value, expected, is_batched):
@@ -275,8 +307,11 @@ def _holds(value, expected, is_batched):
 
 def _with_batch(v, is_batched, size):
     """An output leaf with the batch axis in front (an unbatched one repeated for every example)."""
-    if is_batched:
-        return v
+    return v if is_batched else spread(v, size)
+
+
+def spread(v, size):
+    """An unbatched leaf repeated for every example, on a new axis 0 (a string or none: a tuple)."""
     pv = peek(v)
     if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
         return O.broadcast_to(O.to_tensor(v) if type(v) is not Box and type(pv) is not np.ndarray else v,
@@ -348,4 +383,4 @@ def _say(interp, text):
     print(text, file=sys.stderr)
 
 
-__all__ = ["vmap"]
+__all__ = ["vmap", "replay_leaves", "batched_outputs", "spread"]

@@ -36,11 +36,12 @@ runs stopped early three times in one staging (within MIN_ITEMS iterations: a
 while loop inside a loop written out) is written out for the rest of it: its
 look ahead costs more than it saves.
 
-Loops are rolled only while jit stages (not vmap's look at a function), under
-at most one reverse-mode level and any number of forward-mode ones (a jvp of
-the loop is the loop of its body's jvp: see dsl/primitives/loops.py);
-everything else is written out as before, as is every loop whose state holds
-nothing being staged.
+Loops are rolled while jit stages and while vmap looks at a function (vmap
+batches the Loop step by its rule: the loop of the batched body), under at most
+one reverse-mode level and any number of forward-mode ones (a jvp of the loop
+is the loop of its body's jvp: see dsl/primitives/loops.py); everything else
+is written out as before, as is every loop whose state holds nothing being
+staged.
 """
 
 from ..ast import Block, Break, Continue, For, If, Return, While
@@ -56,6 +57,7 @@ from .optimize import plan
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
+VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
 
 
 class NotRollable(Exception):
@@ -122,15 +124,19 @@ class Roller:
             notes.append((self.where, why))
 
     def wanted(self, items=None):
-        """Whether to try: jit is staging (not looking ahead or vmapping), and the loop is long
+        """Whether to try: jit or vmap is staging (not looking ahead), and the loop is long
         (a `for`'s items; a while loop, unless it was short three times in this staging: its
         look ahead and compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
         if not staging or self in self.interp.unrolled_loops:
             return False
         top = staging[-1]
-        if type(top) is not S.StageTrace or top.dry:
+        if type(top) is not S.StageTrace:
             return False
+        if top.dry and not any(type(t) is S.StageTrace and not t.dry for t in staging):
+            # vmap's look at a function, outside jit: staged again on every call, where a look
+            # ahead and its compilations pay only for a long loop
+            return items is not None and len(items) >= VMAP_MIN_ITEMS
         if items is None:
             return self.short[0] != id(top) or self.short[1] < 3
         return len(items) >= MIN_ITEMS
@@ -266,7 +272,7 @@ class Body:
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
     __slots__ = ("forward", "code", "diff", "changed", "key", "where", "user_rules", "ran", "_back",
-                 "_back_code", "_split", "_jvp", "__weakref__")
+                 "_back_code", "_split", "_jvp", "_batched", "__weakref__")
 
     def __init__(self, program, code, diff, key, where):
         self.forward = program
@@ -284,6 +290,7 @@ class Body:
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
         #                         not split, None: not tried
         self._jvp = None        # the Body of P's jvp (jvp_body), False where it does not stage
+        self._batched = {}      # (which leaves are batched, batch size) -> the Body of vmap(P)
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
@@ -364,6 +371,25 @@ class Body:
             diff = self.diff + (True,) * len(ts)
             self._jvp = Body(program, compile_program(program, "loop_body_jvp"), diff, self.key, self.where)
         return self._jvp or None
+
+    def batch_body(self, item, state, batched, size):
+        """The Body of vmap(P) for a batch of `size`, staged once from these values: (item,
+        state...) -> next state, the leaves `batched` marks (a fixed point of P: see loops.py)
+        carrying the batch on axis 0. It raises Unbatchable (vmap runs per example) where a
+        batched value decides P's control flow."""
+        key = (batched, size)
+        found = self._batched.get(key)
+        if found is None:
+            from ..autodiff.vmap import replay_leaves, spread
+            trace = S.StageTrace(derived=True)
+            args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state)]
+            values, reached = replay_leaves(self.forward, args, (False, *batched))
+            # a leaf the body sets to the same value for every example (a constant) keeps its batch axis
+            values = [spread(v, size) if b and not r else v for v, b, r in zip(values, batched, reached)]
+            program = S.program_of(trace, args, tuple(values))
+            found = self._batched[key] = Body(program, compile_program(program, "loop_body_batched"), self.diff,
+                                              self.key, self.where)
+        return found
 
     def _split_at(self, item, state):
         """The split pullback (staged from this iteration with zero cotangents), or None."""

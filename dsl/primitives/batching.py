@@ -11,6 +11,30 @@ from ..ops.core import shape_of
 from . import registry
 
 
+class Unbatchable(Exception):
+    """A batched run cannot give each example's result: vmap runs the function once per example."""
+
+
+class Lanes(tuple):
+    """A rule's tuple result whose elements are not all batched (a loop's state, where an int
+    counter has no batch axis): `batched[i]` says whether element i is. A read of an element
+    (StructField's rule) passes that on, as `Unbatched` where it is not."""
+
+    def __new__(cls, values, batched):
+        lanes = super().__new__(cls, values)
+        lanes.batched = tuple(batched)
+        return lanes
+
+
+class Unbatched:
+    """A rule's result that has no batch axis (the same for every example)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
 def elementwise(prim):
     """The batching rule of an elementwise primitive: line each batched argument's example up
     behind the batch axis, so that numpy's broadcasting from the right pairs the examples' axes."""
@@ -82,4 +106,4 @@ def table():
     return {name: rule_of(p) for name, p in registry.PRIMS.items()}
 
 
-__all__ = ["elementwise", "broadcast_batch", "batched_key", "batch_first", "batch_behind", "table"]
+__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "broadcast_batch", "batched_key", "batch_first", "batch_behind", "table"]

@@ -19,7 +19,9 @@ its reverse rule needs.
   level too (jvp of grad: Hessian-vector products), the reverse pass through it
   is LoopBack over `P'` with the cotangent's tangent and the cotangent swapped
   (`JvpHistory.back`): the reverse of the jvp is the jvp of the reverse.
-- Any other transformation (vmap, a second reverse level) sees the iterations
+- vmap: the loop of vmap(P), P replayed once by the batching rules and compiled
+  (`_loop_batch`); LoopBack's rule runs that batched body's pullback.
+- Any other transformation (a second reverse level) sees the iterations
   themselves: the kernels replay `P` (or the pullback) once per item through the
   primitives, so the transformation records each one, exactly.
 - A guard of `P` that fails on some iteration (its control flow went another
@@ -36,6 +38,7 @@ from ..autodiff import tape
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
+from .batching import Lanes, Unbatchable
 from .registry import define
 
 
@@ -52,14 +55,16 @@ class LoopGuardFailed(S.GuardFailed):
 
 
 class History(list):
-    """The states each iteration started from (the entries), and what the body's split pullback
-    kept of each iteration (`residuals`, dsl/jit/split.py; empty where there is none)."""
+    """The states each iteration started from (the entries), what the body's split pullback
+    kept of each iteration (`residuals`, dsl/jit/split.py; empty where there is none), and the
+    Body that ran them (a batched loop's, which vmap's rule for LoopBack reads)."""
 
-    __slots__ = ("residuals",)
+    __slots__ = ("residuals", "body")
 
-    def __init__(self):
+    def __init__(self, body=None):
         super().__init__()
         self.residuals = []
+        self.body = body
 
 
 def pullback(body, item, state, cts):
@@ -119,13 +124,13 @@ def _loop_kernel(*state, body=None, items=(), history=False, **_):
             # a recording's own LoopBack reads this history (grad of jit of grad): the outer
             # reverse level must see how each iteration's state came from its inputs
             return _loop_replayed(body, items, state, True)
-        if top.kind is REVERSE or (top.kind is STAGE and not top.dry):
+        if top.kind is REVERSE or top.kind is STAGE:
             kw = {"body": body, "items": items, "history": history or top.kind is REVERSE}
             if top.kind is REVERSE:
                 kw["check"] = top.check
             return tape.record("Loop", state, kw)
         return _loop_replayed(body, items, state, history)
-    kept = History() if history else None
+    kept = History(body) if history else None
     return (*body.run(items, state, kept), kept)
 
 
@@ -227,17 +232,25 @@ def _loop_replayed(body, items, state, history):
     return (*state, kept)
 
 
-def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
+def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None):
     """The cotangents of the loop's first state, from those of its final state (`wanted`: which
-    state leaves' cotangents the caller reads; the others may come back as they went in)."""
+    state leaves' cotangents the caller reads; the others may come back as they went in;
+    `spread`: a batch size, the history being one example's, its float leaves repeated for each:
+    vmap's rule)."""
     if type(kept) is JvpHistory:
         return kept.back(cts, items, wanted)
     # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
     first = kept[0] if isinstance(kept, list) and kept else ()
     top = tape.top_trace((kept, *cts, *first))
+    # vmap's look at a function (a dry stage) records it only for a history it staged
+    if top is not None and top.kind is STAGE and (not top.dry or type(kept) is Box):
+        kw = {"body": body, "items": items, "wanted": wanted}
+        if spread is not None:
+            kw["spread"] = spread
+        return tape.record("LoopBack", (kept, *cts), kw)
+    if spread is not None:
+        kept = _spread_history(tape.strip_unstaged(kept) if type(kept) is Box else kept, body.diff, spread)
     if top is not None:
-        if top.kind is STAGE and not top.dry:
-            return tape.record("LoopBack", (kept, *cts), {"body": body, "items": items, "wanted": wanted})
         kept = tape.strip_unstaged(kept) if type(kept) is Box else kept
         items = iterations(items, kept)
         ct = list(cts)
@@ -245,6 +258,14 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None):
             ct = pullback(body, items[k], kept[k], ct)
         return tuple(ct)
     return tuple(body.back(iterations(items, kept), kept, cts, wanted))
+
+
+def _spread_history(kept, diff, size):
+    """One example's history with its float leaves repeated along a batch of `size`."""
+    from ..autodiff.vmap import spread
+    out = History()
+    out.extend([spread(x, size) if d else x for x, d in zip(entry, diff)] for entry in kept)
+    return out
 
 
 def iterations(items, kept):
@@ -296,12 +317,66 @@ def _culprit(body, items, kept, cts):
     return None
 
 
+# ---------------------------------------------------------------- vmap
+def _batch_size(args, batched):
+    """The batch size, from the first batched argument."""
+    return next(peek(a).shape[0] for a, b in zip(args, batched) if b)
+
+
+def _loop_batch(ns, args, batched, kw):
+    """vmap of a staged loop: the loop of vmap(P), P's Body for this batch (Body.batch_body).
+
+    A state leaf is batched if the batch reaches it on some iteration (a fixed point, as JAX's
+    rule for scan finds it: a leaf the body updates from a batched one is batched from the
+    start); under reverse mode (a history kept) every float leaf is, so that the pullback of
+    the batched body gives each example its own cotangents. An int counter stays unbatched
+    (Lanes). P's control flow decided by a batched value makes vmap run per example."""
+    from ..autodiff.vmap import batched_outputs, spread
+    body, items, history = kw["body"], kw["items"], kw["history"]
+    size = _batch_size(args, batched)
+    flags = [b or bool(history and d) for b, d in zip(batched, body.diff)]
+    while True:
+        more = [f or r for f, r in zip(flags, batched_outputs(body.forward, (False, *flags)))]
+        if more == flags:
+            break
+        flags = more
+    state = [spread(x, size) if f and not b else x for x, f, b in zip(args, flags, batched)]
+    first = items[0] if items else 0        # a while loop's (None) counts from 0
+    bbody = body.batch_body(first, state, tuple(flags), size)
+    out = _loop_kernel(*state, body=bbody, items=items, history=history)
+    body.ran = bbody.ran        # a while loop's count, for the Roller
+    parts = unpack(out) if type(out) is Box else out
+    return Lanes(parts, (*flags, bool(history)))
+
+
+def _loop_back_batch(ns, args, batched, kw):
+    """vmap of a loop's reverse pass: LoopBack over the Body the batched loop ran, from each
+    example's cotangents; a history of one example (the loop did not depend on the batch, the
+    cotangents do) is spread over the batch as the pass starts."""
+    from ..autodiff.vmap import spread
+    kept, cts = args[0], args[1:]
+    body, items, h = kw["body"], kw["items"], peek(kept)
+    if not len(h):      # a while loop that ran no iteration: the cotangents go through as they are
+        return Lanes(cts, batched[1:])
+    # a batched history's float leaves all carry the batch (_loop_batch)
+    size = _batch_size(cts, batched[1:]) if any(batched[1:]) else _batch_size(h[0], body.diff)
+    cts = [c if b else spread(c, size) for c, b in zip(cts, batched[1:])]
+    if batched[0]:
+        bbody, spread_to = getattr(h, "body", None), None
+        if bbody is None:
+            raise Unbatchable(f"the reverse pass of the loop at {body.where} has no batched history")
+    else:
+        first = [spread(x, size) if d else x for x, d in zip(h[0], body.diff)]
+        bbody, spread_to = body.batch_body(items[0] if items else 0, first, body.diff, size), size
+    return _loop_back_kernel(kept, *cts, body=bbody, items=items, wanted=kw["wanted"], spread=spread_to)
+
+
 # a body may call custom_vjp (user_code); a Loop whose results nothing reads still decides, by its
 # body's guards, whether the recording it is in applies to a later call (guards)
-define("Loop", _loop_kernel, vjp_all=_loop_rule, user_code=True, guards=True)
+define("Loop", _loop_kernel, vjp_all=_loop_rule, batch=_loop_batch, user_code=True, guards=True)
 # LoopBack is only ever recorded by a staging trace: under reverse mode its kernel replays the
 # pullback through the primitives, which the reverse trace records one by one
-define("LoopBack", _loop_back_kernel)
+define("LoopBack", _loop_back_kernel, batch=_loop_back_batch)
 
 
 def state_diff(state):

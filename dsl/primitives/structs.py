@@ -5,6 +5,7 @@ parent's structured cotangent; the tangent of a read is that slot of the parent'
 from ..autodiff.tape import OneSlot
 from ..autodiff.trees import children, is_container
 from ..ops.structs import map_slot, struct_slot
+from .batching import Lanes, Unbatched
 from .registry import define
 
 
@@ -15,10 +16,17 @@ def _slot_of(tree, index):
     return children(tree)[index]
 
 
+def _field_batch(ns, args, batched, kw):
+    """An element of a batched struct or tuple; of a rule's Lanes, unbatched where it says so."""
+    s, i = args[0], kw["field_index"]
+    v = struct_slot(s, i, kw["total_fields"], kw["name"])
+    return Unbatched(v) if type(s) is Lanes and not s.batched[i] else v
+
+
 define("StructField", lambda s, field_index=0, total_fields=0, name=None: struct_slot(s, field_index, total_fields, name),
        vjp=(lambda ns, g, ans, s, field_index=0, total_fields=0, name=None: OneSlot(field_index, total_fields, g),),
        jvp=lambda ns, tangents, ans, args, kw: _slot_of(tangents[0], kw["field_index"]),
-       batch=lambda ns, args, batched, kw: struct_slot(args[0], kw["field_index"], kw["total_fields"], kw["name"]),
+       batch=_field_batch,
        linear=True)
 define("MapLookup", lambda m, key_index=0, total_keys=0, key=None: map_slot(m, key_index, total_keys, key),
        vjp=(lambda ns, g, ans, m, key_index=0, total_keys=0, key=None: OneSlot(key_index, total_keys, g),),
