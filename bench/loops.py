@@ -18,14 +18,15 @@ DT = 0.01
 
 
 # ---------------------------------------------------------------- the projectile
-def projectile_floor(speed, angle, drag, steps):
-    """Value and gradient by hand: the forward loop keeping what the backward loop needs."""
+def projectile_floor(speed, angle, drag, steps, m=math):
+    """Value and gradient by hand: the forward loop keeping what the backward loop needs (`m`:
+    math for numbers, numpy for a batch of launches, each parameter a vector)."""
     x = y = 0.0
-    c, s = math.cos(angle), math.sin(angle)
+    c, s = m.cos(angle), m.sin(angle)
     vx, vy = speed * c, speed * s
     kept = []
     for _ in range(steps):
-        sp = math.sqrt(vx * vx + vy * vy)
+        sp = m.sqrt(vx * vx + vy * vy)
         kept.append((vx, vy, sp))
         ax = -drag * sp * vx
         ay = -9.81 - drag * sp * vy
@@ -133,7 +134,56 @@ def run_projectile(smoke):
                      cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
                  jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
-        [_hvp_row(interp, jax, cfg, smoke)]
+        [_hvp_row(interp, jax, cfg, smoke), _vmap_row(interp, jax, cfg, smoke)]
+
+
+def projectile_vmap_jax(jax, steps, launches):
+    """jax.jit(vmap(value_and_grad)) of the same loss over a batch of launches."""
+    step = jax.jit(jax.vmap(jax.value_and_grad(_jax_loss(jax, steps))))
+    p = tuple(jax.numpy.asarray(v) for v in launches)
+
+    def run():
+        value, g = step(p)
+        return np.asarray(value), tuple(np.asarray(v) for v in g)
+    return run
+
+
+def _vmap_row(interp, jax, cfg, smoke):
+    """vmap(value_and_grad(loss)) over a batch of launches, eager and jitted: a loop that vmap
+    batches as one loop of its batched body. No target: the floor (the hand-written gradient on
+    numpy vectors), eager dg and jax.jit beside it."""
+    steps, n = cfg["steps"], 4 if smoke else 256
+    launches = (np.linspace(15.0, 25.0, n), np.linspace(0.6, 1.0, n), np.linspace(0.005, 0.015, n))
+    jit, Launch = interp.lookup("jit"), interp.lookup("Launch")
+    batched = interp.lookup("vmap")(interp.lookup("step"), in_axes=(0, None))
+    jbatched = jit(batched)
+    p = Launch(*launches)
+
+    def dg_of(fn):
+        def run():
+            value, g = fn(p, steps)
+            return value, (g.speed, g.angle, g.drag)
+        return run
+
+    fns = {"floor": lambda: projectile_floor(*launches, steps, m=np), "dg eager": dg_of(batched),
+           "dg jit": dg_of(jbatched)}
+    if jax is not None:
+        fns["jax.jit"] = projectile_vmap_jax(jax, steps, launches)
+    want = fns["floor"]()
+    for name, fn in fns.items():
+        (value, g), (wv, wg) = fn(), want
+        if not all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip((value, *g), (wv, *wg))):
+            raise AssertionError(f"projectile vmap: {name} differs from the floor")
+    times = measure(fns, max(2, cfg["reps"] // 3))
+    ms = {name: median(ts) * 1e3 for name, ts in times.items()}
+    first = _first_call(lambda: jit(batched), lambda f: f(p, steps), 3 if not smoke else 1) * 1e3
+    refs = {"floor": ms["floor"], "eager": ms["dg eager"], "first jit call": first,
+            **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
+    note = [f"{n} launches, {steps:,} Euler steps each; vmap(value_and_grad(loss)); the loop is one batched "
+            f"loop each way"]
+    note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
+    return make_row("13. projectile vmap(value_and_grad), jit", "ms/call", ms["dg jit"], refs,
+                    ms["dg jit"] / ms["floor"], "floor", "none (informational)", None, "; ".join(note))
 
 
 HVP_DIRECTION = (1.0, -0.5, 20.0)

@@ -27,6 +27,7 @@ EXPECTED = [
     "12. projectile, eager",
     "12. projectile, first jit call",
     "12-13. projectile Hessian-vector product, jit",
+    "13. projectile vmap(value_and_grad), jit",
     "12. RNN, jit",
     "12. RNN, eager",
     "12. RNN, first jit call",
