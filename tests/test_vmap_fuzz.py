@@ -75,7 +75,7 @@ def check_under_vmap(seed, mode, rows):
     per = [[e[k] if k in axes else shared[k] for k in range(4)] for e in examples]
     try:
         want = [one(*args) for args in per]
-    except DgError as err:
+    except DgError:
         with pytest.raises(DgError):
             g(*[np.stack([np.asarray(e[k]) for e in examples]) if k in axes else shared[k] for k in range(4)])
         return

@@ -375,8 +375,8 @@ class Body:
     def batch_body(self, item, state, batched, size):
         """The Body of vmap(P) for a batch of `size`, staged once from these values: (item,
         state...) -> next state, the leaves `batched` marks (a fixed point of P: see loops.py)
-        carrying the batch on axis 0. It raises Unbatchable (vmap runs per example) where a
-        batched value decides P's control flow."""
+        carrying the batch on axis 0. It raises Unbatchable (vmap runs per example) where the
+        examples go different ways in P (a batched value decides its control flow)."""
         key = (batched, size)
         found = self._batched.get(key)
         if found is None:

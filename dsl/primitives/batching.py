@@ -106,4 +106,5 @@ def table():
     return {name: rule_of(p) for name, p in registry.PRIMS.items()}
 
 
-__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "broadcast_batch", "batched_key", "batch_first", "batch_behind", "table"]
+__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "broadcast_batch", "batched_key", "batch_first",
+           "batch_behind", "table"]

@@ -12,7 +12,8 @@ operation (JAX's design, jax/_src/lax/lax.py):
 - `jvp` (forward mode, `jvp`): `rule(ns, tangents, ans, args, kw)`, tangents holding
   None for arguments without one; it returns the output's tangent (None for zero).
 - `batch` (`vmap`): `rule(ns, args, batched, kw)`; a batched argument carries the
-  batch on axis 0, and so must the result.
+  batch on axis 0, and so must the result (or say it has none: batching.Unbatched, or
+  per element of a tuple: batching.Lanes).
 - `emit` (`jit`): how generated code computes it, else generated code calls `impl`.
 
 Rules are written against a namespace `ns` of array operations: on plain numbers
