@@ -55,9 +55,14 @@ def elementwise(prim):
     return rule
 
 
+def batch_size(args, batched):
+    """The batch size: the length of axis 0 of the first batched argument."""
+    return next(shape_of(a)[0] for a, b in zip(args, batched) if b)
+
+
 def broadcast_batch(ns, args, batched):
     """Every argument with the batch axis: unbatched ones repeated along a new axis 0."""
-    size = next(shape_of(a)[0] for a, b in zip(args, batched) if b)
+    size = batch_size(args, batched)
     return [a if b else ns.broadcast_to(a, (size,) + shape_of(a)) for a, b in zip(args, batched)]
 
 
@@ -106,5 +111,5 @@ def table():
     return {name: rule_of(p) for name, p in registry.PRIMS.items()}
 
 
-__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "broadcast_batch", "batched_key", "batch_first",
+__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "batch_size", "broadcast_batch", "batched_key", "batch_first",
            "batch_behind", "table"]

@@ -10,14 +10,13 @@ derivative taken later uses the user's rule. Under forward mode Checkpoint just
 runs its function.
 """
 
-import numpy as np
-
 from .. import ops as O
 from ..autodiff import tape
 from ..autodiff.tape import Box, Trace, peek
 from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
 from ..errors import error
 from ..autodiff.stage import _effect_kernel
+from .batching import batch_size
 from .registry import define
 
 
@@ -152,7 +151,7 @@ def _host_rule(ns, g, ans, leaves, kw, wanted):
 def _host_batch(ns, args, batched, kw):
     """A host function is Python code: called once per example, the results stacked."""
     from .. import ops as O
-    size = next(np.shape(peek(a))[0] for a, b in zip(args, batched) if b)
+    size = batch_size(args, batched)
     outs = [_host_kernel(*[O.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
             for i in range(size)]
     return O.stack(tuple(outs))

@@ -38,7 +38,7 @@ from ..autodiff import tape
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
-from .batching import Lanes, Unbatchable
+from .batching import Lanes, Unbatchable, batch_size
 from .registry import define
 
 
@@ -318,11 +318,6 @@ def _culprit(body, items, kept, cts):
 
 
 # ---------------------------------------------------------------- vmap
-def _batch_size(args, batched):
-    """The batch size, from the first batched argument."""
-    return next(peek(a).shape[0] for a, b in zip(args, batched) if b)
-
-
 def _loop_batch(ns, args, batched, kw):
     """vmap of a staged loop: the loop of vmap(P), P's Body for this batch (Body.batch_body).
 
@@ -333,7 +328,7 @@ def _loop_batch(ns, args, batched, kw):
     (Lanes). P's control flow decided by a batched value makes vmap run per example."""
     from ..autodiff.vmap import batched_outputs, spread
     body, items, history = kw["body"], kw["items"], kw["history"]
-    size = _batch_size(args, batched)
+    size = batch_size(args, batched)
     flags = [b or bool(history and d) for b, d in zip(batched, body.diff)]
     while True:
         more = [f or r for f, r in zip(flags, batched_outputs(body.forward, (False, *flags)))]
@@ -359,7 +354,7 @@ def _loop_back_batch(ns, args, batched, kw):
     if not len(h):      # a while loop that ran no iteration: the cotangents go through as they are
         return Lanes(cts, batched[1:])
     # a batched history's float leaves all carry the batch (_loop_batch)
-    size = _batch_size(cts, batched[1:]) if any(batched[1:]) else _batch_size(h[0], body.diff)
+    size = batch_size(cts, batched[1:]) if any(batched[1:]) else batch_size(h[0], body.diff)
     cts = [c if b else spread(c, size) for c, b in zip(cts, batched[1:])]
     if batched[0]:
         bbody, spread_to = getattr(h, "body", None), None
