@@ -310,6 +310,14 @@ def _with_batch(v, is_batched, size):
     return v if is_batched else spread(v, size)
 
 
+def spread_where(values, wanted, batched, size):
+    """The values, each that `wanted` marks and `batched` does not (None: no value is) repeated
+    for every example."""
+    if batched is None:
+        batched = (False,) * len(values)
+    return [spread(v, size) if w and not b else v for v, w, b in zip(values, wanted, batched)]
+
+
 def spread(v, size):
     """An unbatched leaf repeated for every example, on a new axis 0 (a string or none: a tuple)."""
     pv = peek(v)
@@ -383,4 +391,4 @@ def _say(interp, text):
     print(text, file=sys.stderr)
 
 
-__all__ = ["vmap", "replay_leaves", "batched_outputs", "spread"]
+__all__ = ["vmap", "replay_leaves", "batched_outputs", "spread", "spread_where"]

@@ -380,12 +380,12 @@ class Body:
         key = (batched, size)
         found = self._batched.get(key)
         if found is None:
-            from ..autodiff.vmap import replay_leaves, spread
+            from ..autodiff.vmap import replay_leaves, spread_where
             trace = S.StageTrace(derived=True)
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state)]
             values, reached = replay_leaves(self.forward, args, (False, *batched))
             # a leaf the body sets to the same value for every example (a constant) keeps its batch axis
-            values = [spread(v, size) if b and not r else v for v, b, r in zip(values, batched, reached)]
+            values = spread_where(values, batched, reached, size)
             program = S.program_of(trace, args, tuple(values))
             found = self._batched[key] = Body(program, compile_program(program, "loop_body_batched"), self.diff,
                                               self.key, self.where)

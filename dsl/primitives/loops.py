@@ -248,10 +248,11 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None)
         if spread is not None:
             kw["spread"] = spread
         return tape.record("LoopBack", (kept, *cts), kw)
+    if type(kept) is Box:
+        kept = tape.strip_unstaged(kept)
     if spread is not None:
-        kept = _spread_history(tape.strip_unstaged(kept) if type(kept) is Box else kept, body.diff, spread)
+        kept = _spread_history(kept, body.diff, spread)
     if top is not None:
-        kept = tape.strip_unstaged(kept) if type(kept) is Box else kept
         items = iterations(items, kept)
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
@@ -262,9 +263,9 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None)
 
 def _spread_history(kept, diff, size):
     """One example's history with its float leaves repeated along a batch of `size`."""
-    from ..autodiff.vmap import spread
+    from ..autodiff.vmap import spread_where
     out = History()
-    out.extend([spread(x, size) if d else x for x, d in zip(entry, diff)] for entry in kept)
+    out.extend(spread_where(entry, diff, None, size) for entry in kept)
     return out
 
 
@@ -326,7 +327,7 @@ def _loop_batch(ns, args, batched, kw):
     start); under reverse mode (a history kept) every float leaf is, so that the pullback of
     the batched body gives each example its own cotangents. An int counter stays unbatched
     (Lanes). P's control flow decided by a batched value makes vmap run per example."""
-    from ..autodiff.vmap import batched_outputs, spread
+    from ..autodiff.vmap import batched_outputs, spread_where
     body, items, history = kw["body"], kw["items"], kw["history"]
     size = batch_size(args, batched)
     flags = [b or bool(history and d) for b, d in zip(batched, body.diff)]
@@ -335,7 +336,7 @@ def _loop_batch(ns, args, batched, kw):
         if more == flags:
             break
         flags = more
-    state = [spread(x, size) if f and not b else x for x, f, b in zip(args, flags, batched)]
+    state = spread_where(args, flags, batched, size)
     first = items[0] if items else 0        # a while loop's (None) counts from 0
     bbody = body.batch_body(first, state, tuple(flags), size)
     out = _loop_kernel(*state, body=bbody, items=items, history=history)
@@ -348,20 +349,20 @@ def _loop_back_batch(ns, args, batched, kw):
     """vmap of a loop's reverse pass: LoopBack over the Body the batched loop ran, from each
     example's cotangents; a history of one example (the loop did not depend on the batch, the
     cotangents do) is spread over the batch as the pass starts."""
-    from ..autodiff.vmap import spread
+    from ..autodiff.vmap import spread_where
     kept, cts = args[0], args[1:]
     body, items, h = kw["body"], kw["items"], peek(kept)
     if not len(h):      # a while loop that ran no iteration: the cotangents go through as they are
         return Lanes(cts, batched[1:])
     # a batched history's float leaves all carry the batch (_loop_batch)
     size = batch_size(cts, batched[1:]) if any(batched[1:]) else batch_size(h[0], body.diff)
-    cts = [c if b else spread(c, size) for c, b in zip(cts, batched[1:])]
+    cts = spread_where(cts, (True,) * len(cts), batched[1:], size)
     if batched[0]:
         bbody, spread_to = getattr(h, "body", None), None
         if bbody is None:
             raise Unbatchable(f"the reverse pass of the loop at {body.where} has no batched history")
     else:
-        first = [spread(x, size) if d else x for x, d in zip(h[0], body.diff)]
+        first = spread_where(h[0], body.diff, None, size)
         bbody, spread_to = body.batch_body(items[0] if items else 0, first, body.diff, size), size
     return _loop_back_kernel(kept, *cts, body=bbody, items=items, wanted=kw["wanted"], spread=spread_to)
 
