@@ -109,30 +109,88 @@ class _Writer:
         return f"K_{name}("
 
 
-def compile_program(program, name="jitted", checks=True, planned=None):
+def compile_program(program, name="jitted"):
     """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
     with gc_paused():
-        return _compile(program, name, checks, planned)
+        return _compile(program, name)
 
 
-def _compile(program, name, checks=True, planned=None):
+def _compile(program, name):
     """The program as a compiled Python function run(inputs) -> tuple of output leaves.
 
     The function has `inexact` set when optimize.py dropped Nz steps or masks: then a failed guard
-    may be one that the exact program passes, and its results are checked (`Inexact`). With
-    checks=False they are not: the caller checks the outputs of a loop of runs instead, which it
-    may only do where `outputs_checked` says that every checked value is an output. `planned`:
-    optimize.plan(program), when the caller compiles the program twice (with and without checks)."""
+    may be one that the exact program passes, and its results are checked (`Inexact`)."""
     w = _Writer()
-    kinds = program.kinds
+    p = plan(program)
+    lines, outs = _lines(w, program, p, True)
+    if program.inputs:
+        lines.insert(0, f"{_tuple(f'v{s}' for s in program.inputs)} = _in")
+    lines.append(f"return {_tuple(outs)}")
+    return _define(w, name, "_in", lines, p)
+
+
+def outputs_checked(program, planned):
+    """Whether every value the code generated from this plan checks is one of the program's
+    outputs (then a caller that checks the outputs may run it without checks)."""
+    return set(planned.checked) <= {resolve(planned.alias, r) for r in program.out_refs if r >= 0}
+
+
+def compile_loop(program, seq, carried, name, kept=False, extra=False, checks=True, planned=None):
+    """The program run as a loop body, the whole loop as one compiled Python function (no call
+    and no lists per iteration): loop(entries, carry, fixed, kept, extra) -> (iterations
+    completed, the carry after them, None or the exception that stopped the next one).
+
+    The program's inputs are: what each of `entries` gives (itself where `seq` is None, else a
+    tuple of `seq` values), then `carried` ones (`carry`, then each iteration's first outputs),
+    then the fixed ones (`fixed`). With `kept`, the carry each completed iteration started from
+    is appended to the list `kept`; with `extra`, the tuple of the outputs after the carried
+    ones to the list `extra`. An iteration that raises (a guard, a result the code cannot vouch
+    for: see run_code) stops the loop with the carry it started from, for the caller to run
+    that iteration as run_code does and go on. With checks=False, the results are not checked
+    (see optimize.py): the caller checks the final carry instead, which it may only do where
+    `outputs_checked` says that every checked value is an output. `planned`: optimize.plan(program)."""
+    with gc_paused():
+        return _compile_loop(program, seq, carried, name, kept, extra, checks, planned)
+
+
+def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
+    """See compile_loop."""
+    w = _Writer()
+    w.consts["_STOPS"] = (GuardFailed, Inexact, *kernels.RAISED)
     p = planned or plan(program)
+    lines, outs = _lines(w, program, p, checks)
+    ins = [f"v{s}" for s in program.inputs]
+    given = 1 if seq is None else seq
+    entry, carry, fixed = ins[:given], ins[given:given + carried], ins[given + carried:]
+    loop = [f"for {entry[0] if seq is None else _tuple(entry)} in _entries:"] + ["    " + x for x in lines]
+    if kept:
+        loop.append(f"    _kept.append({_tuple(carry)})")
+    if extra:
+        loop.append(f"    _extra.append({_tuple(outs[carried:])})")
+    moved = [(c, o) for c, o in zip(carry, outs[:carried]) if c != o]     # a leaf the body keeps stays
+    if moved:
+        loop.append(f"    {_tuple(c for c, _ in moved)} = {_tuple(o for _, o in moved)}")
+    loop.append("    _k += 1")
+    lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", "_k = 0", "try:"]
+    lines += ["    " + x for x in loop]
+    lines += ["except _STOPS as _e:", f"    return _k, {_tuple(carry)}, _e", f"return _k, {_tuple(carry)}, None"]
+    return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
+
+
+def _tuple(names):
+    """A tuple display of names (a target or a value), for any number of them."""
+    return "(" + "".join(n + ", " for n in names) + ")"
+
+
+def _lines(w, program, p, checks):
+    """The lines computing a program's steps (its inputs already in their slots), and the
+    expressions of its outputs."""
+    kinds = program.kinds
     out_refs = tuple(resolve(p.alias, r) if r >= 0 else r for r in program.out_refs)
     # a value checked at the end (a mask's factor that reaches no result) lives as long as an output
     last = _last_uses(p.steps, out_refs + (tuple(p.checked) if checks else ()))
     inputs = set(program.inputs)
     body = []
-    if program.inputs:
-        body.append("(" + "".join(f"v{s}, " for s in program.inputs) + ") = _in")
     for i, step in _numbered(program.steps, p.steps):
         kind, op, refs, consts, kw, span, out = step
         args = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(refs, consts)]
@@ -151,8 +209,13 @@ def _compile(program, name, checks=True, planned=None):
         body.extend(f"if not _finite(v{r}): raise _Inexact()" for r in p.checked)
     outs = [w.const(p.known[r]) if r in p.known else f"v{r}" if r >= 0 else w.const(c)
             for r, c in zip(out_refs, program.out_consts)]
-    body.append("return (" + "".join(o + ", " for o in outs) + ")")
-    source = f"def {name}(_in):\n" + "".join(f"    {line}\n" for line in body)
+    return body, outs
+
+
+def _define(w, name, params, lines, p):
+    """Compile `def name(params): lines` with the writer's constants; the function, marked with its
+    source, whether it may raise where dg's kernels would not (`raising`) and `inexact` (above)."""
+    source = f"def {name}({params}):\n" + "".join(f"    {line}\n" for line in lines)
     raising = not any(step[0] == "effect" for step in p.steps)
     source = _KERNEL.sub(lambda m: w.kernel(m.group(1), raising), source)
     namespace = dict(w.consts)
@@ -161,7 +224,6 @@ def _compile(program, name, checks=True, planned=None):
     fn.source = source
     fn.inexact = p.inexact
     fn.raising = raising
-    fn.outputs_checked = set(p.checked) <= set(out_refs)
     return fn
 
 
@@ -240,4 +302,4 @@ def _last_uses(steps, out_refs):
     return last
 
 
-__all__ = ["compile_program", "template_for", "run_code"]
+__all__ = ["compile_program", "compile_loop", "outputs_checked", "template_for", "run_code"]

@@ -17,7 +17,8 @@ from its second iteration:
    function, a tensor whose shape grows, a `break`), except ints: where only ints
    changed (counters), it looks ahead again with them staged as state too.
 3. Otherwise the loop's remaining iterations are one Loop step over the state,
-   which runs P's compiled code once per item, and the state is written back.
+   which runs P over the items (the loop compiled whole: Driver), and the state is
+   written back.
 
 Where a later iteration fails one of P's guards while jit stages, jit stages
 the function again with that loop written out (dsl/jit/jit.py); a compiled
@@ -51,7 +52,7 @@ from ..autodiff.trees import flatten_open, unflatten, zero_of
 from ..values import Cell
 from ..primitives.loops import (LoopGuardFailed, pullback, split_tangents, stage_pullback, state_diff,
                                 with_tangents)
-from .codegen import compile_program, run_code
+from .codegen import compile_loop, compile_program, outputs_checked, run_code
 from .jit import _key
 from .optimize import plan
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
@@ -249,7 +250,7 @@ class Roller:
             # the body decides something by the loop variable or a counter: each iteration differs
             return self._written_out("the body decides something by the value of the loop variable or of "
                                      "an int it changes")
-        return Body(program, compile_program(program, "loop_body"), state_diff(state), self, self.where)
+        return Body(program, "loop_body", state_diff(state), self, self.where)
 
     def _what_changed(self, before, after):
         """Why two frame layouts differ, naming the variable: a function made in the body, a
@@ -271,12 +272,13 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "code", "diff", "changed", "key", "where", "user_rules", "ran", "_back",
-                 "_back_code", "_split", "_jvp", "_batched", "__weakref__")
+    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "ran", "_code", "_back",
+                 "_back_code", "_split", "_jvp", "_batched", "_driver", "__weakref__")
 
-    def __init__(self, program, code, diff, key, where):
+    def __init__(self, program, name, diff, key, where):
         self.forward = program
-        self.code = code
+        self.name = name        # of its compiled code
+        self._code = None
         self.diff = diff
         # whether the body changes leaf j (else its output is its input, the same on every iteration)
         self.changed = tuple(r != s for r, s in zip(program.out_refs, program.inputs[1:]))
@@ -291,6 +293,15 @@ class Body:
         #                         not split, None: not tried
         self._jvp = None        # the Body of P's jvp (jvp_body), False where it does not stage
         self._batched = {}      # (which leaves are batched, batch size) -> the Body of vmap(P)
+        self._driver = None     # P's loop over items compiled whole (Driver), once a loop runs without a history
+
+    @property
+    def code(self):
+        """P's code for one iteration, compiled when first needed (the loop runs compiled whole:
+        this runs an iteration that loop stops at)."""
+        if self._code is None:
+            self._code = compile_program(self.forward, self.name)
+        return self._code
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
@@ -298,52 +309,31 @@ class Body:
         state. `items` None: a while loop's, until a guard fails."""
         if items is None:
             return self._run_while(state, kept)
-        code, program = self.code, self.forward
         parts = self._split_at(items[0], state) if kept is not None and items else None
         try:
             if parts is not None:
                 forward = parts[0]
-                program, code = forward.program, forward.code
-                n = len(state)
-                residuals = kept.residuals
                 fixed = forward.prelude([items[0], *state])
-                for item in items:
-                    kept.append(state)
-                    out = run_code(program, code, [item, *state, *fixed])
-                    state = out[:n]
-                    residuals.append(out[n:])
-                return state
-            for item in items:
-                if kept is not None:
-                    kept.append(state)
-                state = run_code(program, code, [item, *state])
+                return forward.driver().run(forward, items, state, fixed, kept, kept.residuals)
+            if self._driver is None:
+                self._driver = Driver(self.forward, len(state), self.name)
+            return self._driver.run(self, items, state, (), kept, None)
         except S.GuardFailed as failed:
             raise LoopGuardFailed(self, failed) from None
-        return state
 
     def _run_while(self, state, kept):
         """Iterations until one goes another way than P was staged (a guard fails: the condition
         turned false, a `break` is taken): the state that iteration started from, which the
         statement, as written, goes on from. Each iteration is a step of the run's limits."""
         parts = self._split_at(0, state) if kept is not None else None
-        program, code, fixed, n = self.forward, self.code, (), len(state)
         if parts is not None:
-            program, code = parts[0].program, parts[0].code
             fixed = parts[0].prelude([0, *state])
-        k = 0
-        while True:
-            try:
-                out = run_code(program, code, [k, *state, *fixed])
-            except S.GuardFailed:
-                self.ran = k
-                return state
-            if kept is not None:
-                kept.append(state)
-                if parts is not None:
-                    kept.residuals.append(out[n:])
-            state = out[:n] if parts is not None else out
-            k += 1
-            self.count_step()
+            self.ran, state = parts[0].driver().run_while(parts[0], state, fixed, kept, kept.residuals, self)
+            return state
+        if self._driver is None:
+            self._driver = Driver(self.forward, len(state), self.name)
+        self.ran, state = self._driver.run_while(self, state, (), kept, None, self)
+        return state
 
     def count_step(self):
         """One iteration of a while loop, a step of the run's limits (a budget, a timeout), as
@@ -369,7 +359,7 @@ class Body:
             values, ts = split_tangents(outs, self.diff, forward)
             program = S.program_of(trace, args, (*values, *ts))
             diff = self.diff + (True,) * len(ts)
-            self._jvp = Body(program, compile_program(program, "loop_body_jvp"), diff, self.key, self.where)
+            self._jvp = Body(program, "loop_body_jvp", diff, self.key, self.where)
         return self._jvp or None
 
     def batch_body(self, item, state, batched, size):
@@ -387,7 +377,7 @@ class Body:
             # a leaf the body sets to the same value for every example (a constant) keeps its batch axis
             values = spread_where(values, batched, reached, size)
             program = S.program_of(trace, args, tuple(values))
-            found = self._batched[key] = Body(program, compile_program(program, "loop_body_batched"), self.diff,
+            found = self._batched[key] = Body(program, "loop_body_batched", self.diff,
                                               self.key, self.where)
         return found
 
@@ -434,11 +424,11 @@ class Body:
             program, code = reverse.program, reverse.code
             fixed = reverse.prelude([*residuals[-1], *cts])
             if reverse.fast is not None:
-                ct = list(cts)
-                for k in range(len(items) - 1, -1, -1):
-                    ct = run_code(program, reverse.fast, [*residuals[k], *ct, *fixed])
-                if all(finite(c) for c in ct):
-                    return ct
+                # the whole loop without checks; anything amiss (a result not finite, an iteration
+                # the code cannot vouch for) runs it again below, each iteration checked
+                done, ct, failed = reverse.fast(reversed(residuals), cts, fixed, None, None)
+                if failed is None and all(finite(c) for c in ct):
+                    return list(ct)
         else:
             residuals = None
             if self._back is None:
@@ -461,9 +451,12 @@ class Body:
 
 class Hoisted:
     """A program run once per iteration, compiled, with what reads only its fixed inputs (the
-    same on every iteration) moved to a prelude run once per loop (split.hoisted)."""
+    same on every iteration) moved to a prelude run once per loop (split.hoisted). With `fast`
+    (a reverse loop B: inputs an iteration's residuals then the cotangents, outputs the
+    cotangents), also the whole loop compiled without checks, where the caller may check its
+    results instead (`fast`: see Body.back)."""
 
-    __slots__ = ("source", "program", "code", "fast", "invariant", "_prelude", "_prelude_code")
+    __slots__ = ("source", "program", "name", "fast", "invariant", "_code", "_prelude", "_prelude_code", "_driver")
 
     def __init__(self, program, fixed, name, fast=False):
         self.source = program
@@ -473,18 +466,98 @@ class Hoisted:
         else:
             self._prelude, self.program, self.invariant = parts
             self._prelude_code = compile_program(self._prelude, name + "_prelude")
+        self.name = name
+        self._code = self.fast = self._driver = None
         planned = plan(self.program) if fast else None       # one plan for both compilations
-        self.code = compile_program(self.program, name, planned=planned)
-        self.fast = None
-        if fast:        # checks left to the caller, where the plan allows it (codegen.outputs_checked)
-            self.fast = compile_program(self.program, name, checks=False, planned=planned)
-            self.fast = self.fast if self.fast.outputs_checked else None
+        if fast and outputs_checked(self.program, planned):
+            m = len(program.out_refs)
+            self.fast = compile_loop(self.program, len(program.inputs) - m, m, name + "_loop", checks=False,
+                                     planned=planned)
+
+    @property
+    def code(self):
+        """The program's code for one iteration (compiled when first needed: a forward loop runs
+        it only for an iteration its Driver stops at)."""
+        if self._code is None:
+            self._code = compile_program(self.program, self.name)
+        return self._code
 
     def prelude(self, inputs):
         """The moved values, from one iteration's inputs."""
         if self._prelude is None:
             return ()
         return run_code(self._prelude, self._prelude_code, inputs)
+
+    def driver(self):
+        """The forward loop P' (see Driver): its inputs the item, the state and the moved values."""
+        if self._driver is None:
+            self._driver = Driver(self.program, len(self.source.inputs) - 1, "loop_forward")
+        return self._driver
+
+
+class Driver:
+    """A body's loop compiled whole (codegen.compile_loop): one call for the loop instead of one
+    per iteration (a third of a rolled loop's time went to the calls). An iteration the compiled
+    loop stops at (a guard, a result it cannot vouch for) runs as run_code runs it, by the
+    owner's code for one iteration (exactly, or raising what it raises), and the loop goes on."""
+
+    __slots__ = ("program", "n", "name", "_loops")
+
+    def __init__(self, program, carried, name):
+        self.program = program      # inputs: the item, `carried` state leaves, fixed values
+        self.n = carried
+        self.name = name
+        self._loops = {}            # (keeps a history, keeps extra outputs) -> compiled loop
+
+    def _loop(self, kept, extra):
+        """The compiled loop appending to `kept` and `extra` where they are not None."""
+        key = (kept is not None, extra is not None)
+        loop = self._loops.get(key)
+        if loop is None:
+            loop = self._loops[key] = compile_loop(self.program, None, self.n, self.name + "_loop", *key)
+        return loop
+
+    def _step(self, owner, item, state, fixed, kept, extra):
+        """One iteration by the owner's code for one (Body or Hoisted): the state after it."""
+        out = run_code(self.program, owner.code, [item, *state, *fixed])
+        if kept is not None:
+            kept.append(state)
+        if extra is not None:
+            extra.append(out[self.n:])
+        return out[:self.n]
+
+    def run(self, owner, items, state, fixed, kept, extra):
+        """The state after the body ran once per item (appending each iteration's starting state to
+        `kept` and its outputs after the state to `extra`, where they are not None)."""
+        loop, start = self._loop(kept, extra), 0
+        while True:
+            done, state, failed = loop(items[start:] if start else items, state, fixed, kept, extra)
+            if failed is None:
+                return list(state)
+            start += done
+            state = self._step(owner, items[start], state, fixed, kept, extra)
+            start += 1
+
+    def run_while(self, owner, state, fixed, kept, extra, body):
+        """A while loop's iterations (item k the k-th) until a guard fails: (how many ran, the state
+        the failing one started from). Each is a step of the run's limits: the compiled loop runs
+        at most until the limits' next look (Body.count_step)."""
+        loop, limits, k = self._loop(kept, extra), body.key.interp.limits, 0
+        while True:
+            chunk = limits.next_check - limits.steps
+            chunk = int(chunk) if chunk < 2 ** 62 else 2 ** 62
+            done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
+            k += done
+            limits.steps += done
+            if failed is not None:
+                try:
+                    state = self._step(owner, k, state, fixed, kept, extra)
+                except S.GuardFailed:
+                    return k, state
+                k += 1
+                limits.steps += 1
+            if limits.steps >= limits.next_check:
+                limits.check(body.key.span)
 
 
 # ---------------------------------------------------------------- the frame as leaves
