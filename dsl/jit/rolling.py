@@ -535,6 +535,8 @@ class Driver:
             if failed is None:
                 return list(state)
             start += done
+            if isinstance(failed, S.GuardFailed) and not loop.inexact:
+                raise failed        # as run_code would raise it (the compiled loop checks what it checks)
             state = self._step(owner, items[start], state, fixed, kept, extra)
             start += 1
 
@@ -550,6 +552,8 @@ class Driver:
             k += done
             limits.steps += done
             if failed is not None:
+                if isinstance(failed, S.GuardFailed) and not loop.inexact:
+                    return k, state     # the iteration that goes another way (run_code would raise it too)
                 try:
                     state = self._step(owner, k, state, fixed, kept, extra)
                 except S.GuardFailed:
