@@ -246,6 +246,21 @@ def test_compiled_hessians_follow_branches_names_effects_and_outer_traces(monkey
     np.testing.assert_allclose(i.get("t"), 24.0 * np.array([1.0, 2.0]), rtol=1e-12)
 
 
+def test_a_kept_program_whose_branch_goes_another_way_is_staged_again_and_prints_once():
+    # jacfwd keeps the program staged at one call; at the next, the branch on x[0] (a value the
+    # batch of directions does not reach) goes the other way: that call is staged again, so f's
+    # print happens once per call, as in one run of f, whatever the calls before it were (it ran
+    # once per direction, printing three times, found by the jit fuzz: jacfwd(jit(f)) printed once)
+    i = interp("fn f(x) {\n  print(\"f\")\n  if x[0] > 0.0 { return sin(x) * x[1] }\n  return cos(x) * x[2]\n}\n"
+               "let j = jacfwd(f)")
+    for x in ([1.0, 2.0, 3.0], [-1.0, 2.0, 3.0], [0.5, 1.0, 2.0], [-0.5, 1.0, 2.0]):
+        x = np.array(x)
+        want = (np.diag(np.cos(x) * x[1]) + np.outer(np.sin(x), np.eye(3)[1]) if x[0] > 0 else
+                np.diag(-np.sin(x) * x[2]) + np.outer(np.cos(x), np.eye(3)[2]))
+        np.testing.assert_allclose(i.lookup("j")(x), want, rtol=1e-12)
+    assert i.out.getvalue() == "f\n" * 4
+
+
 def test_a_compiled_hessian_still_reports_a_gradient_that_is_not_finite():
     i = interp("fn f(x) { return sum(x ** 3.0 * sqrt(x)) }\nlet h = hessian(f)")
     for _ in range(3):

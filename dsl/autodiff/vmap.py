@@ -48,8 +48,7 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
                 program = _stage_first(f, spec, moved, batched, interp, shared_effects)
                 out = _held(interp, program, lambda: _replay(program, moved, batched, size))
             else:
-                kept = _kept_for(f, spec, moved, batched, interp, cache, args, axes, shared_effects)
-                out = _held(interp, kept.program, lambda: kept.replay(moved, batched, size))
+                out = _replay_kept(f, spec, moved, batched, size, interp, cache, (args, axes, shared_effects))
         except Unbatchable as why:
             if cache is not None:
                 cache.clear()
@@ -77,6 +76,22 @@ def _held(interp, program, replay):
         raise
     held.release()
     return out
+
+
+def _replay_kept(f, spec, leaves, batched, size, interp, cache, how):
+    """The batched result by the cache's program (jacfwd's). A program kept from an earlier call
+    whose control flow goes another way on this one (a guard of an unbatched value: other
+    arguments) is staged again for this call before it is given up for one run per example, so
+    that a call's effects do not depend on which calls came before it."""
+    kept = _kept_for(f, spec, leaves, batched, interp, cache, *how)
+    try:
+        return _held(interp, kept.program, lambda: kept.replay(leaves, batched, size))
+    except Unbatchable:
+        if kept.calls <= 1:     # staged for this call: the batch itself decides (see `call`)
+            raise
+    cache.clear()
+    kept = _kept_for(f, spec, leaves, batched, interp, cache, *how)
+    return _held(interp, kept.program, lambda: kept.replay(leaves, batched, size))
 
 
 def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
