@@ -421,7 +421,6 @@ class Body:
         fixed = ()
         if self._split and len(residuals) == len(items):
             reverse = self._reverse(wanted)
-            program, code = reverse.program, reverse.code
             fixed = reverse.prelude([*residuals[-1], *cts])
             if reverse.fast is not None:
                 # the whole loop without checks; anything amiss (a result not finite, an iteration
@@ -429,6 +428,7 @@ class Body:
                 done, ct, failed = reverse.fast(reversed(residuals), cts, fixed, None, None)
                 if failed is None and all(finite(c) for c in ct):
                     return list(ct)
+            program, code = reverse.program, reverse.code
         else:
             residuals = None
             if self._back is None:
@@ -491,7 +491,7 @@ class Hoisted:
     def driver(self):
         """The forward loop P' (see Driver): its inputs the item, the state and the moved values."""
         if self._driver is None:
-            self._driver = Driver(self.program, len(self.source.inputs) - 1, "loop_forward")
+            self._driver = Driver(self.program, len(self.source.inputs) - 1, self.name)
         return self._driver
 
 
