@@ -326,6 +326,30 @@ def test_hessians_compiled_at_one_point_are_exact_at_special_points(name):
         np.testing.assert_array_equal(h(x), want)
 
 
+def test_results_the_program_makes_infinite_run_the_exact_code_first_for_a_while_and_stay_exact():
+    # ln's derivative at 0 is infinite in the program itself, which the compiled code's check on its
+    # results cannot tell from a left-out zero rule's NaN: each such call ran the exact program,
+    # interpreted, after the compiled code. The exact code is compiled once it is needed, and after
+    # EXACT_AFTER such calls in a row it runs first, for EXACT_FOR calls, before the other is tried
+    # again; the zero rule (where's gradient at -1 is 0, not NaN) holds on both ways
+    from dsl.jit import codegen
+    i = interp("fn f(x) { return sum(ln(x[0:1]) * 2.0) + sum(where(x > 0.0, sqrt(x), 0.0)) }\n"
+               "let g = grad(f)\nlet jg = jit(grad(f))", check_numerics=False)
+    g, jg = i.lookup("g"), i.lookup("jg")
+    calls = [[0.0, 1.0, -1.0]] * (codegen.EXACT_AFTER + 1) + [[1.0, 4.0, 0.5]] * (codegen.EXACT_FOR + 2)
+    skips = []
+    for x in calls:
+        x = np.array(x)
+        np.testing.assert_array_equal(jg(x), g(x))
+        skips.append(next(iter(jg.call.entries.values()))[0].code.skip)
+    n = codegen.EXACT_AFTER
+    # the first call stages; the next n - 1 fall back (misses 1..n-1) and the n-th switches
+    assert skips[:n + 2] == [0] * n + [codegen.EXACT_FOR, codegen.EXACT_FOR - 1]
+    assert skips[-2:] == [0, 0]     # the window over, the other code runs again (its results finite)
+    code = next(iter(jg.call.entries.values()))[0].code
+    assert code.inexact and code.exact is not None and code.exact is not code and code.misses == 0
+
+
 # where Python's math raises, dg's kernels give inf or nan: compiled code without effects calls
 # Python's own function and runs the exact program when it raises; with an effect it never calls it
 RAISING = [("sin(s)", float("inf")), ("cos(s)", float("-inf")), ("sqrt(s)", -1.0), ("exp(s)", 1000.0),

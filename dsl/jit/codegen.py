@@ -109,24 +109,29 @@ class _Writer:
         return f"K_{name}("
 
 
-def compile_program(program, name="jitted"):
+def compile_program(program, name="jitted", exact=False):
     """See `_compile` (with the cycle collector held: the work makes many objects without cycles)."""
     with gc_paused():
-        return _compile(program, name)
+        return _compile(program, name, exact)
 
 
-def _compile(program, name):
+def _compile(program, name, exact):
     """The program as a compiled Python function run(inputs) -> tuple of output leaves.
 
     The function has `inexact` set when optimize.py dropped Nz steps or masks: then a failed guard
-    may be one that the exact program passes, and its results are checked (`Inexact`)."""
+    may be one that the exact program passes, and its results are checked (`Inexact`); with
+    `exact`, nothing is dropped (what run_code runs where the other code cannot vouch for its
+    results). `exact` on the function: its exact twin, itself where nothing was dropped."""
     w = _Writer()
-    p = plan(program)
+    p = plan(program, exact)
     lines, outs = _lines(w, program, p, True)
     if program.inputs:
         lines.insert(0, f"{_tuple(f'v{s}' for s in program.inputs)} = _in")
     lines.append(f"return {_tuple(outs)}")
-    return _define(w, name, "_in", lines, p)
+    fn = _define(w, name, "_in", lines, p)
+    fn.exact = None if p.inexact else fn
+    fn.misses = fn.skip = 0
+    return fn
 
 
 def outputs_checked(program, planned):
@@ -227,25 +232,57 @@ def _define(w, name, params, lines, p):
     return fn
 
 
-def run_code(program, code, values, rewind=None):
-    """The output leaves of a program's compiled code on these inputs, or of the exact program where
-    the compiled code cannot vouch for its own (optimize.py: a NaN where a zero rule was left out,
-    or a guard that noticed one; a math function that raised where dg's kernel returns inf or nan).
+EXACT_AFTER = 3      # calls in a row the exact code had to give the results: it then runs first,
+EXACT_FOR = 16       # for this many calls, before the other code is tried again
 
-    `rewind()` undoes the effects the compiled code performed before the exact program performs
+
+def run_code(program, code, values, rewind=None):
+    """The output leaves of a program's compiled code on these inputs, or of its exact code where
+    the compiled code cannot vouch for its own (optimize.py: a NaN where a zero rule was left out,
+    or a guard that noticed one), or of the exact program, interpreted, where a math function
+    raised where dg's kernel returns inf or nan.
+
+    Where the exact code had to run on several calls in a row (results the program itself makes
+    NaN or infinite, which the check cannot tell from a left-out zero rule's), it runs first
+    for a while: one run per call instead of two.
+
+    `rewind()` undoes the effects the compiled code performed before the exact code performs
     them again (the random generator put back, the output dropped): a program with effects needs it."""
+    if code.skip:
+        code.skip -= 1
+        return _exact(program, code.exact, values)
     try:
-        return code(values)
+        out = code(values)
+        code.misses = 0
+        return out
     except Inexact:
         pass
     except kernels.RAISED:
         if not code.raising:
             raise
+        if rewind is not None:
+            rewind()
+        return S.output_leaves(program, values)
     except GuardFailed:
         if not code.inexact:
             raise
     if rewind is not None:
         rewind()
+    if code.exact is None:
+        code.exact = compile_program(program, "exact", exact=True)
+    code.misses += 1
+    if code.misses >= EXACT_AFTER:
+        code.skip = EXACT_FOR
+    return _exact(program, code.exact, values)
+
+
+def _exact(program, exact, values):
+    """The exact code's results, or the exact program's where a math function raised."""
+    try:
+        return exact(values)
+    except kernels.RAISED:
+        if not exact.raising:
+            raise
     return S.output_leaves(program, values)
 
 

@@ -46,11 +46,15 @@ class Plan:
         self.inexact = inexact      # whether a guard may fail where the exact program's passes
 
 
-def plan(program):
-    """Apply the rewrites to a program (see the module docstring)."""
+def plan(program, exact=False):
+    """Apply the rewrites to a program (see the module docstring); with `exact`, only those that
+    change no result (common subexpressions, products with 1): nothing is left to check."""
     alias = {}
     kinds = program.kinds
     steps = _common(program.steps, alias)
+    if exact:
+        known = {}
+        return Plan(_fold(steps, alias, known, kinds), alias, (), known, False)
     masks, unsafe = _true_masks(steps, kinds)
     steps, dropped = _drop_nz(steps, alias, unsafe)
     known = dict.fromkeys(masks, True)
