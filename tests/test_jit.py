@@ -454,3 +454,44 @@ def test_a_call_of_plain_arguments_has_the_signature_of_the_general_path(args):
     else:
         assert flat[0] == J.signature(args, {})
         assert [type(v) for v in flat[1]] == [type(a) for a in args if type(a) in (float, np.float64, np.ndarray)]
+
+
+def test_large_temporaries_are_written_into_and_nothing_else_is():
+    # a tensor of 32,768 entries or more, read for the last time by + - * /, takes the result in
+    # its memory (codegen._into_dead); the arguments, a view, a value kept for later, a result and
+    # small tensors never are
+    src = ("fn f(x, m) {\n  let a = x * 2.0\n  let b = a + 1.0\n  let t = transpose(m)\n  let u = t * 3.0\n"
+           "  let kept = b * b\n  let c = kept - u\n  let s = x[0:4] * 2.0\n  let d = c / (s[0] + 2.0)\n"
+           "  return (d, kept, sum(s))\n}\nlet jf = jit(f)")
+    i = interp(src)
+    f, jf = i.lookup("f"), i.lookup("jf")
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x, m = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
+        x0, m0 = x.copy(), m.copy()
+        got, want = jf(x, m), f(x, m)
+        for g, w_ in zip(got, want):
+            np.testing.assert_array_equal(g, w_)
+        np.testing.assert_array_equal(x, x0)
+        np.testing.assert_array_equal(m, m0)
+    source = next(iter(jf.call.entries.values()))[0].code.source
+    # offered for b (into a), u (into t, which is a view of m: refused when it runs), kept (into b),
+    # c (into u: kept is a result) and d (into c); never into an argument
+    assert source.count("out=") == 5 and "out=v0" not in source and "out=v1" not in source, source
+    # in a rolled loop under grad, the forward loop keeps values of each iteration for the reverse
+    # one (its lists hold them): those must not be written into either
+    i = interp("fn h(x) {\n  let s = x\n  for k in range(4) { s = tanh(s * 0.5 + x) * s }\n  return sum(s)\n}\n"
+               "let jh = jit(grad(h))\nlet gh = grad(h)")
+    for _ in range(3):
+        x = rng.standard_normal((256, 256))
+        np.testing.assert_allclose(i.lookup("jh")(x), i.lookup("gh")(x), rtol=1e-12)
+    # a temporary read for the last time while a view of it lives on (a reshape): not written into
+    i = interp("fn r(x) {\n  let t = x * 2.0\n  let v = reshape(t, (65536,))\n  let u = t + 1.0\n"
+               "  return sum(u) + sum(v * v)\n}\nlet jr = jit(r)")
+    for _ in range(3):
+        x = rng.standard_normal((256, 256))
+        assert i.lookup("jr")(x) == i.lookup("r")(x)
+    small = interp("fn g(x) { let a = x * 2.0\n return a + 1.0 }\nlet jg = jit(g)").lookup("jg")
+    small(np.ones(100))
+    small(np.ones(100))
+    assert "out=" not in next(iter(small.call.entries.values()))[0].code.source

@@ -16,12 +16,13 @@ the same program could be written against another numpy-like library.
 import functools
 import itertools
 import re
+import sys
 
 import numpy as np
 
 from ..autodiff import stage as S
 from ..autodiff.stage import GuardFailed, is_array_kind, kind_of, same
-from ..autodiff.tape import finite
+from ..autodiff.tape import REFCOUNTS_EXACT, finite
 from ..cycles import gc_paused
 from ..primitives.registry import PRIMS
 from . import kernels
@@ -199,15 +200,17 @@ def _lines(w, program, p, checks):
     for i, step in _numbered(program.steps, p.steps):
         kind, op, refs, consts, kw, span, out = step
         args = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(refs, consts)]
+        # tensors read for the last time (not the caller's): dropped after the step, or written into
+        dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
+                and is_array_kind(kinds[r])]
         if kind == "guard":
             body.append(_guard(w, i, refs[0], args[0], consts[0], kinds))
         elif kind == "effect":
             fn = w.const(functools.partial(S._effect_kernel, **kw))
             body.append(f"v{out} = {fn}({', '.join(args)})")
         else:
-            body.append(f"v{out} = {_expression(w, op, args, refs, consts, kw, kinds[out], kinds)}")
-        dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
-                and is_array_kind(kinds[r])]
+            expression = _expression(w, op, args, refs, consts, kw, kinds[out], kinds)
+            body.append(f"v{out} = {_into_dead(w, op, refs, args, expression, dead, kinds, kinds[out])}")
         if dead:
             body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
     if checks:
@@ -304,6 +307,31 @@ def _guard(w, i, ref, arg, expected, kinds):
 def _takes_ints(prim):
     """Whether the primitive's array template takes ints beside tensors (an index: `x[i]`)."""
     return type(prim.emit) is dict and bool(prim.emit.get("ints"))
+
+
+# operators whose array template may write its result into a dead operand's memory (_into_dead)
+INTO = {"Add": "np.add", "Sub": "np.subtract", "Mul": "np.multiply", "ScalarMul": "np.multiply",
+        "Div": "np.true_divide"}
+MIN_INTO = 256 * 1024 // 8      # entries: below this a fresh array costs less than the check (ops/elision.py)
+
+
+def _into_dead(w, op, refs, args, expression, dead, kinds, out_kind):
+    """`expression`, or, for a large float tensor from + - * / where an operand of the result's
+    shape is read for the last time, the operation written into that operand's memory when it is
+    the operand's own (no view of it, no other name or list holding it: `sys.getrefcount` counts
+    the local and the call's argument), as numpy does for temporaries of an expression and the
+    interpreter for `x @ w + b` (ops/elision.py). A fresh array this large is also fresh memory
+    from the system: the write into it cost twice the arithmetic (GradBench's kmeans)."""
+    ufunc = INTO.get(op)
+    if ufunc is None or not REFCOUNTS_EXACT or not expression.startswith("(") or not is_array_kind(out_kind) \
+            or out_kind[2] != "f" or int(np.prod(out_kind[3])) < MIN_INTO:
+        return expression
+    for r, a in zip(refs, args):
+        if r in dead and kinds[r] == out_kind:
+            w.consts["_rc"] = sys.getrefcount
+            return (f"({ufunc}({', '.join(args)}, out={a}) if _rc({a}) == 2 and {a}.base is None "
+                    f"and {a}.flags.writeable else {expression})")
+    return expression
 
 
 def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
