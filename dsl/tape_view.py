@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .autodiff.stage import Node, is_array_kind
 from .autodiff.tape import peek
 from .printing import quote
 from .values import type_name
@@ -36,10 +37,19 @@ def tape_rows(nodes):
     rows = []
     for i, node in enumerate(nodes):
         inputs = tuple(None if p is None else position.get(id(p)) for p in node.parents)
-        kind, shape = _kind_and_shape(node.v)
+        kind, shape = _staged_kind(node.v) if type(node) is Node and node.op != "Guard" else _kind_and_shape(node.v)
         where = node.span.where() if node.span is not None else ""
         rows.append(TapeRow(i, node.op, inputs, kind, shape, where, _detail(node)))
     return rows
+
+
+def _staged_kind(kind):
+    """A staged step's type name and shape, from the kind its stage noted (stage.kind_of)."""
+    if is_array_kind(kind):
+        return "tensor", tuple(kind[3])
+    if kind in ("float", "int", "bool"):
+        return kind, ()
+    return {"str": "string"}.get(kind, "value"), None
 
 
 def _kind_and_shape(value):
