@@ -261,6 +261,37 @@ def test_a_kept_program_whose_branch_goes_another_way_is_staged_again_and_prints
     assert i.out.getvalue() == "f\n" * 4
 
 
+def test_vmap_keeps_what_it_staged_per_signature_and_stages_again_where_it_must(monkeypatch):
+    # staged once per signature and replayed (compiled from the second call); staged again where
+    # a name f reads changed, where a branch on an unbatched value goes the other way, where a
+    # derivative is taken through the call (custom_vjp's rule must then be recorded as itself)
+    import dsl.autodiff.vmap as V
+    staged = []
+    real = V._stage_dry
+
+    def spy(*args):
+        staged.append(1)
+        return real(*args)
+    monkeypatch.setattr(V, "_stage_dry", spy)
+    i = interp("let k = 2.0\nlet clip = custom_vjp(fn(v) => v, fn(v, out, g) => clamp(g, -0.5, 0.5))\n"
+               "fn f(x, c) { if c > 0.0 { return clip(x) * x * k } return x * 3.0 }\n"
+               "let vf = vmap(f, in_axes=(0, none))\n"
+               "fn total(xs) { return sum(vf(xs, 1.0)) }")
+    vf, xs = i.lookup("vf"), np.array([0.5, -1.0, 2.0])
+    for _ in range(3):
+        np.testing.assert_allclose(vf(xs, 1.0), 2.0 * xs * xs)
+    assert len(staged) == 1
+    i.run("k = 3.0")
+    np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
+    assert len(staged) == 2
+    np.testing.assert_allclose(vf(xs, -1.0), 3.0 * xs)        # the branch goes the other way
+    np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
+    # d/dx sum(clip(x) * x * k): clip's rule clamps its cotangent x * k to [-0.5, 0.5]
+    want = np.clip(xs * 3.0, -0.5, 0.5) + xs * 3.0
+    np.testing.assert_allclose(i.lookup("grad")(i.lookup("total"))(xs), want)
+    np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
+
+
 def test_a_compiled_hessian_still_reports_a_gradient_that_is_not_finite():
     i = interp("fn f(x) { return sum(x ** 3.0 * sqrt(x)) }\nlet h = hessian(f)")
     for _ in range(3):

@@ -58,7 +58,7 @@ def test_vmap_of_a_loop_runs_its_body_batched_and_equals_each_example(batched_bo
 
 
 def test_a_short_loop_is_written_out_by_vmap_alone_and_staged_once_under_jit(batched_bodies):
-    # vmap stages f again on every call: a look ahead and its compilations pay only for long loops
+    # vmap alone rolls only long loops (a look ahead and its compilations pay only for them), jit all
     src = ("fn f(x) {\n  let y = x\n  for i in range(N) { y = sin(y) * 0.9 + x }\n  return y\n}\n"
            "let vf = vmap(f)\nlet jf = jit(vf)")
     short, long = interp(src.replace("N", str(rolling.VMAP_MIN_ITEMS - 1))), interp(src.replace("N", "40"))

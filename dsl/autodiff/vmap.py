@@ -31,10 +31,11 @@ _RULES = None       # primitive name -> batching rule, built on first use
 def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, shared_effects=False):
     """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments.
 
-    For jacfwd, which maps a function over the directions of its derivative again and again:
-    with `cache` (a dict) the staged program is kept per signature and replayed while what f
-    reads holds; with `shared_effects` an effect that no batched value reaches (a print of the
-    primal) happens once, as it would in one run of the function."""
+    With `cache` (a dict: the builtin's vmap and jacfwd give one) the staged program is kept per
+    signature and replayed while what f reads holds, compiled from its second call; with
+    `shared_effects` (jacfwd, which maps a function over the directions of its derivative) an
+    effect that no batched value reaches (a print of the primal) happens once, as it would in
+    one run of the function."""
     who = f"vmap({_fname(f)})"
 
     def call(*args):
@@ -95,9 +96,13 @@ def _replay_kept(f, spec, leaves, batched, size, interp, cache, how):
 
 
 def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effects):
-    """The cache's program for this call (staged on the first example if none applies)."""
+    """The cache's program for this call (staged on the first example if none applies): one per
+    signature, axes, whether a derivative is taken through the call (which records custom_vjp
+    as itself: _stage_dry) and whether jit is staging it (which rolls loops vmap alone writes
+    out: dsl/jit/rolling.py)."""
     from ..jit.jit import reads, signature
-    key = (signature(args, {}), axes)
+    jitting = interp is not None and any(type(t) is S.StageTrace and not t.dry for t in interp.staging)
+    key = (signature(args, {}), axes, any(S.differentiated(v) for v in leaves), jitting)
     kept = cache.get(key)
     if kept is not None and kept.cells_hold():
         return kept
@@ -106,7 +111,7 @@ def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effect
 
 
 class _Kept:
-    """A program kept between calls (jacfwd's), and once it is called again, its batched replay
+    """A program kept between calls (vmap's and jacfwd's), and once it is called again, its batched replay
     compiled: the batching rules run once, on a stage, and the numpy calls they made become
     straight-line code (dsl/jit/codegen.py), as jit(vmap(f)) would; the first call pays no compile."""
 

@@ -71,7 +71,7 @@ def make(interp):
     def vmap(f, in_axes=0, out_axes=0, explain=False):
         """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments, batched by each
         operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
-        return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp)
+        return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp, cache={})
 
     def jit(f, explain=False):
         """jit(f): f compiled per argument signature into straight-line code: the same results,

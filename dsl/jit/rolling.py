@@ -135,8 +135,8 @@ class Roller:
         if type(top) is not S.StageTrace:
             return False
         if top.dry and not any(type(t) is S.StageTrace and not t.dry for t in staging):
-            # vmap's look at a function, outside jit: staged again on every call, where a look
-            # ahead and its compilations pay only for a long loop
+            # vmap's look at a function, outside jit (once per signature: it keeps the program),
+            # where a look ahead and its compilations pay only for a long loop
             return items is not None and len(items) >= VMAP_MIN_ITEMS
         if items is None:
             return self.short[0] != id(top) or self.short[1] < 3
