@@ -373,7 +373,8 @@ Differentiable: yes.
     "vmap": """vmap(f, in_axes=0, out_axes=0, explain=false): f mapped over an axis of its arguments, run
 batched by each operation's batching rule. in_axes is an int, none (not mapped), or a tuple
 with one entry per argument. A loop in f runs as one loop over the whole batch (as jit
-stages it). Where a batched value decides control flow, f runs once per example and the
+stages it). What vmap staged of f is kept per argument signature and compiled from the
+second call. Where a batched value decides control flow, f runs once per example and the
 results are stacked; explain=true says why.
 Differentiable: yes.
 >>> vmap(fn(x) => sum(x * x))([[1.0, 2.0], [3.0, 4.0]])
