@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dsl.autodiff.stage import kind_of
+from dsl.jit import kernels as _kernels
 from dsl.jit.codegen import _Writer, _expression     # the generated code's namespace and lines
 from dsl.primitives.registry import PRIMS
 
@@ -24,6 +25,8 @@ def _templates(flavour):
         if emit is None:
             continue
         template = emit if type(emit) is str else emit.get(flavour)
+        if callable(template):      # chosen by the arguments' shapes: MatMul's, tested below
+            template = template((kind_of(np.ones((2, 4))), kind_of(np.ones((4, 2)))))
         if template is None:
             continue
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
@@ -123,3 +126,21 @@ def test_array_templates_agree_with_kernels(name, template, arity):
         assert _same(got, want), f"{name}{args}: generated code gives {got!r}, the kernel {want!r}"
         checked += 1
     assert checked > 0
+
+
+def test_a_batch_of_outer_products_is_generated_as_the_kernel_computes_it():
+    # per-example gradients of a dense layer: (n, m, 1) @ (n, 1, k), which the kernel computes as a
+    # broadcast product (2x numpy.matmul's speed) with matmul's bits, the sign of a zero included
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((4, 300, 1)), rng.standard_normal((4, 1, 300))
+    a[0, 0, 0], b[1, 0, 3] = -0.0, 0.0
+    want = PRIMS["MatMul"].impl(a, b)
+    w = _Writer()
+    kinds = {0: kind_of(a), 1: kind_of(b)}
+    text = _expression(w, "MatMul", ["v0", "v1"], (0, 1), [None, None], None, kind_of(want), kinds)
+    assert text.startswith("K.matmul(")
+    got = eval(text.replace("K.matmul(", "K_matmul("), {**w.consts, "K_matmul": _kernels.matmul}, {"v0": a, "v1": b})
+    assert _same(got, want) and np.array_equal(np.signbit(got), np.signbit(np.matmul(a, b)))
+    small = _expression(w, "MatMul", ["v0", "v1"], (0, 1), [None, None], None, kind_of(want[:, :2, :2]),
+                        {0: kind_of(a[:, :2]), 1: kind_of(b[:, :, :2])})
+    assert small == "(v0 @ v1)"     # below the kernel's size for a broadcast product: numpy's operator

@@ -620,7 +620,9 @@ def finite(v, rows=False):
     """The AllFinite primitive: whether a number or tensor has no NaN or infinity (with `rows`,
     for each entry of axis 0: a bool tensor)."""
     if rows:
-        return np.isfinite(v.reshape(v.shape[0], -1)).all(axis=1) if v.dtype.kind == "f" else np.ones(v.shape[0], bool)
+        if v.dtype.kind != "f" or all_finite(v):    # the common case, without a bool per entry
+            return np.ones(v.shape[0], bool)
+        return np.isfinite(v.reshape(v.shape[0], -1)).all(axis=1)
     t = type(v)
     if t is float:
         return math.isfinite(v)

@@ -40,7 +40,8 @@ def template_for(prim, arg_kinds, out_kind):
     template (Python numbers in, a float or bool out), an "array" one (float tensors in,
     a tensor out, or a float from a full reduction, which is converted) and a "from_float"
     one (Python numbers in, a tensor out); "bools": true lets bool tensors into the array
-    template, "ints": true lets ints in beside tensors."""
+    template, "ints": true lets ints in beside tensors. An "array" entry may be a function of
+    the arguments' kinds giving the template (MatMul's: a batch of outer products by its kernel)."""
     emit = prim.emit
     if emit is None:
         return None
@@ -58,6 +59,8 @@ def template_for(prim, arg_kinds, out_kind):
     if not emit.get("bools") and any(k[2] != "f" for k in arrays) and not _mask_beside_floats(arg_kinds, out_kind):
         return None
     template = emit.get("array")
+    if callable(template):
+        template = template(arg_kinds)
     if template is None:
         return None
     if is_array_kind(out_kind):
