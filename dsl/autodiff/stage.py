@@ -1,7 +1,9 @@
 """Staging: run a function once while recording every primitive it executes, for jit and vmap.
 
 A `StageTrace` records each primitive applied to its boxes, as a reverse tape
-does, but all of them, and two more kinds of step:
+does, but all of them, and two more kinds of step. What it records of a step is a
+`Node` (the op, what it read, constants, the kind of its value), not the box the
+program goes on with, so that no value outlives the program's use of it:
 
 - a *guard*, wherever the program looked at a staged value itself rather than
   passing it to a primitive: a condition (`if x > 0`), an int taken from a
