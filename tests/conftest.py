@@ -60,3 +60,18 @@ def run_error():
 def dg():
     """dg(*args, stdin=None, cwd=None) -> subprocess.CompletedProcess of the dg command."""
     return dg_command
+
+
+@pytest.fixture
+def run_alone(monkeypatch):
+    """The items of the iterations a compiled loop stopped at and ran alone (dsl/jit/rolling.py,
+    Driver._step), for the loop tests of test_jit_loops.py and test_jit_while.py."""
+    from dsl.jit import rolling
+    items = []
+    real = rolling.Driver._step
+
+    def spied(self, *args):
+        items.append(args[1])
+        return real(self, *args)
+    monkeypatch.setattr(rolling.Driver, "_step", spied)
+    return items

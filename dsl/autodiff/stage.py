@@ -77,19 +77,17 @@ class StageTrace(Trace):
         """A new numbered box; its step recorded in the node list (a Node) unless it is an argument."""
         g = self.nslots
         self.nslots = g + 1
-        if op == "Arg":
-            b = Box(value, self, op, (), (), None, span)
-            b.g = g
-            self.slots.append(b)
-            return b
+        b = Box(value, self, op, (), (), None, span)
+        b.g = g
         slots = self.slots
+        if op == "Arg":
+            slots.append(b)
+            return b
         node = Node(op, tuple([None if p is None else slots[p.g] for p in parents]),
                     tuple([a if p is None else None for p, a in zip(parents, args)]), kw, span, g,
                     value if op == "Guard" else kind_of(value))
         slots.append(node)
         self.nodes.append(node)
-        b = Box(value, self, op, (), (), None, span)
-        b.g = g
         return b
 
     def process(self, op, args, unboxed, parents, kw, span):

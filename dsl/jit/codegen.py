@@ -24,6 +24,7 @@ from ..autodiff import stage as S
 from ..autodiff.stage import GuardFailed, is_array_kind, kind_of, same
 from ..autodiff.tape import REFCOUNTS_EXACT, finite
 from ..cycles import gc_paused
+from ..ops import elision
 from ..primitives.registry import PRIMS
 from . import kernels
 from .optimize import plan, resolve
@@ -315,11 +316,11 @@ def _takes_ints(prim):
 # operators whose array template may write its result into a dead operand's memory (_into_dead)
 INTO = {"Add": "np.add", "Sub": "np.subtract", "Mul": "np.multiply", "ScalarMul": "np.multiply",
         "Div": "np.true_divide"}
-MIN_INTO = 256 * 1024 // 8      # entries: below this a fresh array costs less than the check (ops/elision.py)
 
 
 def _into_dead(w, op, refs, args, expression, dead, kinds, out_kind):
-    """`expression`, or, for a large float tensor from + - * / where an operand of the result's
+    """`expression`, or, for a large float tensor (elision.MIN_SIZE: below it a fresh array costs
+    less than the check) from + - * / where an operand of the result's
     shape is read for the last time, the operation written into that operand's memory when it is
     the operand's own (no view of it, no other name or list holding it: `sys.getrefcount` counts
     the local and the call's argument), as numpy does for temporaries of an expression and the
@@ -327,7 +328,7 @@ def _into_dead(w, op, refs, args, expression, dead, kinds, out_kind):
     from the system: the write into it cost twice the arithmetic (GradBench's kmeans)."""
     ufunc = INTO.get(op)
     if ufunc is None or not REFCOUNTS_EXACT or not expression.startswith("(") or not is_array_kind(out_kind) \
-            or out_kind[2] != "f" or int(np.prod(out_kind[3])) < MIN_INTO:
+            or out_kind[2] != "f" or int(np.prod(out_kind[3])) < elision.MIN_SIZE:
         return expression
     for r, a in zip(refs, args):
         if r in dead and kinds[r] == out_kind:

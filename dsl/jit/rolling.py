@@ -303,6 +303,12 @@ class Body:
             self._code = compile_program(self.forward, self.name)
         return self._code
 
+    def driver(self):
+        """P's loop (see Driver): its inputs the item and the state."""
+        if self._driver is None:
+            self._driver = Driver(self.forward, len(self.forward.inputs) - 1, self.name)
+        return self._driver
+
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
         `kept`, a History, unless it is None, and what the split pullback keeps of each); the final
@@ -315,9 +321,7 @@ class Body:
                 forward = parts[0]
                 fixed = forward.prelude([items[0], *state])
                 return forward.driver().run(forward, items, state, fixed, kept, kept.residuals)
-            if self._driver is None:
-                self._driver = Driver(self.forward, len(state), self.name)
-            return self._driver.run(self, items, state, (), kept, None)
+            return self.driver().run(self, items, state, (), kept, None)
         except S.GuardFailed as failed:
             raise LoopGuardFailed(self, failed) from None
 
@@ -330,9 +334,7 @@ class Body:
             fixed = parts[0].prelude([0, *state])
             self.ran, state = parts[0].driver().run_while(parts[0], state, fixed, kept, kept.residuals, self)
             return state
-        if self._driver is None:
-            self._driver = Driver(self.forward, len(state), self.name)
-        self.ran, state = self._driver.run_while(self, state, (), kept, None, self)
+        self.ran, state = self.driver().run_while(self, state, (), kept, None, self)
         return state
 
     def count_step(self):
