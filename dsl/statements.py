@@ -12,7 +12,7 @@ from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub, stored_slot
 from .errors import DgError, error, located
 from .fusion import body_fuses, fusable, fused_body, fused_run
-from .jit.rolling import Roller, exits
+from .jit.rolling import BothWays, Roller, declared, exits
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
 
@@ -306,8 +306,9 @@ def _return(s, ctx):
     return lambda f: (value(f),)
 
 
-def _condition(e, ctx):
-    """A closure evaluating an expression as a condition (reference section 3)."""
+def _condition(e, ctx, both=None):
+    """A closure evaluating an expression as a condition (reference section 3). `both` (an if's
+    BothWays): where it takes a staged condition, running both branches, the closure gives BOTH."""
     ev = compile_expr(e, ctx)
     span = e.span
     truth = ops.truth
@@ -318,6 +319,8 @@ def _condition(e, ctx):
             return v
         try:
             if type(v) is Box:      # a staged condition's guard points here
+                if both is not None and both(f, v):
+                    return BOTH
                 tape.set_span(span)
             return truth(v)
         except DgError as exc:
@@ -325,20 +328,27 @@ def _condition(e, ctx):
     return cond
 
 
+BOTH = object()     # a condition whose if ran both branches (dsl/jit/rolling.py, BothWays)
+
+
 def _if(s, ctx):
-    cond = _condition(s.cond, ctx)
     then = compile_block(s.then, ctx)
-    if s.orelse is None:
+    orelse = None if s.orelse is None else \
+        compile_block(s.orelse, ctx) if isinstance(s.orelse, A.Block) else compile_stmt(s.orelse, ctx)
+    cond = _condition(s.cond, ctx, BothWays(then, orelse, ctx.services, declared([s.then, s.orelse])))
+    if orelse is None:
         def if_only(f):
-            if cond(f):
+            c = cond(f)
+            if c is True:
                 return then(f)
         return if_only
-    orelse = compile_block(s.orelse, ctx) if isinstance(s.orelse, A.Block) else compile_stmt(s.orelse, ctx)
 
     def if_else(f):
-        if cond(f):
+        c = cond(f)
+        if c is True:
             return then(f)
-        return orelse(f)
+        if c is False:
+            return orelse(f)
     return if_else
 
 

@@ -425,10 +425,11 @@ def test_a_kept_recording_keeps_no_boxes_and_nothing_the_collector_scans():
     # every node of the staging alive (40 MB for a 1,000-step loop); steps held source spans,
     # which kept 40,000 steps in every full collection's work
     from dsl.autodiff.tape import Box
-    # (a body whose branch goes another way from one iteration to the next: jit writes it out, one
-    # copy of the body per iteration, as it does every loop it cannot stage once)
+    # (a body that may leave the loop: jit writes it out, one copy of the body per iteration, as it
+    # does every loop it cannot stage once)
     i = interp("struct P { a, b }\nfn loss(p, n) {\n  let s = 0.0\n"
-               "  for k in range(n) { if k % 2 == 0 { s = s + sin(p.a * s + p.b) } else { s = s * p.a } }\n"
+               "  for k in range(n) { if k % 2 == 0 { s = s + sin(p.a * s + p.b) } else { s = s * p.a }\n"
+               "    if k > n { break } }\n"
                "  return s\n}\nlet step = jit(value_and_grad(loss))", keep_tape=False)
     step, P = i.lookup("step"), i.lookup("P")
     gc.collect()

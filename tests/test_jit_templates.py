@@ -25,8 +25,9 @@ def _templates(flavour):
         if emit is None:
             continue
         template = emit if type(emit) is str else emit.get(flavour)
-        if callable(template):      # chosen by the arguments' shapes: MatMul's, tested below
-            template = template((kind_of(np.ones((2, 4))), kind_of(np.ones((4, 2)))))
+        if callable(template):      # chosen by the arguments' kinds: MatMul's (tested below), Where's on numbers
+            template = template(("bool", "float", "float") if flavour == "float" else
+                                (kind_of(np.ones((2, 4))), kind_of(np.ones((4, 2)))))
         if template is None:
             continue
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}

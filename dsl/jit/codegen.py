@@ -42,7 +42,8 @@ def template_for(prim, arg_kinds, out_kind):
     a tensor out, or a float from a full reduction, which is converted) and a "from_float"
     one (Python numbers in, a tensor out); "bools": true lets bool tensors into the array
     template, "ints": true lets ints in beside tensors. An "array" entry may be a function of
-    the arguments' kinds giving the template (MatMul's: a batch of outer products by its kernel)."""
+    the arguments' kinds giving the template (MatMul's: a batch of outer products by its kernel),
+    and so may a "float" one (Where's: a number of the kind numpy's where gives)."""
     emit = prim.emit
     if emit is None:
         return None
@@ -50,7 +51,8 @@ def template_for(prim, arg_kinds, out_kind):
         emit = {"float": emit, "array": emit}
     numbers = all(k in NUMBER_KINDS for k in arg_kinds)
     if numbers and out_kind in ("float", "bool"):
-        return emit.get("float")
+        template = emit.get("float")
+        return template(arg_kinds) if callable(template) else template
     if numbers and is_array_kind(out_kind):
         return emit.get("from_float")
     arrays = [k for k in arg_kinds if is_array_kind(k)]

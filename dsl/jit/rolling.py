@@ -20,9 +20,11 @@ from its second iteration:
    which runs P over the items (the loop compiled whole: Driver), and the state is
    written back.
 
-Where a later iteration fails one of P's guards while jit stages, jit stages
-the function again with that loop written out (dsl/jit/jit.py); a compiled
-call that fails one stages again.
+An `if` whose condition is staged runs both ways in the look ahead where both
+branches only compute (BothWays): its variables become `where`s of the
+condition, not a guard. Where a later iteration fails one of P's guards while
+jit stages, jit stages the function again with that loop written out
+(dsl/jit/jit.py); a compiled call that fails one stages again.
 
 A `while` loop is rolled the same way, P being one iteration: its condition,
 then its body (which may hold a `break` or a `continue`, not taken on the
@@ -44,6 +46,8 @@ is the loop of its body's jvp: see dsl/primitives/loops.py); everything else
 is written out as before, as is every loop whose state holds nothing being
 staged.
 """
+
+import numpy as np
 
 from ..ast import Block, Break, Continue, For, If, Return, While
 from ..autodiff import stage as S
@@ -262,6 +266,130 @@ class Roller:
                     f"changes from one iteration to the next (a function, a string, a structure of "
                     f"another shape)")
         return "a variable changes from one iteration to the next"
+
+
+class BothWays:
+    """An `if` whose condition is staged, met while a loop body is run ahead: both branches run
+    and every variable they set is a `where` of the condition between the two, instead of a
+    guard on the condition. The body then stages once for iterations that go either way (a
+    ball that bounces on some of them, a schedule by a counter) and the loop is rolled, where
+    a guard would write it out (its branch flips on a later iteration) and stage it again on
+    every call whose flips fall elsewhere. Both branches must finish (no break, continue or
+    return), do nothing but compute (no effect, no guard of their own: a value they decide
+    by), raise nothing when run ahead, use no primitive that can fail on a value (an index
+    tensor out of range), and leave each variable the same kind of value either way (numbers
+    and tensors of one shape; anything else the same). Otherwise the condition is guarded as
+    before (what the branches recorded is cut). The results are the branches' own: a where
+    selects, and the branch not taken receives a zero cotangent (reference section 6.7)."""
+
+    __slots__ = ("then", "orelse", "interp", "local")
+
+    def __init__(self, then, orelse, interp, local):
+        self.then = then
+        self.orelse = orelse
+        self.interp = interp
+        self.local = local      # the frame slots declared inside the branches (dead after the if)
+
+    def __call__(self, f, c):
+        """Run both branches and select between their variables by c; False where not (f as it was)."""
+        staging = getattr(self.interp, "staging", None)
+        if not staging or type(staging[-1]) is not Lookahead or type(peek(c)) not in (bool, np.bool_):
+            return False
+        look = staging[-1]
+        start = len(look.nodes)
+        saved = list(f)
+        cells = [(x, x.v) for x in f if type(x) is Cell]
+        then = self._branch(f, self.then, look, start)
+        f[:] = saved
+        for cell, v in cells:
+            cell.v = v
+        orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
+        merged = self._merged(c, saved, then, orelse) if orelse is not None else None
+        f[:] = saved
+        for cell, v in cells:
+            cell.v = v
+        if merged is None:
+            look.cut(start)
+            return False
+        for j, v in merged.items():
+            if type(f[j]) is Cell:
+                f[j].v = v
+            else:
+                f[j] = v
+        return True
+
+    def _branch(self, f, run, look, start):
+        """The frame's values after one branch (a Cell's contents for a Cell), or None where the
+        branch cannot be selected (see the class docstring)."""
+        if run is not None:
+            try:
+                if run(f) is not None:
+                    return None
+            except (NotRollable, Exception):     # noqa: BLE001 (the branch runs as written, and raises it there)
+                return None
+            for node in look.nodes[start:]:
+                op = node.op
+                if op in CAN_FAIL or (op in INDEXED and any(p is not None for p in node.parents[1:])):
+                    return None
+        return [x.v if type(x) is Cell else x for x in f]
+
+    def _merged(self, c, saved, then, orelse):
+        """{slot: its value after the if} for the slots a branch changed, or None."""
+        from ..ops.elementwise import where
+        merged = {}
+        for j, (before, a, b) in enumerate(zip(saved, then, orelse)):
+            if j in self.local:
+                continue
+            before = before.v if type(before) is Cell else before
+            if a is before and b is before:
+                continue
+            if a is b:
+                merged[j] = a
+                continue
+            pa, sa = flatten_open(a)
+            pb, sb = flatten_open(b)
+            if len(pa) != len(pb) or not _same_spec(sa, sb):
+                return None
+            parts = []
+            for x, y in zip(pa, pb):
+                if x is y:
+                    parts.append(x)
+                elif S.is_staged_leaf(x) and S.is_staged_leaf(y) and _key(x) == _key(y):
+                    parts.append(where(c, x, y))
+                elif _same_static(x, y):
+                    parts.append(x)
+                else:
+                    return None
+            merged[j] = unflatten(sa, parts)
+        return merged
+
+
+def declared(blocks):
+    """The frame slots of the names declared in these blocks (and blocks nested in them, not in
+    functions): the branches' own variables, gone after the if."""
+    slots, stack = set(), [s for b in blocks if b is not None for s in (b.stmts if type(b) is Block else [b])]
+    while stack:
+        s = stack.pop()
+        t = type(s)
+        for b in getattr(s, "bindings", ()) or ():
+            if getattr(b, "kind", None) == "local":
+                slots.add(b.slot)
+        if t is If:
+            stack += s.then.stmts
+            if s.orelse is not None:
+                stack += s.orelse.stmts if type(s.orelse) is Block else [s.orelse]
+        elif t is While or t is For:
+            stack += s.body.stmts
+    return slots
+
+
+# steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
+# the interpreter never runs: a guard (the branch decides by a value), an effect, a user's or
+# Python's code, ints divided, class indices; and INDEXED steps whose index is staged (it may
+# fall out of range), where a constant index (in range when run ahead) stays in range
+CAN_FAIL = frozenset({"Guard", "Effect", "CustomVjp", "HostCall", "ClassIndices", "CrossEntropy", "FloorDiv",
+                      "Mod"})
+INDEXED = frozenset({"Index", "GatherOp", "Row", "RowAdd", "SetIndex", "IndexAdd"})
 
 
 class Body:
@@ -699,4 +827,4 @@ def _modes(state, top):
     return forward, reverse
 
 
-__all__ = ["Roller", "exits", "MIN_ITEMS"]
+__all__ = ["Roller", "BothWays", "declared", "exits", "MIN_ITEMS"]

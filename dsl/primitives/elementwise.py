@@ -76,7 +76,15 @@ def _where_jvp(ns, tangents, ans, args, kw):
     return out if shape_of(out) == shape_of(ans) else ns.broadcast_to(out, shape_of(ans))
 
 
-define("Where", O.where, batch=ELEMENTWISE, emit={"array": "np.where({0}, {1}, {2})", "bools": True},
+def _where_float(kinds):
+    """where on numbers: the one chosen, a float unless both are bools (as O.where gives)."""
+    if kinds[1] == kinds[2] and kinds[1] in ("bool", "float"):
+        return "({1} if {0} else {2})"
+    return "(float({1}) if {0} else float({2}))"
+
+
+define("Where", O.where, batch=ELEMENTWISE,
+       emit={"float": _where_float, "array": "np.where({0}, {1}, {2})", "bools": True},
        vjp=(None,
             lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, g, 0.0), shape_of(a)),
             lambda ns, g, ans, c, a, b: ns.unbroadcast(ns.where(c, 0.0, g), shape_of(b))),
