@@ -384,7 +384,9 @@ results, output and random draws. A decision on a traced value is guarded: a cal
 decides differently is compiled again; explain=true says when and why. A `for` loop over
 a range whose body goes the same way on every iteration is compiled once, as a loop, and
 so is a `while` loop, whatever its trip count (it runs until an iteration goes another
-way); explain=true says why a loop is not (a print, a function made in the body, ...).
+way); an `if` in such a body whose branches only compute runs both ways, choosing by
+where, so a branch taken on some iterations only does not stop it; explain=true says why
+a loop is not compiled as a loop (a print, a function made in the body, ...).
 Differentiable: yes.
 >>> jit(fn(x) => x * 2.0 + 1.0)(3.0)
 7.0""",
