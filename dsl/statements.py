@@ -335,12 +335,15 @@ def _if(s, ctx):
     then = compile_block(s.then, ctx)
     orelse = None if s.orelse is None else \
         compile_block(s.orelse, ctx) if isinstance(s.orelse, A.Block) else compile_stmt(s.orelse, ctx)
-    cond = _condition(s.cond, ctx, BothWays(then, orelse, ctx.services, declared([s.then, s.orelse])))
+    both = BothWays(then, orelse, ctx.services, declared([s.then, s.orelse]))
+    cond = _condition(s.cond, ctx, both)
     if orelse is None:
         def if_only(f):
             c = cond(f)
             if c is True:
                 return then(f)
+            if c is not False:
+                return both.signal
         return if_only
 
     def if_else(f):
@@ -349,6 +352,7 @@ def _if(s, ctx):
             return then(f)
         if c is False:
             return orelse(f)
+        return both.signal
     return if_else
 
 

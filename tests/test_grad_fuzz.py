@@ -129,6 +129,11 @@ class Writer:
         return (f"let {name} = {self.leaf(kind)}\n    for i in range(t[2]) {{ {name} = tanh({name} * 0.7 + "
                 f"{self.expr(kind, 2)} * 0.3) }}")
 
+    def form_for_branch(self, kind, name):
+        """A for loop whose body branches on a traced value (jit runs such an if both ways)."""
+        return (f"let {name} = {self.leaf(kind)}\n    for i in range(t[2]) {{ if {self.expr('s', 2)} > 0.1 "
+                f"{{ {name} = tanh({name} * 0.7 + {self.expr(kind, 2)} * 0.3) }} else {{ {name} = {name} * 0.5 }} }}")
+
     def form_rows(self, kind, name):
         """A for loop over the rows of a matrix, and one over a map's items."""
         return (f"let {name} = {self.expr(kind, 2)}\n    for row in {self.expr('m', 2)} {{ {name} += sum(row) * 0.1 }}\n"
@@ -168,8 +173,8 @@ class Writer:
                 f"else {{ {name} = {self.expr(kind, 2)} * 0.5 }}")
 
     def form_rules(self, kind, name):
-        """checkpoint and custom_vjp (with an exact rule) on the way."""
-        return f"let {name} = {self.r.choice(['recomputed', 'ruled'])}({self.expr(kind, 1)})"
+        """checkpoint, custom_vjp (with an exact rule) or a piecewise function on the way."""
+        return f"let {name} = {self.r.choice(['recomputed', 'ruled', 'piece'])}({self.expr(kind, 1)})"
 
     def form_inner(self, kind, name):
         """A derivative taken inside f of a function closing over f's values (no perturbation confusion)."""
@@ -211,12 +216,13 @@ fn f(p, q, t) {{
 PRELUDE = """
 struct P { a, v, m }
 fn helper(x, y) { return tanh(x * y + 0.25) }
+fn piece(x) { if sum(x) > 0.25 { return x * x } else { return 0.5 * x - 0.0625 } }
 let recomputed = checkpoint(fn(x) => sin(x) * x)
 let ruled = custom_vjp(fn(x) => tanh(x) * 2.0, fn(x, out, g) => (g * 2.0 * (1.0 - tanh(x) ** 2),))
 """
 
 # the statement forms and how often each is written
-FORMS = [("let", 50), ("for", 6), ("rows", 4), ("while", 4), ("struct", 8), ("tuple", 4), ("helper", 6),
+FORMS = [("let", 50), ("for", 6), ("for_branch", 5), ("rows", 4), ("while", 4), ("struct", 8), ("tuple", 4), ("helper", 6),
          ("closure", 5), ("branch", 5), ("rules", 5), ("inner", 5)]
 
 # The derivatives the test compares, in dg: <g, d> for trees like the arguments, f moved along

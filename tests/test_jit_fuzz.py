@@ -81,7 +81,8 @@ class Writer:
         r = self.r
         if depth >= 3 or r.random() < 0.3:
             leaves = ["s.a", "p", "t[0]", "sum(s.v)", "s.v[1]", "w[0]", "0.5", "sum(s.v * w)", "max(s.v)",
-                      "helper(p, s.a)", "sum(m @ s.v)", "d[\"k\"]", "clipped(s.a * p)", "sum(smooth(s.v))"]
+                      "helper(p, s.a)", "sum(m @ s.v)", "d[\"k\"]", "clipped(s.a * p)", "sum(smooth(s.v))",
+                      "piece(s.a)"]
             if self.in_loop:
                 leaves += ["sum(xs[i])", "xs[i][1]", "(i * 0.1)", "(n * 0.1)", "sum(xs[n % shape(xs)[0]])"]
             return r.choice(leaves)
@@ -166,6 +167,7 @@ class Writer:
         return f"""
 struct State {{ a, v }}
 fn helper(x, y) {{ return tanh(x * y + 0.25) }}
+fn piece(x) {{ if x > 0.25 {{ return x * x }} else {{ return 0.5 * x - 0.0625 }} }}
 let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))
 let smooth = checkpoint(fn(x) => sin(x) * x)
 fn f(p, w, m, xs) {{

@@ -644,3 +644,35 @@ def test_an_if_is_taken_both_ways_only_where_both_branches_only_compute(branch, 
         assert same(fast(w, xs), plain(w, xs))
     assert ("Loop" in ops_of(fast)) == rolled
     assert got_i.out.getvalue() == want_i.out.getvalue()
+
+
+def test_an_if_whose_branches_both_return_gives_a_where_of_what_they_return(monkeypatch):
+    # a piecewise function called in the body (both branches return) is rolled with the loop; a
+    # recursive one is guarded inside its own branch (run both ways there too, its recursion would
+    # go on to the depth limit)
+    from dsl.jit.rolling import BothWays
+    running, reentered, both = set(), [], BothWays._both
+
+    def spy(self, f, c, look):
+        if id(self) in running:
+            reentered.append(self)      # (an assertion here would be caught as the branch's error)
+        running.add(id(self))
+        try:
+            return both(self, f, c, look)
+        finally:
+            running.discard(id(self))
+    monkeypatch.setattr(BothWays, "_both", spy)
+    src = ("fn piece(x) { if x > 0.5 { return x * x } else { return 0.25 * x + 0.125 } }\n"
+           "fn down(x) { if x > 0.0 { return down(x - 1.0) * 0.5 } else { return x } }\n"
+           "fn f(w) {\n  let s = 0.6\n  for i in range(40) { s = tanh(s + piece(s) * w) }\n  return s\n}\n"
+           "fn g(w) {\n  let s = 0.6\n  for i in range(40) { s = tanh(s * w) + down(s) * 0.01 }\n  return s\n}\n"
+           "let fast = jit(value_and_grad(f))\nlet slow = value_and_grad(f)\n"
+           "let fast_g = jit(value_and_grad(g))\nlet slow_g = value_and_grad(g)")
+    i = interp(src)
+    for w in (0.3, 0.3, -0.9, 1.7, 0.3):
+        assert same(i.lookup("fast")(w), i.lookup("slow")(w))
+        assert same(i.lookup("fast_g")(w), i.lookup("slow_g")(w))
+    bodies = _bodies(i.lookup("fast"))
+    assert bodies and "Where" in {s[1] for b in bodies for s in b.forward.steps}
+    assert running == set() and reentered == []
+    assert len(i.lookup("fast").call.entries) == 1 and len(next(iter(i.lookup("fast").call.entries.values()))) == 1

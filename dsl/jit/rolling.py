@@ -271,43 +271,53 @@ class Roller:
 class BothWays:
     """An `if` whose condition is staged, met while a loop body is run ahead: both branches run
     and every variable they set is a `where` of the condition between the two, instead of a
-    guard on the condition. The body then stages once for iterations that go either way (a
-    ball that bounces on some of them, a schedule by a counter) and the loop is rolled, where
-    a guard would write it out (its branch flips on a later iteration) and stage it again on
-    every call whose flips fall elsewhere. Both branches must finish (no break, continue or
-    return), do nothing but compute (no effect, no guard of their own: a value they decide
-    by), raise nothing when run ahead, use no primitive that can fail on a value (an index
-    tensor out of range), and leave each variable the same kind of value either way (numbers
-    and tensors of one shape; anything else the same). Otherwise the condition is guarded as
-    before (what the branches recorded is cut). The results are the branches' own: a where
-    selects, and the branch not taken receives a zero cotangent (reference section 6.7)."""
+    guard on the condition (and so is the value they return, where both return one). The body
+    then stages once for iterations that go either way (a ball that bounces on some of them, a
+    schedule by a counter, a piecewise function) and the loop is rolled, where a guard would
+    write it out (its branch flips on a later iteration) and stage it again on every call whose
+    flips fall elsewhere. Both branches must finish alike (both fall through, or both return;
+    no break or continue), do nothing but compute (no effect, no guard of their own: a value
+    they decide by), raise nothing when run ahead, use no primitive that can fail on a value on
+    a later iteration (CAN_FAIL, INDEXED), and leave each variable the same kind of value either
+    way (numbers and tensors of one shape; anything else the same). Otherwise the condition is
+    guarded as before (what the branches recorded is cut). The results are the branches' own:
+    a where selects, and the branch not taken receives a zero cotangent (reference 6.7)."""
 
-    __slots__ = ("then", "orelse", "interp", "local")
+    __slots__ = ("then", "orelse", "interp", "local", "signal", "running")
 
     def __init__(self, then, orelse, interp, local):
         self.then = then
         self.orelse = orelse
         self.interp = interp
         self.local = local      # the frame slots declared inside the branches (dead after the if)
+        self.signal = None      # what the if gives after both ways ran: None, or both's return
+        # whether this if is running both ways already: the same if met again inside one of its
+        # branches (a recursive function) is guarded, or the branch that recurses would never end
+        self.running = False
 
     def __call__(self, f, c):
-        """Run both branches and select between their variables by c; False where not (f as it was)."""
+        """Run both branches and select between what they set by c (the if then gives `signal`);
+        False where not, f as it was."""
         staging = getattr(self.interp, "staging", None)
-        if not staging or type(staging[-1]) is not Lookahead or type(peek(c)) not in (bool, np.bool_):
+        if not staging or type(staging[-1]) is not Lookahead or type(peek(c)) not in (bool, np.bool_) \
+                or self.running:
             return False
-        look = staging[-1]
+        self.running = True
+        try:
+            return self._both(f, c, staging[-1])
+        finally:
+            self.running = False
+
+    def _both(self, f, c, look):
+        """See __call__ (look: the look ahead's trace)."""
         start = len(look.nodes)
         saved = list(f)
         cells = [(x, x.v) for x in f if type(x) is Cell]
         then = self._branch(f, self.then, look, start)
-        f[:] = saved
-        for cell, v in cells:
-            cell.v = v
+        _restore(f, saved, cells)
         orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
+        _restore(f, saved, cells)
         merged = self._merged(c, saved, then, orelse) if orelse is not None else None
-        f[:] = saved
-        for cell, v in cells:
-            cell.v = v
         if merged is None:
             look.cut(start)
             return False
@@ -319,23 +329,33 @@ class BothWays:
         return True
 
     def _branch(self, f, run, look, start):
-        """The frame's values after one branch (a Cell's contents for a Cell), or None where the
-        branch cannot be selected (see the class docstring)."""
+        """(the frame's values after one branch, a Cell's contents for a Cell; what the branch
+        gave: None or a return), or None where the branch cannot be selected."""
+        signal = None
         if run is not None:
             try:
-                if run(f) is not None:
-                    return None
+                signal = run(f)
             except (NotRollable, Exception):     # noqa: BLE001 (the branch runs as written, and raises it there)
+                return None
+            if signal is not None and type(signal) is not tuple:        # a break or continue
                 return None
             for node in look.nodes[start:]:
                 op = node.op
                 if op in CAN_FAIL or (op in INDEXED and any(p is not None for p in node.parents[1:])):
                     return None
-        return [x.v if type(x) is Cell else x for x in f]
+        return [x.v if type(x) is Cell else x for x in f], signal
 
     def _merged(self, c, saved, then, orelse):
-        """{slot: its value after the if} for the slots a branch changed, or None."""
-        from ..ops.elementwise import where
+        """{slot: its value after the if} for the slots a branch changed (none where both
+        returned: the frame goes), setting `signal`; or None."""
+        (then, returned), (orelse, other) = then, orelse
+        if (returned is None) != (other is None):
+            return None
+        if returned is not None:
+            value = _select(c, returned[0], other[0])
+            self.signal = None if value is _DIFFERENT else (value,)
+            return None if value is _DIFFERENT else {}
+        self.signal = None
         merged = {}
         for j, (before, a, b) in enumerate(zip(saved, then, orelse)):
             if j in self.local:
@@ -343,25 +363,42 @@ class BothWays:
             before = before.v if type(before) is Cell else before
             if a is before and b is before:
                 continue
-            if a is b:
-                merged[j] = a
-                continue
-            pa, sa = flatten_open(a)
-            pb, sb = flatten_open(b)
-            if len(pa) != len(pb) or not _same_spec(sa, sb):
+            value = _select(c, a, b)
+            if value is _DIFFERENT:
                 return None
-            parts = []
-            for x, y in zip(pa, pb):
-                if x is y:
-                    parts.append(x)
-                elif S.is_staged_leaf(x) and S.is_staged_leaf(y) and _key(x) == _key(y):
-                    parts.append(where(c, x, y))
-                elif _same_static(x, y):
-                    parts.append(x)
-                else:
-                    return None
-            merged[j] = unflatten(sa, parts)
+            merged[j] = value
         return merged
+
+
+_DIFFERENT = object()       # two values no where can choose between
+
+
+def _select(c, a, b):
+    """a where c, else b, leaf by leaf, or _DIFFERENT where they differ other than in numbers and
+    tensors of one kind."""
+    if a is b:
+        return a
+    from ..ops.elementwise import where
+    pa, sa = flatten_open(a)
+    pb, sb = flatten_open(b)
+    if len(pa) != len(pb) or not _same_spec(sa, sb):
+        return _DIFFERENT
+    parts = []
+    for x, y in zip(pa, pb):
+        if x is y or (not S.is_staged_leaf(x) and _same_static(x, y)):
+            parts.append(x)
+        elif S.is_staged_leaf(x) and S.is_staged_leaf(y) and _key(x) == _key(y):
+            parts.append(where(c, x, y))
+        else:
+            return _DIFFERENT
+    return unflatten(sa, parts)
+
+
+def _restore(f, saved, cells):
+    """Put a frame and the Cells it held back as they were."""
+    f[:] = saved
+    for cell, v in cells:
+        cell.v = v
 
 
 def declared(blocks):
