@@ -31,10 +31,10 @@ if __package__ in (None, ""):          # `python bench/run.py`: make the repo ro
 from bench.report import make_row, markdown, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "transforms"]
+ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "ball", "transforms"]
 TITLES = {"scalar": "1. scalar overhead", "mlp": "2-3. MLP step", "startup": "4. start-up",
           "parsing": "5. parsing", "memory": "6. memory growth", "checkpoint": "6. checkpoint",
-          "projectile": "12. projectile", "rnn": "12. RNN", "transforms": "12-13. higher order and vmap"}
+          "projectile": "12. projectile", "rnn": "12. RNN", "ball": "12. bouncing ball", "transforms": "12-13. higher order and vmap"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 

@@ -32,6 +32,7 @@ EXPECTED = [
     "12. RNN, eager",
     "12. RNN, first jit call",
     "12. RNN eager vs torch",
+    "12. bouncing ball, jit",
     "13. hessian vs by rows",
     "12. jit(hessian) vs eager",
     "12. jit(grad(grad)) vs eager",
