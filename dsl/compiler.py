@@ -12,6 +12,7 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, peek, raw
+from .jit.rolling import both_operands, looking_ahead
 from .errors import DgError, error, located
 from .ops.core import ndarray
 from .ops import elision
@@ -184,26 +185,51 @@ def _compare(e, ctx):
 def _boolop(e, ctx):
     a, b = compile_expr(e.left, ctx), compile_expr(e.right, ctx)
     lspan, rspan = e.left.span, e.right.span
-    truth = ops.truth
+    truth, op, services = ops.truth, e.op, ctx.services
+    what = f"the operand of '{op}'"
 
     def operand(ev, f, span):
         try:
-            return truth(ev(f), f"the operand of '{e.op}'")
+            return truth(ev(f), what)
         except DgError as exc:
             raise located(exc, span)
 
-    if e.op == "and":
-        return lambda f: operand(a, f, lspan) and operand(b, f, rspan)
-    return lambda f: operand(a, f, lspan) or operand(b, f, rspan)
+    def left(f):
+        """The left operand as a bool, or both combined where jit looks ahead at a loop body (a
+        staged bool on the left: dsl/jit/rolling.py, both_operands)."""
+        x = a(f)
+        if type(x) is Box:
+            both = both_operands(services, op, x, lambda: b(f))
+            if both is not None:
+                return both
+        try:
+            return truth(x, what)
+        except DgError as exc:
+            raise located(exc, lspan)
+
+    if op == "and":
+        def and_(f):
+            x = left(f)
+            return x if type(x) is Box or not x else operand(b, f, rspan)
+        return and_
+
+    def or_(f):
+        x = left(f)
+        return x if type(x) is Box or x else operand(b, f, rspan)
+    return or_
 
 
 def _not(e, ctx):
     x = compile_expr(e.operand, ctx)
     span = e.operand.span       # a bad operand is pointed at, as for `and` and `or`
+    services = ctx.services
 
     def ev(f):
+        v = x(f)
+        if type(v) is Box and looking_ahead(services, v) is not None:
+            return ops.logical_not(v)       # no guard where jit looks ahead at a loop body
         try:
-            return ops.not_(x(f))
+            return ops.not_(v)
         except DgError as exc:
             raise located(exc, span)
     return ev

@@ -131,7 +131,8 @@ class Writer:
 
     def form_for_branch(self, kind, name):
         """A for loop whose body branches on a traced value (jit runs such an if both ways)."""
-        return (f"let {name} = {self.leaf(kind)}\n    for i in range(t[2]) {{ if {self.expr('s', 2)} > 0.1 "
+        both = f" and {self.expr('s', 2)} < 0.5" if self.r.random() < 0.3 else ""
+        return (f"let {name} = {self.leaf(kind)}\n    for i in range(t[2]) {{ if {self.expr('s', 2)} > 0.1{both} "
                 f"{{ {name} = tanh({name} * 0.7 + {self.expr(kind, 2)} * 0.3) }} else {{ {name} = {name} * 0.5 }} }}")
 
     def form_rows(self, kind, name):

@@ -133,7 +133,10 @@ class Writer:
         if kind == 6:
             return f"d[\"k\"] = tanh({self.scalar()})"
         if kind == 7:
-            return f"if {self.scalar()} > {self.scalar()} {{ {self.statement(True)} }} else {{ {self.statement(True)} }}"
+            cond = f"{self.scalar()} > {self.scalar()}"
+            if r.random() < 0.3:
+                cond = f"{cond} {r.choice(['and', 'or'])} {'not ' if r.random() < 0.3 else ''}{self.scalar()} < 0.5"
+            return f"if {cond} {{ {self.statement(True)} }} else {{ {self.statement(True)} }}"
         if kind == 8:
             return (f"let g = grad(fn(q) => sum(tanh(q * {self.scalar()})))(s.v)\n"
                     f"        s.v = tanh(s.v - 0.1 * g)")

@@ -298,13 +298,12 @@ class BothWays:
     def __call__(self, f, c):
         """Run both branches and select between what they set by c (the if then gives `signal`);
         False where not, f as it was."""
-        staging = getattr(self.interp, "staging", None)
-        if not staging or type(staging[-1]) is not Lookahead or type(peek(c)) not in (bool, np.bool_) \
-                or self.running:
+        look = looking_ahead(self.interp, c)
+        if look is None or self.running:
             return False
         self.running = True
         try:
-            return self._both(f, c, staging[-1])
+            return self._both(f, c, look)
         finally:
             self.running = False
 
@@ -339,10 +338,8 @@ class BothWays:
                 return None
             if signal is not None and type(signal) is not tuple:        # a break or continue
                 return None
-            for node in look.nodes[start:]:
-                op = node.op
-                if op in CAN_FAIL or (op in INDEXED and any(p is not None for p in node.parents[1:])):
-                    return None
+            if not computes_only(look, start):
+                return None
         return [x.v if type(x) is Cell else x for x in f], signal
 
     def _merged(self, c, saved, then, orelse):
@@ -368,6 +365,45 @@ class BothWays:
                 return None
             merged[j] = value
         return merged
+
+
+def computes_only(look, start):
+    """Whether what the look ahead recorded from node `start` on may run on every iteration where
+    the interpreter runs it on some: no step of CAN_FAIL, no INDEXED step by a staged index."""
+    for node in look.nodes[start:]:
+        op = node.op
+        if op in CAN_FAIL or (op in INDEXED and any(p is not None for p in node.parents[1:])):
+            return False
+    return True
+
+
+def looking_ahead(interp, v):
+    """The look ahead's trace, where one is running and v is a bool it staged; else None."""
+    staging = getattr(interp, "staging", None)
+    if not staging or type(staging[-1]) is not Lookahead or type(peek(v)) not in (bool, np.bool_):
+        return None
+    return staging[-1]
+
+
+def both_operands(interp, op, left, right):
+    """`left and right` / `left or right` in a look ahead, where left is a staged bool: right()
+    computed too and the two combined by a staged LogicalAnd / LogicalOr, instead of a guard on
+    left (an if on the result then runs both ways: BothWays). None where right may not run
+    every time (it raises when run ahead, or does what computes_only refuses, or is no bool):
+    the operator then short-circuits as written, and what right recorded is cut."""
+    look = looking_ahead(interp, left)
+    if look is None:
+        return None
+    from ..ops.compare import logical_and, logical_or
+    start = len(look.nodes)
+    try:
+        r = right()
+    except Exception:       # noqa: BLE001 (right runs as written where the interpreter runs it)
+        r = None
+    if r is None or type(peek(r)) not in (bool, np.bool_) or not computes_only(look, start):
+        look.cut(start)
+        return None
+    return logical_and(left, r) if op == "and" else logical_or(left, r)
 
 
 _DIFFERENT = object()       # two values no where can choose between
@@ -864,4 +900,4 @@ def _modes(state, top):
     return forward, reverse
 
 
-__all__ = ["Roller", "BothWays", "declared", "exits", "MIN_ITEMS"]
+__all__ = ["Roller", "BothWays", "both_operands", "looking_ahead", "declared", "exits", "MIN_ITEMS"]

@@ -125,8 +125,11 @@ def needed_only(back, keep):
 def checks_can_wait(back):
     """Whether B's NaN checks (optimize.py) may wait until the reverse loop is done: B has no guard
     and only operations that keep a NaN a NaN, and each cotangent it is given reaches a result it
-    computes, so that a NaN made on any iteration reaches the loop's final cotangents."""
-    if any(s[0] != "op" or s[1] not in PROPAGATING for s in back.steps):
+    computes, so that a NaN made on any iteration reaches the loop's final cotangents. A `where`
+    (an if run both ways) may drop a NaN the code without checks made where the exact code has a
+    0 (a left-out zero rule), but only by choosing the other operand, the same in both: a
+    finite result it gives is the exact code's."""
+    if any(s[0] != "op" or (s[1] not in PROPAGATING and s[1] != "Where") for s in back.steps):
         return False
     cts = cotangents(back)
     live = {r for r, c in zip(back.out_refs, cts) if r >= 0 and r != c}
