@@ -87,22 +87,24 @@ class Lookahead(S.StageTrace):
 
 
 def exits(block):
-    """Whether a loop body holds a break, continue or return of its own (not of a nested function).
+    """Whether a loop body holds a break, continue or return of its own (not of a nested function)."""
+    return any(type(s) in (Break, Continue, Return) for s in _statements(block.stmts))
 
-    Statements sit only in the blocks of statements (and in functions, which are not searched)."""
-    stack = list(block.stmts)
+
+def _statements(stmts):
+    """These statements and those of the blocks nested in them (statements sit only in blocks of
+    statements, and in functions, which are not searched)."""
+    stack = list(stmts)
     while stack:
         s = stack.pop()
+        yield s
         t = type(s)
-        if t is Break or t is Continue or t is Return:
-            return True
         if t is If:
             stack += s.then.stmts
             if s.orelse is not None:
                 stack += s.orelse.stmts if type(s.orelse) is Block else [s.orelse]
         elif t is While or t is For:
             stack += s.body.stmts
-    return False
 
 
 class Roller:
@@ -292,7 +294,8 @@ class BothWays:
         self.local = local      # the frame slots declared inside the branches (dead after the if)
         self.signal = None      # what the if gives after both ways ran: None, or both's return
         # whether this if is running both ways already: the same if met again inside one of its
-        # branches (a recursive function) is guarded, or the branch that recurses would never end
+        # branches (a recursive function) is guarded there, or the branch that recurses would go
+        # on to the depth limit
         self.running = False
 
     def __call__(self, f, c):
@@ -334,7 +337,7 @@ class BothWays:
         if run is not None:
             try:
                 signal = run(f)
-            except (NotRollable, Exception):     # noqa: BLE001 (the branch runs as written, and raises it there)
+            except Exception:       # noqa: BLE001 (an effect's NotRollable too: the branch runs as written)
                 return None
             if signal is not None and type(signal) is not tuple:        # a break or continue
                 return None
@@ -438,22 +441,12 @@ def _restore(f, saved, cells):
 
 
 def declared(blocks):
-    """The frame slots of the names declared in these blocks (and blocks nested in them, not in
-    functions): the branches' own variables, gone after the if."""
-    slots, stack = set(), [s for b in blocks if b is not None for s in (b.stmts if type(b) is Block else [b])]
-    while stack:
-        s = stack.pop()
-        t = type(s)
-        for b in getattr(s, "bindings", ()) or ():
-            if getattr(b, "kind", None) == "local":
-                slots.add(b.slot)
-        if t is If:
-            stack += s.then.stmts
-            if s.orelse is not None:
-                stack += s.orelse.stmts if type(s.orelse) is Block else [s.orelse]
-        elif t is While or t is For:
-            stack += s.body.stmts
-    return slots
+    """The frame slots of the names declared in these blocks (an if's branches: a Block, an If
+    for `else if`, or None) and in blocks nested in them: the branches' own variables, gone
+    after the if."""
+    stmts = [s for b in blocks if b is not None for s in (b.stmts if type(b) is Block else [b])]
+    return {b.slot for s in _statements(stmts) for b in getattr(s, "bindings", None) or ()
+            if getattr(b, "kind", None) == "local"}
 
 
 # steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
