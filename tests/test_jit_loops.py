@@ -630,6 +630,7 @@ def _bodies(jitted):
     ("if s > 0.9 { s = s * w } else if s > 0.5 { s = s - w } else { s = s + 1.0 }", True),
     ("if s > 0.9 { s = s * w\n print(s) } else { s = s + 0.1 }", False),   # an effect: guarded
     ("n = n + 1\n if n < 3 { s = s + xs[n] } else { s = s * w }", False),  # xs[n] fails from n = 3 on
+    ("if s > 0.9 { xs[1] = s * w } else { xs[2] = s }\n s = s * w + sum(xs) * 0.1", True),   # a constant index
     ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + 0.1 * k * w", False),   # an int set two ways
 ])
 def test_an_if_is_taken_both_ways_only_where_both_branches_only_compute(branch, rolled):

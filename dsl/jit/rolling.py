@@ -375,7 +375,7 @@ def computes_only(look, start):
     the interpreter runs it on some: no step of CAN_FAIL, no INDEXED step by a staged index."""
     for node in look.nodes[start:]:
         op = node.op
-        if op in CAN_FAIL or (op in INDEXED and any(p is not None for p in node.parents[1:])):
+        if op in CAN_FAIL or (op in INDEXED and node.parents[1] is not None):
             return False
     return True
 
@@ -451,11 +451,12 @@ def declared(blocks):
 
 # steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
 # the interpreter never runs: a guard (the branch decides by a value), an effect, a user's or
-# Python's code, ints divided, class indices; and INDEXED steps whose index is staged (it may
-# fall out of range), where a constant index (in range when run ahead) stays in range
+# Python's code, ints divided, class indices; and INDEXED steps whose index (their second
+# argument) is a staged int, which may fall out of range. Other indexing keeps its key among
+# its options, checked when it was staged and the same on every iteration.
 CAN_FAIL = frozenset({"Guard", "Effect", "CustomVjp", "HostCall", "ClassIndices", "CrossEntropy", "FloorDiv",
                       "Mod"})
-INDEXED = frozenset({"Index", "GatherOp", "Row", "RowAdd", "SetIndex", "IndexAdd"})
+INDEXED = frozenset({"Row", "RowAdd"})
 
 
 class Body:
