@@ -530,3 +530,30 @@ def test_a_result_the_numerics_check_proves_finite_is_not_checked_again():
     with pytest.raises(dsl.DgError) as raised:
         g(np.array([-1.0, 4.0]))
     assert raised.value.kind == "numerics"
+
+
+def test_the_path_last_taken_is_tried_first_and_past_the_limit_misses_stop_trying(monkeypatch):
+    from dsl.jit.jit import MAX_PATHS, MISSES, SKIPPED, Jitted
+    runs = []
+    real = Jitted._run
+
+    def spy(self, entry, *a, **k):
+        runs.append(entry)
+        return real(self, entry, *a, **k)
+    monkeypatch.setattr(Jitted, "_run", spy)
+    src = ("fn steps(x) { let n = 0.0\n for i in range(int(x)) { n += 1.0 }\n return n }\n"
+           "let js = jit(steps)")
+    i = interp(src)
+    js = i.lookup("js")
+    js(1.5), js(2.5)            # two paths staged
+    runs.clear()
+    assert [js(2.5) for _ in range(5)] == [2.0] * 5
+    assert len(runs) == 6       # the first path, then the second; the second first from then on
+    for v in range(3, MAX_PATHS + 1):
+        js(v + 0.5)             # the limit reached
+    runs.clear()
+    calls = [v + 0.5 for v in range(20, 20 + MISSES + SKIPPED + 1)]
+    assert [js(v) for v in calls] == [float(int(v)) for v in calls]
+    # every recording tried on the first MISSES calls, none on the next SKIPPED, all again after them
+    assert len(runs) == MAX_PATHS * MISSES + MAX_PATHS
+    assert js(2.5) == 2.0       # a path it has still runs compiled

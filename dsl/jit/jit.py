@@ -8,7 +8,9 @@ tensor) and every effect (print, random draws, the clock). The recording is
 compiled into a Python function over numpy arrays and floats (codegen.py). Later
 calls with that signature run the compiled code, which checks the guards as it
 goes: where one fails, the call is staged again for the new path (a few paths
-are kept per signature; past `MAX_PATHS` the function runs in the interpreter).
+are kept per signature, the one last taken tried first; past `MAX_PATHS` the
+function runs in the interpreter, and after `MISSES` such calls in a row the
+next `SKIPPED` go there without trying the recordings).
 
 What the compiled code must not miss:
 - Module-level names and captured variables f reads (directly or through the
@@ -42,6 +44,8 @@ from ..values import Function, Module, Struct
 from .codegen import compile_program, run_code
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
+MISSES = 3          # calls in a row past MAX_PATHS that no recording applied to: then the next
+SKIPPED = 16        # this many run in the interpreter without trying the recordings first
 
 
 class Entry:
@@ -72,7 +76,8 @@ class Jitted:
         self.f = f
         self.interp = interp
         self.explain = explain
-        self.entries = {}       # signature -> [Entry]
+        self.entries = {}       # signature -> [Entry], the one that last applied first
+        self.misses = {}        # signature -> (calls in a row no recording applied to, calls left to skip)
 
     def __call__(self, *args, **kwargs):
         flat = None if kwargs else _flat_call(args)
@@ -83,22 +88,40 @@ class Jitted:
             key, values = signature(args, kwargs), None
             boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
         entries = self.entries.setdefault(key, [])
+        missed = self.misses.get(key)
+        if missed is not None and missed[1]:
+            self.misses[key] = (missed[0], missed[1] - 1)
+            return self.f(*args, **kwargs)
         why = "a new signature" if not entries else "the names it reads changed"
-        for entry in entries:
+        for k, entry in enumerate(entries):
             if entry.untraceable:
                 return self.f(*args, **kwargs)
             if not entry.cells_hold():
                 continue
             try:
-                return self._run(entry, args, kwargs, boxed, values)
+                out = self._run(entry, args, kwargs, boxed, values)
             except S.GuardFailed as failed:
                 why = S.explain_failure(entry.program, failed)
+                continue
+            if k:       # the path taken last is tried first: most calls take the one before them
+                entries.insert(0, entries.pop(k))
+            if missed is not None:
+                del self.misses[key]
+            return out
         if len(entries) >= MAX_PATHS:
-            self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none "
-                      f"applies ({why})")
-            return self.f(*args, **kwargs)
+            return self._interpreted(key, why, args, kwargs)
         self._say(f"staging it: {why}")
         return self._stage(entries, args, kwargs)
+
+    def _interpreted(self, key, why, args, kwargs):
+        """f in the interpreter, past the limit; after MISSES such calls in a row, the next
+        SKIPPED go there without trying the recordings (each tried runs until a guard fails)."""
+        misses = self.misses.get(key, (0, 0))[0] + 1
+        skip = SKIPPED if misses >= MISSES else 0
+        self.misses[key] = (misses, skip)
+        self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none applies ({why})"
+                  + (f"; the next {skip} calls run there without trying them" if skip else ""))
+        return self.f(*args, **kwargs)
 
     def _stage(self, entries, args, kwargs):
         """Run f while staging it; keep the recording for later calls.
