@@ -341,13 +341,13 @@ def test_results_the_program_makes_infinite_run_the_exact_code_first_for_a_while
     for x in calls:
         x = np.array(x)
         np.testing.assert_array_equal(jg(x), g(x))
-        skips.append(next(iter(jg.call.entries.values()))[0].code.skip)
+        skips.append(next(iter(jg.call.entries.values()))[0].code.backoff.skip)
     n = codegen.EXACT_AFTER
     # the first call stages; the next n - 1 fall back (misses 1..n-1) and the n-th switches
     assert skips[:n + 2] == [0] * n + [codegen.EXACT_FOR, codegen.EXACT_FOR - 1]
     assert skips[-2:] == [0, 0]     # the window over, the other code runs again (its results finite)
     code = next(iter(jg.call.entries.values()))[0].code
-    assert code.inexact and code.exact is not None and code.exact is not code and code.misses == 0
+    assert code.inexact and code.exact is not None and code.exact is not code and code.backoff.misses == 0
 
 
 # where Python's math raises, dg's kernels give inf or nan: compiled code without effects calls

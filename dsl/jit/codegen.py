@@ -27,6 +27,7 @@ from ..cycles import gc_paused
 from ..ops import elision
 from ..primitives.registry import PRIMS
 from . import kernels
+from .backoff import Backoff
 from .optimize import plan, resolve
 
 _names = itertools.count()
@@ -137,7 +138,7 @@ def _compile(program, name, exact):
     lines.append(f"return {_tuple(outs)}")
     fn = _define(w, name, "_in", lines, p)
     fn.exact = None if p.inexact else fn
-    fn.misses = fn.skip = 0
+    fn.backoff = Backoff(EXACT_AFTER, EXACT_FOR)
     return fn
 
 
@@ -257,12 +258,12 @@ def run_code(program, code, values, rewind=None):
 
     `rewind()` undoes the effects the compiled code performed before the exact code performs
     them again (the random generator put back, the output dropped): a program with effects needs it."""
-    if code.skip:
-        code.skip -= 1
+    backoff = code.backoff
+    if backoff.skipping():
         return _exact(program, code.exact, values)
     try:
         out = code(values)
-        code.misses = 0
+        backoff.hit()
         return out
     except Inexact:
         pass
@@ -279,9 +280,7 @@ def run_code(program, code, values, rewind=None):
         rewind()
     if code.exact is None:
         code.exact = compile_program(program, "exact", exact=True)
-    code.misses += 1
-    if code.misses >= EXACT_AFTER:
-        code.skip = EXACT_FOR
+    backoff.miss()
     return _exact(program, code.exact, values)
 
 

@@ -41,6 +41,7 @@ from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError
 from ..values import Function, Module, Struct
+from .backoff import Backoff
 from .codegen import compile_program, run_code
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
@@ -77,7 +78,7 @@ class Jitted:
         self.interp = interp
         self.explain = explain
         self.entries = {}       # signature -> [Entry], the one that last applied first
-        self.misses = {}        # signature -> (calls in a row no recording applied to, calls left to skip)
+        self.backoffs = {}      # signature -> Backoff, once a call past MAX_PATHS ran in the interpreter
 
     def __call__(self, *args, **kwargs):
         flat = None if kwargs else _flat_call(args)
@@ -88,9 +89,8 @@ class Jitted:
             key, values = signature(args, kwargs), None
             boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
         entries = self.entries.setdefault(key, [])
-        missed = self.misses.get(key)
-        if missed is not None and missed[1]:
-            self.misses[key] = (missed[0], missed[1] - 1)
+        backoff = self.backoffs.get(key)
+        if backoff is not None and backoff.skipping():
             return self.f(*args, **kwargs)
         why = "a new signature" if not entries else "the names it reads changed"
         for k, entry in enumerate(entries):
@@ -105,8 +105,8 @@ class Jitted:
                 continue
             if k:       # the path taken last is tried first: most calls take the one before them
                 entries.insert(0, entries.pop(k))
-            if missed is not None:
-                del self.misses[key]
+            if backoff is not None:
+                backoff.hit()
             return out
         if len(entries) >= MAX_PATHS:
             return self._interpreted(key, why, args, kwargs)
@@ -116,9 +116,7 @@ class Jitted:
     def _interpreted(self, key, why, args, kwargs):
         """f in the interpreter, past the limit; after MISSES such calls in a row, the next
         SKIPPED go there without trying the recordings (each tried runs until a guard fails)."""
-        misses = self.misses.get(key, (0, 0))[0] + 1
-        skip = SKIPPED if misses >= MISSES else 0
-        self.misses[key] = (misses, skip)
+        skip = self.backoffs.setdefault(key, Backoff(MISSES, SKIPPED)).miss()
         self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none applies ({why})"
                   + (f"; the next {skip} calls run there without trying them" if skip else ""))
         return self.f(*args, **kwargs)

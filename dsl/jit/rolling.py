@@ -213,8 +213,7 @@ class Roller:
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
         look = Lookahead(derived=differentiated)     # under grad, the loop's rule differentiates P
-        saved = list(f)
-        cells = [(c, c.v) for c in f if type(c) is Cell]
+        saved = _snapshot(f)
         counter = self.interp.limits.steps
         item = look.box(item, "Arg", (), (), None, None)
         args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
@@ -223,10 +222,7 @@ class Roller:
         try:
             write_frame(f, layout, skip, args, None)
             for j in skip:
-                if type(f[j]) is Cell:
-                    f[j].v = item
-                else:
-                    f[j] = item
+                _set(f, j, item)
             try:
                 if self.body(f) is not None:
                     return self._written_out("the body leaves the loop")
@@ -237,9 +233,7 @@ class Roller:
                 return self._written_out("the body raised an error when run ahead")
         finally:
             staging.pop()
-            f[:] = saved
-            for c, v in cells:
-                c.v = v
+            _restore(f, saved)
             self.interp.limits.steps = counter
         if not same_layout(layout, layout_after) or len(after) != len(state):
             changed = None if counters else _changed_ints(layout, layout_after)
@@ -313,21 +307,17 @@ class BothWays:
     def _both(self, f, c, look):
         """See __call__ (look: the look ahead's trace)."""
         start = len(look.nodes)
-        saved = list(f)
-        cells = [(x, x.v) for x in f if type(x) is Cell]
+        saved = _snapshot(f)
         then = self._branch(f, self.then, look, start)
-        _restore(f, saved, cells)
+        _restore(f, saved)
         orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
-        _restore(f, saved, cells)
-        merged = self._merged(c, saved, then, orelse) if orelse is not None else None
+        _restore(f, saved)
+        merged = self._merged(c, saved[0], then, orelse) if orelse is not None else None
         if merged is None:
             look.cut(start)
             return False
         for j, v in merged.items():
-            if type(f[j]) is Cell:
-                f[j].v = v
-            else:
-                f[j] = v
+            _set(f, j, v)
         return True
 
     def _branch(self, f, run, look, start):
@@ -433,11 +423,25 @@ def _select(c, a, b):
     return unflatten(sa, parts)
 
 
-def _restore(f, saved, cells):
-    """Put a frame and the Cells it held back as they were."""
-    f[:] = saved
+def _snapshot(f):
+    """A frame's slots and what the Cells among them hold, for _restore."""
+    return list(f), [(c, c.v) for c in f if type(c) is Cell]
+
+
+def _restore(f, snapshot):
+    """Put a frame and the Cells it held back as a snapshot has them."""
+    slots, cells = snapshot
+    f[:] = slots
     for cell, v in cells:
         cell.v = v
+
+
+def _set(f, j, value):
+    """Give frame slot j a value (the Cell's contents, where the slot holds a Cell)."""
+    if type(f[j]) is Cell:
+        f[j].v = value
+    else:
+        f[j] = value
 
 
 def declared(blocks):
@@ -793,7 +797,7 @@ def write_frame(f, layout, skip, leaves, changed):
     for j, entry in enumerate(layout):
         if entry is None:
             continue
-        cell, spec, statics = entry
+        _, spec, statics = entry
         parts, touched = [], False
         for s in statics:
             if s is _LEAF:
@@ -804,11 +808,7 @@ def write_frame(f, layout, skip, leaves, changed):
                 parts.append(s)
         if not touched:
             continue
-        value = unflatten(spec, parts)
-        if cell:
-            f[j].v = value
-        else:
-            f[j] = value
+        _set(f, j, unflatten(spec, parts))
 
 
 def _changed_ints(before, after):
