@@ -6,11 +6,12 @@ from pathlib import Path
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
-def dg_program(name):
-    """A fresh interpreter that has run bench/programs/NAME.dg, set up as `dg run` sets it up."""
+def dg_program(name, keep_tape=False):
+    """A fresh interpreter that has run bench/programs/NAME.dg, set up as `dg run` sets it up
+    (with keep_tape, as the REPL sets it up: loops under grad written out, dsl/jit/eager_loops.py)."""
     import dsl
     # keep_tape=False and numerics checks on: what `dg run` uses (dsl/cli.py).
-    interp = dsl.Interpreter(seed=0, keep_tape=False)
+    interp = dsl.Interpreter(seed=0, keep_tape=keep_tape)
     interp.run_file(PROGRAMS / f"{name}.dg")
     return interp
 

@@ -102,6 +102,21 @@ def _first_call(make, call, reps):
     return median(times)
 
 
+def _rolling_call(make, call, reps, items):
+    """Median time of the eager call that rolls a loop of `items` iterations (dsl/jit/eager_loops.py:
+    it stages and compiles the body), in a fresh interpreter each time."""
+    now = CLOCKS[clock_name()]
+    times = []
+    for _ in range(reps):
+        interp = make()
+        for _ in range(_rolling_run(items) - 1):
+            call(interp)
+        t0 = now()
+        call(interp)
+        times.append(now() - t0)
+    return median(times)
+
+
 def run_projectile(smoke):
     """The projectile's rows: jit and eager against the floor, and the first jitted call."""
     cfg = PROJECTILE["smoke" if smoke else "full"]
@@ -117,7 +132,9 @@ def run_projectile(smoke):
             return value, (g.speed, g.angle, g.drag)
         return run
 
-    fns = {"floor": lambda: projectile_floor(*LAUNCH, steps), "dg eager": dg_of(step), "dg jit": dg_of(jstep)}
+    written = dg_program("projectile", keep_tape=True)
+    fns = {"floor": lambda: projectile_floor(*LAUNCH, steps), "dg eager": dg_of(step), "dg jit": dg_of(jstep),
+           "dg written out": dg_of(written.lookup("step"))}
     notes = []
     jax = jax_or_none()
     if jax is not None:
@@ -130,10 +147,12 @@ def run_projectile(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
+    ms["eager rolling"] = _rolling_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
+                                        3 if not smoke else 1, steps) * 1e3
     before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
                      cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
-                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
+                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before, items=steps) + \
         [_hvp_row(interp, jax, cfg, smoke), _vmap_row(interp, jax, cfg, smoke)]
 
 
@@ -318,7 +337,10 @@ def run_rnn(smoke):
             return value, (g.wx, g.wh, g.b, g.wo)
         return run
 
-    fns = {"floor": lambda: rnn_floor(params, xs, ys), "dg eager": dg_of(step), "dg jit": dg_of(jstep)}
+    written = dg_program("rnn", keep_tape=True)
+    pw = written.lookup("Rnn")(*params)
+    fns = {"floor": lambda: rnn_floor(params, xs, ys), "dg eager": dg_of(step), "dg jit": dg_of(jstep),
+           "dg written out": lambda: (lambda v, g: (v, (g.wx, g.wh, g.b, g.wo)))(*written.lookup("step")(pw, xs, ys))}
     notes = []
     torch = torch_or_none()
     if torch is not None:
@@ -336,11 +358,15 @@ def run_rnn(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(p, xs, ys), 3 if not smoke else 1) * 1e3
+    ms["eager rolling"] = _rolling_call(lambda: dg_program("rnn"),
+                                        lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
+                                        3 if not smoke else 1, cfg["T"]) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"
     before = B.times({"eager": ((PROGRAMS / "rnn.dg").read_text(), "p = i('Rnn')(wx, wh, b, wo)",
                                 "i('step')(p, xs, ys)")}, cfg["reps"],
                      dict(zip(("wx", "wh", "b", "wo"), params), xs=xs, ys=ys))
-    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before)
+    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before,
+                 items=cfg["T"])
     vs = ms["dg eager"] / ms["torch"] if "torch" in ms else None
     rows.append(make_row("12. RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
                          "torch", "< 1.0x torch", None if smoke or vs is None else vs < 1.0,
@@ -348,7 +374,19 @@ def run_rnn(smoke):
     return rows
 
 
-def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None):
+def _rolling_run(items):
+    """Which eager run of a loop of `items` iterations rolls it (1: the first)."""
+    from dsl.jit.eager_loops import HOT, LONG
+    return 1 if items >= LONG else HOT
+
+
+def _ordinal(items):
+    """Which eager call rolls a loop of `items` iterations, in words."""
+    n = _rolling_run(items)
+    return {1: "first", 2: "second", 3: "third"}.get(n, f"{n}th")
+
+
+def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None, items=0):
     """The rows of one loop benchmark: jit and eager against the floor, and the first call's time;
     `before` holds the eager call's time in dg before issue 12 (bench/before.py), if measured."""
     floor = ms["floor"]
@@ -359,16 +397,25 @@ def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=
         refs["torch"] = ms["torch"]
     jit_ratio, eager_ratio = ms["dg jit"] / floor, ms["dg eager"] / floor
     jax_note = [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else []
-    first_ratio = first / ms["dg eager"]
+    # the eager call rolls its loop (dsl/jit/eager_loops.py), compiled: an uncompiled call is one
+    # with the loop written out, as an interpreter keeping tapes runs it
+    uncompiled = ms["dg written out"]
+    first_ratio = first / uncompiled
+    eager_note = (f"the loop rolled (one Loop step, compiled, from the eager call's {_ordinal(items)} on, which took "
+                  f"{ms['eager rolling']:.3g} ms); written out (an interpreter keeping tapes): "
+                  f"{uncompiled / floor:.1f}x floor")
+    if before:
+        eager_note += f"; before issue 12: {before['eager'] / floor:.1f}x floor"
     return [
         make_row(f"12. {what}, jit", "ms/call", ms["dg jit"], refs, jit_ratio, "floor",
                  f"<= {jit_target:g}x floor", None if smoke else jit_ratio <= jit_target,
                  "; ".join([size] + jax_note + notes)),
         make_row(f"12. {what}, eager", "ms/call", ms["dg eager"],
-                 {"floor": floor, **({"before issue 12": before["eager"]} if before else {})}, eager_ratio, "floor",
-                 f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target,
-                 f"before issue 12: {before['eager'] / floor:.1f}x floor" if before else B.note()),
-        make_row(f"12. {what}, first jit call", "ms", first, {"eager call": ms["dg eager"]}, first_ratio,
-                 "eager call", "<= 3x eager call", None if smoke else first_ratio <= 3.0,
-                 "staging and compiling for a new signature, then running"),
+                 {"floor": floor, "written out": uncompiled, **({"before issue 12": before["eager"]} if before else {})},
+                 eager_ratio, "floor", f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target,
+                 eager_note if before else f"{eager_note}; {B.note()}"),
+        make_row(f"12. {what}, first jit call", "ms", first, {"uncompiled call": uncompiled, "eager call": ms["dg eager"]},
+                 first_ratio, "uncompiled call", "<= 3x uncompiled call", None if smoke else first_ratio <= 3.0,
+                 f"staging and compiling for a new signature, then running; against an eager call with the loop "
+                 f"written out (the eager call compiles its loop too: {first / ms['dg eager']:.2f}x it)"),
     ]

@@ -392,7 +392,8 @@ def _for(s, ctx):
     limits = ctx.limits
     span = s.iterable.span
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
-    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn)
+    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn,
+                                               reads=ctx.globals_read)
 
     def loop(f):
         items = iterable(f)

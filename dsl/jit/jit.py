@@ -40,7 +40,7 @@ from ..autodiff.transforms import Transformed, _fname
 from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError
-from ..values import Function, Module, Struct
+from ..values import Cell, Function, Module, Struct
 from .backoff import Backoff
 from .codegen import compile_program, run_code
 
@@ -62,12 +62,7 @@ class Entry:
 
     def cells_hold(self):
         """Whether every name f read still holds what it held when f was staged."""
-        for cell, value in self.cells:
-            now = cell.v
-            if now is not value and not (type(now) in (int, float, str, bool) and type(now) is type(value)
-                                         and now == value):
-                return False
-        return True
+        return cells_hold(self.cells)
 
 
 class Jitted:
@@ -263,15 +258,24 @@ def _holds_function(result):
 # ---------------------------------------------------------------- what f reads
 def reads(f):
     """(cell, value) for every module-level name and captured variable f (and what it calls) reads."""
+    return reads_from([f])
+
+
+def reads_from(roots):
+    """(cell, value) for each Cell among `roots`, and for every module-level name and captured
+    variable read by the functions among them and in what those hold (and what they call)."""
     seen, pairs = set(), []
-    stack = [f]
+    stack = list(roots)
     while stack:
         v = stack.pop()
         if id(v) in seen:
             continue
         seen.add(id(v))
         t = type(v)
-        if t is Function:
+        if t is Cell:
+            pairs.append((v, v.v))
+            stack.append(v.v)
+        elif t is Function:
             for cell in tuple(v.code.global_cells) + tuple(v.cells):
                 if id(cell) not in seen:
                     seen.add(id(cell))
@@ -287,4 +291,14 @@ def reads(f):
     return pairs
 
 
-__all__ = ["jit", "signature", "reads", "MAX_PATHS"]
+def cells_hold(pairs):
+    """Whether each (cell, value) pair's cell still holds that value (numbers: an equal one)."""
+    for cell, value in pairs:
+        now = cell.v
+        if now is not value and not (type(now) in (int, float, str, bool) and type(now) is type(value)
+                                     and now == value):
+            return False
+    return True
+
+
+__all__ = ["jit", "signature", "reads", "reads_from", "cells_hold", "MAX_PATHS"]

@@ -112,7 +112,7 @@ class Roller:
     (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
     condition and then the body, and gives BREAK where the condition is false)."""
 
-    def __init__(self, body, bind, interp, where, scope, span=None):
+    def __init__(self, body, bind, interp, where, scope, span=None, reads=()):
         self.body = body
         self.bind = bind
         self.interp = interp
@@ -123,6 +123,9 @@ class Roller:
         # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
         # out) is rolled three times at most per staging
         self.short = (None, 0)
+        # a `for` outside jit, under grad (dsl/jit/eager_loops.py); `reads`: the module-level
+        # Cells the enclosing function reads
+        self.eager = _eager(self, reads) if bind is not None else None
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
@@ -135,7 +138,9 @@ class Roller:
         (a `for`'s items; a while loop, unless it was short three times in this staging: its
         look ahead and compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
-        if not staging or self in self.interp.unrolled_loops:
+        if not staging:
+            return self.eager is not None and items is not None and self.eager.wanted(items)
+        if self in self.interp.unrolled_loops:
             return False
         top = staging[-1]
         if type(top) is not S.StageTrace:
@@ -153,7 +158,8 @@ class Roller:
         bind, body = self.bind, self.body
         bind(f, items[0])
         body(f)
-        if not self._rolled(f, items):
+        rolled = self._rolled(f, items) if self.interp.staging else self.eager.rolled(f, items)
+        if not rolled:
             for item in items[1:]:
                 bind(f, item)
                 body(f)
@@ -871,6 +877,12 @@ def _same_spec(a, b):
     if hasattr(ta, "sdef") and ta.sdef is not tb.sdef:
         return False
     return all(_same_spec(x, y) for x, y in zip(ka, kb))
+
+
+def _eager(roller, reads):
+    """The roller's EagerLoops (imported here: that module builds on this one)."""
+    from .eager_loops import EagerLoops
+    return EagerLoops(roller, reads)
 
 
 def _modes(state, top):

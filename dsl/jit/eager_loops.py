@@ -1,0 +1,151 @@
+"""Loops rolled in eager gradients: a hot `for` loop under grad, outside jit, runs as one Loop step.
+
+Written out, each iteration of a loop under `grad` records its operations one by one
+on the tape, a Box and a rule per operation: a 1,000-step scalar simulation spends 15
+microseconds an iteration there, 40 times what the same arithmetic costs on floats.
+jit already stages such a loop once (dsl/jit/rolling.py: the body as a program P, run
+compiled over the items, and its pullback compiled for the reverse pass); here the
+interpreter does the same without jit, for a loop that
+
+- is a `for` over a range of at least MIN_ITEMS items, on its HOT-th run (the look ahead
+  and the compilations cost a few milliseconds, paid back over later runs), or on its
+  first where it has LONG items or more (they pay it back at once: a first run of the
+  1,000-step simulation rolled takes 3 ms, written out 15);
+- runs under at most one reverse-mode level (grad, value_and_grad, vjp; not grad of
+  grad) and any number of forward-mode ones (jvp, jvp of grad: a Hessian-vector product,
+  hessian), at least one of them (a loop that nothing differentiates is left to
+  dsl/fusion.py); vmap stages its loops already (rolling.py);
+- in an interpreter that does not keep tapes (`dg run`, `Interpreter(keep_tape=False)`):
+  a kept tape shows every operation of every iteration (reference 6.3), which one Loop
+  node would hide; and with no step budget or timeout, which count and check each
+  iteration as written.
+
+The staged body is kept per loop statement, for the layout of the function's variables
+it was staged from (their structures, and the values that are not numbers or tensors),
+and used again while the module-level names and captured variables it reads hold the
+same values (as a jit recording is: dsl/jit/jit.py). A later run whose body goes
+another way (a guard of P fails) or raises runs its iterations as written from the
+second one, as it would have without this: P has no effects, and nothing is recorded
+until it has run to the end. A loop whose look ahead keeps failing is not looked at
+for a while (Backoff).
+"""
+
+from ..autodiff.tape import FORWARD, REVERSE, Box, peek
+from ..errors import DgError
+from ..ops.structs import unpack
+from ..primitives.loops import LoopGuardFailed, _loop_kernel
+from .backoff import Backoff
+from .jit import _key, cells_hold, reads_from
+from .rolling import _LEAF, frame_leaves, same_layout, write_frame
+
+MIN_ITEMS = 16      # shorter loops: the Loop step's own cost is not paid back
+HOT = 2             # runs of a loop under grad before it is rolled (the first is written out)
+LONG = 200          # items from which a loop is rolled on its first run
+KEPT = 4            # staged bodies kept per loop statement, the last used first
+MISSES, SKIPPED = 3, 32     # failed looks ahead in a row, then runs written out without looking
+
+
+class EagerLoops:
+    """One loop statement's rolling outside jit: its staged bodies and how often it ran."""
+
+    __slots__ = ("roller", "reads", "runs", "bodies", "backoff")
+
+    def __init__(self, roller, reads):
+        self.roller = roller
+        self.reads = reads      # the module-level Cells the enclosing function reads (filled as it compiles)
+        self.runs = 0
+        self.bodies = []        # (layout, leaf keys, counters, (cell, value) read, Body), last used first
+        self.backoff = Backoff(MISSES, SKIPPED)
+
+    def wanted(self, items):
+        """Whether to try rolling this run: a long loop, where nothing needs it written out."""
+        interp = self.roller.interp
+        limits = interp.limits
+        if (len(items) < MIN_ITEMS or interp.grad_options.keep_tape or limits.max_steps is not None
+                or limits.timeout is not None):
+            return False
+        return not self.backoff.skipping()
+
+    def rolled(self, f, items):
+        """Run items[1:] (the first has run as written) as one Loop step on the reverse tape, if
+        the body stages once for all of them and they run as staged; else False (nothing done
+        but binding the loop variable to items[1])."""
+        roller = self.roller
+        before = list(f)
+        roller.bind(f, items[1])
+        skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+        state, layout = frame_leaves(f, skip)
+        modes = _modes(state)
+        if modes is None:
+            return False
+        self.runs += 1
+        if self.runs < HOT and len(items) < LONG:
+            return False
+        found = self._body(f, items[1], skip, state, layout)
+        if found is None:
+            self.backoff.miss()
+            return False
+        body, state, layout = found
+        forward, reverse = modes
+        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
+            return False    # a custom_vjp under reverse inside forward mode: see rolling.Roller._roll
+        try:
+            out = _loop_kernel(*state, body=body, items=items[1:], history=False)
+        except (LoopGuardFailed, DgError):
+            # an iteration went another way than staged, or raised: as written, from items[1]
+            self.backoff.miss()
+            return False
+        final = unpack(out) if type(out) is Box else out
+        changed = body.changed
+        write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
+        roller.bind(f, items[-1])
+        self.backoff.hit()
+        return True
+
+    def _body(self, f, item, skip, state, layout):
+        """(Body, state, layout) for this frame: one kept, else staged by a look ahead; or None."""
+        for k, (kept_layout, keys, counters, read, body) in enumerate(self.bodies):
+            s, l = frame_leaves(f, skip, counters) if counters else (state, layout)
+            if same_layout(kept_layout, l) and _leaf_keys(s) == keys and cells_hold(read):
+                if k:
+                    self.bodies.insert(0, self.bodies.pop(k))
+                return body, s, l
+        counters = frozenset()
+        body = self.roller._look_ahead(f, item, skip, state, layout, True, counters)
+        if type(body) is frozenset:     # ints the body changes (counters): staged as state too
+            counters = body
+            state, layout = frame_leaves(f, skip, counters)
+            body = self.roller._look_ahead(f, item, skip, state, layout, True, counters)
+        if body is None:
+            return None
+        statics = [s for entry in layout if entry is not None for s in entry[2] if s is not _LEAF]
+        self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body))
+        del self.bodies[KEPT:]
+        return body, state, layout
+
+
+def _modes(state):
+    """The forward and the reverse traces of the state's boxes, or None where the loop is not
+    rolled: no box, two reverse levels, or a trace of another kind (jit's or vmap's)."""
+    forward, reverse = set(), set()
+    for x in state:
+        while type(x) is Box:
+            kind = x.trace.kind
+            if kind is FORWARD:
+                forward.add(x.trace)
+            elif kind is REVERSE:
+                reverse.add(x.trace)
+            else:
+                return None
+            x = x.v
+    if len(reverse) > 1 or not (forward or reverse):
+        return None
+    return forward, reverse
+
+
+def _leaf_keys(state):
+    """The kinds of the state's leaves: floats, tensors by shape and dtype, and ints (counters)."""
+    return tuple("i" if type(peek(x)) is int else _key(x) for x in state)
+
+
+__all__ = ["EagerLoops", "MIN_ITEMS", "HOT", "LONG"]
