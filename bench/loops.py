@@ -102,15 +102,13 @@ def _first_call(make, call, reps):
     return median(times)
 
 
-def _rolling_call(make, call, reps, items):
-    """Median time of the eager call that rolls a loop of `items` iterations (dsl/jit/eager_loops.py:
-    it stages and compiles the body), in a fresh interpreter each time."""
+def _rolling_call(make, call, reps):
+    """Median time of an eager first call, which rolls its loop (dsl/jit/eager_loops.py: it stages
+    and compiles the body), in a fresh interpreter each time."""
     now = CLOCKS[clock_name()]
     times = []
     for _ in range(reps):
         interp = make()
-        for _ in range(_rolling_run(items) - 1):
-            call(interp)
         t0 = now()
         call(interp)
         times.append(now() - t0)
@@ -148,12 +146,12 @@ def run_projectile(smoke):
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
     ms["eager rolling"] = _rolling_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
-                                        3 if not smoke else 1, steps) * 1e3
+                                        3 if not smoke else 1) * 1e3
     before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
                      cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
-                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before, items=steps) + \
-        [_hvp_row(interp, jax, cfg, smoke), _vmap_row(interp, jax, cfg, smoke)]
+                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
+        [_hvp_row(interp, jax, cfg, smoke, written), _vmap_row(interp, jax, cfg, smoke)]
 
 
 def projectile_vmap_jax(jax, steps, launches):
@@ -208,7 +206,7 @@ def _vmap_row(interp, jax, cfg, smoke):
 HVP_DIRECTION = (1.0, -0.5, 20.0)
 
 
-def _hvp_row(interp, jax, cfg, smoke):
+def _hvp_row(interp, jax, cfg, smoke, written):
     """The Hessian-vector product of the projectile's loss (jvp of grad), jitted: a loop rolled
     under forward mode over reverse. No target: eager dg and jax.jit beside it."""
     steps = cfg["steps"]
@@ -222,7 +220,8 @@ def _hvp_row(interp, jax, cfg, smoke):
             return g.speed, g.angle, g.drag
         return run
 
-    fns = {"dg eager": dg_of(hvp), "dg jit": dg_of(jhvp)}
+    fns = {"dg eager": dg_of(hvp), "dg jit": dg_of(jhvp),
+           "dg written out": dg_of(written.lookup("hvp"))}
     if jax is not None:
         fns["jax.jit"] = projectile_hvp_jax(jax, steps, HVP_DIRECTION)
     # the reference: central differences of the hand-written gradient along v
@@ -239,8 +238,9 @@ def _hvp_row(interp, jax, cfg, smoke):
     times = measure(fns, max(2, cfg["reps"] // 3))
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(hvp), lambda f: f(launch, v, steps), 3 if not smoke else 1) * 1e3
-    refs = {"eager": ms["dg eager"], "first jit call": first, **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
-    note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way"]
+    refs = {"eager": ms["dg eager"], "written out": ms["dg written out"], "first jit call": first, **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
+    note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way; eager rolls "
+            f"it too (dsl/jit/eager_loops.py), an interpreter keeping tapes writes it out"]
     note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
     return make_row("12-13. projectile Hessian-vector product, jit", "ms/call", ms["dg jit"], refs,
                     ms["dg jit"] / ms["dg eager"], "eager", "none (informational)", None, "; ".join(note))
@@ -360,13 +360,12 @@ def run_rnn(smoke):
     first = _first_call(lambda: jit(step), lambda f: f(p, xs, ys), 3 if not smoke else 1) * 1e3
     ms["eager rolling"] = _rolling_call(lambda: dg_program("rnn"),
                                         lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
-                                        3 if not smoke else 1, cfg["T"]) * 1e3
+                                        3 if not smoke else 1) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"
     before = B.times({"eager": ((PROGRAMS / "rnn.dg").read_text(), "p = i('Rnn')(wx, wh, b, wo)",
                                 "i('step')(p, xs, ys)")}, cfg["reps"],
                      dict(zip(("wx", "wh", "b", "wo"), params), xs=xs, ys=ys))
-    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before,
-                 items=cfg["T"])
+    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before)
     vs = ms["dg eager"] / ms["torch"] if "torch" in ms else None
     rows.append(make_row("12. RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
                          "torch", "< 1.0x torch", None if smoke or vs is None else vs < 1.0,
@@ -374,19 +373,7 @@ def run_rnn(smoke):
     return rows
 
 
-def _rolling_run(items):
-    """Which eager run of a loop of `items` iterations rolls it (1: the first)."""
-    from dsl.jit.eager_loops import HOT, LONG
-    return 1 if items >= LONG else HOT
-
-
-def _ordinal(items):
-    """Which eager call rolls a loop of `items` iterations, in words."""
-    n = _rolling_run(items)
-    return {1: "first", 2: "second", 3: "third"}.get(n, f"{n}th")
-
-
-def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None, items=0):
+def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None):
     """The rows of one loop benchmark: jit and eager against the floor, and the first call's time;
     `before` holds the eager call's time in dg before issue 12 (bench/before.py), if measured."""
     floor = ms["floor"]
@@ -401,7 +388,7 @@ def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=
     # with the loop written out, as an interpreter keeping tapes runs it
     uncompiled = ms["dg written out"]
     first_ratio = first / uncompiled
-    eager_note = (f"the loop rolled (one Loop step, compiled, from the eager call's {_ordinal(items)} on, which took "
+    eager_note = (f"the loop rolled (one Loop step, compiled; a first eager call, which stages it, took "
                   f"{ms['eager rolling']:.3g} ms); written out (an interpreter keeping tapes): "
                   f"{uncompiled / floor:.1f}x floor")
     if before:

@@ -1,4 +1,4 @@
-"""Loops rolled in eager gradients: a hot `for` loop under grad, outside jit, runs as one Loop step.
+"""Loops rolled in eager gradients: a `for` loop under a derivative, outside jit, runs as one Loop step.
 
 Written out, each iteration of a loop under `grad` records its operations one by one
 on the tape, a Box and a rule per operation: a 1,000-step scalar simulation spends 15
@@ -7,10 +7,11 @@ jit already stages such a loop once (dsl/jit/rolling.py: the body as a program P
 compiled over the items, and its pullback compiled for the reverse pass); here the
 interpreter does the same without jit, for a loop that
 
-- is a `for` over a range of at least MIN_ITEMS items, on its HOT-th run (the look ahead
-  and the compilations cost a few milliseconds, paid back over later runs), or on its
-  first where it has LONG items or more (they pay it back at once: a first run of the
-  1,000-step simulation rolled takes 3 ms, written out 15);
+- is a `for` over a range of at least MIN_ITEMS items, from its first run: a call then
+  gives the same numbers as the next (rolled, the operations' order may differ from the
+  loop written out in the last bits). The look ahead and compilations cost 2-5 ms once,
+  which a long loop pays back in its first run (the 1,000-step simulation's first call
+  takes 3 ms rolled, 15 written out) and a short one over the next few;
 - runs under at most one reverse-mode level (grad, value_and_grad, vjp; not grad of
   grad) and any number of forward-mode ones (jvp, jvp of grad: a Hessian-vector product,
   hessian), at least one of them (a loop that nothing differentiates is left to
@@ -26,8 +27,9 @@ and used again while the module-level names and captured variables it reads hold
 same values (as a jit recording is: dsl/jit/jit.py). A later run whose body goes
 another way (a guard of P fails) or raises runs its iterations as written from the
 second one, as it would have without this: P has no effects, and nothing is recorded
-until it has run to the end. A loop whose look ahead keeps failing is not looked at
-for a while (Backoff).
+until it has run to the end. A loop that keeps failing, or keeps being staged again (an
+int of the function that changes from run to run, such as an outer loop's counter, is
+part of what a body was staged for), is not tried for a while (Backoff).
 """
 
 from ..autodiff.tape import FORWARD, REVERSE, Box, peek
@@ -39,21 +41,19 @@ from .jit import _key, cells_hold, reads_from
 from .rolling import _LEAF, frame_leaves, same_layout, write_frame
 
 MIN_ITEMS = 16      # shorter loops: the Loop step's own cost is not paid back
-HOT = 2             # runs of a loop under grad before it is rolled (the first is written out)
-LONG = 200          # items from which a loop is rolled on its first run
 KEPT = 4            # staged bodies kept per loop statement, the last used first
-MISSES, SKIPPED = 3, 32     # failed looks ahead in a row, then runs written out without looking
+MISSES, SKIPPED = 3, 32     # runs in a row that staged or failed, then runs written out without trying
 
 
 class EagerLoops:
-    """One loop statement's rolling outside jit: its staged bodies and how often it ran."""
+    """One loop statement's rolling outside jit: its staged bodies and how often it ran under a
+    derivative."""
 
-    __slots__ = ("roller", "reads", "runs", "bodies", "backoff")
+    __slots__ = ("roller", "reads", "bodies", "backoff")
 
     def __init__(self, roller, reads):
         self.roller = roller
         self.reads = reads      # the module-level Cells the enclosing function reads (filled as it compiles)
-        self.runs = 0
         self.bodies = []        # (layout, leaf keys, counters, (cell, value) read, Body), last used first
         self.backoff = Backoff(MISSES, SKIPPED)
 
@@ -67,9 +67,9 @@ class EagerLoops:
         return not self.backoff.skipping()
 
     def rolled(self, f, items):
-        """Run items[1:] (the first has run as written) as one Loop step on the reverse tape, if
-        the body stages once for all of them and they run as staged; else False (nothing done
-        but binding the loop variable to items[1])."""
+        """Run items[1:] (the first has run as written) as one Loop step, recorded by the traces
+        differentiating the loop, if the body stages once for all of them and they run as staged;
+        else False (nothing done but binding the loop variable to items[1])."""
         roller = self.roller
         before = list(f)
         roller.bind(f, items[1])
@@ -78,14 +78,11 @@ class EagerLoops:
         modes = _modes(state)
         if modes is None:
             return False
-        self.runs += 1
-        if self.runs < HOT and len(items) < LONG:
-            return False
         found = self._body(f, items[1], skip, state, layout)
         if found is None:
             self.backoff.miss()
             return False
-        body, state, layout = found
+        body, state, layout, staged = found
         forward, reverse = modes
         if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
             return False    # a custom_vjp under reverse inside forward mode: see rolling.Roller._roll
@@ -99,17 +96,21 @@ class EagerLoops:
         changed = body.changed
         write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
         roller.bind(f, items[-1])
-        self.backoff.hit()
+        if staged:
+            self.backoff.miss()     # three stagings in a row: the kept bodies do not serve this loop's runs
+        else:
+            self.backoff.hit()
         return True
 
     def _body(self, f, item, skip, state, layout):
-        """(Body, state, layout) for this frame: one kept, else staged by a look ahead; or None."""
+        """(Body, state, layout, whether it was staged now) for this frame: one kept, else staged by
+        a look ahead; or None."""
         for k, (kept_layout, keys, counters, read, body) in enumerate(self.bodies):
             s, l = frame_leaves(f, skip, counters) if counters else (state, layout)
             if same_layout(kept_layout, l) and _leaf_keys(s) == keys and cells_hold(read):
                 if k:
                     self.bodies.insert(0, self.bodies.pop(k))
-                return body, s, l
+                return body, s, l, False
         counters = frozenset()
         body = self.roller._look_ahead(f, item, skip, state, layout, True, counters)
         if type(body) is frozenset:     # ints the body changes (counters): staged as state too
@@ -121,7 +122,7 @@ class EagerLoops:
         statics = [s for entry in layout if entry is not None for s in entry[2] if s is not _LEAF]
         self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body))
         del self.bodies[KEPT:]
-        return body, state, layout
+        return body, state, layout, True
 
 
 def _modes(state):
@@ -148,4 +149,4 @@ def _leaf_keys(state):
     return tuple("i" if type(peek(x)) is int else _key(x) for x in state)
 
 
-__all__ = ["EagerLoops", "MIN_ITEMS", "HOT", "LONG"]
+__all__ = ["EagerLoops", "MIN_ITEMS"]
