@@ -102,19 +102,6 @@ def _first_call(make, call, reps):
     return median(times)
 
 
-def _rolling_call(make, call, reps):
-    """Median time of an eager first call, which rolls its loop (dsl/jit/eager_loops.py: it stages
-    and compiles the body), in a fresh interpreter each time."""
-    now = CLOCKS[clock_name()]
-    times = []
-    for _ in range(reps):
-        interp = make()
-        t0 = now()
-        call(interp)
-        times.append(now() - t0)
-    return median(times)
-
-
 def run_projectile(smoke):
     """The projectile's rows: jit and eager against the floor, and the first jitted call."""
     cfg = PROJECTILE["smoke" if smoke else "full"]
@@ -145,7 +132,7 @@ def run_projectile(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
-    ms["eager rolling"] = _rolling_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
+    ms["eager rolling"] = _first_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
                                         3 if not smoke else 1) * 1e3
     before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
                      cfg["reps"])
@@ -358,7 +345,7 @@ def run_rnn(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(p, xs, ys), 3 if not smoke else 1) * 1e3
-    ms["eager rolling"] = _rolling_call(lambda: dg_program("rnn"),
+    ms["eager rolling"] = _first_call(lambda: dg_program("rnn"),
                                         lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
                                         3 if not smoke else 1) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"

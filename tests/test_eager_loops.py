@@ -47,6 +47,16 @@ def rolls(monkeypatch):
     return seen
 
 
+def errors(pair_, expr):
+    """The DgError expr raises in each interpreter of a pair."""
+    raised = []
+    for i in pair_:
+        with pytest.raises(DgError) as caught:
+            i.eval(expr)
+        raised.append(caught.value)
+    return raised
+
+
 def both(pair_, expr, times=4):
     """expr evaluated `times` times in each interpreter of a pair: (rolling's results, written out's)."""
     return tuple([i.eval(expr) for _ in range(times)] for i in pair_)
@@ -86,7 +96,8 @@ def test_what_is_not_rolled(rolls):
     src = STEP + "let step2 = value_and_grad(fn(p) => grad(fn(q) => loss(q, 40))(p).speed)\n"
     fast, slow = pair(src)
     short = f"step(launch, {MIN_ITEMS - 1})"
-    assert both((fast, slow), short)[0][-1] == both((fast, slow), short)[1][-1]
+    got, want = both((fast, slow), short)
+    assert got == want
     assert rolls == []      # too short
     assert leaves(fast.eval("step2(launch)")) == leaves(slow.eval("step2(launch)"))
     fast.eval("step2(launch)")
@@ -137,13 +148,9 @@ let g = grad(f)
     for _ in range(3):
         assert fast.eval("g(1.0, linspace(0.0, 1.0, 60), 1)") == slow.eval("g(1.0, linspace(0.0, 1.0, 60), 1)")
     assert rolls
-    errors = []
-    for i in (fast, slow):
-        with pytest.raises(DgError) as caught:
-            i.eval("g(1.0, linspace(0.0, 1.0, 60), 4)")
-        errors.append(caught.value)
-    assert (errors[0].kind, errors[0].message, errors[0].span.line, errors[0].span.column) == \
-           (errors[1].kind, errors[1].message, errors[1].span.line, errors[1].span.column)
+    got, want = errors((fast, slow), "g(1.0, linspace(0.0, 1.0, 60), 4)")
+    assert (got.kind, got.message, got.span.line, got.span.column) == \
+           (want.kind, want.message, want.span.line, want.span.column)
 
 
 def test_a_module_level_name_rebound_is_read_again(rolls):
@@ -182,7 +189,8 @@ let g = grad(f)
     fast, slow = pair(src)
     for act in ("sin", "tanh", "sin", "fn(z) => z * z * 0.1", "tanh"):
         expr = f"g(0.4, {act})"
-        assert both((fast, slow), expr, 3)[0] == both((fast, slow), expr, 3)[1]
+        got, want = both((fast, slow), expr, 3)
+    assert got == want
     assert rolls
 
 
@@ -199,8 +207,9 @@ fn f(x) {
 let g = grad(f)
 """
     fast, slow = pair(src)
-    assert both((fast, slow), "g(0.3)")[0] == both((fast, slow), "g(0.3)")[1]
-    assert fast.out.getvalue() == slow.out.getvalue() == "0\n10\n" * 2 * 4
+    got, want = both((fast, slow), "g(0.3)")
+    assert got == want
+    assert fast.out.getvalue() == slow.out.getvalue() == "0\n10\n" * 4
     assert rolls == []
 
 
@@ -240,16 +249,12 @@ fn f(x) {
 let g = grad(f)
 """
     fast, slow = pair(src)
-    assert both((fast, slow), "g(3.0)")[0] == both((fast, slow), "g(3.0)")[1]
+    got, want = both((fast, slow), "g(3.0)")
+    assert got == want
     assert rolls
-    errors = []
-    for i in (fast, slow):
-        with pytest.raises(DgError) as caught:
-            i.eval("g(1.0)")
-        errors.append(caught.value)
-    assert errors[0].kind == errors[1].kind == "numerics"
-    assert errors[0].message == errors[1].message
-    assert errors[0].span.line == errors[1].span.line
+    got, want = errors((fast, slow), "g(1.0)")
+    assert got.kind == want.kind == "numerics"
+    assert (got.message, got.span.line) == (want.message, want.span.line)
 
 
 def test_forward_mode_and_hessian_vector_products_roll_too(rolls):
