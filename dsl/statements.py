@@ -365,7 +365,7 @@ def _while(s, ctx):
     def iteration(f):
         """One iteration as jit looks ahead at it (dsl/jit/rolling.py): BREAK where it ends the loop."""
         return body(f) if cond(f) else BREAK
-    roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span)
+    roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span, reads=ctx.globals_read)
 
     def loop(f):
         roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step

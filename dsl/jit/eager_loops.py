@@ -1,4 +1,4 @@
-"""Loops rolled in eager gradients: a `for` loop under a derivative, outside jit, runs as one Loop step.
+"""Loops rolled in eager gradients: a loop under a derivative, outside jit, runs as one Loop step.
 
 Written out, each iteration of a loop under `grad` records its operations one by one
 on the tape, a Box and a rule per operation: a 1,000-step scalar simulation spends 15
@@ -7,7 +7,10 @@ jit already stages such a loop once (dsl/jit/rolling.py: the body as a program P
 compiled over the items, and its pullback compiled for the reverse pass); here the
 interpreter does the same without jit, for a loop that
 
-- is a `for` over a range of at least MIN_ITEMS items, from its first run: a call then
+- is a `for` over a range of at least MIN_ITEMS items, or a `while` (run as jit runs one:
+  the staged iterations until one goes another way, then the statement as written), from
+  its first run (a while loop that stops within MIN_ITEMS rolled iterations three runs in
+  a row is left written out for a while): a call then
   gives the same numbers as the next (rolled, the operations' order may differ from the
   loop written out in the last bits). The look ahead and compilations cost 2-5 ms once,
   which a long loop pays back in its first run (the 1,000-step simulation's first call
@@ -58,10 +61,11 @@ class EagerLoops:
         self.backoff = Backoff(MISSES, SKIPPED)
 
     def wanted(self, items):
-        """Whether to try rolling this run: a long loop, where nothing needs it written out."""
+        """Whether to try rolling this run (`items` None: a while loop's): a long loop, where
+        nothing needs it written out."""
         interp = self.roller.interp
         limits = interp.limits
-        if (len(items) < MIN_ITEMS or interp.grad_options.keep_tape or limits.max_steps is not None
+        if ((items is not None and len(items) < MIN_ITEMS) or interp.grad_options.keep_tape or limits.max_steps is not None
                 or limits.timeout is not None):
             return False
         return not self.backoff.skipping()
@@ -101,6 +105,36 @@ class EagerLoops:
         else:
             self.backoff.hit()
         return True
+
+    def rolled_while(self, f):
+        """Run a while loop's iterations from here (its first has run as written) as one Loop step
+        until one goes another way than staged (its condition turns false, a `break` is taken),
+        where they stage once; the statement goes on as written from the state that iteration
+        started from (or from here, where they do not stage or one raises)."""
+        state, layout = frame_leaves(f, set())
+        modes = _modes(state)
+        if modes is None:
+            return
+        found = self._body(f, 0, set(), state, layout)
+        if found is None:
+            self.backoff.miss()
+            return
+        body, state, layout, staged = found
+        forward, reverse = modes
+        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
+            return
+        try:
+            out = _loop_kernel(*state, body=body, items=None, history=False)
+        except DgError:
+            self.backoff.miss()
+            return
+        final = unpack(out) if type(out) is Box else out
+        changed = body.changed
+        write_frame(f, layout, set(), [x if c else old for x, old, c in zip(final, state, changed)], changed)
+        if staged or body.ran < MIN_ITEMS:
+            self.backoff.miss()     # staged again, or a short run: its cost is not paid back
+        else:
+            self.backoff.hit()
 
     def _body(self, f, item, skip, state, layout):
         """(Body, state, layout, whether it was staged now) for this frame: one kept, else staged by

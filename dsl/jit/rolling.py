@@ -123,9 +123,9 @@ class Roller:
         # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
         # out) is rolled three times at most per staging
         self.short = (None, 0)
-        # a `for` outside jit, under grad (dsl/jit/eager_loops.py); `reads`: the module-level
-        # Cells the enclosing function reads
-        self.eager = _eager(self, reads) if bind is not None else None
+        # the loop outside jit, under a derivative (dsl/jit/eager_loops.py); `reads`: the
+        # module-level Cells the enclosing function reads
+        self.eager = _eager(self, reads)
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
@@ -139,7 +139,7 @@ class Roller:
         look ahead and compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
         if not staging:
-            return self.eager is not None and items is not None and self.eager.wanted(items)
+            return self.eager.wanted(items)
         if self in self.interp.unrolled_loops:
             return False
         top = staging[-1]
@@ -178,6 +178,9 @@ class Roller:
         """Run a while loop's iterations from here as one Loop step, until one goes another way
         than the one staged (its condition turns false, a `break` is taken): the statement then
         goes on as written from the state that iteration started from."""
+        if not self.interp.staging:
+            self.eager.rolled_while(f)
+            return
         top = id(self.interp.staging[-1])
         if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
             trace, count = self.short
