@@ -209,6 +209,36 @@ let g = grad(f)
     assert rolls
 
 
+def test_closures_alike_share_a_staged_body_and_closures_over_other_values_do_not(rolls, monkeypatch):
+    staged = []
+    real = eager_loops.EagerLoops._body
+
+    def spy(self, *args):
+        found = real(self, *args)
+        staged.append(bool(found and found[3]))
+        return found
+    monkeypatch.setattr(eager_loops.EagerLoops, "_body", spy)
+    src = """
+fn f(x, act) {
+    let k = 0.7
+    fn h(z) { return act(z) * k + x }      # a new closure on each call, over this frame's cells
+    let acc = x
+    for i in range(30) { acc = h(acc) }
+    return acc
+}
+fn scaled(c) { return fn(z) => sin(z) * c }
+let g = grad(f)
+let half, most = scaled(0.5), scaled(0.9)
+"""
+    fast, slow = pair(src)
+    for act in ("half", "half", "half", "most", "most", "half"):
+        expr = f"g(0.4, {act})"
+        assert fast.eval(expr) == pytest.approx(slow.eval(expr), rel=1e-13)
+    assert len(rolls) == 6
+    # h's body is staged once; `most`, a closure of the same code over another Cell, once more
+    assert staged == [True, False, False, True, False, False]
+
+
 def test_an_effect_in_the_body_keeps_the_loop_written_out(rolls):
     src = """
 fn f(x) {

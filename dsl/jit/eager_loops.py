@@ -25,7 +25,9 @@ interpreter does the same without jit, for a loop that
   iteration as written.
 
 The staged body is kept per loop statement, for the layout of the function's variables
-it was staged from (their structures, and the values that are not numbers or tensors),
+it was staged from (their structures, and the values that are not numbers or tensors; a
+function defined inside the function is a new closure on each call, alike when made by
+the same definition over the Cells of the same slots),
 and used again while the module-level names and captured variables it reads hold the
 same values (as a jit recording is: dsl/jit/jit.py). A later run whose body goes
 another way (a guard of P fails) or raises runs its iterations as written from the
@@ -38,10 +40,11 @@ part of what a body was staged for), is not tried for a while (Backoff).
 from ..autodiff.tape import FORWARD, REVERSE, Box, peek
 from ..errors import DgError
 from ..ops.structs import unpack
+from ..values import Cell, Function
 from ..primitives.loops import LoopGuardFailed, _loop_kernel
 from .backoff import Backoff
 from .jit import _key, cells_hold, reads_from
-from .rolling import _LEAF, frame_leaves, same_layout, write_frame
+from .rolling import _LEAF, _same_slot, _same_static, frame_leaves, same_layout, write_frame
 
 MIN_ITEMS = 16      # shorter loops: the Loop step's own cost is not paid back
 KEPT = 4            # staged bodies kept per loop statement, the last used first
@@ -57,7 +60,9 @@ class EagerLoops:
     def __init__(self, roller, reads):
         self.roller = roller
         self.reads = reads      # the module-level Cells the enclosing function reads (filled as it compiles)
-        self.bodies = []        # (layout, leaf keys, counters, (cell, value) read, Body), last used first
+        # (layout, leaf keys, counters, (cell, value) read, Body, the frame's Cells by id: (slot,
+        # Cell)), last used first
+        self.bodies = []
         self.backoff = Backoff(MISSES, SKIPPED)
 
     def wanted(self, items):
@@ -139,9 +144,9 @@ class EagerLoops:
     def _body(self, f, item, skip, state, layout):
         """(Body, state, layout, whether it was staged now) for this frame: one kept, else staged by
         a look ahead; or None."""
-        for k, (kept_layout, keys, counters, read, body) in enumerate(self.bodies):
+        for k, (kept_layout, keys, counters, read, body, cells) in enumerate(self.bodies):
             s, l = frame_leaves(f, skip, counters) if counters else (state, layout)
-            if same_layout(kept_layout, l) and _leaf_keys(s) == keys and cells_hold(read):
+            if _leaf_keys(s) == keys and _alike(kept_layout, cells, l, f) and cells_hold(read):
                 if k:
                     self.bodies.insert(0, self.bodies.pop(k))
                 return body, s, l, False
@@ -154,9 +159,42 @@ class EagerLoops:
         if body is None:
             return None
         statics = [s for entry in layout if entry is not None for s in entry[2] if s is not _LEAF]
-        self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body))
+        cells = {id(c): (j, c) for j, c in enumerate(f) if type(c) is Cell}     # (the Cells kept alive)
+        self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body,
+                               cells))
         del self.bodies[KEPT:]
         return body, state, layout, True
+
+
+def _alike(kept, kept_cells, layout, f):
+    """Whether frame f's layout is one a body staged from `kept` serves: the same, or alike but
+    for functions made by the same definition over the Cells of the same slots of their frames
+    (a helper defined in the function is a new closure on each call) or over the same Cells."""
+    if same_layout(kept, layout):
+        return True
+    if len(kept) != len(layout):
+        return False
+    now = {id(c): j for j, c in enumerate(f) if type(c) is Cell}
+    for x, y in zip(kept, layout):
+        if x is None or y is None:
+            if x is not y:
+                return False
+            continue
+        if not _same_slot(x, y) or not all(_same_part(s, t, kept_cells, now) for s, t in zip(x[2], y[2])):
+            return False
+    return True
+
+
+def _same_part(s, t, kept_cells, now):
+    """Whether two non-state parts agree, closures by their definition and Cells."""
+    if _same_static(s, t):
+        return True
+    if type(s) is not Function or type(t) is not Function or s.code is not t.code or len(s.cells) != len(t.cells):
+        return False
+    for a, b in zip(s.cells, t.cells):
+        if a is not b and (id(a) not in kept_cells or kept_cells[id(a)][0] != now.get(id(b))):
+            return False
+    return True
 
 
 def _modes(state):
