@@ -44,7 +44,8 @@ batches the Loop step by its rule: the loop of the batched body), under at most
 one reverse-mode level and any number of forward-mode ones (a jvp of the loop
 is the loop of its body's jvp: see dsl/primitives/loops.py); everything else
 is written out as before, as is every loop whose state holds nothing being
-staged.
+staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
+way, keeping the staged body for its next runs (dsl/jit/eager_loops.py).
 """
 
 import numpy as np
@@ -134,7 +135,8 @@ class Roller:
             notes.append((self.where, why))
 
     def wanted(self, items=None):
-        """Whether to try: jit or vmap is staging (not looking ahead), and the loop is long
+        """Whether to try: outside jit and vmap, as EagerLoops.wanted says; else jit or vmap is
+        staging (not looking ahead), and the loop is long
         (a `for`'s items; a while loop, unless it was short three times in this staging: its
         look ahead and compiling cost more than its few iterations written out)."""
         staging = getattr(self.interp, "staging", None)
