@@ -107,6 +107,24 @@ let g = grad(f)
     assert rolls == [20] * MISSES and 12 - MISSES < SKIPPED      # then the next SKIPPED runs as written
 
 
+def test_memory_is_flat_over_many_rolled_calls(rolls):
+    import gc
+    import tracemalloc
+    fast, _ = pair(STEP)
+    for k in range(50):
+        fast.eval(f"step(Launch({20.0 + k % 7 * 0.1}, 0.8, 0.01), 300)")
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for k in range(200):
+        fast.eval(f"step(Launch({20.0 + k % 7 * 0.1}, 0.8, 0.01), 300)")
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(rolls) == 250
+    assert after - before < 100_000, f"memory grew by {after - before} bytes over 200 calls"
+
+
 def test_what_is_not_rolled(rolls):
     src = STEP + "let step2 = value_and_grad(fn(p) => grad(fn(q) => loss(q, 40))(p).speed)\n"
     fast, slow = pair(src)
