@@ -337,7 +337,8 @@ fn hvp(p, v, steps) { return jvp(grad(loss), (p, steps), (v, 0))[1] }
 
 
 def test_a_vjp_pullback_called_twice_through_a_rolled_loop(rolls):
-    src = STEP + "fn pulled(v) { let out, back = vjp(fn(p) => loss(p, 200), launch)\n return (back(v), back(2.0 * v)) }\n"
+    src = STEP + ("fn pulled(v) { let out, back = vjp(fn(p) => loss(p, 200), launch)\n"
+                  " return (back(v), back(2.0 * v)) }\n")
     fast, slow = pair(src)
     got, want = both((fast, slow), "pulled(1.5)")
     assert rolls

@@ -70,8 +70,8 @@ class EagerLoops:
         nothing needs it written out."""
         interp = self.roller.interp
         limits = interp.limits
-        if ((items is not None and len(items) < MIN_ITEMS) or interp.grad_options.keep_tape or limits.max_steps is not None
-                or limits.timeout is not None):
+        if ((items is not None and len(items) < MIN_ITEMS) or interp.grad_options.keep_tape
+                or limits.max_steps is not None or limits.timeout is not None):
             return False
         return not self.backoff.skipping()
 
