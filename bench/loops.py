@@ -132,11 +132,11 @@ def run_projectile(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
-    ms["eager rolling"] = _first_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
-                                        3 if not smoke else 1) * 1e3
+    first_eager = _first_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
+                              3 if not smoke else 1) * 1e3
     before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
                      cfg["reps"])
-    return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first,
+    return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first, first_eager,
                  jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
         [_hvp_row(interp, jax, cfg, smoke, written), _vmap_row(interp, jax, cfg, smoke)]
 
@@ -225,7 +225,8 @@ def _hvp_row(interp, jax, cfg, smoke, written):
     times = measure(fns, max(2, cfg["reps"] // 3))
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(hvp), lambda f: f(launch, v, steps), 3 if not smoke else 1) * 1e3
-    refs = {"eager": ms["dg eager"], "written out": ms["dg written out"], "first jit call": first, **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
+    refs = {"eager": ms["dg eager"], "written out": ms["dg written out"], "first jit call": first,
+            **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
     note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way; eager rolls "
             f"it too (dsl/jit/eager_loops.py), an interpreter keeping tapes writes it out"]
     note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
@@ -318,16 +319,15 @@ def run_rnn(smoke):
     p = interp.lookup("Rnn")(*params)
     jstep = jit(step)
 
-    def dg_of(fn):
+    def dg_of(fn, params=p):
         def run():
-            value, g = fn(p, xs, ys)
+            value, g = fn(params, xs, ys)
             return value, (g.wx, g.wh, g.b, g.wo)
         return run
 
     written = dg_program("rnn", keep_tape=True)
-    pw = written.lookup("Rnn")(*params)
     fns = {"floor": lambda: rnn_floor(params, xs, ys), "dg eager": dg_of(step), "dg jit": dg_of(jstep),
-           "dg written out": lambda: (lambda v, g: (v, (g.wx, g.wh, g.b, g.wo)))(*written.lookup("step")(pw, xs, ys))}
+           "dg written out": dg_of(written.lookup("step"), written.lookup("Rnn")(*params))}
     notes = []
     torch = torch_or_none()
     if torch is not None:
@@ -345,14 +345,14 @@ def run_rnn(smoke):
     times = measure(fns, cfg["reps"])
     ms = {name: median(ts) * 1e3 for name, ts in times.items()}
     first = _first_call(lambda: jit(step), lambda f: f(p, xs, ys), 3 if not smoke else 1) * 1e3
-    ms["eager rolling"] = _first_call(lambda: dg_program("rnn"),
-                                        lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
-                                        3 if not smoke else 1) * 1e3
+    first_eager = _first_call(lambda: dg_program("rnn"), lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
+                              3 if not smoke else 1) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"
     before = B.times({"eager": ((PROGRAMS / "rnn.dg").read_text(), "p = i('Rnn')(wx, wh, b, wo)",
                                 "i('step')(p, xs, ys)")}, cfg["reps"],
                      dict(zip(("wx", "wh", "b", "wo"), params), xs=xs, ys=ys))
-    rows = _rows("RNN", size, ms, first, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes, before=before)
+    rows = _rows("RNN", size, ms, first, first_eager, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes,
+                 before=before)
     vs = ms["dg eager"] / ms["torch"] if "torch" in ms else None
     rows.append(make_row("12. RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
                          "torch", "< 1.0x torch", None if smoke or vs is None else vs < 1.0,
@@ -360,8 +360,9 @@ def run_rnn(smoke):
     return rows
 
 
-def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=None):
-    """The rows of one loop benchmark: jit and eager against the floor, and the first call's time;
+def _rows(what, size, ms, first, first_eager, jit_target, eager_target, smoke, notes, before=None):
+    """The rows of one loop benchmark: jit and eager against the floor, and the first call's time
+    (`first_eager`: the eager first call's, which stages the loop);
     `before` holds the eager call's time in dg before issue 12 (bench/before.py), if measured."""
     floor = ms["floor"]
     refs = {"floor": floor}
@@ -376,7 +377,7 @@ def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=
     uncompiled = ms["dg written out"]
     first_ratio = first / uncompiled
     eager_note = (f"the loop rolled (one Loop step, compiled; a first eager call, which stages it, took "
-                  f"{ms['eager rolling']:.3g} ms); written out (an interpreter keeping tapes): "
+                  f"{first_eager:.3g} ms); written out (an interpreter keeping tapes): "
                   f"{uncompiled / floor:.1f}x floor")
     if before:
         eager_note += f"; before issue 12: {before['eager'] / floor:.1f}x floor"
@@ -385,10 +386,12 @@ def _rows(what, size, ms, first, jit_target, eager_target, smoke, notes, before=
                  f"<= {jit_target:g}x floor", None if smoke else jit_ratio <= jit_target,
                  "; ".join([size] + jax_note + notes)),
         make_row(f"12. {what}, eager", "ms/call", ms["dg eager"],
-                 {"floor": floor, "written out": uncompiled, **({"before issue 12": before["eager"]} if before else {})},
+                 {"floor": floor, "written out": uncompiled,
+                  **({"before issue 12": before["eager"]} if before else {})},
                  eager_ratio, "floor", f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target,
                  eager_note if before else f"{eager_note}; {B.note()}"),
-        make_row(f"12. {what}, first jit call", "ms", first, {"uncompiled call": uncompiled, "eager call": ms["dg eager"]},
+        make_row(f"12. {what}, first jit call", "ms", first,
+                 {"uncompiled call": uncompiled, "eager call": ms["dg eager"]},
                  first_ratio, "uncompiled call", "<= 3x uncompiled call", None if smoke else first_ratio <= 3.0,
                  f"staging and compiling for a new signature, then running; against an eager call with the loop "
                  f"written out (the eager call compiles its loop too: {first / ms['dg eager']:.2f}x it)"),

@@ -34,16 +34,16 @@ def pair(src, **settings):
 
 @pytest.fixture
 def rolls(monkeypatch):
-    """A list that gets one entry per loop run rolled outside jit."""
+    """A list that gets one entry per `for` loop run rolled outside jit: its number of items."""
     seen = []
-    real = eager_loops.EagerLoops.rolled
+    real = eager_loops.EagerLoops.roll
 
-    def spy(self, f, items):
-        done = real(self, f, items)
-        if done:
-            seen.append(len(items))
+    def spy(self, f, skip, item, items):
+        done = real(self, f, skip, item, items)
+        if done and items is not None:      # a `for`: items are those after the first
+            seen.append(len(items) + 1)
         return done
-    monkeypatch.setattr(eager_loops.EagerLoops, "rolled", spy)
+    monkeypatch.setattr(eager_loops.EagerLoops, "roll", spy)
     return seen
 
 

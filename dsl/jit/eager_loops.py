@@ -39,12 +39,12 @@ part of what a body was staged for), is not tried for a while (Backoff).
 
 from ..autodiff.tape import FORWARD, REVERSE, Box, peek
 from ..errors import DgError
-from ..ops.structs import unpack
 from ..values import Cell, Function
 from ..primitives.loops import LoopGuardFailed, _loop_kernel
 from .backoff import Backoff
 from .jit import _key, cells_hold, reads_from
-from .rolling import _LEAF, _same_slot, _same_static, frame_leaves, same_layout, write_frame
+from .rolling import (_LEAF, _same_slot, _same_static, frame_leaves, mixes_custom_rules, same_layout,
+                      write_back)
 
 MIN_ITEMS = 16      # measured: a rolled run costs ~75 us, a scalar iteration written out 4-6 us
 KEPT = 4            # staged bodies kept per loop statement, the last used first
@@ -75,71 +75,38 @@ class EagerLoops:
             return False
         return not self.backoff.skipping()
 
-    def rolled(self, f, items):
-        """Run items[1:] (the first has run as written) as one Loop step, recorded by the traces
-        differentiating the loop, if the body stages once for all of them and they run as staged;
-        else False (nothing done but binding the loop variable to items[1])."""
-        roller = self.roller
-        before = list(f)
-        roller.bind(f, items[1])
-        skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+    def roll(self, f, skip, item, items):
+        """Run the loop from the frame's state as one Loop step, recorded by the traces that
+        differentiate it: over `items`, the rest of a `for` (its first iteration has run as
+        written, and its variable is bound to `item`, the next), or, `items` None, a while loop's
+        iterations until one goes another way than staged (the statement goes on as written from
+        the state that iteration started from). True where it ran; False where the body does not
+        stage once for all of them, or where an iteration fails a guard or raises (nothing is
+        done then: the loop goes on as written from here)."""
         state, layout = frame_leaves(f, skip)
         modes = _modes(state)
         if modes is None:
             return False
-        found = self._body(f, items[1], skip, state, layout)
+        found = self._body(f, item, skip, state, layout)
         if found is None:
             self.backoff.miss()
             return False
         body, state, layout, staged = found
-        forward, reverse = modes
-        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
-            return False    # a custom_vjp under reverse inside forward mode: see rolling.Roller._roll
+        if mixes_custom_rules(body, *modes):
+            return False
         try:
-            out = _loop_kernel(*state, body=body, items=items[1:], history=False)
+            out = _loop_kernel(*state, body=body, items=items, history=False)
         except (LoopGuardFailed, DgError):
-            # an iteration went another way than staged, or raised: as written, from items[1]
             self.backoff.miss()
             return False
-        final = unpack(out) if type(out) is Box else out
-        changed = body.changed
-        write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
-        roller.bind(f, items[-1])
-        if staged:
-            self.backoff.miss()     # three stagings in a row: the kept bodies do not serve this loop's runs
+        write_back(f, layout, skip, state, out, body)
+        if staged or (items is None and body.ran < MIN_ITEMS):
+            # staged again (the kept bodies do not serve this loop's runs), or a while loop's short
+            # run: three in a row, and the next SKIPPED runs are written out
+            self.backoff.miss()
         else:
             self.backoff.hit()
         return True
-
-    def rolled_while(self, f):
-        """Run a while loop's iterations from here (its first has run as written) as one Loop step
-        until one goes another way than staged (its condition turns false, a `break` is taken),
-        where they stage once; the statement goes on as written from the state that iteration
-        started from (or from here, where they do not stage or one raises)."""
-        state, layout = frame_leaves(f, set())
-        modes = _modes(state)
-        if modes is None:
-            return
-        found = self._body(f, 0, set(), state, layout)
-        if found is None:
-            self.backoff.miss()
-            return
-        body, state, layout, staged = found
-        forward, reverse = modes
-        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
-            return
-        try:
-            out = _loop_kernel(*state, body=body, items=None, history=False)
-        except DgError:
-            self.backoff.miss()
-            return
-        final = unpack(out) if type(out) is Box else out
-        changed = body.changed
-        write_frame(f, layout, set(), [x if c else old for x, old, c in zip(final, state, changed)], changed)
-        if staged or body.ran < MIN_ITEMS:
-            self.backoff.miss()     # staged again, or a short run: its cost is not paid back
-        else:
-            self.backoff.hit()
 
     def _body(self, f, item, skip, state, layout):
         """(Body, state, layout, whether it was staged now) for this frame: one kept, else staged by
@@ -150,14 +117,10 @@ class EagerLoops:
                 if k:
                     self.bodies.insert(0, self.bodies.pop(k))
                 return body, s, l, False
-        counters = frozenset()
-        body = self.roller._look_ahead(f, item, skip, state, layout, True, counters)
-        if type(body) is frozenset:     # ints the body changes (counters): staged as state too
-            counters = body
-            state, layout = frame_leaves(f, skip, counters)
-            body = self.roller._look_ahead(f, item, skip, state, layout, True, counters)
-        if body is None:
+        staged = self.roller.stage_body(f, item, skip, state, layout, True)
+        if staged is None:
             return None
+        body, state, layout, counters = staged
         statics = [s for entry in layout if entry is not None for s in entry[2] if s is not _LEAF]
         cells = {id(c): (j, c) for j, c in enumerate(f) if type(c) is Cell}     # (the Cells kept alive)
         self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body,

@@ -160,18 +160,19 @@ class Roller:
         bind, body = self.bind, self.body
         bind(f, items[0])
         body(f)
-        rolled = self._rolled(f, items) if self.interp.staging else self.eager.rolled(f, items)
-        if not rolled:
+        if not self._rolled(f, items):
             for item in items[1:]:
                 bind(f, item)
                 body(f)
 
     def _rolled(self, f, items):
-        """Run items[1:] as one Loop step, if the body stages once for all of them (else False)."""
+        """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
+        while jit or vmap stages, or outside them as EagerLoops does."""
         before = list(f)
         self.bind(f, items[1])
         skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
-        if not self._roll(f, skip, items[1], items[1:]):
+        roll = self._roll if self.interp.staging else self.eager.roll
+        if not roll(f, skip, items[1], items[1:]):
             return False
         self.bind(f, items[-1])
         return True
@@ -181,7 +182,7 @@ class Roller:
         than the one staged (its condition turns false, a `break` is taken): the statement then
         goes on as written from the state that iteration started from."""
         if not self.interp.staging:
-            self.eager.rolled_while(f)
+            self.eager.roll(f, set(), 0, None)
             return
         top = id(self.interp.staging[-1])
         if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
@@ -199,24 +200,27 @@ class Roller:
             return self._written_out("its variables hold two reverse levels (grad of grad), a batched "
                                      "value, or nothing jit stages")
         forward, reverse = modes
-        derived = bool(forward or reverse)
-        body = self._look_ahead(f, item, skip, state, layout, derived, frozenset())
-        if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
-            state, layout = frame_leaves(f, skip, body)
-            body = self._look_ahead(f, item, skip, state, layout, derived, body)
-        if body is None:
+        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse))
+        if staged is None:
             return False
-        if body.user_rules and any(r.level > t.level for r in reverse for t in forward):
-            # the reverse pass would read the forward loop's history: see primitives/loops.py, _loop_jvp
+        body, state, layout, _ = staged
+        if mixes_custom_rules(body, forward, reverse):
             return self._written_out("its body calls a custom_vjp function, under reverse mode inside "
                                      "forward mode (jvp of grad, hessian)")
-        from ..ops.structs import unpack
         from ..primitives.loops import _loop_kernel
-        out = _loop_kernel(*state, body=body, items=items, history=False)
-        final = unpack(out) if type(out) is Box else out
-        changed = body.changed
-        write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
+        write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False), body)
         return True if items is not None else body.ran
+
+    def stage_body(self, f, item, skip, state, layout, differentiated):
+        """The body staged by a look ahead from this frame, with the ints it changes (counters)
+        staged as state too where it changes some: (Body, state, layout, counters), or None."""
+        counters = frozenset()
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters)
+        if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
+            counters = body
+            state, layout = frame_leaves(f, skip, counters)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters)
+        return None if body is None else (body, state, layout, counters)
 
     def _look_ahead(self, f, item, skip, state, layout, differentiated, counters):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
@@ -882,6 +886,20 @@ def _same_spec(a, b):
     if hasattr(ta, "sdef") and ta.sdef is not tb.sdef:
         return False
     return all(_same_spec(x, y) for x, y in zip(ka, kb))
+
+
+def mixes_custom_rules(body, forward, reverse):
+    """Whether the body runs a custom_vjp under reverse mode inside forward mode: the reverse pass
+    would read the forward loop's history (see primitives/loops.py, _loop_jvp), so it is written out."""
+    return body.user_rules and any(r.level > t.level for r in reverse for t in forward)
+
+
+def write_back(f, layout, skip, state, out, body):
+    """Put the final state of a Loop step over the body (`out`) into the frame's variables."""
+    from ..ops.structs import unpack
+    final = unpack(out) if type(out) is Box else out
+    changed = body.changed
+    write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
 
 
 def _eager(roller, reads):
