@@ -12,7 +12,7 @@ from . import ast as A
 from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, peek, raw
-from .jit.rolling import both_operands, looking_ahead
+from .jit.both_ways import both_operands, looking_ahead
 from .errors import DgError, error, located
 from .ops.core import ndarray
 from .ops import elision
@@ -196,7 +196,7 @@ def _boolop(e, ctx):
 
     def left(f):
         """The left operand as a bool, or both combined where jit looks ahead at a loop body (a
-        staged bool on the left: dsl/jit/rolling.py, both_operands)."""
+        staged bool on the left: dsl/jit/both_ways.py)."""
         x = a(f)
         if type(x) is Box:
             both = both_operands(services, op, x, lambda: b(f))

@@ -12,7 +12,9 @@ from .autodiff.tape import Box, peek
 from .compiler import compile_expr, compile_read, compile_sub, stored_slot
 from .errors import DgError, error, located
 from .fusion import body_fuses, fusable, fused_body, fused_run
-from .jit.rolling import BothWays, Roller, declared, exits
+from .jit.both_ways import BothWays
+from .jit.frames import declared, exits
+from .jit.rolling import Roller
 from .ops.core import ndarray
 from .values import UNBOUND, Cell, Function, StructDef, a_type_name
 
@@ -328,7 +330,7 @@ def _condition(e, ctx, both=None):
     return cond
 
 
-BOTH = object()     # a condition whose if ran both branches (dsl/jit/rolling.py, BothWays)
+BOTH = object()     # a condition whose if ran both branches (dsl/jit/both_ways.py)
 
 
 def _if(s, ctx):

@@ -64,14 +64,14 @@ def dg():
 
 @pytest.fixture
 def run_alone(monkeypatch):
-    """The items of the iterations a compiled loop stopped at and ran alone (dsl/jit/rolling.py,
+    """The items of the iterations a compiled loop stopped at and ran alone (dsl/jit/loop_body.py,
     Driver._step), for the loop tests of test_jit_loops.py and test_jit_while.py."""
-    from dsl.jit import rolling
+    from dsl.jit import loop_body
     items = []
-    real = rolling.Driver._step
+    real = loop_body.Driver._step
 
     def spied(self, *args):
         items.append(args[1])
         return real(self, *args)
-    monkeypatch.setattr(rolling.Driver, "_step", spied)
+    monkeypatch.setattr(loop_body.Driver, "_step", spied)
     return items

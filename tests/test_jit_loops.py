@@ -651,7 +651,7 @@ def test_an_if_whose_branches_both_return_gives_a_where_of_what_they_return(monk
     # a piecewise function called in the body (both branches return) is rolled with the loop; a
     # recursive one is guarded inside its own branch (run both ways there too, its recursion would
     # go on to the depth limit)
-    from dsl.jit.rolling import BothWays
+    from dsl.jit.both_ways import BothWays
     running, reentered, both = set(), [], BothWays._both
 
     def spy(self, f, c, look):

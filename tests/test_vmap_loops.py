@@ -5,7 +5,7 @@ the same results as running the function on each example, under grad, jvp, hessi
 import numpy as np
 import pytest
 
-from dsl.jit import rolling
+from dsl.jit import loop_body, rolling
 from test_jit_loops import interp, ops_of, same, staged_and_compiled
 
 SPRING = """
@@ -31,13 +31,13 @@ def batched_bodies(monkeypatch):
     """The batch sizes of the batched loop bodies staged while the test runs (Body.batch_body;
     not those that raised: a batched value decided the body's control flow)."""
     made = []
-    real = rolling.Body.batch_body
+    real = loop_body.Body.batch_body
 
     def spy(self, item, state, batched, size):
         body = real(self, item, state, batched, size)
         made.append(size)
         return body
-    monkeypatch.setattr(rolling.Body, "batch_body", spy)
+    monkeypatch.setattr(loop_body.Body, "batch_body", spy)
     return made
 
 

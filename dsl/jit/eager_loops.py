@@ -43,8 +43,8 @@ from ..values import Cell, Function
 from ..primitives.loops import LoopGuardFailed, _loop_kernel
 from .backoff import Backoff
 from .jit import _key, cells_hold, reads_from
-from .rolling import (_LEAF, _same_slot, _same_static, frame_leaves, mixes_custom_rules, same_layout,
-                      write_back)
+from .frames import LEAF, frame_leaves, same_layout, same_slot, same_static
+from .rolling import mixes_custom_rules, write_back
 
 MIN_ITEMS = 16      # measured: a rolled run costs ~75 us, a scalar iteration written out 4-6 us
 KEPT = 4            # staged bodies kept per loop statement, the last used first
@@ -121,7 +121,7 @@ class EagerLoops:
         if staged is None:
             return None
         body, state, layout, counters = staged
-        statics = [s for entry in layout if entry is not None for s in entry[2] if s is not _LEAF]
+        statics = [s for entry in layout if entry is not None for s in entry[2] if s is not LEAF]
         cells = {id(c): (j, c) for j, c in enumerate(f) if type(c) is Cell}     # (the Cells kept alive)
         self.bodies.insert(0, (layout, _leaf_keys(state), counters, reads_from([*self.reads, *statics]), body,
                                cells))
@@ -143,14 +143,14 @@ def _alike(kept, kept_cells, layout, f):
             if x is not y:
                 return False
             continue
-        if not _same_slot(x, y) or not all(_same_part(s, t, kept_cells, now) for s, t in zip(x[2], y[2])):
+        if not same_slot(x, y) or not all(_same_part(s, t, kept_cells, now) for s, t in zip(x[2], y[2])):
             return False
     return True
 
 
 def _same_part(s, t, kept_cells, now):
     """Whether two non-state parts agree, closures by their definition and Cells."""
-    if _same_static(s, t):
+    if same_static(s, t):
         return True
     if type(s) is not Function or type(t) is not Function or s.code is not t.code or len(s.cells) != len(t.cells):
         return False
