@@ -151,6 +151,12 @@ def _norm_params(v, gamma, beta, shape, name):
                                  f"{fmt_shape(v.shape)} (expected {fmt_shape(shape)})") from None
 
 
+def _as_float(p):
+    """gamma or beta: an int as the float it stands for (±inf beyond float range, as in arithmetic),
+    anything else as it is."""
+    return to_float(p) if type(p) in (int, bool) else p
+
+
 def _normalize(v, axis, gamma, beta, eps):
     """(v - mean) / sqrt(var + eps) * gamma + beta, statistics over `axis`."""
     mu = np.mean(v, axis=axis, keepdims=True)
@@ -167,6 +173,7 @@ def _normalize(v, axis, gamma, beta, eps):
 def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """layer_norm over the last axis, with optional scale gamma and shift beta."""
     eps = _eps(eps, "layer_norm")
+    gamma, beta = _as_float(gamma), _as_float(beta)
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
         return record("LayerNorm", (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "layer_norm")
@@ -179,6 +186,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
 def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """batch_norm: each feature normalised over axis 0 (training statistics)."""
     eps = _eps(eps, "batch_norm")
+    gamma, beta = _as_float(gamma), _as_float(beta)
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
         return record("BatchNorm", (x, gamma, beta), {"eps": eps}, span)
     v = _tensor_arg(x, "batch_norm")
