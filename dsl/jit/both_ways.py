@@ -12,6 +12,7 @@ from .frames import restore, same_spec, same_static, set_slot, snapshot
 from .jit import _key
 from .rolling import Lookahead
 
+# steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
 # the interpreter never runs: a guard (the branch decides by a value), an effect, a user's or
 # Python's code, ints divided, class indices; and INDEXED steps whose index (their second
 # argument) is a staged int, which may fall out of range. Other indexing keeps its key among

@@ -168,5 +168,3 @@ def declared(blocks):
     return {b.slot for s in _statements(stmts) for b in getattr(s, "bindings", None) or ()
             if getattr(b, "kind", None) == "local"}
 
-
-# steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
