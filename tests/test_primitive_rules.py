@@ -53,7 +53,7 @@ CASES = [
     ("logsumexp(x, axis=(1, 2))", dict(x=r(2, 3, 4))), ("logsumexp(x, axis=(0, 2), keepdims=true)", dict(x=r(2, 3, 4))),
     ("max(x, keepdims=true) * y", dict(x=r(2, 3), y=r(2, 3))), ("min(x, axis=0, keepdims=true) * y", dict(x=r(3, 2), y=r(4, 1, 2))),
     ("max(x, axis=(0, 2)) * y", dict(x=r(2, 3, 2), y=r(3))),
-    ("reshape(x, (3, 2))", dict(x=r(6))), ("transpose(x)", dict(x=r(2, 3))), ("transpose(x, (1, 2, 0))", dict(x=r(2, 3, 2))),
+    ("reshape(x, (3, 2))", dict(x=r(6))), ("transpose(x)", dict(x=r(2, 3))), ("transpose(x) * x", dict(x=r())), ("transpose(x, (1, 2, 0))", dict(x=r(2, 3, 2))),
     ("x[1:3, 0]", dict(x=r(4, 2))), ("x[[0.0, 2.0, 2.0]]", dict(x=r(3, 2))), ("x[:, [1.0, 0.0]] * y", dict(x=r(2, 3), y=r(2))),
     ("gather(x, [1.0, 1.0], axis=1)", dict(x=r(2, 3))), ("cat((x, y), axis=1)", dict(x=r(2, 2), y=r(2, 3))),
     ("stack((x, y))", dict(x=r(3), y=r(3))), ("[x, y * 2.0]", dict(x=r(2), y=r(2))),

@@ -123,6 +123,13 @@ def reshape(x, shape):
     return out
 
 
+def transpose(x, axes=None):
+    """x with its axes permuted (reversed by default); a number stays itself."""
+    if type(x) is not np.ndarray:
+        return x
+    return x.T if axes is None else np.transpose(x, axes)
+
+
 def broadcast_to(x, shape):
     """x broadcast to `shape`."""
     if type(x) is np.ndarray:
@@ -186,7 +193,7 @@ EAGER = SimpleNamespace(
     less_equal=_compare(np.less_equal, lambda a, b: a <= b),
     logical_and=np.logical_and, logical_or=np.logical_or, logical_not=np.logical_not,
     any=lambda m: bool(np.any(m)), isfinite=lambda x: norm(np.isfinite(x)), sum=sum_, mean=mean, max=lambda x, axis=None, keepdims=False: norm(np.max(x, axis=axis, keepdims=keepdims)),
-    reshape=reshape, transpose=lambda x, axes=None: x.T if axes is None else np.transpose(x, axes), broadcast_to=broadcast_to,
+    reshape=reshape, transpose=transpose, broadcast_to=broadcast_to,
     unbroadcast=O.unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
     matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=O.nz,
