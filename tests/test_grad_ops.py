@@ -92,6 +92,7 @@ SHAPES = [
     ("transpose(x)", dict(x=r(3, 4))),
     ("transpose(x, (1, 2, 0))", dict(x=r(2, 3, 4))),
     ("transpose(x) * x", dict(x=r())),           # of a number: the number
+    ("prod(x) * x", dict(x=r())),                # likewise
     ("cat((x, y), axis=0)", dict(x=r(2, 3), y=r(4, 3))),
     ("cat((x, y, x), axis=1)", dict(x=r(2, 3), y=r(2, 1))),
     ("stack((x, y))", dict(x=r(3), y=r(3))),
