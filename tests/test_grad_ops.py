@@ -93,6 +93,7 @@ SHAPES = [
     ("transpose(x, (1, 2, 0))", dict(x=r(2, 3, 4))),
     ("transpose(x) * x", dict(x=r())),           # of a number: the number
     ("prod(x) * x", dict(x=r())),                # likewise
+    ("cumsum(x, 0) * x", dict(x=r())),           # a number's running sums: [x]
     ("cat((x, y), axis=0)", dict(x=r(2, 3), y=r(4, 3))),
     ("cat((x, y, x), axis=1)", dict(x=r(2, 3), y=r(2, 1))),
     ("stack((x, y))", dict(x=r(3), y=r(3))),

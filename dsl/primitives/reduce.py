@@ -220,7 +220,7 @@ def _flipped_cumsum(ns, g, axis):
 
 def _cumsum_vjp(ns, g, ans, x, axis=None):
     """Each entry receives the cotangents of every running sum it is part of."""
-    if axis is None:
+    if axis is None or not shape_of(x):     # a number's running sums are [x], whatever the axis
         return ns.reshape(_flipped_cumsum(ns, g, 0), shape_of(x))
     return _flipped_cumsum(ns, g, axis % len(shape_of(x)))
 
@@ -229,7 +229,7 @@ def _cumsum_batch(ns, args, batched, kw):
     """Running sums within each example (a flattened one for axis none)."""
     x = args[0]
     axis = kw.get("axis")
-    if axis is None:
+    if axis is None or len(shape_of(x)) == 1:      # examples that are numbers: as for axis none
         return O.cumsum(ns.reshape(x, (shape_of(x)[0], -1)), 1)
     return O.cumsum(x, axis % (len(shape_of(x)) - 1) + 1)
 
