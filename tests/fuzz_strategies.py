@@ -467,12 +467,12 @@ PRELUDE_S = "struct S { a, b }\n"
 
 @st.composite
 def builtin_calls(draw, names):
-    """A call of one builtin on odd values, now and then inside grad or jacobian."""
+    """A call of one builtin on odd values, now and then inside a transformation (TRANSFORMS)."""
     name = draw(st.sampled_from(names))
     args = draw(st.lists(st.sampled_from(VALUES), max_size=4))
     kwargs = draw(st.lists(st.tuples(st.sampled_from(KWARGS), st.sampled_from(VALUES)), max_size=2,
                            unique_by=lambda kv: kv[0]))
-    where = draw(st.integers(0, 2))
+    where = draw(st.integers(0, len(TRANSFORMS)))
     if where and args:
         i = draw(st.integers(0, len(args) - 1))
         args[i] = "x"
@@ -481,8 +481,19 @@ def builtin_calls(draw, names):
         return PRELUDE_S + call + "\n"
     point = draw(st.sampled_from(["1.5", "ones((3,))", "reshape(arange(6.0), (2, 3))", "S(1.0, ones((3,)))",
                                   '{"a": 1.0}', "(1.0, 2.0)", "zeros((0,))", "tensor(2.0)"]))
-    transform = "grad(fn(x) => sum(tensor({call})))" if where == 1 else "jacobian(fn(x) => {call})"
-    return PRELUDE_S + transform.format(call=call) + f"({point})\n"
+    return PRELUDE_S + TRANSFORMS[where - 1].format(call=call, point=point) + "\n"
+
+
+# where builtin_calls puts a call with `x` in it, x being the point
+TRANSFORMS = [
+    "grad(fn(x) => sum(tensor({call})))({point})",
+    "jacobian(fn(x) => {call})({point})",
+    "jvp(fn(x) => {call}, ({point},), ({point},))",
+    "vmap(fn(x) => {call})(tree_map(fn(v) => stack((v, v * 0.5)), {point}))",
+    "jit(grad(fn(x) => sum(tensor({call}))))({point})",
+    "hessian(fn(x) => sum(tensor({call})))({point})",
+    "let vp = vjp(fn(x) => {call}, {point})\nvp[1](vp[0])",
+]
 
 
 @st.composite
