@@ -139,6 +139,8 @@ def _others(ns, ans, x, axis, keepdims):
     nd = len(xs)
     if nd == 0:     # the product of a number is that number: no other entries
         return 1.0
+    if 0 in xs:     # no entries, no partial derivatives
+        return np.zeros(xs)
     axes = tuple(range(nd)) if axis is None else tuple(a % nd for a in (axis if type(axis) is tuple else (axis,)))
     rest = tuple(i for i in range(nd) if i not in axes)
     order = axes + rest
