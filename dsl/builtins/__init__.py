@@ -30,6 +30,7 @@ def _public(fn):
     primitive's `span` parameter (its source location, which the operators pass) is neither a
     positional nor a keyword argument a program can give."""
     from ..compiler import call_error
+    from ..ops.core import int_axis
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):     # still a wrapper of its own: its docstring is set on it
@@ -40,10 +41,17 @@ def _public(fn):
     hidden = "span" in sig.parameters
     public = [p for p in sig.parameters.values() if p.name != "span"]
     most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in public)
+    # an `axis` given as an int-valued float is that int from here on (what grad & co record)
+    at = next((i for i, p in enumerate(public) if p.name == "axis"), None)
 
     def builtin(*args, **kwargs):
         if hidden and (len(args) > most or "span" in kwargs):
             raise call_error(builtin, args, kwargs, TypeError("span"), None)
+        if at is not None:
+            if "axis" in kwargs:
+                kwargs["axis"] = int_axis(kwargs["axis"])
+            elif len(args) > at:
+                args = (*args[:at], int_axis(args[at]), *args[at + 1:])
         try:
             return fn(*args, **kwargs)
         except TypeError as exc:        # a DgError when the arguments do not fit, else re-raised

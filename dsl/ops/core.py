@@ -99,6 +99,17 @@ def to_tensor(v, what="a tensor"):
     raise error("type", f"expected {what}, got {type_name(v)}")
 
 
+def int_axis(axis):
+    """An axis argument with its int-valued floats as ints (accepted as the ints they equal, as
+    normalize_axis accepts them), so that what a primitive records, and its rules read, is an int."""
+    t = type(axis)
+    if t is float:
+        return int(axis) if axis.is_integer() else axis
+    if t is tuple:
+        return tuple(int(a) if type(a) is float and a.is_integer() else a for a in axis)
+    return axis
+
+
 def normalize_axis(axis, ndim, allow_tuple=True):
     """Check an axis argument (int, tuple of ints or none) against `ndim`; return it normalised."""
     if axis is None:
