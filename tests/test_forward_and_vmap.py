@@ -109,6 +109,30 @@ def test_the_pullback_may_be_called_many_times_and_gives_one_gradient_per_primal
     assert (g3[0].a, g3[0].b) == (1.0, 0.0)
 
 
+def test_a_pullback_adds_the_cotangents_of_a_structure_returned_twice():
+    # the structure returned whole (the primal itself) and twice: its two cotangents add leaf by leaf
+    i = interp("struct S { a, b }\n"
+               "let t = vjp(fn(x) => (x, x), (1.5, ones((2,))))[1](((1.0, [2.0, 3.0]), (1.0, [1.0, 1.0])))\n"
+               "let s = vjp(fn(p) => (p, p.a), S(1.0, [1.0, 2.0]))[1]((S(2.0, [3.0, 4.0]), 10.0))\n"
+               "let m = vjp(fn(x) => (x, x), {\"a\": 1.0, \"b\": S(1.0, 2.0)})[1]"
+               "(({\"a\": 1.0, \"b\": S(1.0, 2.0)}, {\"a\": 5.0, \"b\": S(10.0, 20.0)}))\n"
+               # the cotangents themselves recorded by an outer grad: d/dx of 2 (x0 + x1)
+               "fn twice(x) { return sum(tree_leaves(vjp(fn(y) => (y, y), x)[1]((x, x))[0])) }\n"
+               "let vg = value_and_grad(twice)((1.5, 2.0))")
+    (t,), (s,), (m,) = i.get("t"), i.get("s"), i.get("m")
+    assert t[0] == 2.0 and list(t[1]) == [3.0, 4.0]
+    assert s.a == 12.0 and list(s.b) == [3.0, 4.0]
+    assert m["a"] == 6.0 and (m["b"].a, m["b"].b) == (11.0, 22.0)
+    assert i.get("vg") == (7.0, (2.0, 2.0))
+
+
+def test_a_cotangent_inside_a_structure_is_checked_leaf_by_leaf():
+    err = error_of("struct S { a, b }\nlet r = vjp(fn(s) => s, S(1.0, [1.0, 2.0]))[1](S(2.0, [3.0, 4.0, 5.0]))")
+    assert err.kind == "shape" and "cotangent of shape (3,) for a result of shape (2,)" in str(err)
+    err = error_of('let r = vjp(fn(s) => s, {"a": (1.0, [1.0, 2.0])})[1]({"a": (1.0, 2.0, 3.0)})')
+    assert err.kind == "type" and "structure of the function's result" in str(err)
+
+
 def test_jacfwd_and_jacrev_agree_on_structured_arguments():
     i = interp("struct P { w, b }\nfn f(p) { return tanh(p.w @ [1.0, 2.0] + p.b) }\n"
                "let p = P(reshape(arange(6.0), (3, 2)) * 0.1, [0.1, 0.2, 0.3])\n"

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from ..errors import error
+from ..values import Struct
 
 _levels = itertools.count(1)
 
@@ -398,7 +399,8 @@ def accumulate(old, new):
         return old + new
     if type(old) is np.ndarray and type(new) is np.ndarray and old.shape == new.shape:
         return old + new    # two cotangents of one tensor: nothing to check or broadcast
-    if type(old) is SlotGrad or type(new) is SlotGrad:
+    if type(old) is SlotGrad or type(new) is SlotGrad or _structured(old) or _structured(new):
+        # leaf by leaf: a structure's cotangents given whole (a pullback's seeds) add up by slot
         old, new = _to_slots(old), _to_slots(new)
         merged = SlotGrad(len(old.slots))
         merged.slots = [accumulate(x, y) for x, y in zip(old.slots, new.slots)]
@@ -408,10 +410,18 @@ def accumulate(old, new):
     return _add(old, new)
 
 
+def _structured(g):
+    """Whether a cotangent is a struct, map or tuple value (recorded as one by an outer trace, or not)."""
+    while type(g) is Box:
+        g = g.v
+    t = type(g)
+    return t is tuple or t is dict or t is Struct
+
+
 def _to_slots(g):
-    """A structured cotangent as a SlotGrad."""
-    from .trees import to_slotgrad
-    return to_slotgrad(g)
+    """A structured cotangent as a SlotGrad (a recorded one opened: its leaves read on the outer trace)."""
+    from .trees import opened, to_slotgrad
+    return to_slotgrad(opened(g) if type(g) is Box else g)
 
 
 def backward(trace, out, seed):

@@ -215,10 +215,13 @@ def vjp(f, primals, opts=None):
         for leaf, mine, c in zip(leaves, ours, cots):
             if c is None:
                 continue
-            if np.shape(peek(c)) != np.shape(peek(leaf)) and not is_container(peek(leaf)):
+            misfit = _misfit(c, leaf)
+            if misfit == "structure":
+                raise error("type", f"the pullback of {who} needs a cotangent with the structure of the "
+                                    f"function's result")
+            if misfit is not None:
                 raise error("shape", f"the pullback of {who} got a cotangent of shape "
-                                     f"{O.fmt_shape(np.shape(peek(c)))} for a result of shape "
-                                     f"{O.fmt_shape(np.shape(peek(leaf)))}")
+                                     f"{O.fmt_shape(misfit[0])} for a result of shape {O.fmt_shape(misfit[1])}")
             if mine and leaf.op != "Input":
                 seeds.append((leaf, float(c) if type(peek(leaf.v)) is float and type(c) is int else c))
         if seeds:
@@ -228,6 +231,22 @@ def vjp(f, primals, opts=None):
         return tuple(got[i] if i in by_arg else None for i in range(len(primals)))
 
     return value, Transformed(f"pullback of {who}", pullback, (f,))
+
+
+def _misfit(c, primal):
+    """None where cotangent `c` has the shapes of `primal`, leaf by leaf inside a structure the
+    function returned whole; else "structure", or the first (shape given, shape wanted)."""
+    cv, pv = peek(c), peek(primal)
+    if not is_container(pv):
+        return None if c is None or np.shape(cv) == np.shape(pv) else (np.shape(cv), np.shape(pv))
+    if type(cv) is not type(pv) or len(children(cv)) != len(children(pv)) or (
+            type(pv) is dict and list(cv) != list(pv)):
+        return "structure"
+    for a, b in zip(children(cv), children(pv)):
+        found = _misfit(a, b)
+        if found is not None:
+            return found
+    return None
 
 
 def grad(f, argnums=0, opts=None, name="grad"):
