@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
+from ..ops.core import norm
 from ..primitives import batching
 from ..primitives.batching import Unbatchable, Unbatched
 from . import stage as S
@@ -157,7 +158,8 @@ class _Kept:
 
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     """f staged on the first example; effects make it run per example instead (unless shared)."""
-    example = [peek(v)[0] if b else peek(v) for v, b in zip(leaves, batched)]
+    # an example of a batch of numbers is a Python float, as indexing gives it (not numpy's scalar)
+    example = [norm(peek(v)[0]) if b else peek(v) for v, b in zip(leaves, batched)]
     program = _stage_dry(f, unflatten(spec, example), interp, any(S.differentiated(v) for v in leaves))
     if program.effects and not shared_effects:
         raise Unbatchable(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
