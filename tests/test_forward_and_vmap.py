@@ -126,6 +126,28 @@ def test_a_pullback_adds_the_cotangents_of_a_structure_returned_twice():
     assert i.get("vg") == (7.0, (2.0, 2.0))
 
 
+def test_vmap_of_jvp_with_batched_primals_and_tangents():
+    # the example vmap stages on is a Python float, which jvp takes as a tangent
+    i = interp("let a = vmap(fn(t) => jvp(fn(y) => y * y, (3.0,), (t,))[1])([1.0, 2.0])\n"
+               "let b = vmap(fn(x) => jvp(fn(y) => y * y * y, (x,), (x,))[1])([1.0, 2.0])")
+    assert list(i.get("a")) == [6.0, 12.0] and list(i.get("b")) == [3.0, 24.0]
+
+
+def test_forward_mode_through_custom_vjp_reaches_nested_structures():
+    # jvp of a custom_vjp function uses its bwd: the tangents of a struct inside a struct count too
+    i = interp("struct S { a, b }\n"
+               "let h = custom_vjp(fn(t) => tree_map(fn(v) => v * v, t), "
+               "fn(t, out, g) => (tree_map(fn(v, w) => 2.0 * v * w, t, g),))\n"
+               "let u = S(S(0.5, [2.0, 1.0]), 0.3)\n"
+               "let out, dot = jvp(h, (u,), (u,))\n"
+               "fn f(x) { return global_norm(h(x)) ** 2 }\n"
+               "let fwd = jacfwd(f)(u)\nlet rev = grad(f)(u)")
+    dot, fwd, rev = i.get("dot"), i.get("fwd"), i.get("rev")
+    assert dot.a.a == 0.5 and list(dot.a.b) == [8.0, 2.0] and dot.b == 2 * 0.3 * 0.3
+    assert fwd.a.a == rev.a.a and list(fwd.a.b) == list(rev.a.b) and fwd.b == rev.b
+    assert rev.a.a == 4 * 0.5 ** 3
+
+
 def test_a_cotangent_inside_a_structure_is_checked_leaf_by_leaf():
     err = error_of("struct S { a, b }\nlet r = vjp(fn(s) => s, S(1.0, [1.0, 2.0]))[1](S(2.0, [3.0, 4.0, 5.0]))")
     assert err.kind == "shape" and "cotangent of shape (3,) for a result of shape (2,)" in str(err)

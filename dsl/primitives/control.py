@@ -66,8 +66,9 @@ def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
     wanted = tuple(t is not None for t in tangents)
 
     def pairing(u):
-        from ..ops.structs import unpack
-        grads = _custom_vjp_rule(ns, unpack(u), ans, leaves, kw, wanted)
+        from ..autodiff.trees import opened
+        # every recorded structure in u opened, nested ones too: bwd reads each leaf on grad's tape
+        grads = _custom_vjp_rule(ns, opened(u), ans, leaves, kw, wanted)
         total = 0.0
         for d, t in zip(grads, tangents):
             if d is not None and t is not None:
