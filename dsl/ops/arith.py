@@ -96,7 +96,7 @@ def _may_be_tuples(a, ta, b, tb):
 
 def _recorded_tuple(a, b):
     """Whether a or b is a tuple on a tape (a differentiated argument), which + and * must open."""
-    return type(peek(a)) is tuple or type(peek(b)) is tuple
+    return (type(a) is Box and type(peek(a)) is tuple) or (type(b) is Box and type(peek(b)) is tuple)
 
 
 def add(a, b, span=None):
