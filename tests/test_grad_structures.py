@@ -181,3 +181,27 @@ def test_an_int_field_used_as_an_index_takes_no_gradient():
     assert gs.a == 11.0 and gs.k is None
     assert gm == {"a": 3.0, "k": None}
     assert i.lookup("h") == 22.0
+
+
+def test_a_differentiated_tuple_beside_an_argument_held_constant():
+    # argnums=1 holds p on the tape as an Input: p * q with q a tuple is the type error it is
+    # outside grad (it recursed until the depth limit), and repeating or joining q still works
+    for op in ("*", "+"):
+        try:
+            run(f"grad(fn(p, q) => p {op} q, argnums=1)(1.0, (2.0, 3.0))")
+        except dsl.DgError as err:
+            assert err.kind == "type" and "tuple" in err.message
+        else:
+            raise AssertionError("no error")
+    i = run("let a = grad(fn(p, q) => sum(tensor(2 * q)) * p, argnums=(0, 1))(1.5, (2.0, 3.0))\n"
+            "let b = grad(fn(p, q) => sum(tensor((p, p) + q)), argnums=(0, 1))(1.0, (2.0, 3.0))")
+    assert i.lookup("a") == (10.0, (3.0, 3.0)) and i.lookup("b") == (2.0, (1.0, 1.0))
+
+
+def test_hessian_of_a_structured_argument_says_what_to_do():
+    try:
+        run("struct S { a, b }\nhessian(fn(p) => p.a * p.b)(S(1.0, 2.0))")
+    except dsl.DgError as err:
+        assert err.kind == "grad" and "argument 1 is a S" in err.message and "jvp(grad(f)" in str(err)
+    else:
+        raise AssertionError("no error")

@@ -14,7 +14,7 @@ from .. import ops as O
 from ..errors import error
 from .tape import Box, ForwardTrace, as_float, get_span, peek
 from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad
-from .trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
+from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, opened, unflatten, zero_of
 
 
 def _check_tangent(primal, tangent, who, where):
@@ -202,9 +202,19 @@ def hessian(f, argnums=0, opts=None, interp=None):
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
     inner = grad(f, argnums, opts or Options(), name="hessian")
-    outer = jacfwd(inner.call, argnums, opts, who=f"hessian({_fname(f)})", interp=interp)
-    outer.wraps = (f,)
-    return outer
+    who = f"hessian({_fname(f)})"
+    outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp)
+
+    def call(*args, **kwargs):
+        i = peek(argnums)
+        if 0 <= i < len(args) and is_container(peek(args[i])):
+            # the gradient would be a structure, whose Jacobian jacfwd does not take (reference 6)
+            raise error("grad", f"{who} takes second derivatives with respect to a number or a tensor, "
+                                f"but argument {i + 1} is {_describe(peek(args[i]))}",
+                        hint="jvp(grad(f), (p,), (v,)) gives Hessian-vector products for a struct, map or "
+                             "tuple; or write f over one tensor")
+        return outer.call(*args, **kwargs)
+    return Transformed(who, call, (f,))
 
 
 __all__ = ["jvp", "jacfwd", "jacrev", "hessian", "push"]
