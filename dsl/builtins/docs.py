@@ -356,7 +356,8 @@ Differentiable: yes.
 >>> jacfwd(fn(x) => [x, x * x])(3.0)
 [1.0, 6.0]""",
     "hessian": """hessian(f, argnums=0): exact second derivatives of a number-valued f (forward mode over
-reverse mode), shaped in_shape + in_shape.
+reverse mode) with respect to a number or a tensor, shaped in_shape + in_shape (for a struct, map or
+tuple of parameters, jvp(grad(f), (p,), (v,)) gives Hessian-vector products).
 Differentiable: yes.
 >>> hessian(fn(x) => x[0] * x[1])([1.0, 2.0])
 [[0.0, 1.0], [1.0, 0.0]]""",
