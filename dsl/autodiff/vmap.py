@@ -401,7 +401,8 @@ def _out_axes(out, out_axes, size, who):
             raise error("type", f"{who}: out_axes must be an int, none, or a tuple of them, got {_describe(a)}")
         nd = peek(v).ndim
         if not -nd <= a < nd:
-            raise error("shape", f"{who}: out_axes={a} is out of range for a result with {nd} axes")
+            raise error("shape", f"{who}: out_axes={a} is out of range for a result with {nd} "
+                                 f"ax{'is' if nd == 1 else 'es'}")
         a %= nd
         moved.append(v if a == 0 else O.transpose(v, tuple(range(1, a + 1)) + (0,) + tuple(range(a + 1, nd))))
     return unflatten(spec, moved)
