@@ -216,16 +216,24 @@ def signature(args, kwargs):
     return (_key(args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
 
 
-_PLAIN = (float, np.float64, np.ndarray, int, bool, str)
-
-
 def _flat_call(args):
     """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
-    strings or tensors (the common call: nothing to flatten), else None."""
+    strings or tensors (the common call: nothing to flatten), else None. The key is built here
+    as _key builds it, one look at each argument: this is most of a small jitted call's cost."""
+    keys, leaves = ["tuple"], []
     for v in args:
-        if type(v) not in _PLAIN:
+        t = type(v)
+        if t is float or t is np.float64:
+            keys.append("f")
+            leaves.append(v)
+        elif t is np.ndarray:
+            keys.append(("t", v.shape, v.dtype.str))
+            leaves.append(v)
+        elif t is int or t is bool or t is str:
+            keys.append((t.__name__, v))
+        else:
             return None
-    return signature(args, {}), [v for v in args if S.is_staged_leaf(v)]
+    return (tuple(keys), ()), leaves
 
 
 def _key(v):
