@@ -557,3 +557,16 @@ def test_the_path_last_taken_is_tried_first_and_past_the_limit_misses_stop_tryin
     # every recording tried on the first MISSES calls, none on the next SKIPPED, all again after them
     assert len(runs) == MAX_PATHS * MISSES + MAX_PATHS
     assert js(2.5) == 2.0       # a path it has still runs compiled
+
+
+def test_the_fast_signature_of_plain_arguments_is_the_general_one():
+    # jit builds the key of numbers, strings and tensors in one pass (_flat_call); it must be the
+    # key signature() gives, or a call would miss (or worse, take) another signature's recording
+    from dsl.jit.jit import _flat_call, signature
+    cases = [(1.0, 2.0), (np.float64(1.5), np.ones((2, 3))), (3, True, "s", 1.0), (), (np.ones(2, dtype=bool),),
+             (np.arange(3),), (0, False)]
+    for args in cases:
+        key, leaves = _flat_call(args)
+        assert key == signature(args, {})
+        assert [type(v) for v in leaves] == [type(v) for v in args if type(v) in (float, np.float64, np.ndarray)]
+    assert _flat_call(((1.0, 2.0),)) is None and _flat_call(({"a": 1.0},)) is None
