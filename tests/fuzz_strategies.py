@@ -498,7 +498,8 @@ TRANSFORMS = [
 
 @st.composite
 def operator_uses(draw):
-    """A binary or unary operator, an index or a field read on odd values, sometimes under grad."""
+    """A binary or unary operator, an index or a field read on odd values, sometimes inside a
+    transformation (TRANSFORMS)."""
     a, b = draw(st.sampled_from(VALUES)), draw(st.sampled_from(VALUES))
     form = draw(st.integers(0, 7))
     if form == 6:
@@ -520,4 +521,5 @@ def operator_uses(draw):
         return PRELUDE_S + expr + "\n"
     a_or_b = draw(st.sampled_from([a, b]))
     expr = expr.replace(a_or_b, "x", 1)
-    return PRELUDE_S + f"grad(fn(x) => sum(tensor({expr})))({a_or_b})\n"
+    transform = draw(st.sampled_from(TRANSFORMS))
+    return PRELUDE_S + transform.format(call=expr, point=a_or_b) + "\n"
