@@ -124,6 +124,11 @@ def test_a_pullback_adds_the_cotangents_of_a_structure_returned_twice():
     assert s.a == 12.0 and list(s.b) == [3.0, 4.0]
     assert m["a"] == 6.0 and (m["b"].a, m["b"].b) == (11.0, 22.0)
     assert i.get("vg") == (7.0, (2.0, 2.0))
+    # none for a part of the structure stands for zeros there
+    i = interp("struct S { a, b }\nlet pb = vjp(fn(s) => (s, s), (1.0, S(2.0, [1.0, 2.0])))[1]\n"
+               "let z = pb(((1.0, none), (none, S(1.0, none))))")
+    (z,) = i.get("z")
+    assert z[0] == 1.0 and z[1].a == 1.0 and list(z[1].b) == [0.0, 0.0]
 
 
 def test_vmap_of_jvp_with_batched_primals_and_tangents():

@@ -236,9 +236,11 @@ def vjp(f, primals, opts=None):
 def _misfit(c, primal):
     """None where cotangent `c` has the shapes of `primal`, leaf by leaf inside a structure the
     function returned whole; else "structure", or the first (shape given, shape wanted)."""
+    if c is None:       # none stands for zeros, of a part of a structure too
+        return None
     cv, pv = peek(c), peek(primal)
     if not is_container(pv):
-        return None if c is None or np.shape(cv) == np.shape(pv) else (np.shape(cv), np.shape(pv))
+        return None if np.shape(cv) == np.shape(pv) else (np.shape(cv), np.shape(pv))
     if type(cv) is not type(pv) or len(children(cv)) != len(children(pv)) or (
             type(pv) is dict and list(cv) != list(pv)):
         return "structure"
