@@ -201,3 +201,18 @@ def _risky(draw, depth=0):
 def test_a_deferred_numerics_check_says_what_a_checking_pass_says(expr, x):
     outcomes = _checked_and_deferred(expr, x)
     assert outcomes["ident"] == outcomes["cvjp_"]
+
+
+def test_the_finiteness_test_of_a_tensor():
+    # the numerics check's fast test: a sum, which is finite exactly when every entry is unless it
+    # overflows; an overflowing sum of finite entries is then tested entry by entry
+    from dsl.autodiff.tape import all_finite
+    big = np.full(4, 1e308)
+    assert all_finite(np.ones(7)) and all_finite(big) and all_finite(big[::2]) and all_finite(-big)
+    for bad in (np.nan, np.inf, -np.inf):
+        v = np.ones((3, 5))
+        v[2, 1] = bad
+        assert not all_finite(v) and not all_finite(v.T) and not all_finite(v[:, 1])
+    assert not all_finite(np.array([np.inf, -np.inf]))
+    assert all_finite(np.broadcast_to(2.0, (1000,)))
+
