@@ -32,3 +32,22 @@ def test_an_int_valued_float_axis_is_the_int_under_every_transformation(call, ax
         for a, b in zip(np.atleast_1d(as_int[form]) if form != "jvp" else as_int[form],
                         np.atleast_1d(as_float[form]) if form != "jvp" else as_float[form]):
             np.testing.assert_array_equal(a, b, err_msg=form)
+
+
+def test_an_axis_passed_to_a_jitted_function_as_a_float_argument():
+    # jit stages float arguments: read as an axis, the value is guarded (one recording per axis),
+    # and the call gives what the interpreter gives, errors included
+    interp = dsl.Interpreter()
+    interp.run("fn f(x, a) { return sum(x, axis=a) }\nfn g(x, a) { return min(x, (a, ones((2,)))) }\n"
+               "let x = reshape(arange(6.0), (2, 3))")
+    for a in ("0.0", "1.0", "-1.0"):
+        np.testing.assert_array_equal(interp.eval(f"jit(f)(x, {a})"), interp.eval(f"f(x, {a})"))
+    np.testing.assert_array_equal(interp.eval("jit(grad(fn(x, a) => sum(f(x, a) ** 2)))(x, 1.0)"),
+                                  interp.eval("grad(fn(x, a) => sum(f(x, a) ** 2))(x, 1.0)"))
+    errors = []
+    for call in ("g(x, 0.0)", "jit(g)(x, 0.0)", "f(x, 0.5)", "jit(f)(x, 0.5)"):
+        try:
+            interp.eval(call)
+        except dsl.DgError as err:
+            errors.append((err.kind, err.message))
+    assert len(errors) == 4 and errors[0] == errors[1] and errors[2] == errors[3]

@@ -101,12 +101,15 @@ def to_tensor(v, what="a tensor"):
 
 def int_axis(axis):
     """An axis argument with its int-valued floats as ints (accepted as the ints they equal, as
-    normalize_axis accepts them), so that what a primitive records, and its rules read, is an int."""
+    normalize_axis accepts them), so that what a primitive records, and its rules read, is an int.
+    A float that jit or vmap stages is read (a guard: the program holds for that axis only)."""
+    if type(axis) is Box:
+        axis = raw(axis)
     t = type(axis)
     if t is float:
         return int(axis) if axis.is_integer() else axis
     if t is tuple:
-        return tuple(int(a) if type(a) is float and a.is_integer() else a for a in axis)
+        return tuple(int_axis(a) if type(a) is float or type(a) is Box else a for a in axis)
     return axis
 
 
