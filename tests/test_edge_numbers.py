@@ -40,6 +40,8 @@ def error(src):
     (f"logsumexp([-{INF}, -{INF}])", "-inf"), ("softmax([1000.0, -1000.0])", "[1.0, 0.0]"),
     (f'str({INF}) + str(-{INF}) + str({NAN})', '"inf-infnan"'), (f'f"{{{NAN}:.3f}} {{{INF}:e}}"', '"nan inf"'),
     (f"float({INF}) == {INF}", "true"), (f"clamp({NAN}, 0.0, 1.0)", "nan"), (f"maximum({NAN}, 1.0)", "nan"),
+    # a NaN bound gives NaN, for a number as for a tensor (np.clip)
+    (f"clamp(1.0, {NAN}, 2.0)", "nan"), (f"clamp(1.0, 0.0, {NAN})", "nan"), (f"clamp([1.0], {NAN}, 2.0)", "[nan]"),
 ])
 def test_nan_and_infinity_follow_ieee(src, shown):
     assert value(src) == shown

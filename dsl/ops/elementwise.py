@@ -213,9 +213,10 @@ def clamp(x, lo=None, hi=None, span=None):
                              + ", ".join(fmt_shape(sh) for sh in shapes)) from None
     if type(v) is not ndarray and type(lo) is not ndarray and type(hi) is not ndarray:
         r = float(v)
-        if lo is not None and r < lo:
+        # as np.clip: a NaN bound gives NaN (a comparison with it is false, which kept x)
+        if lo is not None and (r < lo or lo != lo):
             r = float(lo)
-        if hi is not None and r > hi:
+        if hi is not None and (r > hi or hi != hi):
             r = float(hi)
         return r
     return norm(np.clip(v, lo, hi))
