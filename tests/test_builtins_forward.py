@@ -434,6 +434,12 @@ def test_batch_norm():
 
 def test_layer_norm_bad_gamma_shape(run_error):
     assert run_error("layer_norm(zeros((2, 3)), gamma=zeros((4,)))").kind == "shape"
+    # a scale or shift that would make the result larger than x (vmap could not batch it as each
+    # example runs), while one that broadcasts to x's shape is fine
+    for src in ("layer_norm(ones((3,)), zeros((0, 3)))", "batch_norm(ones((2, 3)), ones(3), ones((4, 2, 3)))"):
+        err = run_error(src)
+        assert err.kind == "shape" and "does not fit x" in err.message
+    assert ev("shape(layer_norm(reshape(arange(6.0), (2, 3)), [[1.0], [2.0]], 0.5))") == (2, 3)
 
 
 @pytest.mark.parametrize("name, fn", [("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min)])

@@ -145,10 +145,14 @@ def _norm_params(v, gamma, beta, shape, name):
             raise error("type", f"{name}: {pname} must be a tensor or a number, got {type_name(pv)}")
         ps = pv.shape if type(pv) is ndarray else ()
         try:
-            check_size(np.broadcast_shapes(ps, v.shape), f"result of {name}")
+            fits = np.broadcast_shapes(ps, v.shape) == v.shape
         except ValueError:
+            fits = False
+        # a scale or shift broadcasts to x's shape: one that would make the result larger than x
+        # is a mistake (and one vmap could not batch as each example runs)
+        if not fits:
             raise error("shape", f"{name}: {pname} of shape {fmt_shape(ps)} does not fit x of shape "
-                                 f"{fmt_shape(v.shape)} (expected {fmt_shape(shape)})") from None
+                                 f"{fmt_shape(v.shape)} (expected {fmt_shape(shape)})")
 
 
 def _as_float(p):
