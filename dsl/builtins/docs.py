@@ -248,12 +248,14 @@ Differentiable: yes, in logits (and in probability targets).
 >>> cross_entropy([[0.0, 0.0]], [1.0])
 0.6931471805599453""",
     "layer_norm": """layer_norm(x, gamma=none, beta=none, eps=1e-5): x normalised over its last axis to mean 0
-and variance 1, then scaled by gamma and shifted by beta when given.
+and variance 1, then scaled by gamma and shifted by beta when given (numbers, or tensors that
+broadcast to x's shape: the last axis's length).
 Differentiable: yes, in x, gamma and beta.
 >>> layer_norm([1.0, 3.0])
 [-0.9999950000374997, 0.9999950000374997]""",
     "batch_norm": """batch_norm(x, gamma=none, beta=none, eps=1e-5): each feature normalised over axis 0
-(training statistics), then scaled and shifted.
+(training statistics), then scaled by gamma and shifted by beta when given (numbers, or tensors that
+broadcast to x's shape: a feature's shape).
 Differentiable: yes, in x, gamma and beta.
 >>> batch_norm([[1.0], [3.0]])
 [[-0.9999950000374997], [0.9999950000374997]]""",
