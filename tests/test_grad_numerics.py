@@ -215,4 +215,12 @@ def test_the_finiteness_test_of_a_tensor():
         assert not all_finite(v) and not all_finite(v.T) and not all_finite(v[:, 1])
     assert not all_finite(np.array([np.inf, -np.inf]))
     assert all_finite(np.broadcast_to(2.0, (1000,)))
+    # past BLAS_FROM entries the test is a dot of the tensor with itself: the same answers
+    from dsl.autodiff import tape
+    large = np.ones(tape.BLAS_FROM + 3)
+    assert all_finite(large)
+    large[-1] = 1e200        # the sum of squares overflows: tested entry by entry
+    assert all_finite(large)
+    large[7] = np.nan
+    assert not all_finite(large)
 
