@@ -37,14 +37,14 @@ int of the function that changes from run to run, such as an outer loop's counte
 part of what a body was staged for), is not tried for a while (Backoff).
 """
 
-from ..autodiff.tape import FORWARD, REVERSE, Box, peek
+from ..autodiff.tape import peek
 from ..errors import DgError
 from ..values import Cell, Function
 from ..primitives.loops import LoopGuardFailed, _loop_kernel
 from .backoff import Backoff
 from .jit import _key, cells_hold, reads_from
-from .frames import LEAF, frame_leaves, same_layout, same_slot, same_static
-from .rolling import mixes_custom_rules, write_back
+from .frames import LEAF, frame_leaves, same_layout, same_static
+from .rolling import mixes_custom_rules, modes, write_back
 
 MIN_ITEMS = 16      # measured: a rolled run costs ~75 us, a scalar iteration written out 4-6 us
 KEPT = 4            # staged bodies kept per loop statement, the last used first
@@ -84,15 +84,15 @@ class EagerLoops:
         stage once for all of them, or where an iteration fails a guard or raises (nothing is
         done then: the loop goes on as written from here)."""
         state, layout = frame_leaves(f, skip)
-        modes = _modes(state)
-        if modes is None:
+        traces = modes(state)
+        if traces is None:
             return False
         found = self._body(f, item, skip, state, layout)
         if found is None:
             self.backoff.miss()
             return False
         body, state, layout, staged = found
-        if mixes_custom_rules(body, *modes):
+        if mixes_custom_rules(body, *traces):
             return False
         try:
             out = _loop_kernel(*state, body=body, items=items, history=False)
@@ -135,17 +135,8 @@ def _alike(kept, kept_cells, layout, f):
     (a helper defined in the function is a new closure on each call) or over the same Cells."""
     if same_layout(kept, layout):
         return True
-    if len(kept) != len(layout):
-        return False
     now = {id(c): j for j, c in enumerate(f) if type(c) is Cell}
-    for x, y in zip(kept, layout):
-        if x is None or y is None:
-            if x is not y:
-                return False
-            continue
-        if not same_slot(x, y) or not all(_same_part(s, t, kept_cells, now) for s, t in zip(x[2], y[2])):
-            return False
-    return True
+    return same_layout(kept, layout, lambda s, t: _same_part(s, t, kept_cells, now))
 
 
 def _same_part(s, t, kept_cells, now):
@@ -158,25 +149,6 @@ def _same_part(s, t, kept_cells, now):
         if a is not b and (id(a) not in kept_cells or kept_cells[id(a)][0] != now.get(id(b))):
             return False
     return True
-
-
-def _modes(state):
-    """The forward and the reverse traces of the state's boxes, or None where the loop is not
-    rolled: no box, two reverse levels, or a trace of another kind (jit's or vmap's)."""
-    forward, reverse = set(), set()
-    for x in state:
-        while type(x) is Box:
-            kind = x.trace.kind
-            if kind is FORWARD:
-                forward.add(x.trace)
-            elif kind is REVERSE:
-                reverse.add(x.trace)
-            else:
-                return None
-            x = x.v
-    if len(reverse) > 1 or not (forward or reverse):
-        return None
-    return forward, reverse
 
 
 def _leaf_keys(state):

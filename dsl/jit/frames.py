@@ -74,8 +74,10 @@ def changed_ints(before, after):
     return frozenset(changed) or None
 
 
-def same_layout(a, b):
-    """Whether two frames' descriptions agree: the same structures and the same non-state values."""
+def same_layout(a, b, same_part=None):
+    """Whether two frames' descriptions agree: the same structures and the non-state values
+    that `same_part` says agree (by default: the same values, same_static)."""
+    same_part = same_part or same_static
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
@@ -83,7 +85,7 @@ def same_layout(a, b):
             if x is not y:
                 return False
             continue
-        if not same_slot(x, y) or not all(map(same_static, x[2], y[2])):
+        if not same_slot(x, y) or not all(map(same_part, x[2], y[2])):
             return False
     return True
 

@@ -170,11 +170,11 @@ class Roller:
         where the body does not stage once for all of them."""
         top = self.interp.staging[-1]
         state, layout = frame_leaves(f, skip)
-        modes = _modes(state, top)
-        if modes is None:
+        found = modes(state, top)
+        if found is None:
             return self._written_out("its variables hold two reverse levels (grad of grad), a batched "
                                      "value, or nothing jit stages")
-        forward, reverse = modes
+        forward, reverse = found
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse))
         if staged is None:
             return False
@@ -274,23 +274,26 @@ def _eager(roller, reads):
     return EagerLoops(roller, reads)
 
 
-def _modes(state, top):
+def modes(state, top=None):
     """The forward and the reverse traces of the state's values, or None where the loop is not
-    rolled: a state not staged by `top`, two reverse levels, or a batched value."""
+    rolled: two reverse levels, or a batched value; while jit or vmap stages (`top`, its trace),
+    a state it does not stage; outside them (eager_loops.py), a state no derivative is taken of,
+    or any staging trace."""
     reverse, forward, staged = set(), set(), False
     for x in state:
         while type(x) is Box:
             trace = x.trace
+            kind = trace.kind
             if trace is top:
                 staged = True
-            elif trace.kind is FORWARD:
+            elif kind is FORWARD:
                 forward.add(trace)
-            elif trace.kind is REVERSE:
+            elif kind is REVERSE:
                 reverse.add(trace)
-            elif trace.kind is not STAGE:
+            elif kind is not STAGE or top is None:
                 return None
             x = x.v
-    if not staged or len(reverse) > 1:
+    if len(reverse) > 1 or not (staged if top is not None else forward or reverse):
         return None
     return forward, reverse
 
