@@ -281,7 +281,8 @@ def test_every_registered_primitive_is_exercised():
     # exercised by their own tests: HostCall (tests/test_embed.py), effects (tests/test_jit_effects.py),
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
-    elsewhere = {"HostCall", "Effect", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd"}
+    elsewhere = {"HostCall", "Effect", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
+                 "LoopBackAdd"}
     missing = sorted(set(PRIMS) - seen - elsewhere - {"Any", "IsFinite", "ClassIndices"})
     assert missing == [], f"no case exercises {missing}"
 

@@ -258,10 +258,10 @@ def float_leaf(v):
 
 
 def _may_carry_gradient(v):
-    """Whether a value read from a structure can take a cotangent: a float, a float tensor, or a
-    structure (which may hold them)."""
+    """Whether a value read from a structure can take a cotangent: a float, a float tensor, a
+    structure (which may hold them), or a rolled loop's history (dsl/primitives/loop_twice.py)."""
     t = type(v)
-    return t is tuple or t is dict or hasattr(v, "sdef") or float_leaf(v)
+    return t is tuple or t is dict or hasattr(v, "sdef") or float_leaf(v) or getattr(t, "takes_cotangent", False)
 
 
 def staged(x):

@@ -153,8 +153,9 @@ def compile_loop(program, seq, carried, name, kept=False, extra=False, checks=Tr
     and no lists per iteration): loop(entries, carry, fixed, kept, extra) -> (iterations
     completed, the carry after them, None or the exception that stopped the next one).
 
-    The program's inputs are: what each of `entries` gives (itself where `seq` is None, else a
-    tuple of `seq` values), then `carried` ones (`carry`, then each iteration's first outputs),
+    The program's inputs are: what each of `entries` gives (itself where `seq` is None, a
+    tuple of `seq` values where it is an int, or where it is a tuple of group sizes, a tuple of
+    groups, each a value (None) or a sequence of that many: a zip of sequences), then `carried` ones (`carry`, then each iteration's first outputs),
     then the fixed ones (`fixed`). With `kept`, the carry each completed iteration started from
     is appended to the list `kept`; with `extra`, the tuple of the outputs after the carried
     ones to the list `extra`. An iteration that raises (a guard, a result the code cannot vouch
@@ -173,9 +174,10 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     p = planned or plan(program)
     lines, outs = _lines(w, program, p, checks)
     ins = [f"v{s}" for s in program.inputs]
-    given = 1 if seq is None else seq
+    groups = (None,) if seq is None else (seq,) if type(seq) is int else seq
+    given = sum(1 if g is None else g for g in groups)
     entry, carry, fixed = ins[:given], ins[given:given + carried], ins[given + carried:]
-    loop = [f"for {entry[0] if seq is None else _tuple(entry)} in _entries:"] + ["    " + x for x in lines]
+    loop = [f"for {_target(entry, groups)} in _entries:"] + ["    " + x for x in lines]
     if kept:
         loop.append(f"    _kept.append({_tuple(carry)})")
     if extra:
@@ -188,6 +190,16 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     lines += ["    " + x for x in loop]
     lines += ["except _STOPS as _e:", f"    return _k, {_tuple(carry)}, _e", f"return _k, {_tuple(carry)}, None"]
     return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
+
+
+def _target(names, groups):
+    """The for loop's target taking `names` in groups (see compile_loop's `seq`)."""
+    if groups == (None,):
+        return names[0]
+    if len(groups) == 1:
+        return _tuple(names)
+    it = iter(names)
+    return _tuple(next(it) if g is None else _tuple(next(it) for _ in range(g)) for g in groups)
 
 
 def _tuple(names):
@@ -221,7 +233,13 @@ def _lines(w, program, p, checks):
         if dead:
             body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
     if checks:
-        body.extend(f"if not _finite(v{r}): raise _Inexact()" for r in p.checked)
+        # floats together, by arithmetic: their sum times 0.0 is 0.0 where each is finite, else NaN
+        # (a sum that overflows only runs the exact code: it gives the same results); a call of
+        # finite() per value had cost a loop under two reverse levels half its time
+        floats = [r for r in p.checked if kinds[r] == "float"]
+        if floats:
+            body.append(f"if ({' + '.join(f'v{r}' for r in floats)}) * 0.0 != 0.0: raise _Inexact()")
+        body.extend(f"if not _finite(v{r}): raise _Inexact()" for r in p.checked if kinds[r] != "float")
     outs = [w.const(p.known[r]) if r in p.known else f"v{r}" if r >= 0 else w.const(c)
             for r, c in zip(out_refs, program.out_consts)]
     return body, outs

@@ -21,7 +21,7 @@ class Body:
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
     __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "ran", "_code", "_back",
-                 "_back_code", "_split", "_jvp", "_batched", "_driver", "__weakref__")
+                 "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
 
     def __init__(self, program, name, diff, key, where):
         self.forward = program
@@ -42,6 +42,7 @@ class Body:
         self._jvp = None        # the Body of P's jvp (jvp_body), False where it does not stage
         self._batched = {}      # (which leaves are batched, batch size) -> the Body of vmap(P)
         self._driver = None     # P's loop over items compiled whole (Driver), once a loop runs without a history
+        self._walks = None      # its reverse walks under two reverse levels (loop_walks.Walks)
 
     @property
     def code(self):
@@ -56,6 +57,13 @@ class Body:
         if self._driver is None:
             self._driver = Driver(self.forward, len(self.forward.inputs) - 1, self.name)
         return self._driver
+
+    def walks(self):
+        """The walks of this loop rolled under two reverse levels (dsl/jit/loop_walks.py)."""
+        if self._walks is None:
+            from .loop_walks import Walks
+            self._walks = Walks(self)
+        return self._walks
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to

@@ -172,9 +172,13 @@ class Roller:
         state, layout = frame_leaves(f, skip)
         found = modes(state, top)
         if found is None:
-            return self._written_out("its variables hold two reverse levels (grad of grad), a batched "
-                                     "value, or nothing jit stages")
+            return self._written_out("its variables hold more than two reverse levels (grad of grad of "
+                                     "grad), a batched value, or nothing jit stages")
         forward, reverse = found
+        nested = len(reverse) == 2
+        if nested and (forward or items is None or top.dry):
+            return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
+                                     "one, or it is a while loop, or vmap looks at it")
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse))
         if staged is None:
             return False
@@ -182,8 +186,11 @@ class Roller:
         if mixes_custom_rules(body, forward, reverse):
             return self._written_out("its body calls a custom_vjp function, under reverse mode inside "
                                      "forward mode (jvp of grad, hessian)")
+        if nested and body.user_rules:
+            return self._written_out("its body calls a custom_vjp function, under two reverse levels")
         from ..primitives.loops import _loop_kernel
-        write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False), body)
+        write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
+                                                        nested=nested), body)
         return True if items is not None else body.ran
 
     def stage_body(self, f, item, skip, state, layout, differentiated):
@@ -293,7 +300,8 @@ def modes(state, top=None):
             elif kind is not STAGE or top is None:
                 return None
             x = x.v
-    if len(reverse) > 1 or not (staged if top is not None else forward or reverse):
+    # two reverse levels only while jit stages (dsl/primitives/loop_twice.py)
+    if len(reverse) > (2 if top is not None else 1) or not (staged if top is not None else forward or reverse):
         return None
     return forward, reverse
 

@@ -21,9 +21,12 @@ its reverse rule needs.
   (`JvpHistory.back`): the reverse of the jvp is the jvp of the reverse.
 - vmap: the loop of vmap(P), P replayed once by the batching rules and compiled
   (`_loop_batch`); LoopBack's rule runs that batched body's pullback.
-- Any other transformation (a second reverse level) sees the iterations
-  themselves: the kernels replay `P` (or the pullback) once per item through the
-  primitives, so the transformation records each one, exactly.
+- Two reverse levels while jit stages (grad of grad): the inner level's Loop and
+  LoopBack are recorded on the outer one too, whose reverse pass runs them
+  backwards as loops again (dsl/primitives/loop_twice.py).
+- Any other transformation (a third reverse level, grad of a jitted grad) sees the
+  iterations themselves: the kernels replay `P` (or the pullback) once per item
+  through the primitives, so the transformation records each one, exactly.
 - A guard of `P` that fails on some iteration (its control flow went another
   way) raises `LoopGuardFailed`: while jit stages, that makes it stage the
   function again with this loop written out; a compiled call stages again.
@@ -39,6 +42,7 @@ from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
 from .batching import Lanes, Unbatchable, batch_size
+from .loop_twice import _back_added_kernel, back_with_history, loop_back_rule, over_stage
 from .registry import define
 
 
@@ -60,6 +64,7 @@ class History(list):
     Body that ran them (a batched loop's, which vmap's rule for LoopBack reads)."""
 
     __slots__ = ("residuals", "body")
+    takes_cotangent = True      # under two reverse levels, a cotangent per entry (loop_twice.py)
 
     def __init__(self, body=None):
         super().__init__()
@@ -111,21 +116,26 @@ def stage_pullback(body, item, state, cts):
 
 
 # ---------------------------------------------------------------- the kernels
-def _loop_kernel(*state, body=None, items=(), history=False, **_):
-    """Run the body once per item; (final state..., history or None)."""
+def _loop_kernel(*state, body=None, items=(), history=False, nested=False, **_):
+    """Run the body once per item; (final state..., history or None). `nested`: the loop is
+    rolled under two reverse levels (dsl/primitives/loop_twice.py)."""
     top = tape.top_trace(state)
     if top is not None:
         if top.kind is FORWARD:
-            rolled = _loop_jvp(top, state, body, items, history)
+            # a loop rolled under two reverse levels, replayed in forward mode (jvp of its jit): its
+            # LoopBack keeps a history of cotangents, which a loop of P' does not give (JvpHistory)
+            rolled = None if nested else _loop_jvp(top, state, body, items, history)
             if rolled is not None:
                 return rolled
             return _loop_replayed(body, items, state, history)
-        if top.kind is REVERSE and history:
+        if top.kind is REVERSE and history and not (nested and over_stage(state, top)):
             # a recording's own LoopBack reads this history (grad of jit of grad): the outer
             # reverse level must see how each iteration's state came from its inputs
             return _loop_replayed(body, items, state, True)
         if top.kind is REVERSE or top.kind is STAGE:
             kw = {"body": body, "items": items, "history": history or top.kind is REVERSE}
+            if nested:
+                kw["nested"] = True
             if top.kind is REVERSE:
                 kw["check"] = top.check
             return tape.record("Loop", state, kw)
@@ -232,24 +242,34 @@ def _loop_replayed(body, items, state, history):
     return (*state, kept)
 
 
-def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None):
+def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None, history=False, nested=False):
     """The cotangents of the loop's first state, from those of its final state (`wanted`: which
     state leaves' cotangents the caller reads; the others may come back as they went in;
     `spread`: a batch size, the history being one example's, its float leaves repeated for each:
-    vmap's rule)."""
+    vmap's rule). Under two reverse levels (`nested`, dsl/primitives/loop_twice.py) it is
+    recorded on the inner of them as a step, keeping its own history (`history`): then the
+    cotangents each iteration started from follow the first state's."""
     if type(kept) is JvpHistory:
         return kept.back(cts, items, wanted)
     # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
     first = kept[0] if isinstance(kept, list) and kept else ()
     top = tape.top_trace((kept, *cts, *first))
+    if nested and top is not None and top.kind is REVERSE and over_stage((kept,), top):
+        kw = {"body": body, "items": items, "wanted": None, "history": True, "nested": True}
+        out = unpack(tape.record("LoopBack", (kept, *cts), kw))
+        return out[:len(cts)]
     # vmap's look at a function (a dry stage) records it only for a history it staged
     if top is not None and top.kind is STAGE and (not top.dry or type(kept) is Box):
         kw = {"body": body, "items": items, "wanted": wanted}
         if spread is not None:
             kw["spread"] = spread
+        if history:
+            kw["history"] = True
         return tape.record("LoopBack", (kept, *cts), kw)
     if type(kept) is Box:
         kept = tape.strip_unstaged(kept)
+    if history:
+        return back_with_history(body, iterations(items, kept), kept, cts)
     if spread is not None:
         kept = _spread_history(kept, body.diff, spread)
     if top is not None:
@@ -285,7 +305,13 @@ def _loop_rule(ns, g, ans, state, kw, wanted):
         if d:
             c = slots[j]
             cts.append(zero_of(x) if c is None else cotangent_value(c, x))
-    out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"], wanted=tuple(wanted))
+    nested = kw.get("nested", False)
+    if slots[n] is not None:
+        # the history's cotangents: an outer reverse pass through this loop's pullback (loop_twice.py)
+        out = _back_added_kernel(kept, slots[n], *cts, body=body, items=kw["items"])
+    else:
+        out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"], wanted=None if nested else tuple(wanted),
+                                nested=nested)
     back = unpack(out) if type(out) is Box else out
     if kw.get("check") and not all(tape.finite(peek(c)) for c in back):
         kw["culprit"] = _culprit(body, kw["items"], kept, cts)
@@ -350,6 +376,8 @@ def _loop_back_batch(ns, args, batched, kw):
     example's cotangents; a history of one example (the loop did not depend on the batch, the
     cotangents do) is spread over the batch as the pass starts."""
     from ..autodiff.vmap import spread_where
+    if kw.get("history"):
+        raise Unbatchable("a loop's reverse pass under two reverse levels has no batching rule (loop_twice.py)")
     kept, cts = args[0], args[1:]
     body, items, h = kw["body"], kw["items"], peek(kept)
     if not len(h):      # a while loop that ran no iteration: the cotangents go through as they are
@@ -370,9 +398,10 @@ def _loop_back_batch(ns, args, batched, kw):
 # a body may call custom_vjp (user_code); a Loop whose results nothing reads still decides, by its
 # body's guards, whether the recording it is in applies to a later call (guards)
 define("Loop", _loop_kernel, vjp_all=_loop_rule, batch=_loop_batch, user_code=True, guards=True)
-# LoopBack is only ever recorded by a staging trace: under reverse mode its kernel replays the
-# pullback through the primitives, which the reverse trace records one by one
-define("LoopBack", _loop_back_kernel, batch=_loop_back_batch)
+# LoopBack is recorded by a staging trace, and on a reverse tape only right above one (a loop rolled
+# under two reverse levels, whose outer pass takes its rule: loop_twice.py); under any other
+# reverse level its kernel replays the pullback through the primitives, recorded one by one
+define("LoopBack", _loop_back_kernel, vjp_all=loop_back_rule, batch=_loop_back_batch)
 
 
 def state_diff(state):

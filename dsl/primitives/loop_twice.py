@@ -1,0 +1,160 @@
+"""A rolled loop under two reverse levels (grad of grad while jit stages): the outer reverse
+pass through Loop and LoopBack, each a loop again, as JAX's transpose of a scan is a scan.
+
+Under one reverse level a rolled loop is `Loop(s_0) -> (s_N, history s_0..s_{N-1})` and its
+pullback `LoopBack(history, c_N) -> c_0`, which walks c_k = Q(s_k, c_{k+1}) from the last
+iteration back (Q: the body's pullback, dsl/primitives/loops.py). Where that pullback is
+itself differentiated (the inner grad of grad(f)), jit records both on the outer tape as
+steps (before, each iteration was written out there), and the outer reverse pass needs:
+
+- LoopBack's rule: from the cotangents u_0 of c_0, forward over the iterations,
+  (u_{k+1}, s̄_k) = QT(s_k, c_{k+1}; u_k), QT being the pullback of Q at that iteration:
+  the cotangents of c_N (u_N) and of the history (s̄_k, one per iteration). It reads
+  each c_{k+1}, which LoopBack keeps (its own history) when recorded under a reverse level.
+  This is the primitive `LoopBackT`.
+- Loop's rule given cotangents of its history too (the s̄_k): c_k = Q(s_k, c_{k+1}) + s̄_k,
+  the primitive `LoopBackAdd`.
+
+On plain values each runs its body staged once and its loop compiled whole
+(dsl/jit/loop_walks.py); under any other transformation (a third level, grad of such a jit)
+the kernels take each iteration through the primitives (`back_reversed`, `back_added`), so
+that the transformation records every one, exactly.
+"""
+
+from ..autodiff import tape
+from ..autodiff.tape import STAGE, Box, SlotGrad, Trace
+from ..autodiff.trees import cotangent_value, zero_of
+from ..ops.structs import unpack
+from .registry import define
+
+
+def over_stage(values, top):
+    """Whether `top`, a reverse trace, is the only one between these values and a staging jit:
+    the level at which a rolled loop's steps are recorded as steps under two reverse levels."""
+    for x in values:
+        if type(x) is Box and x.trace is top:
+            v = x.v
+            return type(v) is Box and v.trace.kind is STAGE and not v.trace.dry
+    return False
+
+
+# ---------------------------------------------------------------- one iteration, exactly
+def back_added(body, item, state, h, cts):
+    """c_k = Q(s_k, c_{k+1}) + s̄_k through the primitives."""
+    from ..ops.arith import add
+    from .loops import pullback
+    return [add(c, x) for c, x in zip(pullback(body, item, state, cts), h)]
+
+
+def back_reversed(body, item, state, cnext, u):
+    """(u_{k+1}, s̄_k): the pullback of one iteration's pullback Q at (s_k, c_{k+1}), given the
+    cotangents u_k of its result, through the primitives (an outer trace records them)."""
+    from .loops import pullback
+    trace = Trace(False)
+    params = []
+    for x, d in zip(state, body.diff):
+        if d:
+            x = Box(x, trace, "Parameter", (), (), None, None)
+            trace.nodes.append(x)
+        params.append(x)
+    cparams = []
+    for c in cnext:
+        c = Box(c, trace, "Parameter", (), (), None, None)
+        trace.nodes.append(c)
+        cparams.append(c)
+    outs = pullback(body, item, params, cparams)
+    seeds = [(o, g) for o, g in zip(outs, u) if type(o) is Box and o.trace is trace and g is not None]
+    tape.backward_from(trace, seeds)
+    unext = [_cotangent(p, c, trace) for p, c in zip(cparams, cnext)]
+    sbar = [_cotangent(p, x, trace) for p, x, d in zip(params, state, body.diff) if d]
+    trace.release()
+    return unext, sbar
+
+
+def _cotangent(p, x, trace):
+    """What a reverse pass left on Parameter p of `trace` for value x (a zero where nothing reached it)."""
+    if type(p) is Box and p.trace is trace and p.g is not None:
+        return cotangent_value(p.g, x)
+    return zero_of(x)
+
+
+# ---------------------------------------------------------------- the kernels
+def _top(kept, more, entries):
+    """The top trace over a history (a box of one, or a list whose entries may hold boxes), its
+    other arguments and its per-iteration `entries` (lists of tuples), or None."""
+    first = []
+    for seq in (kept, *entries):
+        if isinstance(seq, list) and seq:
+            first.extend(seq[0])
+    return tape.top_trace((kept, *entries, *more, *first))
+
+
+def _records(top, kept):
+    """Whether the kernel is recorded as a step: by a stage, which vmap's look at a function (a dry
+    one) is only for a history it staged (as LoopBack's kernel says)."""
+    return top is not None and top.kind is STAGE and (not top.dry or type(kept) is Box)
+
+
+def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
+    """LoopBackT: (u_N..., the history's cotangents s̄_0..s̄_{N-1}) from u_0 (see the module docstring)."""
+    from .loops import iterations
+    top = _top(kept, u, (cthist,))
+    if _records(top, kept):
+        return tape.record("LoopBackT", (kept, cthist, *u), {"body": body, "items": items})
+    kept, cthist = tape.strip_unstaged(kept), tape.strip_unstaged(cthist)
+    items = iterations(items, kept)
+    if top is None:
+        return body.walks().back_reversed(items, kept, cthist, list(u))
+    u, sbars = list(u), []
+    for k in range(len(items)):
+        u, sbar = back_reversed(body, items[k], kept[k], cthist[k], u)
+        sbars.append(tuple(sbar))
+    return (*u, sbars)
+
+
+def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
+    """LoopBackAdd: c_0 from c_N, adding the history's cotangents on the way (module docstring)."""
+    from .loops import iterations
+    top = _top(kept, cts, (hbar,))
+    if _records(top, kept):
+        return tape.record("LoopBackAdd", (kept, hbar, *cts), {"body": body, "items": items})
+    kept, hbar = tape.strip_unstaged(kept), tape.strip_unstaged(hbar)
+    items = iterations(items, kept)
+    if top is None:
+        return tuple(body.walks().back_added(items, kept, hbar, list(cts)))
+    ct = list(cts)
+    for k in range(len(items) - 1, -1, -1):
+        ct = back_added(body, items[k], kept[k], hbar[k], ct)
+    return tuple(ct)
+
+
+def back_with_history(body, items, kept, cts):
+    """LoopBack keeping each iteration's incoming cotangents c_{k+1} (for LoopBackT): plain
+    values by the compiled walk, else through the primitives; (c_0..., that history)."""
+    from .loops import pullback
+    if _top(kept, cts, ()) is None:
+        return body.walks().back(items, kept, list(cts))
+    ct, kept_cts = list(cts), [None] * len(items)
+    for k in range(len(items) - 1, -1, -1):
+        kept_cts[k] = tuple(ct)
+        ct = pullback(body, items[k], kept[k], ct)
+    return (*ct, kept_cts)
+
+
+# ---------------------------------------------------------------- the rules
+def loop_back_rule(ns, g, ans, args, kw, wanted):
+    """Reverse mode through LoopBack (recorded with its history of cotangents): LoopBackT."""
+    kept, cts = args[0], args[1:]
+    m = len(cts)
+    cthist = (unpack(ans) if type(ans) is Box else ans)[m]
+    slots = g.slots if type(g) is SlotGrad else [None] * (m + 1)
+    u = [zero_of(c) if s is None else cotangent_value(s, c) for s, c in zip(slots, cts)]
+    out = _back_reversed_kernel(kept, cthist, *u, body=kw["body"], items=kw["items"])
+    parts = unpack(out) if type(out) is Box else out
+    return [parts[m] if wanted[0] else None, *[x if w else None for x, w in zip(parts[:m], wanted[1:])]]
+
+
+define("LoopBackT", _back_reversed_kernel)
+define("LoopBackAdd", _back_added_kernel)
+
+__all__ = ["over_stage", "back_with_history", "loop_back_rule"]
