@@ -262,7 +262,7 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=Fal
 
 def kind_of(v):
     """What a staged value is, for generated code: "float", "bool", "int", "str", ("array", ndim,
-    dtype kind, shape) or "other" (a program runs only with its signature's shapes)."""
+    dtype kind, shape), "tuple" or "other" (a program runs only with its signature's shapes)."""
     v = peek(v)
     t = type(v)
     if t is float:
@@ -275,6 +275,8 @@ def kind_of(v):
         return "str"
     if t is np.ndarray:
         return ("array", v.ndim, v.dtype.kind, v.shape)
+    if t is tuple:
+        return "tuple"
     return "other"
 
 

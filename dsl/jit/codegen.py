@@ -44,12 +44,15 @@ def template_for(prim, arg_kinds, out_kind):
     one (Python numbers in, a tensor out); "bools": true lets bool tensors into the array
     template, "ints": true lets ints in beside tensors. An "array" entry may be a function of
     the arguments' kinds giving the template (MatMul's: a batch of outer products by its kernel),
-    and so may a "float" one (Where's: a number of the kind numpy's where gives)."""
+    and so may a "float" one (Where's: a number of the kind numpy's where gives). A "tuple" one
+    takes a tuple first (a read of what a loop's kernel gave)."""
     emit = prim.emit
     if emit is None:
         return None
     if type(emit) is str:
         emit = {"float": emit, "array": emit}
+    if arg_kinds and arg_kinds[0] == "tuple":
+        return emit.get("tuple")
     numbers = all(k in NUMBER_KINDS for k in arg_kinds)
     if numbers and out_kind in ("float", "bool"):
         template = emit.get("float")

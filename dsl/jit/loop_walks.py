@@ -2,9 +2,15 @@
 values: LoopBack keeping its cotangents, LoopBackT and LoopBackAdd, each with its body staged
 once from an iteration's values and its loop compiled whole (codegen.compile_loop). An
 iteration a compiled loop stops at (a guard of its body that went another way, a result the
-code cannot vouch for) runs exactly, through the primitives, and the loop goes on after it."""
+code cannot vouch for) runs exactly, through the primitives, and the loop goes on after it.
+
+The two walks that only need the forward values (LoopBack and LoopBackAdd) run the body's
+split pullback B on the residuals the forward loop kept (dsl/jit/split.py) where it kept them,
+instead of computing each iteration's forward again; LoopBackT differentiates the pullback
+with respect to the state, so it replays the iteration from its state."""
 
 from ..autodiff import stage as S
+from ..ops.arith import add
 from ..primitives.loop_twice import back_added, back_reversed
 from ..primitives.loops import pullback
 from .codegen import compile_loop
@@ -22,14 +28,21 @@ class Walks:
 
     def back(self, items, kept, cts):
         """LoopBack on plain values: (c_0..., c_{k+1} for each iteration k)."""
-        body, n, m = self.body, self.n, len(cts)
-        if not len(items):
+        body, n, m, count = self.body, self.n, len(cts), len(items)
+        if not count:
             return (*cts, [])
-        loop = self._loop("back", lambda a: pullback(body, a[0], a[1:1 + n], a[1 + n:]),
-                          (items[-1], *kept[-1], *cts), (None, n), m, kept=True)
+        split = self._split(kept)
+        if split is not None:
+            b, r = split
+            loop = self._loop("back_split", lambda: compile_loop(b, r, m, "loop_back_split", kept=True))
+            entries = reversed(kept.residuals)
+        else:
+            loop = self._staged("back", lambda a: pullback(body, a[0], a[1:1 + n], a[1 + n:]),
+                                (items[-1], *kept[-1], *cts), (None, n), m, kept=True)
+            entries = zip(reversed(items), reversed(kept))
         got = []
-        c0 = _walk(loop, zip(reversed(items), reversed(kept)), lambda j: (items[-1 - j], kept[-1 - j]), cts,
-                   lambda e, c: (pullback(body, e[0], list(e[1]), c), ()), got, None)
+        c0 = _walk(loop, entries, count, cts,
+                   lambda j, c: (pullback(body, items[-1 - j], list(kept[-1 - j]), c), ()), got, None)
         got.reverse()
         return (*c0, got)
 
@@ -43,61 +56,81 @@ class Walks:
             unext, sbar = back_reversed(body, a[0], a[1:1 + n], a[1 + n:1 + n + m], a[1 + n + m:])
             return (*unext, *sbar)
 
-        loop = self._loop("back_reversed", both, (items[0], *kept[0], *cthist[0], *u), (None, n, m), m,
-                          extra=True)
+        loop = self._staged("back_reversed", both, (items[0], *kept[0], *cthist[0], *u), (None, n, m), m,
+                            extra=True)
         sbars = []
-        uN = _walk(loop, zip(items, kept, cthist), lambda j: (items[j], kept[j], cthist[j]), u,
-                   lambda e, c: back_reversed(body, e[0], list(e[1]), list(e[2]), c), None, sbars)
+        uN = _walk(loop, zip(items, kept, cthist), len(items), u,
+                   lambda j, c: back_reversed(body, items[j], list(kept[j]), list(cthist[j]), c), None, sbars)
         return (*uN, sbars)
 
     def back_added(self, items, kept, hbar, cts):
         """LoopBackAdd on plain values: c_0."""
-        body, n, m = self.body, self.n, len(cts)
-        if not len(items):
+        body, n, m, count = self.body, self.n, len(cts), len(items)
+        if not count:
             return list(cts)
-        loop = self._loop("back_added", lambda a: back_added(body, a[0], a[1:1 + n], a[1 + n:1 + n + m],
-                                                             a[1 + n + m:]),
-                          (items[-1], *kept[-1], *hbar[-1], *cts), (None, n, m), m)
-        return _walk(loop, zip(reversed(items), reversed(kept), reversed(hbar)),
-                     lambda j: (items[-1 - j], kept[-1 - j], hbar[-1 - j]), cts,
-                     lambda e, c: (back_added(body, e[0], list(e[1]), list(e[2]), c), ()), None, None)
+        split = self._split(kept)
+        if split is not None:
+            b, r = split
 
-    def _loop(self, name, fn, example, groups, carried, kept=False, extra=False):
-        """The walk's loop compiled, its body `fn` (a list of inputs -> outputs) staged on
-        `example`; False where it does not stage."""
-        found = self._loops.get(name)
-        if found is None:
+            def added(a):
+                return [add(c, h) for c, h in zip(S.output_leaves(b, [*a[:r], *a[r + m:]]), a[r:r + m])]
+
+            loop = self._staged("back_added_split", added, (*kept.residuals[-1], *hbar[-1], *cts), (r, m), m)
+            entries = zip(reversed(kept.residuals), reversed(hbar))
+        else:
+            loop = self._staged("back_added", lambda a: back_added(body, a[0], a[1:1 + n], a[1 + n:1 + n + m],
+                                                                   a[1 + n + m:]),
+                                (items[-1], *kept[-1], *hbar[-1], *cts), (None, n, m), m)
+            entries = zip(reversed(items), reversed(kept), reversed(hbar))
+        return _walk(loop, entries, count, cts,
+                     lambda j, c: (back_added(body, items[-1 - j], list(kept[-1 - j]), list(hbar[-1 - j]), c), ()),
+                     None, None)
+
+    def _split(self, kept):
+        """(B, how many residuals) where the forward loop kept each iteration's residuals for the
+        body's split pullback B, else None."""
+        split = self.body._split
+        residuals = getattr(kept, "residuals", None)
+        if split and residuals and len(residuals) == len(kept):
+            return split[1], len(residuals[0])
+        return None
+
+    def _staged(self, name, fn, example, groups, carried, kept=False, extra=False):
+        """The walk's loop compiled, its body `fn` (a list of inputs -> outputs) staged on `example`."""
+        def make():
             trace = S.StageTrace()
             args = [trace.box(v, "Arg", (), (), None, None) for v in example]
+            program = S.program_of(trace, args, tuple(fn(args)))
+            return compile_loop(program, groups, carried, f"loop_{name}", kept, extra)
+        return self._loop(name, make)
+
+    def _loop(self, name, make):
+        """The compiled loop `make()` gives, made once; False where its body does not stage."""
+        found = self._loops.get(name)
+        if found is None:
             try:
-                program = S.program_of(trace, args, tuple(fn(args)))
-                found = compile_loop(program, groups, carried, f"loop_{name}", kept, extra)
+                found = make()
             except S.GuardFailed:
                 found = False
             self._loops[name] = found
         return found
 
 
-def _walk(loop, entries, entry_at, carry, exact, kept, extra):
-    """Run `loop` over the iterator `entries` from `carry`, each iteration it stops at by
-    `exact(entry, carry) -> (carry, extra outputs)` (entry_at(j): the j-th entry), appending the
-    carry each iteration started from to `kept` and its extra outputs to `extra` (where not None);
-    the final carry."""
-    carry, k = list(carry), 0
-    while True:
+def _walk(loop, entries, count, carry, exact, kept, extra):
+    """Run `loop` over the iterator `entries` (`count` of them) from `carry`, each iteration j it
+    stops at by `exact(j, carry) -> (carry, extra outputs)`, appending the carry each iteration
+    started from to `kept` and its extra outputs to `extra` (where not None); the final carry."""
+    carry, j = list(carry), 0
+    while j < count:
         if loop:
             done, carry, failed = loop(entries, carry, (), kept, extra)
             if failed is None:
                 return list(carry)
-            k += done
-            entry = entry_at(k)
-        else:
-            entry = next(entries, None)
-            if entry is None:
-                return carry
+            j += done
         if kept is not None:
             kept.append(tuple(carry))
-        carry, more = exact(entry, list(carry))
+        carry, more = exact(j, list(carry))
         if extra is not None:
             extra.append(tuple(more))
-        k += 1
+        j += 1
+    return list(carry)

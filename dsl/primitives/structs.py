@@ -27,6 +27,7 @@ define("StructField", lambda s, field_index=0, total_fields=0, name=None: struct
        vjp=(lambda ns, g, ans, s, field_index=0, total_fields=0, name=None: OneSlot(field_index, total_fields, g),),
        jvp=lambda ns, tangents, ans, args, kw: _slot_of(tangents[0], kw["field_index"]),
        batch=_field_batch,
+       emit={"tuple": "{0}[{field_index}]"},     # a read of a tuple a loop's kernel gave (generated code)
        linear=True)
 define("MapLookup", lambda m, key_index=0, total_keys=0, key=None: map_slot(m, key_index, total_keys, key),
        vjp=(lambda ns, g, ans, m, key_index=0, total_keys=0, key=None: OneSlot(key_index, total_keys, g),),
