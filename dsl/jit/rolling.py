@@ -43,8 +43,9 @@ look ahead costs more than it saves.
 Loops are rolled while jit stages and while vmap looks at a function (vmap
 batches the Loop step by its rule: the loop of the batched body), under at most
 one reverse-mode level and any number of forward-mode ones (a jvp of the loop
-is the loop of its body's jvp: see dsl/primitives/loops.py); everything else
-is written out as before, as is every loop whose state holds nothing being
+is the loop of its body's jvp: see dsl/primitives/loops.py), and, while jit
+stages, a `for` loop under two reverse levels and no forward one (grad of grad:
+dsl/primitives/loop_twice.py); everything else is written out as before, as is every loop whose state holds nothing being
 staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
 way, keeping the staged body for its next runs (dsl/jit/eager_loops.py).
 """
