@@ -49,19 +49,10 @@ def back_added(body, item, state, h, cts):
 def back_reversed(body, item, state, cnext, u):
     """(u_{k+1}, s̄_k): the pullback of one iteration's pullback Q at (s_k, c_{k+1}), given the
     cotangents u_k of its result, through the primitives (an outer trace records them)."""
-    from .loops import pullback
+    from .loops import as_parameters, pullback
     trace = Trace(False)
-    params = []
-    for x, d in zip(state, body.diff):
-        if d:
-            x = Box(x, trace, "Parameter", (), (), None, None)
-            trace.nodes.append(x)
-        params.append(x)
-    cparams = []
-    for c in cnext:
-        c = Box(c, trace, "Parameter", (), (), None, None)
-        trace.nodes.append(c)
-        cparams.append(c)
+    params = as_parameters(trace, state, body.diff)
+    cparams = as_parameters(trace, cnext, (True,) * len(cnext))
     outs = pullback(body, item, params, cparams)
     seeds = [(o, g) for o, g in zip(outs, u) if type(o) is Box and o.trace is trace and g is not None]
     tape.backward_from(trace, seeds)

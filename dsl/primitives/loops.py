@@ -85,16 +85,22 @@ def _iteration_tape(body, item, state, cts, check):
     """One iteration replayed on a fresh reverse tape from `state` (its float leaves as Parameters):
     the tape, the arguments given, and (output, cotangent) seeds for its reverse pass."""
     trace = Trace(check)
-    params = []
-    for x, d in zip(state, body.diff):
-        if d:
-            x = Box(x, trace, "Parameter", (), (), None, None)
-            trace.nodes.append(x)
-        params.append(x)
+    params = as_parameters(trace, state, body.diff)
     outs = S.run(body.forward, [item, *params])
     diff_outs = [o for o, d in zip(outs, body.diff) if d]
     seeds = [(o, c) for o, c in zip(diff_outs, cts) if type(o) is Box and o.trace is trace and c is not None]
     return trace, params, seeds
+
+
+def as_parameters(trace, values, diff):
+    """The values, those `diff` marks boxed as Parameters of reverse trace `trace`."""
+    out = []
+    for x, d in zip(values, diff):
+        if d:
+            x = Box(x, trace, "Parameter", (), (), None, None)
+            trace.nodes.append(x)
+        out.append(x)
+    return out
 
 
 def _cotangents(body, trace, params, state):
