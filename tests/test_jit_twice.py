@@ -35,6 +35,8 @@ PROGRAMS = {
     "stop_gradient": ("fn f(x) { let s = x\n"
                       " for i in range(6) { s = sin(s) * x + stop_gradient(s * s) }\n return s }"),
     "sqrt": "fn f(x) { let s = x\n for i in range(6) { s = sqrt(s * s + x * x) }\n return s }",
+    # a pullback that does not split (pow's rule decides by a forward value): the walks replay Q
+    "power": "fn f(x) { let s = x * x + 0.5\n for i in range(8) { s = s ** (0.5 + 0.1 * x) + 0.1 }\n return s }",
 }
 
 

@@ -12,7 +12,7 @@ with respect to the state, so it replays the iteration from its state."""
 from ..autodiff import stage as S
 from ..ops.arith import add
 from ..primitives.loop_twice import back_added, back_reversed
-from ..primitives.loops import pullback
+from ..primitives.loops import pullback, stage_pullback
 from .codegen import compile_loop
 
 
@@ -37,8 +37,11 @@ class Walks:
             loop = self._loop("back_split", lambda: compile_loop(b, r, m, "loop_back_split", kept=True))
             entries = reversed(kept.residuals)
         else:
-            loop = self._staged("back", lambda a: pullback(body, a[0], a[1:1 + n], a[1 + n:]),
-                                (items[-1], *kept[-1], *cts), (None, n), m, kept=True)
+            def make():
+                q = stage_pullback(body, items[-1], list(kept[-1]), cts)    # the body's pullback Q
+                return q and compile_loop(q, (None, n), m, "loop_back", kept=True)
+
+            loop = self._loop("back", make)
             entries = zip(reversed(items), reversed(kept))
         got = []
         c0 = _walk(loop, entries, count, cts,
@@ -105,11 +108,12 @@ class Walks:
         return self._loop(name, make)
 
     def _loop(self, name, make):
-        """The compiled loop `make()` gives, made once; False where its body does not stage."""
+        """The compiled loop `make()` gives (None where its body does not stage), made once; False
+        where its body does not stage."""
         found = self._loops.get(name)
         if found is None:
             try:
-                found = make()
+                found = make() or False
             except S.GuardFailed:
                 found = False
             self._loops[name] = found

@@ -70,7 +70,7 @@ def _cotangent(p, x, trace):
 
 
 # ---------------------------------------------------------------- the kernels
-def _top(kept, more, entries):
+def history_top(kept, more, entries=()):
     """The top trace over a history (a box of one, or a list whose entries may hold boxes), its
     other arguments and its per-iteration `entries` (lists of tuples), or None."""
     first = []
@@ -89,7 +89,7 @@ def _records(top, kept):
 def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
     """LoopBackT: (u_N..., the history's cotangents s̄_0..s̄_{N-1}) from u_0 (see the module docstring)."""
     from .loops import iterations
-    top = _top(kept, u, (cthist,))
+    top = history_top(kept, u, (cthist,))
     if _records(top, kept):
         return tape.record("LoopBackT", (kept, cthist, *u), {"body": body, "items": items})
     kept, cthist = tape.strip_unstaged(kept), tape.strip_unstaged(cthist)
@@ -106,7 +106,7 @@ def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
 def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
     """LoopBackAdd: c_0 from c_N, adding the history's cotangents on the way (module docstring)."""
     from .loops import iterations
-    top = _top(kept, cts, (hbar,))
+    top = history_top(kept, cts, (hbar,))
     if _records(top, kept):
         return tape.record("LoopBackAdd", (kept, hbar, *cts), {"body": body, "items": items})
     kept, hbar = tape.strip_unstaged(kept), tape.strip_unstaged(hbar)
@@ -123,7 +123,7 @@ def back_with_history(body, items, kept, cts):
     """LoopBack keeping each iteration's incoming cotangents c_{k+1} (for LoopBackT): plain
     values by the compiled walk, else through the primitives; (c_0..., that history)."""
     from .loops import pullback
-    if _top(kept, cts, ()) is None:
+    if history_top(kept, cts) is None:
         return body.walks().back(items, kept, list(cts))
     ct, kept_cts = list(cts), [None] * len(items)
     for k in range(len(items) - 1, -1, -1):
@@ -148,4 +148,4 @@ def loop_back_rule(ns, g, ans, args, kw, wanted):
 define("LoopBackT", _back_reversed_kernel)
 define("LoopBackAdd", _back_added_kernel)
 
-__all__ = ["over_stage", "back_with_history", "loop_back_rule"]
+__all__ = ["over_stage", "history_top", "back_with_history", "loop_back_rule"]

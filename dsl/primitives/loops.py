@@ -42,7 +42,7 @@ from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
 from .batching import Lanes, Unbatchable, batch_size
-from .loop_twice import _back_added_kernel, back_with_history, loop_back_rule, over_stage
+from .loop_twice import _back_added_kernel, back_with_history, history_top, loop_back_rule, over_stage
 from .registry import define
 
 
@@ -258,8 +258,7 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None,
     if type(kept) is JvpHistory:
         return kept.back(cts, items, wanted)
     # the history is a list (or a staged box of one) whose entries may hold boxes of outer traces
-    first = kept[0] if isinstance(kept, list) and kept else ()
-    top = tape.top_trace((kept, *cts, *first))
+    top = history_top(kept, cts)
     if nested and top is not None and top.kind is REVERSE and over_stage((kept,), top):
         kw = {"body": body, "items": items, "wanted": None, "history": True, "nested": True}
         out = unpack(tape.record("LoopBack", (kept, *cts), kw))
