@@ -148,7 +148,10 @@ def _compile(program, name, exact):
 def outputs_checked(program, planned):
     """Whether every value the code generated from this plan checks is one of the program's
     outputs (then a caller that checks the outputs may run it without checks)."""
-    return set(planned.checked) <= {resolve(planned.alias, r) for r in program.out_refs if r >= 0}
+    # (a check other checks imply holds within one run only: a NaN made on one iteration may not
+    # reach the loop's final results)
+    return not planned.implied and set(planned.checked) <= {resolve(planned.alias, r) for r in program.out_refs
+                                                             if r >= 0}
 
 
 def compile_loop(program, seq, carried, name, kept=False, extra=False, checks=True, planned=None):
@@ -188,10 +191,17 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     moved = [(c, o) for c, o in zip(carry, outs[:carried]) if c != o]     # a leaf the body keeps stays
     if moved:
         loop.append(f"    {_tuple(c for c, _ in moved)} = {_tuple(o for _, o in moved)}")
-    loop.append("    _k += 1")
-    lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", "_k = 0", "try:"]
+    # a loop that appends to a list each iteration counts them by the list's length (a counter
+    # cost a tenth of a small body's time)
+    counted = "_kept" if kept else "_extra" if extra else None
+    if counted:
+        start, done = f"_k = len({counted})", f"len({counted}) - _k"
+    else:
+        start, done = "_k = 0", "_k"
+        loop.append("    _k += 1")
+    lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", start, "try:"]
     lines += ["    " + x for x in loop]
-    lines += ["except _STOPS as _e:", f"    return _k, {_tuple(carry)}, _e", f"return _k, {_tuple(carry)}, None"]
+    lines += ["except _STOPS as _e:", f"    return {done}, {_tuple(carry)}, _e", f"return {done}, {_tuple(carry)}, None"]
     return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
 
 

@@ -35,13 +35,15 @@ PROPAGATING = frozenset({
 class Plan:
     """The steps to generate code for, and what the rewrites decided."""
 
-    __slots__ = ("steps", "alias", "checked", "known", "inexact")
+    __slots__ = ("steps", "alias", "checked", "implied", "known", "inexact")
 
-    def __init__(self, steps, alias, checked, known, inexact):
+    def __init__(self, steps, alias, checked, known, inexact, implied=()):
         self.steps = steps          # the program's steps, in order, without the dropped ones
         self.alias = alias          # slot -> the slot holding its value instead
         self.checked = checked      # slots that must end finite (else: run exactly): results, and the
         #                             products of left-out masks that reach none
+        self.implied = implied      # products of left-out masks that the checks above cover (not
+        #                             computed): a factor NaN or infinite makes a checked value so
         self.known = known          # slot -> its value, where a rewrite made it a constant
         self.inexact = inexact      # whether a guard may fail where the exact program's passes
 
@@ -59,16 +61,62 @@ def plan(program, exact=False):
     steps, dropped = _drop_nz(steps, alias, unsafe)
     known = dict.fromkeys(masks, True)
     steps = _fold(steps, alias, known, kinds)
-    sources = dropped | set(masks.values())
+    # a dropped Nz(a, b, r) whose r is one of its factors (the other was 1, or a true mask) zeroes
+    # nothing: r is 0 only where that factor is, and then finite (a true mask's own r is checked)
+    identity = {s for s, (a, b, r) in dropped.items()
+                if resolve(alias, r) in (resolve(alias, a), resolve(alias, b))}
+    sources = (dropped.keys() - identity) | set(masks.values())
     checked = _tainted_outputs(steps, alias, sources, program.out_refs)
     # a mask's r that reaches no result is checked itself
     reach = _reaching(steps, [resolve(alias, r) for r in program.out_refs if r >= 0])
     tested = {resolve(alias, r) for r in masks.values()}
-    checked += tuple(sorted(r for r in tested if r not in reach and r not in known and r not in checked))
+    alone = sorted(r for r in tested if r not in reach and r not in known and r not in checked)
     proven = _proven_finite(steps, alias)
     checked = tuple(r for r in checked if r not in proven)
-    inexact = bool(sources) and bool(checked or program.guards)
-    return Plan(steps, alias, checked, known, inexact)
+    implied = _implied(steps, alone, checked, kinds)
+    inexact = bool(sources) and bool(checked or alone or program.guards)
+    checked += tuple(r for r in alone if r not in proven and r not in implied)
+    if implied:
+        steps = _live(steps, [resolve(alias, r) for r in program.out_refs if r >= 0] + list(checked))
+    return Plan(steps, alias, checked, known, inexact, tuple(implied))
+
+
+# Float operations whose result is NaN or infinite wherever an argument is (0 * inf is NaN;
+# a division, exp(-inf) or a maximum can make one finite)
+KEEPS_NONFINITE = frozenset({"Add", "Sub", "Mul", "ScalarMul", "Neg", "Sin", "Cos", "Abs", "Sqrt"})
+
+
+def _implied(steps, products, checked, kinds):
+    """The float products r = a * b among `products` (masks' r that reach no result) that need no
+    check of their own: r is NaN only where a or b is NaN or infinite, and each of a and b reaches
+    a `checked` value through float operations that keep such a value so (KEEPS_NONFINITE)."""
+    if not products:
+        return set()
+    keeps = set(checked)
+    for kind, op, refs, consts, kw, span, slot in reversed(steps):
+        if slot in keeps and kind == "op" and op in KEEPS_NONFINITE and kinds[slot] == "float":
+            keeps.update(r for r in refs if r >= 0)
+    made = {s[6]: s for s in steps if s[0] == "op"}
+    implied = set()
+    for r in products:
+        step = made.get(r)
+        if step is None or step[1] not in ("Mul", "ScalarMul") or kinds[r] != "float":
+            continue
+        if all(f in keeps if f >= 0 else type(c) is not float or c - c == 0.0 for f, c in zip(step[2], step[3])):
+            implied.add(r)
+    return implied
+
+
+def _live(steps, needed):
+    """The steps without the operations whose value nothing reads (a left-out check's product)."""
+    live = set(needed)
+    out = []
+    for step in reversed(steps):
+        if step[0] != "op" or step[6] in live:
+            live.update(step[2])
+            out.append(step)
+    out.reverse()
+    return out
 
 
 def _proven_finite(steps, alias):
@@ -193,14 +241,15 @@ def _only_factors(steps, masks, kinds):
 
 
 def _drop_nz(steps, alias, unsafe):
-    """Drop the Nz steps whose result can only reach results and checks (see the docstring)."""
-    out, dropped = [], set()
+    """Drop the Nz steps whose result can only reach results and checks (see the docstring); the
+    steps kept, and the dropped ones' slots -> their arguments."""
+    out, dropped = [], {}
     get = alias.get
     for step in steps:
         kind, op, refs, consts, kw, span, slot = step
         if op == "Nz" and kind == "op" and slot not in unsafe and refs[2] >= 0:
             alias[slot] = get(refs[2], refs[2])
-            dropped.add(slot)
+            dropped[slot] = refs
             continue
         if dropped:
             resolved = tuple([get(r, r) for r in refs])

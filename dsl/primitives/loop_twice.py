@@ -70,6 +70,11 @@ def _cotangent(p, x, trace):
 
 
 # ---------------------------------------------------------------- the kernels
+def iterations(items, kept):
+    """The items a loop ran: a while loop's (None) are counted by its history."""
+    return items if items is not None else range(len(kept))
+
+
 def history_top(kept, more, entries=()):
     """The top trace over a history (a box of one, or a list whose entries may hold boxes), its
     other arguments and its per-iteration `entries` (lists of tuples), or None."""
@@ -88,7 +93,6 @@ def _records(top, kept):
 
 def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
     """LoopBackT: (u_N..., the history's cotangents s̄_0..s̄_{N-1}) from u_0 (see the module docstring)."""
-    from .loops import iterations
     top = history_top(kept, u, (cthist,))
     if _records(top, kept):
         return tape.record("LoopBackT", (kept, cthist, *u), {"body": body, "items": items})
@@ -105,7 +109,6 @@ def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
 
 def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
     """LoopBackAdd: c_0 from c_N, adding the history's cotangents on the way (module docstring)."""
-    from .loops import iterations
     top = history_top(kept, cts, (hbar,))
     if _records(top, kept):
         return tape.record("LoopBackAdd", (kept, hbar, *cts), {"body": body, "items": items})
@@ -119,12 +122,13 @@ def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
     return tuple(ct)
 
 
-def back_with_history(body, items, kept, cts):
+def back_with_history(body, items, kept, cts, top):
     """LoopBack keeping each iteration's incoming cotangents c_{k+1} (for LoopBackT): plain
-    values by the compiled walk, else through the primitives; (c_0..., that history)."""
-    from .loops import pullback
-    if history_top(kept, cts) is None:
+    values by the compiled walk, else through the primitives; (c_0..., that history). `top`:
+    history_top(kept, cts)."""
+    if top is None:
         return body.walks().back(items, kept, list(cts))
+    from .loops import pullback
     ct, kept_cts = list(cts), [None] * len(items)
     for k in range(len(items) - 1, -1, -1):
         kept_cts[k] = tuple(ct)
@@ -148,4 +152,4 @@ def loop_back_rule(ns, g, ans, args, kw, wanted):
 define("LoopBackT", _back_reversed_kernel)
 define("LoopBackAdd", _back_added_kernel)
 
-__all__ = ["over_stage", "history_top", "back_with_history", "loop_back_rule"]
+__all__ = ["over_stage", "history_top", "iterations", "back_with_history", "loop_back_rule"]

@@ -42,7 +42,7 @@ from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
 from .batching import Lanes, Unbatchable, batch_size
-from .loop_twice import _back_added_kernel, back_with_history, history_top, loop_back_rule, over_stage
+from .loop_twice import _back_added_kernel, back_with_history, history_top, iterations, loop_back_rule, over_stage
 from .registry import define
 
 
@@ -271,10 +271,13 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None,
         if history:
             kw["history"] = True
         return tape.record("LoopBack", (kept, *cts), kw)
+    if history:
+        if type(kept) is Box:
+            kept = tape.strip_unstaged(kept)
+            top = history_top(kept, cts)
+        return back_with_history(body, iterations(items, kept), kept, cts, top)
     if type(kept) is Box:
         kept = tape.strip_unstaged(kept)
-    if history:
-        return back_with_history(body, iterations(items, kept), kept, cts)
     if spread is not None:
         kept = _spread_history(kept, body.diff, spread)
     if top is not None:
@@ -292,11 +295,6 @@ def _spread_history(kept, diff, size):
     out = History()
     out.extend(spread_where(entry, diff, None, size) for entry in kept)
     return out
-
-
-def iterations(items, kept):
-    """The items a loop ran: a while loop's (None) are counted by its history."""
-    return items if items is not None else range(len(kept))
 
 
 def _loop_rule(ns, g, ans, state, kw, wanted):
