@@ -28,20 +28,20 @@ class Walks:
 
     def back(self, items, kept, cts):
         """LoopBack on plain values: (c_0..., c_{k+1} for each iteration k)."""
-        body, n, m, count = self.body, self.n, len(cts), len(items)
+        body, count = self.body, len(items)
         if not count:
             return (*cts, [])
         split = self._split(kept)
         if split is not None:
-            b, r = split
-            loop = self._loop("back_split", lambda: compile_loop(b, r, m, "loop_back_split", kept=True))
+            loop = self._loops.get("back_split")
+            if loop is None:
+                b, r = split
+                loop = self._loop("back_split", lambda: compile_loop(b, r, len(cts), "loop_back_split", kept=True))
             entries = reversed(kept.residuals)
         else:
-            def make():
-                q = stage_pullback(body, items[-1], list(kept[-1]), cts)    # the body's pullback Q
-                return q and compile_loop(q, (None, n), m, "loop_back", kept=True)
-
-            loop = self._loop("back", make)
+            loop = self._loops.get("back")
+            if loop is None:
+                loop = self._loop("back", lambda: self._stage_back(items[-1], kept[-1], cts))
             entries = zip(reversed(items), reversed(kept))
         got = []
         c0 = _walk(loop, entries, count, cts,
@@ -51,16 +51,19 @@ class Walks:
 
     def back_reversed(self, items, kept, cthist, u):
         """LoopBackT on plain values: (u_N..., s̄_k for each iteration k)."""
-        body, n, m = self.body, self.n, len(u)
+        body = self.body
         if not len(items):
             return (*u, [])
+        loop = self._loops.get("back_reversed")
+        if loop is None:
+            n, m = self.n, len(u)
 
-        def both(a):
-            unext, sbar = back_reversed(body, a[0], a[1:1 + n], a[1 + n:1 + n + m], a[1 + n + m:])
-            return (*unext, *sbar)
+            def both(a):
+                unext, sbar = back_reversed(body, a[0], a[1:1 + n], a[1 + n:1 + n + m], a[1 + n + m:])
+                return (*unext, *sbar)
 
-        loop = self._staged("back_reversed", both, (items[0], *kept[0], *cthist[0], *u), (None, n, m), m,
-                            extra=True)
+            loop = self._staged("back_reversed", both, (items[0], *kept[0], *cthist[0], *u), (None, n, m), m,
+                                extra=True)
         sbars = []
         uN = _walk(loop, zip(items, kept, cthist), len(items), u,
                    lambda j, c: back_reversed(body, items[j], list(kept[j]), list(cthist[j]), c), None, sbars)
@@ -68,26 +71,41 @@ class Walks:
 
     def back_added(self, items, kept, hbar, cts):
         """LoopBackAdd on plain values: c_0."""
-        body, n, m, count = self.body, self.n, len(cts), len(items)
+        body, count = self.body, len(items)
         if not count:
             return list(cts)
         split = self._split(kept)
         if split is not None:
-            b, r = split
-
-            def added(a):
-                return [add(c, h) for c, h in zip(S.output_leaves(b, [*a[:r], *a[r + m:]]), a[r:r + m])]
-
-            loop = self._staged("back_added_split", added, (*kept.residuals[-1], *hbar[-1], *cts), (r, m), m)
+            loop = self._loops.get("back_added_split")
+            if loop is None:
+                loop = self._stage_added_split(split, kept, hbar, cts)
             entries = zip(reversed(kept.residuals), reversed(hbar))
         else:
-            loop = self._staged("back_added", lambda a: back_added(body, a[0], a[1:1 + n], a[1 + n:1 + n + m],
-                                                                   a[1 + n + m:]),
-                                (items[-1], *kept[-1], *hbar[-1], *cts), (None, n, m), m)
+            loop = self._loops.get("back_added")
+            if loop is None:
+                n, m = self.n, len(cts)
+                loop = self._staged("back_added", lambda a: back_added(body, a[0], a[1:1 + n], a[1 + n:1 + n + m],
+                                                                       a[1 + n + m:]),
+                                    (items[-1], *kept[-1], *hbar[-1], *cts), (None, n, m), m)
             entries = zip(reversed(items), reversed(kept), reversed(hbar))
         return _walk(loop, entries, count, cts,
                      lambda j, c: (back_added(body, items[-1 - j], list(kept[-1 - j]), list(hbar[-1 - j]), c), ()),
                      None, None)
+
+    def _stage_back(self, item, state, cts):
+        """LoopBack's loop through the body's pullback Q (where its pullback does not split)."""
+        q = stage_pullback(self.body, item, list(state), cts)
+        return q and compile_loop(q, (None, self.n), len(cts), "loop_back", kept=True)
+
+    def _stage_added_split(self, split, kept, hbar, cts):
+        """LoopBackAdd's loop through the split pullback B on the residuals."""
+        b, r = split
+        m = len(cts)
+
+        def added(a):
+            return [add(c, h) for c, h in zip(S.output_leaves(b, [*a[:r], *a[r + m:]]), a[r:r + m])]
+
+        return self._staged("back_added_split", added, (*kept.residuals[-1], *hbar[-1], *cts), (r, m), m)
 
     def _split(self, kept):
         """(B, how many residuals) where the forward loop kept each iteration's residuals for the
