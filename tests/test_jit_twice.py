@@ -35,6 +35,9 @@ PROGRAMS = {
     "stop_gradient": ("fn f(x) { let s = x\n"
                       " for i in range(6) { s = sin(s) * x + stop_gradient(s * s) }\n return s }"),
     "sqrt": "fn f(x) { let s = x\n for i in range(6) { s = sqrt(s * s + x * x) }\n return s }",
+    # LoopBackT needs sin(s) (cos's rule), which the forward loop does not keep (B reads cos(s)
+    # only): its walk replays each iteration's forward from the state
+    "not_kept": "fn f(x) { let s = x\n for i in range(10) { s = sin(s) + x }\n return s }",
     # a pullback that does not split (pow's rule decides by a forward value): the walks replay Q
     "power": "fn f(x) { let s = x * x + 0.5\n for i in range(8) { s = s ** (0.5 + 0.1 * x) + 0.1 }\n return s }",
 }
@@ -154,3 +157,19 @@ def test_the_first_call_stages_a_few_small_bodies_not_every_iteration():
         fast(0.5)
         sizes.append(sum(len(e.program.steps) for entries in fast.call.entries.values() for e in entries))
     assert sizes[0] == sizes[1] < 100, sizes
+
+
+@pytest.mark.parametrize("name, reversed_walk", [("chain", "back_reversed_split"), ("tensor_state", "back_reversed_split"),
+                                                 ("not_kept", "back_reversed"), ("power", "back_reversed")])
+def test_the_reversed_walk_reads_the_forward_loops_residuals_where_they_hold_what_it_needs(name, reversed_walk):
+    # LoopBackT differentiates the pullback with respect to the state: the values of the forward it
+    # needs (sin(acc) and cos(acc) for the chain) are read from what the forward loop kept, where it
+    # kept them all, instead of computed again from each iteration's state
+    i = interp(PROGRAMS[name] + "\nlet second = grad(grad(f))\nlet fast = jit(second)")
+    second, fast = i.lookup("second"), i.lookup("fast")
+    for x in (0.55, -0.3, 0.55):
+        assert close(fast(x), second(x)), (x, fast(x), second(x))
+    loops = fast.call.entries[next(iter(fast.call.entries))][0].program.steps
+    body = next(s[4]["body"] for s in loops if s[1] == "LoopBackT")
+    ran = {k for k, v in body.walks()._loops.items() if v}
+    assert reversed_walk in ran and ({"back_reversed", "back_reversed_split"} - {reversed_walk}).isdisjoint(ran), ran

@@ -14,6 +14,7 @@ from ..ops.arith import add
 from ..primitives.loop_twice import back_added, back_reversed
 from ..primitives.loops import pullback, stage_pullback
 from .codegen import compile_loop
+from .split import on_residuals
 
 
 class Walks:
@@ -54,20 +55,46 @@ class Walks:
         body = self.body
         if not len(items):
             return (*u, [])
-        loop = self._loops.get("back_reversed")
+        split = self._split(kept)
+        loop = self._loops.get("back_reversed_split") if split is not None else False
         if loop is None:
-            n, m = self.n, len(u)
-
-            def both(a):
-                unext, sbar = back_reversed(body, a[0], a[1:1 + n], a[1 + n:1 + n + m], a[1 + n + m:])
-                return (*unext, *sbar)
-
-            loop = self._staged("back_reversed", both, (items[0], *kept[0], *cthist[0], *u), (None, n, m), m,
-                                extra=True)
+            loop = self._loop("back_reversed_split", lambda: self._stage_reversed_split(items, kept, cthist, u))
+        if loop:
+            entries = zip(kept.residuals, cthist)
+        else:
+            loop = self._loops.get("back_reversed")
+            if loop is None:
+                program = self._reversed_program(items[0], kept[0], cthist[0], u)
+                loop = self._loop("back_reversed", lambda: program and compile_loop(
+                    program, (None, self.n, len(u)), len(u), "loop_back_reversed", extra=True))
+            entries = zip(items, kept, cthist)
         sbars = []
-        uN = _walk(loop, zip(items, kept, cthist), len(items), u,
+        uN = _walk(loop, entries, len(items), u,
                    lambda j, c: back_reversed(body, items[j], list(kept[j]), list(cthist[j]), c), None, sbars)
         return (*uN, sbars)
+
+    def _reversed_program(self, item, state, cnext, u):
+        """LoopBackT's body staged: the pullback of Q at (item, state, cnext) given u; None where
+        it does not stage."""
+        body, n, m = self.body, self.n, len(u)
+
+        def both(a):
+            unext, sbar = back_reversed(body, a[0], a[1:1 + n], a[1 + n:1 + n + m], a[1 + n + m:])
+            return (*unext, *sbar)
+
+        try:
+            return _program(both, (item, *state, *cnext, *u))
+        except S.GuardFailed:
+            return None
+
+    def _stage_reversed_split(self, items, kept, cthist, u):
+        """LoopBackT's loop reading the residuals the forward loop kept for the values of the
+        forward it needs (sin(x) for sin's rule's rule), where it needs none other."""
+        program = self._reversed_program(items[0], kept[0], cthist[0], u)
+        forward = self.body._split[0].source
+        program = program and on_residuals(forward, len(kept.residuals[0]), program)
+        return program and compile_loop(program, (len(kept.residuals[0]), len(u)), len(u),
+                                        "loop_back_reversed_split", extra=True)
 
     def back_added(self, items, kept, hbar, cts):
         """LoopBackAdd on plain values: c_0."""
@@ -118,12 +145,8 @@ class Walks:
 
     def _staged(self, name, fn, example, groups, carried, kept=False, extra=False):
         """The walk's loop compiled, its body `fn` (a list of inputs -> outputs) staged on `example`."""
-        def make():
-            trace = S.StageTrace()
-            args = [trace.box(v, "Arg", (), (), None, None) for v in example]
-            program = S.program_of(trace, args, tuple(fn(args)))
-            return compile_loop(program, groups, carried, f"loop_{name}", kept, extra)
-        return self._loop(name, make)
+        return self._loop(name, lambda: compile_loop(_program(fn, example), groups, carried, f"loop_{name}",
+                                                     kept, extra))
 
     def _loop(self, name, make):
         """The compiled loop `make()` gives (None where its body does not stage), made once; False
@@ -136,6 +159,13 @@ class Walks:
                 found = False
             self._loops[name] = found
         return found
+
+
+def _program(fn, example):
+    """`fn` (a list of inputs -> outputs) staged on the values `example`."""
+    trace = S.StageTrace()
+    args = [trace.box(v, "Arg", (), (), None, None) for v in example]
+    return S.program_of(trace, args, tuple(fn(args)))
 
 
 def _walk(loop, entries, count, carry, exact, kept, extra):

@@ -79,29 +79,73 @@ def split(forward, pullback):
     return kept, back
 
 
-def _replayed_guards(forward, pullback, guards):
-    """Whether each of Q's guards (in `guards`) is one of P's, checking the same value of P's
-    replayed forward: Q's steps are matched to P's by what they compute, from the inputs on."""
-    n_state = len(forward.inputs) - 1
-    same_as = dict(zip(pullback.inputs[:1 + n_state], forward.inputs))      # Q's slot -> P's
-    computed = {}
+def _same_as(forward, program):
+    """The slots of `program` (whose first inputs are `forward`'s: the item and the state) that
+    compute what one of `forward`'s does, matched by what they compute from the inputs on:
+    slot -> forward's slot; and forward's slots -> the first of them computing the same (P'
+    repeats some of P's steps: the common subexpression pass, optimize.py, folds them later)."""
+    same_as = dict(zip(program.inputs[:len(forward.inputs)], forward.inputs))
+    computed, first = {}, {}
     for kind, op, refs, consts, kw, span, slot in forward.steps:
         if kind == "op":
-            computed.setdefault(step_key(op, refs, consts, kw), slot)
-    p_guards = {}
-    for step in forward.guards:
-        p_guards.setdefault(step[2][0], []).append(step[3][0])
-    for kind, op, refs, consts, kw, span, slot in pullback.steps:
+            first[slot] = computed.setdefault(step_key(op, tuple(first.get(r, r) for r in refs), consts, kw), slot)
+    for kind, op, refs, consts, kw, span, slot in program.steps:
         if kind != "op" or any(r >= 0 and r not in same_as for r in refs):
             continue
         found = computed.get(step_key(op, tuple(same_as.get(r, r) for r in refs), consts, kw))
         if found is not None:
             same_as[slot] = found
+    return same_as, first
+
+
+def _replayed_guards(forward, pullback, guards):
+    """Whether each of Q's guards (in `guards`) is one of P's, checking the same value of P's
+    replayed forward."""
+    same_as, first = _same_as(forward, pullback)
+    p_guards = {}
+    for step in forward.guards:
+        p_guards.setdefault(first.get(step[2][0], step[2][0]), []).append(step[3][0])
     for kind, op, refs, consts, kw, span, slot in guards:
         r = same_as.get(refs[0]) if refs[0] >= 0 else None
         if r is None or not any(same(consts[0], e) for e in p_guards.get(r, ())):
             return False
     return True
+
+
+def on_residuals(kept, count, program):
+    """`program`, whose first inputs are the forward's (the item and the state), reading the
+    residuals P' (`kept`) keeps, its last `count` outputs, instead of computing them again: a
+    program over (the residuals..., its other inputs...), or None where it reads a value of the
+    forward that is not among them (or a guard or an effect reads one)."""
+    n = len(kept.inputs)
+    same_as, first = _same_as(kept, program)
+    res_refs = kept.out_refs[len(kept.out_refs) - count:]
+    position = {}
+    for j, r in enumerate(res_refs):
+        position.setdefault(first.get(r, r), j)
+    base = program.nslots
+    kept_as = {s: base + position[f] for s, f in same_as.items() if f in position}
+    missing = set(program.inputs[:n]) - kept_as.keys()      # forward values it cannot read
+    steps = []
+    for step in program.steps:
+        kind, op, refs, consts, kw, span, slot = step
+        if kind == "op" and slot in kept_as:
+            continue
+        if any(r in missing for r in refs):
+            if kind != "op":
+                return None
+            missing.add(slot)
+            continue
+        if any(r in kept_as for r in refs):
+            step = (kind, op, tuple(kept_as.get(r, r) for r in refs), consts, kw, span, slot)
+        steps.append(step)
+    if any(r in missing for r in program.out_refs):
+        return None
+    inputs = tuple(range(base, base + count)) + tuple(program.inputs[n:])
+    out_refs = tuple(kept_as.get(r, r) for r in program.out_refs)
+    kinds = list(program.kinds) + [kept.kinds[r] for r in res_refs]
+    return Program(base + count, inputs, steps, program.out_spec, out_refs, program.out_consts, kinds,
+                   program.spans)
 
 
 def cotangents(back):
@@ -188,4 +232,4 @@ def _needed(steps, wanted):
     return out
 
 
-__all__ = ["split", "cotangents", "needed_only", "checks_can_wait", "hoisted"]
+__all__ = ["split", "on_residuals", "cotangents", "needed_only", "checks_can_wait", "hoisted"]
