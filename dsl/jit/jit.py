@@ -196,7 +196,9 @@ class Jitted:
         """The compiled code's result (or the exact program's, where the code cannot vouch for it:
         then `held`, holding the call's effects, undoes those the code performed first)."""
         rewind = held.rewind if held is not None else None
-        return unflatten(entry.program.out_spec, list(run_code(entry.program, entry.code, values, rewind)))
+        out = run_code(entry.program, entry.code, values, rewind)
+        spec = entry.program.out_spec
+        return out[0] if spec is None else unflatten(spec, list(out))
 
     def _say(self, text):
         """Explain (with explain=true or --explain-jit) on standard error."""
