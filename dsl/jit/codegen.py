@@ -386,7 +386,8 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     if template is not None:
         names = {k: w.const(v) for k, v in (kw or {}).items()}
         return template.format(*template_args, **names)
-    fn = w.const(functools.partial(prim.impl, **kw) if kw else prim.impl)
+    impl = prim.plain or prim.impl
+    fn = w.const(functools.partial(impl, **kw) if kw else impl)
     return f"{fn}({', '.join(args)})"
 
 

@@ -91,15 +91,25 @@ def _records(top, kept):
     return top is not None and top.kind is STAGE and (not top.dry or type(kept) is Box)
 
 
+def _back_reversed_plain(kept, cthist, *u, body=None, items=()):
+    """LoopBackT's kernel on plain values (what compiled code calls)."""
+    return body.walks().back_reversed(iterations(items, kept), kept, cthist, list(u))
+
+
+def _back_added_plain(kept, hbar, *cts, body=None, items=()):
+    """LoopBackAdd's kernel on plain values (what compiled code calls)."""
+    return tuple(body.walks().back_added(iterations(items, kept), kept, hbar, list(cts)))
+
+
 def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
     """LoopBackT: (u_N..., the history's cotangents s̄_0..s̄_{N-1}) from u_0 (see the module docstring)."""
     top = history_top(kept, u, (cthist,))
     if _records(top, kept):
         return tape.record("LoopBackT", (kept, cthist, *u), {"body": body, "items": items})
     kept, cthist = tape.strip_unstaged(kept), tape.strip_unstaged(cthist)
-    items = iterations(items, kept)
     if top is None:
-        return body.walks().back_reversed(items, kept, cthist, list(u))
+        return _back_reversed_plain(kept, cthist, *u, body=body, items=items)
+    items = iterations(items, kept)
     u, sbars = list(u), []
     for k in range(len(items)):
         u, sbar = back_reversed(body, items[k], kept[k], cthist[k], u)
@@ -113,9 +123,9 @@ def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
     if _records(top, kept):
         return tape.record("LoopBackAdd", (kept, hbar, *cts), {"body": body, "items": items})
     kept, hbar = tape.strip_unstaged(kept), tape.strip_unstaged(hbar)
-    items = iterations(items, kept)
     if top is None:
-        return tuple(body.walks().back_added(items, kept, hbar, list(cts)))
+        return _back_added_plain(kept, hbar, *cts, body=body, items=items)
+    items = iterations(items, kept)
     ct = list(cts)
     for k in range(len(items) - 1, -1, -1):
         ct = back_added(body, items[k], kept[k], hbar[k], ct)
@@ -149,7 +159,7 @@ def loop_back_rule(ns, g, ans, args, kw, wanted):
     return [parts[m] if wanted[0] else None, *[x if w else None for x, w in zip(parts[:m], wanted[1:])]]
 
 
-define("LoopBackT", _back_reversed_kernel)
-define("LoopBackAdd", _back_added_kernel)
+define("LoopBackT", _back_reversed_kernel, plain=_back_reversed_plain)
+define("LoopBackAdd", _back_added_kernel, plain=_back_added_plain)
 
 __all__ = ["over_stage", "history_top", "iterations", "back_with_history", "loop_back_rule"]

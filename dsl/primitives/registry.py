@@ -14,7 +14,9 @@ operation (JAX's design, jax/_src/lax/lax.py):
 - `batch` (`vmap`): `rule(ns, args, batched, kw)`; a batched argument carries the
   batch on axis 0, and so must the result (or say it has none: batching.Unbatched, or
   per element of a tuple: batching.Lanes).
-- `emit` (`jit`): how generated code computes it, else generated code calls `impl`.
+- `emit` (`jit`): how generated code computes it, else generated code calls `plain`
+  where the primitive has one (`impl` on plain values, without looking for boxes: none
+  reach compiled code), else `impl`.
 
 Rules are written against a namespace `ns` of array operations: on plain numbers
 and arrays it is numpy itself (dsl/primitives/namespaces.py, `EAGER`), and where a
@@ -59,11 +61,11 @@ class Primitive:
     """One operation and its rules (see the module docstring)."""
 
     __slots__ = ("name", "impl", "vjp", "vjp_all", "jvp", "batch", "emit", "partials", "piecewise",
-                 "differentiable", "_reads_output", "linear", "effect", "user_code", "guards")
+                 "differentiable", "_reads_output", "linear", "effect", "user_code", "guards", "plain")
 
     def __init__(self, name, impl, vjp=None, vjp_all=None, jvp=None, batch=None, emit=None, partials=None,
                  piecewise=False, differentiable=True, linear=False, effect=False, user_code=False,
-                 guards=False):
+                 guards=False, plain=None):
         self.name = name
         self.impl = impl
         self.vjp = vjp
@@ -78,6 +80,7 @@ class Primitive:
         self.effect = effect
         self.user_code = user_code      # its reverse rule runs the user's code (dg or Python, with effects)
         self.guards = guards            # its kernel checks guards: kept in a staged program even if unread
+        self.plain = plain              # its kernel on plain values, for generated code (see `emit`)
         self._reads_output = None
 
     @property
