@@ -278,14 +278,25 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None,
         return back_with_history(body, iterations(items, kept), kept, cts, top)
     if type(kept) is Box:
         kept = tape.strip_unstaged(kept)
+    if top is None:
+        return _loop_back_plain(kept, *cts, body=body, items=items, wanted=wanted, spread=spread)
     if spread is not None:
         kept = _spread_history(kept, body.diff, spread)
-    if top is not None:
-        items = iterations(items, kept)
-        ct = list(cts)
-        for k in range(len(items) - 1, -1, -1):
-            ct = pullback(body, items[k], kept[k], ct)
-        return tuple(ct)
+    items = iterations(items, kept)
+    ct = list(cts)
+    for k in range(len(items) - 1, -1, -1):
+        ct = pullback(body, items[k], kept[k], ct)
+    return tuple(ct)
+
+
+def _loop_back_plain(kept, *cts, body=None, items=(), wanted=None, spread=None, history=False, nested=False):
+    """LoopBack's kernel on plain values (what compiled code calls: see registry.py's `plain`)."""
+    if type(kept) is JvpHistory:
+        return kept.back(cts, items, wanted)
+    if history:
+        return back_with_history(body, iterations(items, kept), kept, cts, None)
+    if spread is not None:
+        kept = _spread_history(kept, body.diff, spread)
     return tuple(body.back(iterations(items, kept), kept, cts, wanted))
 
 
@@ -404,7 +415,7 @@ define("Loop", _loop_kernel, vjp_all=_loop_rule, batch=_loop_batch, user_code=Tr
 # LoopBack is recorded by a staging trace, and on a reverse tape only right above one (a loop rolled
 # under two reverse levels, whose outer pass takes its rule: loop_twice.py); under any other
 # reverse level its kernel replays the pullback through the primitives, recorded one by one
-define("LoopBack", _loop_back_kernel, vjp_all=loop_back_rule, batch=_loop_back_batch)
+define("LoopBack", _loop_back_kernel, vjp_all=loop_back_rule, batch=_loop_back_batch, plain=_loop_back_plain)
 
 
 def state_diff(state):
