@@ -76,8 +76,9 @@ def plan(program, exact=False):
     implied = _implied(steps, alone, checked, kinds)
     inexact = bool(sources) and bool(checked or alone or program.guards)
     checked += tuple(r for r in alone if r not in proven and r not in implied)
-    if implied:
-        steps = _live(steps, [resolve(alias, r) for r in program.out_refs if r >= 0] + list(checked))
+    if implied:         # the products only their checks read are not computed
+        read = {r for step in steps for r in step[2]}
+        steps = [step for step in steps if step[6] not in implied or step[6] in read]
     return Plan(steps, alias, checked, known, inexact, tuple(implied))
 
 
@@ -105,18 +106,6 @@ def _implied(steps, products, checked, kinds):
         if all(f in keeps if f >= 0 else type(c) is not float or c - c == 0.0 for f, c in zip(step[2], step[3])):
             implied.add(r)
     return implied
-
-
-def _live(steps, needed):
-    """The steps without the operations whose value nothing reads (a left-out check's product)."""
-    live = set(needed)
-    out = []
-    for step in reversed(steps):
-        if step[0] != "op" or step[6] in live:
-            live.update(step[2])
-            out.append(step)
-    out.reverse()
-    return out
 
 
 def _proven_finite(steps, alias):
