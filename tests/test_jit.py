@@ -576,3 +576,23 @@ def test_the_fast_signature_of_plain_arguments_is_the_general_one():
         assert key == signature(args, {})
         assert [type(v) for v in leaves] == [type(v) for v in args if type(v) in (float, np.float64, np.ndarray)]
     assert _flat_call(((1.0, 2.0),)) is None and _flat_call(({"a": 1.0},)) is None
+
+
+def test_a_masks_product_is_left_unchecked_only_where_its_factors_reach_a_checked_value_unchanged():
+    # r = a * b is NaN only where a or b is NaN or infinite: where each factor reaches a checked
+    # value through operations that keep a non-finite value so, that check covers r
+    from dsl.jit.optimize import _implied
+    inf = float("inf")
+    kinds = ["float"] * 9
+    steps = [("op", "Mul", (0, 1), (None, None), None, -1, 2),          # r = a * b: the mask's product
+             ("op", "Sin", (0,), (None,), None, -1, 3),
+             ("op", "Mul", (3, 1), (None, None), None, -1, 4),          # a and b reach 4 by sin and *
+             ("op", "Exp", (0,), (None,), None, -1, 5),                 # exp(-inf) is 0: a does not reach 6
+             ("op", "Mul", (5, 1), (None, None), None, -1, 6),
+             ("op", "Mul", (0, -1), (None, 2.0), None, -1, 7),          # a times a finite constant
+             ("op", "Mul", (0, -1), (None, np.float64(inf)), None, -1, 8)]   # a times an infinite one
+    assert _implied(steps, [2], (4,), kinds) == {2}
+    assert _implied(steps, [2], (6,), kinds) == set()
+    assert _implied(steps, [7], (4,), kinds) == {7}
+    assert _implied(steps, [8], (4,), kinds) == set()
+    assert _implied(steps, [2, 7], (), kinds) == set()

@@ -103,9 +103,14 @@ def _implied(steps, products, checked, kinds):
         step = made.get(r)
         if step is None or step[1] not in ("Mul", "ScalarMul") or kinds[r] != "float":
             continue
-        if all(f in keeps if f >= 0 else type(c) is not float or c - c == 0.0 for f, c in zip(step[2], step[3])):
+        if all(f in keeps if f >= 0 else _finite_number(c) for f, c in zip(step[2], step[3])):
             implied.add(r)
     return implied
+
+
+def _finite_number(c):
+    """Whether a constant is a finite Python or numpy number (not a tensor)."""
+    return type(c) in (int, bool) or isinstance(c, float) and c - c == 0.0
 
 
 def _proven_finite(steps, alias):
