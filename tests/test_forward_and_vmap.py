@@ -335,6 +335,9 @@ def test_vmap_keeps_what_it_staged_per_signature_and_stages_again_where_it_must(
     i.run("k = 3.0")
     np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
     assert len(staged) == 2
+    i.run("k = 3.0")        # bound again to an equal number: what was staged still applies, as for jit
+    np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
+    assert len(staged) == 2
     np.testing.assert_allclose(vf(xs, -1.0), 3.0 * xs)        # the branch goes the other way
     np.testing.assert_allclose(vf(xs, 1.0), 3.0 * xs * xs)
     # d/dx sum(clip(x) * x * k): clip's rule clamps its cotangent x * k to [-0.5, 0.5]

@@ -101,11 +101,12 @@ def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effect
     signature, axes, whether a derivative is taken through the call (which records custom_vjp
     as itself: _stage_dry) and whether jit is staging it (which rolls loops vmap alone writes
     out: dsl/jit/rolling.py)."""
-    from ..jit.jit import reads, signature
+    from ..jit.jit import cells_hold, reads, signature
     jitting = interp is not None and any(type(t) is S.StageTrace and not t.dry for t in interp.staging)
     key = (signature(args, {}), axes, any(S.differentiated(v) for v in leaves), jitting)
     kept = cache.get(key)
-    if kept is not None and kept.cells_hold():
+    # what f reads still holds what it held when f was staged (numbers: an equal one, as for jit)
+    if kept is not None and cells_hold(kept.cells):
         return kept
     kept = cache[key] = _Kept(_stage_first(f, spec, leaves, batched, interp, shared_effects), reads(f))
     return kept
@@ -123,10 +124,6 @@ class _Kept:
         self.cells = cells
         self.calls = 0
         self.staged = self.code = None
-
-    def cells_hold(self):
-        """Whether what f reads still holds what it held when f was staged."""
-        return all(cell.v is value for cell, value in self.cells)
 
     def replay(self, leaves, batched, size):
         """The batched result: by the compiled code where it applies, else by the batching rules."""
