@@ -101,16 +101,27 @@ def _back_added_plain(kept, hbar, *cts, body=None, items=()):
     return tuple(body.walks().back_added(iterations(items, kept), kept, hbar, list(cts)))
 
 
+def _kernel(name, plain, exact, kept, history, args, body, items):
+    """LoopBackT's and LoopBackAdd's kernel: recorded as a step on a stage, by the compiled walk
+    (`plain`) on plain values, else iteration by iteration through the primitives (`exact`), so
+    that an outer trace records each; `history`: the per-iteration cotangents it reads."""
+    top = history_top(kept, args, (history,))
+    if _records(top, kept):
+        return tape.record(name, (kept, history, *args), {"body": body, "items": items})
+    kept, history = tape.strip_unstaged(kept), tape.strip_unstaged(history)
+    if top is None:
+        return plain(kept, history, *args, body=body, items=items)
+    return exact(body, iterations(items, kept), kept, history, list(args))
+
+
 def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
     """LoopBackT: (u_N..., the history's cotangents s̄_0..s̄_{N-1}) from u_0 (see the module docstring)."""
-    top = history_top(kept, u, (cthist,))
-    if _records(top, kept):
-        return tape.record("LoopBackT", (kept, cthist, *u), {"body": body, "items": items})
-    kept, cthist = tape.strip_unstaged(kept), tape.strip_unstaged(cthist)
-    if top is None:
-        return _back_reversed_plain(kept, cthist, *u, body=body, items=items)
-    items = iterations(items, kept)
-    u, sbars = list(u), []
+    return _kernel("LoopBackT", _back_reversed_plain, _back_reversed_exact, kept, cthist, u, body, items)
+
+
+def _back_reversed_exact(body, items, kept, cthist, u):
+    """LoopBackT through the primitives, forward over the iterations."""
+    sbars = []
     for k in range(len(items)):
         u, sbar = back_reversed(body, items[k], kept[k], cthist[k], u)
         sbars.append(tuple(sbar))
@@ -119,14 +130,11 @@ def _back_reversed_kernel(kept, cthist, *u, body=None, items=()):
 
 def _back_added_kernel(kept, hbar, *cts, body=None, items=()):
     """LoopBackAdd: c_0 from c_N, adding the history's cotangents on the way (module docstring)."""
-    top = history_top(kept, cts, (hbar,))
-    if _records(top, kept):
-        return tape.record("LoopBackAdd", (kept, hbar, *cts), {"body": body, "items": items})
-    kept, hbar = tape.strip_unstaged(kept), tape.strip_unstaged(hbar)
-    if top is None:
-        return _back_added_plain(kept, hbar, *cts, body=body, items=items)
-    items = iterations(items, kept)
-    ct = list(cts)
+    return _kernel("LoopBackAdd", _back_added_plain, _back_added_exact, kept, hbar, cts, body, items)
+
+
+def _back_added_exact(body, items, kept, hbar, ct):
+    """LoopBackAdd through the primitives, back over the iterations."""
     for k in range(len(items) - 1, -1, -1):
         ct = back_added(body, items[k], kept[k], hbar[k], ct)
     return tuple(ct)
