@@ -412,9 +412,7 @@ def accumulate(old, new):
 
 def _structured(g):
     """Whether a cotangent is a struct, map or tuple value (recorded as one by an outer trace, or not)."""
-    while type(g) is Box:
-        g = g.v
-    t = type(g)
+    t = type(peek(g))
     return t is tuple or t is dict or t is Struct
 
 

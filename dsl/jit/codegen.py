@@ -161,8 +161,8 @@ def compile_loop(program, seq, carried, name, kept=False, extra=False, checks=Tr
 
     The program's inputs are: what each of `entries` gives (itself where `seq` is None, a
     tuple of `seq` values where it is an int, or where it is a tuple of group sizes, a tuple of
-    groups, each a value (None) or a sequence of that many: a zip of sequences), then `carried` ones (`carry`, then each iteration's first outputs),
-    then the fixed ones (`fixed`). With `kept`, the carry each completed iteration started from
+    groups, each a value (None) or a sequence of that many: a zip of sequences), then `carried`
+    ones (`carry`, then each iteration's first outputs), then the fixed ones (`fixed`). With `kept`, the carry each completed iteration started from
     is appended to the list `kept`; with `extra`, the tuple of the outputs after the carried
     ones to the list `extra`. An iteration that raises (a guard, a result the code cannot vouch
     for: see run_code) stops the loop with the carry it started from, for the caller to run
@@ -201,7 +201,8 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
         loop.append("    _k += 1")
     lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", start, "try:"]
     lines += ["    " + x for x in loop]
-    lines += ["except _STOPS as _e:", f"    return {done}, {_tuple(carry)}, _e", f"return {done}, {_tuple(carry)}, None"]
+    lines += ["except _STOPS as _e:", f"    return {done}, {_tuple(carry)}, _e",
+              f"return {done}, {_tuple(carry)}, None"]
     return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
 
 
