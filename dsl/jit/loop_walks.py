@@ -57,14 +57,17 @@ class Walks:
             return (*u, [])
         split = self._split(kept)
         loop = self._loops.get("back_reversed_split") if split is not None else False
-        if loop is None:
-            loop = self._loop("back_reversed_split", lambda: self._stage_reversed_split(items, kept, cthist, u))
+        staged = loop is None       # the body is staged once for both loops on their first call
+        if staged:
+            program = self._reversed_program(items[0], kept[0], cthist[0], u)
+            loop = self._loop("back_reversed_split", lambda: self._on_residuals(program, kept, u))
         if loop:
             entries = zip(kept.residuals, cthist)
         else:
             loop = self._loops.get("back_reversed")
             if loop is None:
-                program = self._reversed_program(items[0], kept[0], cthist[0], u)
+                if not staged:
+                    program = self._reversed_program(items[0], kept[0], cthist[0], u)
                 loop = self._loop("back_reversed", lambda: program and compile_loop(
                     program, (None, self.n, len(u)), len(u), "loop_back_reversed", extra=True))
             entries = zip(items, kept, cthist)
@@ -87,10 +90,10 @@ class Walks:
         except S.GuardFailed:
             return None
 
-    def _stage_reversed_split(self, items, kept, cthist, u):
-        """LoopBackT's loop reading the residuals the forward loop kept for the values of the
-        forward it needs (sin(x) for sin's rule's rule), where it needs none other."""
-        program = self._reversed_program(items[0], kept[0], cthist[0], u)
+    def _on_residuals(self, program, kept, u):
+        """LoopBackT's loop (its body `program`, staged) reading the residuals the forward loop
+        kept for the values of the forward it needs (sin(x) for sin's rule's rule), where it
+        needs none other; else None."""
         forward = self.body._split[0].source
         program = program and on_residuals(forward, len(kept.residuals[0]), program)
         return program and compile_loop(program, (len(kept.residuals[0]), len(u)), len(u),
