@@ -3,7 +3,7 @@ softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
 
 import numpy as np
 
-from ..autodiff.tape import nondiff, peek, record
+from ..autodiff.tape import REVERSE, nondiff, peek, record, top_trace
 from .shape import check_size, stack
 from .core import (Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float, to_tensor,
                    type_name)
@@ -161,12 +161,16 @@ def _as_float(p):
     return to_float(p) if type(p) in (int, bool) else p
 
 
-def _normalize(v, axis, gamma, beta, eps):
-    """(v - mean) / sqrt(var + eps) * gamma + beta, statistics over `axis`."""
+def _normalize(v, axis, gamma, beta, eps, stats=None):
+    """(v - mean) / sqrt(var + eps) * gamma + beta, statistics over `axis`; with `stats` (a list),
+    the mean and 1 / sqrt(var + eps) put in it, for the reverse rule (dsl/primitives/nn.py)."""
     mu = np.mean(v, axis=axis, keepdims=True)
     xc = v - mu
     var = np.mean(xc * xc, axis=axis, keepdims=True)
-    y = xc / np.sqrt(var + eps)
+    sd = np.sqrt(var + eps)
+    if stats is not None:
+        stats[:] = (mu, 1.0 / sd)
+    y = xc / sd
     if gamma is not None:
         y = y * gamma
     if beta is not None:
@@ -174,30 +178,47 @@ def _normalize(v, axis, gamma, beta, eps):
     return y
 
 
+# primitive -> (the axis of its statistics, its builtin's name, what that axis must hold one of)
+NORMS = {"LayerNorm": (-1, "layer_norm", "feature (last axis)"), "BatchNorm": (0, "batch_norm", "example (axis 0)")}
+
+
 def layer_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """layer_norm over the last axis, with optional scale gamma and shift beta."""
-    eps = _eps(eps, "layer_norm")
-    gamma, beta = _as_float(gamma), _as_float(beta)
-    if type(x) is Box or type(gamma) is Box or type(beta) is Box:
-        return record("LayerNorm", (x, gamma, beta), {"eps": eps}, span)
-    v = _tensor_arg(x, "layer_norm")
-    if v.shape[-1] == 0:        # statistics of nothing, as mean's are
-        raise error("value", f"layer_norm needs at least one feature (last axis), got shape {fmt_shape(v.shape)}")
-    _norm_params(v, gamma, beta, v.shape[-1:], "layer_norm")
-    return _normalize(v, -1, gamma, beta, eps)
+    return _norm("LayerNorm", x, gamma, beta, eps, span)
 
 
 def batch_norm(x, gamma=None, beta=None, eps=1e-5, span=None):
     """batch_norm: each feature normalised over axis 0 (training statistics)."""
-    eps = _eps(eps, "batch_norm")
+    return _norm("BatchNorm", x, gamma, beta, eps, span)
+
+
+def _norm(op, x, gamma, beta, eps, span):
+    """layer_norm or batch_norm (`op`): recorded where an argument is boxed; on a reverse tape
+    its kernel keeps the statistics for the reverse rule, which then need not compute them again."""
+    name = NORMS[op][1]
+    eps = _eps(eps, name)
     gamma, beta = _as_float(gamma), _as_float(beta)
     if type(x) is Box or type(gamma) is Box or type(beta) is Box:
-        return record("BatchNorm", (x, gamma, beta), {"eps": eps}, span)
-    v = _tensor_arg(x, "batch_norm")
-    if v.shape[0] == 0:
-        raise error("value", f"batch_norm needs at least one example (axis 0), got shape {fmt_shape(v.shape)}")
-    _norm_params(v, gamma, beta, v.shape[1:], "batch_norm")
-    return _normalize(v, 0, gamma, beta, eps)
+        kw = {"eps": eps}
+        top = top_trace((x, gamma, beta))
+        if top.kind is REVERSE:
+            kw["stats"] = []        # filled by the kernel where it computes on plain values
+        return record(op, (x, gamma, beta), kw, span)
+    return norm_kernel(op, x, gamma, beta, eps)
+
+
+def norm_kernel(op, x, gamma, beta, eps, stats=None):
+    """layer_norm's or batch_norm's kernel (dsl/primitives/nn.py): on values that may still be
+    boxed by outer levels (then recorded there), else computed, keeping the statistics in
+    `stats` where given."""
+    if type(x) is Box or type(gamma) is Box or type(beta) is Box:
+        return _norm(op, x, gamma, beta, eps, None)
+    axis, name, needs = NORMS[op]
+    v = _tensor_arg(x, name)
+    if v.shape[axis] == 0:        # statistics of nothing, as mean's are
+        raise error("value", f"{name} needs at least one {needs}, got shape {fmt_shape(v.shape)}")
+    _norm_params(v, gamma, beta, v.shape[-1:] if axis == -1 else v.shape[1:], name)
+    return _normalize(v, axis, gamma, beta, eps, stats)
 
 
 # ---------------------------------------------------------------- linear recurrence

@@ -1,12 +1,14 @@
 """Neural-network primitives, each one node with a fused rule: Softmax LogSoftmax
 CrossEntropy LayerNorm BatchNorm SsmScan."""
 
+import functools
+
 import numpy as np
 
 from .. import ops as O
 from ..autodiff.tape import peek
 from ..ops.core import normalize_axis, shape_of
-from ..ops.nn import cross_entropy_kernel
+from ..ops.nn import cross_entropy_kernel, norm_kernel
 from .reduce import batch_axis
 from .registry import define
 
@@ -114,11 +116,18 @@ def _statistics(ns, x, axis, eps):
 
 
 def _normalization_vjp(axis):
-    """The rule of layer_norm (axis -1) or batch_norm (axis 0), with optional gamma and beta."""
+    """The rule of layer_norm (axis -1) or batch_norm (axis 0), with optional gamma and beta: the
+    statistics the forward kernel kept, where it kept them (on a reverse tape, over plain values),
+    else computed again (on the values another level differentiates)."""
 
     def rule(ns, g, ans, args, kw, wanted):
         x, gamma, beta = args
-        xhat, inv = _statistics(ns, x, axis, kw["eps"])
+        stats = kw.get("stats")
+        if stats:
+            mu, inv = stats
+            xhat = ns.mul(ns.sub(x, mu), inv)
+        else:
+            xhat, inv = _statistics(ns, x, axis, kw["eps"])
         dx = dgamma = dbeta = None
         if wanted[0]:
             dxhat = ns.mul(g, gamma) if gamma is not None else g
@@ -179,10 +188,10 @@ def _normalization_batch(axis):
     return rule
 
 
-define("LayerNorm", O.layer_norm, vjp_all=_normalization_vjp(-1), jvp=_normalization_jvp(-1),
-       batch=_normalization_batch(-1))
-define("BatchNorm", O.batch_norm, vjp_all=_normalization_vjp(0), jvp=_normalization_jvp(0),
-       batch=_normalization_batch(0))
+define("LayerNorm", functools.partial(norm_kernel, "LayerNorm"), vjp_all=_normalization_vjp(-1),
+       jvp=_normalization_jvp(-1), batch=_normalization_batch(-1))
+define("BatchNorm", functools.partial(norm_kernel, "BatchNorm"), vjp_all=_normalization_vjp(0),
+       jvp=_normalization_jvp(0), batch=_normalization_batch(0))
 
 
 # ---------------------------------------------------------------- linear recurrence
