@@ -125,3 +125,23 @@ fn outer(w) {
     eps = 1e-6
     num = np.array([(f(w + eps * e) - f(w - eps * e)) / (2 * eps) for e in np.eye(2)])
     assert np.allclose(g, num, rtol=1e-6)
+
+
+def test_jacobian_and_hessian_take_one_backward_pass_for_every_row_at_once(monkeypatch):
+    # issue 12 item 5: the unit seeds of all the rows go through one (batched) backward pass, not
+    # one pass per row of the result
+    import dsl.autodiff.transforms as T
+    passes = []
+    real = T.backward
+    monkeypatch.setattr(T, "backward", lambda *a, **k: passes.append(1) or real(*a, **k))
+    i = run("fn f(x) { return sin(x) * x[0] }\nfn g(x) { return sum(sin(x) * x ** 2) }")
+    x = np.linspace(-1.0, 1.0, 6)
+    jac = i.lookup("jacobian")(i.lookup("f"))(x)
+    assert len(passes) == 1
+    want = np.diag(np.cos(x) * x[0])
+    want[:, 0] += np.sin(x)
+    np.testing.assert_allclose(jac, want, rtol=1e-12)
+    passes.clear()
+    hess = i.lookup("hessian")(i.lookup("g"))(x)
+    assert len(passes) == 1
+    np.testing.assert_allclose(hess, np.diag((2.0 - x * x) * np.sin(x) + 4.0 * x * np.cos(x)), rtol=1e-12)
