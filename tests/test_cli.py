@@ -300,3 +300,18 @@ def test_help_after_the_script_goes_to_the_script(capsys, tmp_path):
     script.write_text("print(argv)\n")
     assert cli.main(["run", str(script), "--help"]) == 0
     assert capsys.readouterr().out == '("--help",)\n'
+
+
+def test_explain_jit_and_jit_flags(capsys, tmp_path):
+    # issue 12 item 4: `dg run --explain-jit` says on standard error when jit stages a function;
+    # with --jit, the functions grad makes are jitted too (and so explained)
+    script = tmp_path / "j.dg"
+    script.write_text("fn f(x) { return sin(x) * x }\nlet fast = jit(f)\nprint(fast(0.5))\n"
+                      "let g = grad(fn(x) => x * x * 3.0)\nprint(g(2.0))\n")
+    out = "0.2397127693021015\n12.0\n"
+    assert in_process(capsys, "run", str(script)) == (0, out, "")
+    assert in_process(capsys, "run", "--explain-jit", str(script)) == (0, out, "jit(f): staging it: a new signature\n")
+    code, stdout, err = in_process(capsys, "run", "--jit", "--explain-jit", str(script))
+    assert (code, stdout) == (0, out)
+    assert err.splitlines() == ["jit(f): staging it: a new signature",
+                                "jit(grad(<lambda>)): staging it: a new signature"]
