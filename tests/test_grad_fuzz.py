@@ -4,7 +4,8 @@ checked against central differences and against each other.
 Each program is a scalar function f(p, q, t) of a struct P {a, v, m} (a float, a vector of 4, a
 4x4 matrix), a map {"u": vector, "k": float} and a tuple (vector, float, int, string), built from
 random let-bound expressions over section 5's math, shape builtins, indexing, reductions,
-structures made and read inside f, a `for` loop, helper functions and closures. At a random
+structures made and read inside f, a `for` loop, helper functions and closures (some reading a part
+of an argument through their capture, under checkpoint, jit, vmap or a loop). At a random
 point and along random directions dp, dq, dt (trees like the arguments):
 
 - reverse mode: <grad f, d> equals the central difference of f along d (first order);
@@ -167,6 +168,36 @@ class Writer:
         return (f"let sc{name} = {self.expr('s', 2)}\n"
                 f"    let {name} = (fn(x) => x * sc{name} + sin(x))({self.expr(kind, 1)})")
 
+    def form_captured(self, kind, name):
+        """A closure that reads a part of an argument (a struct field, a map key, a tuple element, a
+        structure inside a structure) through its capture, called plainly, under checkpoint, jit or
+        vmap, from a closure inside it, or in a loop."""
+        r = self.r
+        read = r.choice(['p.a', 'q["k"]', 't[1]', 'p.v[1]', 'q["u"][2]', 't[0][3]', 'sum(p.m[0])'])
+        other = r.choice(['q["k"]', 'p.a', 't[1]', 'sum(q["u"])'])
+        body = r.choice([f"x * {read} + sin(x * {other})",
+                         f"(fn(y) => y * {read})(x) + sin(x * {other})"])
+        wrap = r.choice(["", "checkpoint", "jit", "vmap", "loop"] if kind != "s" else ["", "checkpoint", "jit", "loop"])
+        closure = f"fn(x) => {body}"
+        if wrap == "loop":
+            return (f"let cl{name} = {closure}\n    let {name} = {self.expr(kind, 2)}\n"
+                    f"    for i in range(t[2]) {{ {name} = tanh(cl{name}({name}) * 0.5) }}")
+        called = f"{wrap}({closure})" if wrap else closure
+        return f"let cl{name} = {called}\n    let {name} = cl{name}({self.expr(kind, 1)})"
+
+    def early_capture(self):
+        """A closure reading a slot of an argument that nothing has read yet (f's first statement):
+        a structure's slot read once is one tape node, so a read inside checkpoint, jit or vmap
+        must not be lost where that is the first read."""
+        r = self.r
+        kind = r.choice("svm")
+        arg = r.choice({"s": ['p.a', 'q["k"]', 't[1]'], "v": ['p.v', 'q["u"]', 't[0]'], "m": ['p.m']}[kind])
+        read = r.choice(['p.a', 'q["k"]', 't[1]', 'p.v[1]', 'q["u"][2]', 't[0][3]', 'p.m[1, 2]'])
+        body = r.choice([f"x * {read} + sin(x)", f"(fn(y) => y * {read})(x) + cos(x * {read})"])
+        wrap = r.choice(["", "checkpoint", "jit"] + (["vmap"] if kind != "s" else []))
+        called = f"{wrap}(fn(x) => {body})" if wrap else f"fn(x) => {body}"
+        return f"let early = ({called})({arg})"
+
     def form_branch(self, kind, name):
         """An if on a traced value."""
         return (f"let {name} = {self.leaf(kind)}\n"
@@ -199,9 +230,13 @@ class Writer:
         result = (f"{newest[0]} + sum({newest[1]} * [0.3, -0.5, 0.7, 0.2]) + "
                   f"sum({newest[2]} * reshape(linspace(-1.0, 1.0, 16), (4, 4))) + 0.1 * {self.expr('s')}")
         body = "\n    ".join(self.lines)
+        early = ""
+        if self.r.random() < 0.3:
+            early = self.early_capture() + "\n    "
+            result += " + 0.3 * sum(early)"
         return PRELUDE + f"""
 fn f(p, q, t) {{
-    let s0 = p.a
+    {early}    let s0 = p.a
     let v0 = p.v
     let m0 = p.m
     let v1 = q["u"]
@@ -224,7 +259,7 @@ let ruled = custom_vjp(fn(x) => tanh(x) * 2.0, fn(x, out, g) => (g * 2.0 * (1.0 
 
 # the statement forms and how often each is written
 FORMS = [("let", 50), ("for", 6), ("for_branch", 5), ("rows", 4), ("while", 4), ("struct", 8), ("tuple", 4), ("helper", 6),
-         ("closure", 5), ("branch", 5), ("rules", 5), ("inner", 5)]
+         ("closure", 5), ("captured", 6), ("branch", 5), ("rules", 5), ("inner", 5)]
 
 # The derivatives the test compares, in dg: <g, d> for trees like the arguments, f moved along
 # a direction, and the first- and second-order forms.

@@ -56,6 +56,15 @@ class Trace:
         self.reads = {}     # (structure box, slot) -> its read: a value read twice is one node
         self.user_code = False      # whether a node's reverse rule runs the user's code (USER_CODE)
 
+    def rewind(self, mark):
+        """Drop the nodes recorded since there were `mark` of them, and the structural reads
+        among them: a later read of the same slot must record a node again, not find one that
+        no longer is on the tape (its cotangent would be lost)."""
+        dropped = {id(b) for b in self.nodes[mark:]}
+        del self.nodes[mark:]
+        if dropped and self.reads:
+            self.reads = {k: b for k, b in self.reads.items() if id(b) not in dropped}
+
     def release(self):
         """Let go of the nodes (the differentiation is over)."""
         self.nodes = []

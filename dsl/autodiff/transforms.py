@@ -451,7 +451,7 @@ def checkpoint(f, opts=None, generator=None):
         if _reads_trace(out.v if type(out) is Box and out.trace is top else out, top):
             # f read recorded values through its closure, which the recomputation cannot reach
             # as arguments: drop this attempt and record f as usual (correct, without the saving)
-            del top.nodes[mark:]
+            top.rewind(mark)
             if state is not None:
                 generator().bit_generator.state = state
             return f(*args, **kwargs)
