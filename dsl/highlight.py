@@ -24,7 +24,7 @@ BUILTINS = frozenset("""
     shape ndim size reshape transpose cat stack gather where clamp
     neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign floor softmax log_softmax
     logsumexp cross_entropy layer_norm batch_norm sum mean max min maximum minimum matmul ssm_scan
-    argmax argmin sort argsort ceil round log1p expm1 var std prod cumsum norm einsum
+    argmax argmin sort argsort ceil round log1p expm1 softplus var std prod cumsum norm einsum
     print str int float bool type len range keys values items has get remove enumerate zip
     assert error time
     tree_map tree_leaves global_norm clip_by_global_norm

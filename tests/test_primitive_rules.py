@@ -71,6 +71,7 @@ CASES = [
     ("sum(grad(fn(t) => sum(t ** y))(x))", dict(x=r(3, low=0.5), y=r(3))),                   # pow's zero tests
     ("sum(grad(fn(t) => sum(t * t * x) * sum(t))(y))", dict(x=r(3), y=r(3))),                # BroadcastTo
     ("log1p(x)", dict(x=r(3, low=0.1))), ("expm1(x)", dict(x=r(3))),
+    ("softplus(x)", dict(x=r(3) * 4.0)), ("softplus(x) * y", dict(x=r(), y=r(3))),
     ("var(x)", dict(x=r(5))), ("var(x, axis=0, keepdims=true)", dict(x=r(3, 2))), ("std(x, axis=1)", dict(x=r(2, 4))),
     ("prod(x)", dict(x=r(4))), ("prod(x) * x", dict(x=r())), ("prod(x, axis=0)", dict(x=r(0, 2))), ("prod(x, axis=1)", dict(x=r(2, 0))), ("prod(x, axis=1)", dict(x=r(2, 3))), ("prod(x * y, axis=0)", dict(x=np.array([[0.0, 1.5], [2.0, 0.0], [0.7, 3.0]]), y=r(3, 2))),
     ("cumsum(x)", dict(x=r(2, 3))), ("cumsum(x, 0) * x", dict(x=r())), ("cumsum(x, axis=0)", dict(x=r(3, 2))), ("cumsum(x, axis=-1) * y", dict(x=r(2, 3), y=r(3))),

@@ -16,7 +16,7 @@ SECTIONS = [
                              "where", "clamp"]),
     ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
                           "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"]),
-    ("Activations and losses", ["sigmoid", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
+    ("Activations and losses", ["sigmoid", "softplus", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
                                 "logsumexp", "cross_entropy", "layer_norm", "batch_norm"]),
     ("Reductions and linear algebra", ["sum", "mean", "max", "min", "prod", "var", "std", "norm", "cumsum",
                                        "argmax", "argmin", "sort", "argsort", "matmul", "einsum",
@@ -211,6 +211,10 @@ Differentiable: yes, in a and b; ties share the gradient equally.
 Differentiable: yes.
 >>> sigmoid(0.0)
 0.5""",
+    "softplus": """softplus(x): ln(1 + exp(x)), computed stably for large |x| (numpy's logaddexp(0, x)).
+Differentiable: yes, to every order; its derivative is sigmoid(x).
+>>> softplus(0.0)
+0.6931471805599453""",
     "relu": """relu(x): max(x, 0).
 Differentiable: yes; relu'(0) is 0.
 >>> relu([-1.0, 2.0])

@@ -41,6 +41,7 @@ def make(interp):
         "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
         "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
         "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
+        "softplus": ops.softplus,
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "norm": norm, "einsum": einsum,
     }
 

@@ -31,6 +31,11 @@ def ln(x):
     return -INF if x == 0.0 else NAN
 
 
+def softplus(x):
+    """ln(1 + exp(x)) of a float, without overflow."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
 def log2(x):
     """log2 of a float."""
     if x > 0.0:

@@ -69,6 +69,16 @@ def _gelu_vector(x):
     return 0.5 * x * (1.0 + _erf_vector(x / SQRT_TWO))
 
 
+def _softplus_scalar(x):
+    """ln(1 + exp(x)) without overflow for large x or loss of precision for very negative x."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def _softplus_vector(x):
+    """Vectorised stable softplus."""
+    return np.logaddexp(0.0, x)
+
+
 def _silu_scalar(x):
     """x * sigmoid(x)."""
     return x * _sigmoid_scalar(x)
@@ -89,6 +99,7 @@ gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
 log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
 expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)
+softplus = _unary("Softplus", "softplus", _softplus_scalar, _softplus_vector)
 
 
 def _constant(op, name, vector, scalar):
