@@ -33,6 +33,7 @@ from .errors import DgError, error
 from .parser import parse
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
+from .ops.arith import MAX_INT_DIGITS, too_long
 from .ops.shape import check_size
 from .values import UNBOUND, Function, Module, Struct, StructDef, a_type_name, is_callable_value
 
@@ -52,7 +53,9 @@ def to_dg(value, interp=None):
 def _to_dg(value, interp):
     """to_dg without the guard against runaway nesting."""
     t = type(value)
-    if value is None or t is bool or t is int or t is float or t is str:
+    if t is int:
+        return _bounded_int(value)
+    if value is None or t is bool or t is float or t is str:
         return value
     if isinstance(value, np.ndarray):
         return _array_to_dg(value, interp)
@@ -77,10 +80,20 @@ def _to_dg(value, interp):
                      "dsl.Struct values")
 
 
+def _bounded_int(value):
+    """An int within dg's bound on ints (4,300 digits), else a `limit` error: past it, printing,
+    `//` and `%` could run for any time, beyond the reach of the interpreter's limits."""
+    if too_long(value):
+        raise error("limit", f"a Python int of about {int(value.bit_length() * 0.30103):,} digits is too "
+                             f"long for dg (ints have at most {MAX_INT_DIGITS:,} digits)",
+                    hint="pass a float for a larger number")
+    return value
+
+
 def _plain(value):
     """A subclass of int, float or str as the plain Python type."""
     if isinstance(value, int):
-        return int(value)
+        return _bounded_int(int(value))
     if isinstance(value, float):
         return float(value)
     return str(value)
@@ -270,6 +283,7 @@ def host_vjp(g, ans, leaves, kw, wanted):
         if len(grad_leaves) != len(arg_leaves):
             raise error("grad", f"the gradient rule of the host function '{host.name}' returned a gradient "
                                 f"whose structure does not match argument {i}", tape.get_span())
+        grad_leaves = [_gradient_leaf(gl, host, i) for gl in grad_leaves]
         for a, gl in zip(arg_leaves, grad_leaves):
             if gl is not None and is_differentiable_leaf(a) and np.shape(gl) != np.shape(peek(a)):
                 raise error("grad", f"the gradient rule of the host function '{host.name}' returned a "
@@ -278,6 +292,22 @@ def host_vjp(g, ans, leaves, kw, wanted):
         out += grad_leaves
     return [o if w else None for o, w in zip(out, wanted)]
 
+
+
+def _gradient_leaf(g, host, i):
+    """A leaf of a gradient a host's vjp returned: none, a float or a float tensor (an int becomes a
+    float); anything else is a `grad` error naming the host function."""
+    t = type(g)
+    if g is None or t is float or (t is np.ndarray and g.dtype.kind == "f"):
+        return g
+    if t is int:
+        try:
+            return float(g)
+        except OverflowError:
+            raise error("grad", f"the gradient rule of the host function '{host.name}' returned an int too "
+                                f"large for a float as a gradient of argument {i}", tape.get_span()) from None
+    raise error("grad", f"the gradient rule of the host function '{host.name}' returned {a_type_name(g)} as a "
+                        f"gradient of argument {i}, where a number or a tensor was expected", tape.get_span())
 
 
 # ---------------------------------------------------------------- the Interpreter methods

@@ -84,7 +84,13 @@ class Interpreter:
         self.grad_options.check_numerics = bool(value)
 
     def reseed(self, seed):
-        """Restart the random generator (PCG64: the same numbers on every machine)."""
+        """Restart the random generator (PCG64: the same numbers on every machine).
+
+        The seed is None (fresh entropy) or an int of at least 0, as numpy takes it; anything
+        else is refused here rather than at the first random draw."""
+        if seed is not None and (type(seed) is not int or seed < 0):
+            raise (ValueError if type(seed) is int else TypeError)(
+                f"seed must be an int of at least 0 or None, got {seed!r}")
         self._seed = seed
         self._rng = None
 
@@ -103,6 +109,7 @@ class Interpreter:
     # -- running ------------------------------------------------------------
     def run(self, src, filename="<input>", echo=None):
         """Run dg source text; return the value of its last expression statement."""
+        _check_text(src, filename)
         program = parse(src, filename)
         key = _script_key(filename)
         if key is not None:     # a script that imports itself is an import cycle, found at that import
@@ -126,6 +133,7 @@ class Interpreter:
 
     def check(self, src, filename="<input>"):
         """Parse and resolve without running; return every error found (reference section 8)."""
+        _check_text(src, filename)
         try:
             program = parse(src, filename)
         except DgError as exc:
@@ -270,6 +278,7 @@ class Interpreter:
     def eval(self, expr):
         """The value of one dg expression, converted to Python."""
         from . import embed
+        _check_text(expr, None)
         return embed.evaluate(self, expr)
 
     def get(self, name):
@@ -306,6 +315,14 @@ class Interpreter:
         """The most recent gradient computation's tape as rows (dsl.tape_view.TapeRow)."""
         from . import embed
         return embed.tape_of(self)
+
+
+def _check_text(src, filename):
+    """The embedding API takes source as a str and a file name as a str (or None)."""
+    if not isinstance(src, str):
+        raise TypeError(f"dg source must be a str, got {type(src).__name__}")
+    if filename is not None and not isinstance(filename, str):
+        raise TypeError(f"filename must be a str, got {type(filename).__name__}")
 
 
 def _script_key(filename):

@@ -307,3 +307,31 @@ def test_tampered_headers_with_a_valid_checksum_never_crash(edits):
         files.decode(with_header(bytes(header), data))
     except (files.Damaged, DgError):
         pass
+
+
+@pytest.mark.parametrize("digits", [3_575, 5_000, 10_000_000])
+def test_an_int_longer_than_dgs_ints_is_refused_by_load(tmp_path, digits):
+    # dg's ints have at most 4,300 decimal digits; a longer one would make // and % run unbounded
+    header = b'{"format": "dg-checkpoint", "tree": {"t": "int", "v": "0x' + b"f" * digits + b'"}}'
+    err = load_error(tmp_path, with_header(header))
+    assert err.kind == "value" and "longer than dg's ints" in err.message
+
+
+def test_the_longest_int_dg_makes_round_trips(tmp_path):
+    biggest = -(10 ** 4300 - 1)
+    assert same(round_trip(biggest, tmp_path), biggest)
+
+
+def test_a_save_removes_the_temporary_files_of_killed_saves_to_that_path(tmp_path):
+    import subprocess
+    import sys
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tmp_path / f".w.ckpt.{gone}.x1y2.tmp"           # a save killed before its rename
+    running = tmp_path / f".w.ckpt.{os.getppid()}.a3b4.tmp"  # a save of a live process
+    other = tmp_path / f".v.ckpt.{gone}.c5d6.tmp"           # another path's
+    for p in (stale, running, other):
+        p.write_bytes(b"partial")
+    dsl.Interpreter().run(f'save("{tmp_path / "w.ckpt"}", 1.0)')
+    assert not stale.exists() and running.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([running.name, other.name, "w.ckpt"])

@@ -306,3 +306,55 @@ def test_importing_dsl_loads_no_ui_or_notebook_packages():
     code = "import sys, dsl; print(sorted(m for m in ('IPython', 'prompt_toolkit') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+@pytest.mark.parametrize("given, words", [
+    (lambda x, out, g: "abc", "returned a string as a gradient of argument 0"),
+    (lambda x, out, g: 10 ** 400, "an int too large for a float"),
+    (lambda x, out, g: True, "returned a bool as a gradient"),
+])
+def test_a_host_vjp_returning_what_is_no_gradient_is_a_grad_error(given, words):
+    interp = dsl.Interpreter()
+    interp.define("h", lambda x: x * 2.0, vjp=given)
+    with pytest.raises(DgError) as info:
+        interp.run("print(grad(fn(x) => h(x))(1.0))")
+    assert info.value.kind == "grad" and "'h'" in info.value.message and words in info.value.message
+
+
+def test_a_host_vjp_may_return_an_int_for_a_float():
+    interp = dsl.Interpreter()
+    interp.define("h", lambda x: x * 2.0, vjp=lambda x, out, g: 2)
+    assert interp.eval("grad(fn(x) => h(x))(1.0)") == 2.0
+
+
+@pytest.mark.parametrize("how", ["set", "host", "eval_arg"])
+def test_ints_past_dgs_bound_do_not_get_in_from_python(how):
+    # ints of more than 4,300 digits would make // and % run for any time, past every limit
+    interp = dsl.Interpreter(timeout=2)
+    with pytest.raises(DgError) as info:
+        if how == "set":
+            interp.set("n", 10 ** 5000)
+        elif how == "host":
+            interp.define("big", lambda: 10 ** 5000)
+            interp.run("let n = big()\nprint(n % 7)")
+        else:
+            interp.run("fn f(n) { return n // 3 }")
+            interp.function("f")(-(10 ** 4301))
+    assert info.value.kind == "limit" and "4,300 digits" in info.value.message
+    interp.set("n", 10 ** 4299)      # the longest ones dg makes itself get in
+    assert interp.eval("n % 7") == 10 ** 4299 % 7
+
+
+@pytest.mark.parametrize("seed, kind", [("abc", TypeError), (1.5, TypeError), (True, TypeError),
+                                        (-1, ValueError)])
+def test_a_bad_seed_is_refused_when_the_interpreter_is_made(seed, kind):
+    with pytest.raises(kind, match="seed must be an int of at least 0"):
+        dsl.Interpreter(seed=seed)
+    assert dsl.Interpreter(seed=2 ** 70).eval("rand((1,))").shape == (1,)
+
+
+@pytest.mark.parametrize("call", [lambda i: i.run("1", filename=123), lambda i: i.run(b"1"),
+                                  lambda i: i.check("1", filename=3.5), lambda i: i.eval(7)])
+def test_source_and_file_names_that_are_not_strings_are_type_errors(call):
+    with pytest.raises(TypeError, match="must be a str"):
+        call(dsl.Interpreter())

@@ -414,3 +414,22 @@ def test_a_derivative_taken_through_vmap_keeps_custom_rules_and_stop_gradient(th
     got, want = i.lookup("got"), i.lookup("want")
     for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-12)
+
+
+@pytest.mark.parametrize("src, shape", [
+    ("vmap(fn(x) => sum(x))(zeros((0, 3)))", (0,)),
+    ("vmap(fn(x) => x * 2.0)(zeros((0, 3)))", (0, 3)),
+    ("vmap(fn(x, w) => x @ w, in_axes=(0, none))(zeros((0, 3)), ones((3, 2)))", (0, 2)),
+    ("vmap(fn(x) => x, in_axes=1, out_axes=1)(zeros((3, 0)))", (3, 0)),
+    ("jit(vmap(fn(x) => sum(x)))(zeros((0, 3)))", (0,)),
+    ("vmap(fn(x) => (x, sum(x) > 0.0))(zeros((0, 3)))[1]", (0,)),
+])
+def test_vmap_over_a_batch_of_zero_examples_gives_empty_results(src, shape):
+    # as JAX: the function's result shapes, with a batch axis of length 0
+    assert interp().eval(src).shape == shape
+
+
+def test_vmap_over_no_examples_prints_nothing_and_differentiates_to_zero(run):
+    src = ('fn pr(x) { print("example")\n return x * 2.0 }\nprint(shape(vmap(pr)(zeros((0, 2)))))\n'
+           "print(grad(fn(w) => sum(vmap(fn(x) => sum(x * w))(zeros((0, 3)))))(ones((3,))))")
+    assert run(src) == "(0, 2)\n[0.0, 0.0, 0.0]\n"

@@ -45,6 +45,8 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
         size = _batch_size(leaves, leaf_axes, who)
         moved = [_to_front(v, a) if a is not None else v for v, a in zip(leaves, leaf_axes)]
         batched = [a is not None for a in leaf_axes]
+        if size == 0:
+            return _out_axes(_no_examples(f, spec, moved, batched, interp, who), out_axes, size, who)
         try:
             if cache is None:
                 program = _stage_first(f, spec, moved, batched, interp, shared_effects)
@@ -60,6 +62,29 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
         return _out_axes(out, out_axes, size, who)
 
     return Transformed(who, call, (f,))
+
+
+def _no_examples(f, spec, leaves, batched, interp, who):
+    """The result over a batch of 0, as JAX gives it: f staged (without its effects) on an example
+    of zeros, for the shapes and dtypes of its results, each with a batch axis of length 0."""
+    example = [np.zeros(peek(v).shape[1:], peek(v).dtype) if b else peek(v) for v, b in zip(leaves, batched)]
+    held = S.Held(interp) if interp is not None else None
+    try:
+        _, out = S.stage(f, unflatten(spec, example), staging=interp.staging if interp is not None else None,
+                         dry=True)
+    finally:
+        if held is not None:
+            held.discard()      # no example: nothing printed, no random numbers drawn
+    leaves_out, out_spec = flatten(out)
+    empty = []
+    for v in leaves_out:
+        v = peek(v)
+        if not (type(v) is np.ndarray or type(v) in (float, int, bool) or isinstance(v, np.generic)):
+            raise error("type", f"{who} over a batch of 0 examples: the function returns {_describe(v)}, "
+                                f"which has no empty batch")
+        v = np.asarray(v)
+        empty.append(np.zeros((0,) + v.shape, v.dtype))
+    return unflatten(out_spec, empty)
 
 
 def _held(interp, program, replay):

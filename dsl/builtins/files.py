@@ -34,6 +34,7 @@ from .. import sandbox
 from ..autodiff import tape
 from ..autodiff.tape import raw
 from ..errors import error
+from ..ops.arith import too_long
 from ..ops.shape import check_size
 from ..printing import show
 from ..values import Struct, StructDef, type_name, a_type_name
@@ -165,11 +166,14 @@ def _decode(node, data, structs, depth=0):
         return node["v"]
     if t == "int":
         text = node.get("v")
-        _need(type(text) is str and len(text) < 10_000_000, "a bad int")
+        # dg's ints have at most 4,300 digits (ops/arith.py): hex() writes 3,575 characters at most
+        _need(type(text) is str and len(text) <= 3_575, "an int longer than dg's ints")
         try:
-            return int(text, 16)
+            value = int(text, 16)
         except ValueError:
             raise Damaged("a bad int") from None
+        _need(not too_long(value), "an int longer than dg's ints")
+        return value
     if t == "float":
         text = node.get("v")
         _need(type(text) is str and len(text) < 40, "a bad float")
@@ -251,7 +255,9 @@ def decode(blob):
 def write_atomic(path, blob):
     """Write blob to path via a temporary file in the same directory and a rename."""
     directory = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    _remove_stale(path)
+    # the writer's process id in the name tells a later save whether the writer is gone
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             _set_mode(fh.fileno(), path)
@@ -266,6 +272,37 @@ def write_atomic(path, blob):
             pass
         raise
     _sync_directory(directory)
+
+
+def _remove_stale(path):
+    """Remove the temporary files of earlier saves to `path` whose process is gone (killed before
+    its rename): they would pile up, one per killed save. A save still running keeps its own."""
+    prefix = f".{path.name}."
+    try:
+        names = [e.name for e in os.scandir(path.parent)
+                 if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            try:
+                os.unlink(path.parent / name)
+            except OSError:
+                pass
+
+
+def _alive(pid):
+    """Whether a process with this id exists (one we may not signal exists too)."""
+    if not hasattr(os, "kill") or os.name == "nt":
+        return True         # no cheap test there: keep the file
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _set_mode(fd, path):
