@@ -9,6 +9,7 @@ import os
 import sys
 
 from .errors import OutputFailed
+from .source_files import read_source
 
 USAGE = """\
 usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard input)
@@ -250,8 +251,7 @@ def _run_source(settings, text, filename, script_args):
 def _run_file(settings, path, script_args):
     """Run a .dg file."""
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            text = fh.read()
+        text = read_source(path)
     except OSError as exc:
         sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
         return 2          # a file named on the command line that cannot be opened: a usage error
@@ -266,8 +266,7 @@ def _check(paths):
     found = unreadable = 0
     for path in paths:
         try:
-            with open(path, encoding="utf-8-sig") as fh:
-                text = fh.read()
+            text = read_source(path)
         except OSError as exc:
             sys.stderr.write(f"dg: cannot read {path}: {exc.strerror or exc}\n")
             unreadable += 1

@@ -22,6 +22,7 @@ from .limits import DEFAULT_MAX_DEPTH, RECURSION, Limits
 from .cycles import gc_paused
 from .parser import parse
 from .resolver import Resolver
+from .source_files import read_source
 from .resources import stdlib_dir
 from .sandbox import FileAccess
 from .statements import compile_program
@@ -124,7 +125,7 @@ class Interpreter:
         """Run a .dg file."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8-sig")      # a BOM is not source, as in Python
+            text = read_source(path)
         except OSError as exc:
             raise error("import", f"cannot read {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
@@ -216,9 +217,10 @@ class Interpreter:
             chain = " -> ".join(Path(p).name for p in self.loading[self.loading.index(key):] + [key])
             raise error("import", f"import cycle: {chain}", span)
         try:
-            text = path.read_text(encoding="utf-8-sig")
+            text = read_source(path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise error("import", f"cannot read module {path}: {exc}", span) from None
+            raise error("import", f"cannot read module {path}: {getattr(exc, 'strerror', None) or exc}",
+                        span) from None
         module = Module(name, key, {})
         self.loading.append(key)
         try:

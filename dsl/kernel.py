@@ -149,6 +149,9 @@ class DgKernel(Kernel):
     async def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False,
                          *, cell_meta=None, cell_id=None):
         """Run a cell: dg code and `:commands`, as the REPL runs an input."""
+        if not isinstance(code, str):
+            return _bad_request(f"the code of an execute_request must be a string, got {type(code).__name__}",
+                                execution_count=self.execution_count)
         self.failed = None
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = self.stdout, self.stderr     # progress bars and warnings too
@@ -174,6 +177,9 @@ class DgKernel(Kernel):
 
     async def do_complete(self, code, cursor_pos):
         """Tab: builtins, names, module members, struct fields and map keys at the cursor."""
+        cursor_pos = _cursor(code, cursor_pos)
+        if cursor_pos is None:
+            return _bad_request("complete_request needs code as a string and cursor_pos as an int")
         found = complete(self.interp, code[:cursor_pos])
         start = cursor_pos + (found[0][1] if found else 0)
         return {"status": "ok", "matches": [text for text, *_ in found], "cursor_start": start,
@@ -183,6 +189,9 @@ class DgKernel(Kernel):
 
     async def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
         """Shift-Tab: the documentation of the name at the cursor."""
+        cursor_pos = _cursor(code, cursor_pos)
+        if cursor_pos is None:
+            return _bad_request("inspect_request needs code as a string and cursor_pos as an int")
         name = name_at(code, cursor_pos)
         value = None
         if name:
@@ -198,11 +207,26 @@ class DgKernel(Kernel):
 
     async def do_is_complete(self, code):
         """Whether the console should run the input or wait for more lines."""
+        if not isinstance(code, str):
+            return {"status": "invalid", "indent": ""}
         return {"status": "complete" if is_complete(code) else "incomplete", "indent": "    "}
 
     async def do_shutdown(self, restart):
         """Nothing to clean up: the interpreter goes with the process."""
         return {"status": "ok", "restart": restart}
+
+
+def _cursor(code, cursor_pos):
+    """A request's cursor within its code, or None for a malformed request. A client that counts
+    UTF-16 units (JupyterLab, on a cell with an emoji) may send a cursor past the end: the end."""
+    if not isinstance(code, str) or type(cursor_pos) is not int:
+        return None
+    return min(max(cursor_pos, 0), len(code))
+
+
+def _bad_request(why, **more):
+    """The reply to a request dg cannot serve: an error reply, not silence."""
+    return {"status": "error", "ename": "BadRequest", "evalue": why, "traceback": [], **more}
 
 
 def split_commands(code):

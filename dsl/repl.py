@@ -29,6 +29,7 @@ from .highlight import DgLexer, paint_error
 from .ops import fmt_shape
 from .parser import is_complete
 from .printing import show
+from .source_files import read_source
 from .syntax_errors import KEYWORDS
 from .tape_view import format_tape, tape_dot
 from .values import UNBOUND, Module, Struct, type_name
@@ -213,7 +214,7 @@ class Repl:
             return
         path = Path(os.path.expanduser(arg.strip("\"'")))
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
         except (OSError, UnicodeDecodeError) as exc:
             self.complain(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
             return
@@ -259,6 +260,9 @@ class Repl:
         path = Path(os.path.expanduser(words[1].strip("\"'")))
         try:
             path.write_text(tape_dot(nodes), encoding="utf-8")
+        except ValueError:          # a NUL character in the path
+            self.complain(f"cannot write {str(path)!r}: a path cannot hold a NUL character")
+            return
         except OSError as exc:
             self.complain(f"cannot write {path}: {exc.strerror or exc}")
             return

@@ -242,3 +242,32 @@ def test_reset_forgets_the_names_and_the_notebook_hooks_stay(kernel):
     assert reply["status"] == "error" and "the session is reset" in streamed(outputs)
     reply, outputs = execute(kc, 'for i in progress(range(3), "after") { }')
     assert reply["status"] == "ok" and "after: 100%" in streamed(outputs, "stderr")
+
+
+def _reply_to(kc, msg_type, content):
+    """Send a raw request on the shell channel; return the content of its reply."""
+    msg = kc.session.msg(msg_type, content)
+    kc.shell_channel.send(msg)
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+    return reply["content"]
+
+
+def test_every_request_gets_a_reply_even_a_malformed_one(kernel):
+    _, kc = kernel
+    execute(kc, "let caf = 1.0")
+    # a client counting UTF-16 units sends a cursor past the end of a cell with an emoji
+    reply = _reply_to(kc, "inspect_request", {"code": 'print("😀")\ncaf', "cursor_pos": 40, "detail_level": 0})
+    assert reply["status"] == "ok"
+    reply = _reply_to(kc, "inspect_request", {"code": "grad", "cursor_pos": -3, "detail_level": 0})
+    assert reply["status"] == "ok"
+    reply = _reply_to(kc, "complete_request", {"code": "ca", "cursor_pos": 99})
+    assert reply["status"] == "ok" and "caf" in reply["matches"]
+    reply = _reply_to(kc, "inspect_request", {"code": None, "cursor_pos": 0, "detail_level": 0})
+    assert reply["status"] == "error"
+    reply = _reply_to(kc, "execute_request", {"code": 42, "silent": False, "store_history": True,
+                                              "user_expressions": {}, "allow_stdin": False})
+    assert reply["status"] == "error" and "must be a string" in reply["evalue"]
+    reply, _ = execute(kc, "caf + 1.0")      # the kernel goes on
+    assert reply["status"] == "ok"

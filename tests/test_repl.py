@@ -18,6 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 import dsl
+from dsl.errors import DgError
 from dsl import repl as R
 
 NL = "\r"          # what the Enter key sends
@@ -415,3 +416,23 @@ def test_piped_input_without_errors_exits_zero_and_reports_an_unfinished_stateme
     unfinished = dg("repl", stdin="let x = [1.0,\n", cwd=tmp_path)
     assert unfinished.returncode == 1
     assert "error[syntax]" in unfinished.stderr
+
+
+def test_load_and_tape_dot_answer_paths_that_are_no_file():
+    # a NUL in the path, and a "file" that never ends: a one-line complaint each, the session goes on
+    out, err = io.StringIO(), io.StringIO()
+    repl = R.Repl(dsl.Interpreter(stdout=out, keep_tape=True), out=out, err=err)
+    for line in [":load a\0b", ":load /dev/zero", "grad(fn(x) => x * x)(3.0)", ":tape dot a\0b", "1 + 1"]:
+        repl.execute(line)
+    assert err.getvalue().splitlines() == [
+        "cannot read a\0b: a path cannot hold a NUL character",
+        "cannot read /dev/zero: it is longer than 64 MiB (or never ends)",
+        "cannot write 'a\\x00b': a path cannot hold a NUL character"]
+    assert out.getvalue().splitlines()[-1] == "2"
+
+
+def test_dg_run_and_run_file_of_a_file_that_never_ends_stop(dg):
+    done = dg("run", "/dev/zero")
+    assert done.returncode == 2 and "longer than 64 MiB (or never ends)" in done.stderr
+    with pytest.raises(DgError, match="never ends"):
+        dsl.Interpreter().run_file("/dev/zero")
