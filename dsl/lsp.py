@@ -4,14 +4,24 @@ Diagnostics are what `dg check` finds, published on open, change and save. Hover
 go to definition and document symbols read a static outline of the file (dsl/outline.py);
 while an edit leaves the file unparseable they use the last outline that parsed, so completion
 keeps working in the middle of a line. Nothing in a file is ever run.
+
+Checking a long file takes seconds, so it happens off the thread that answers requests, once
+typing pauses (CHECK_DELAY), on the newest text only: a check whose text an edit has replaced
+publishes nothing, and requests are answered meanwhile from the last outline.
 """
 
+import asyncio
 import re
 import sys
+import threading
+import time
+from types import SimpleNamespace
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from . import __version__
 from .builtins.help import readable
@@ -202,32 +212,127 @@ def _symbol(decl):
                             children=[_symbol(c) for c in decl.children if c.kind != "parameter"] or None)
 
 
+# ---------------------------------------------------------------- checking off the request thread
+CHECK_DELAY = 0.25      # seconds without an edit before a changed document is checked
+
+
+class Checker:
+    """One worker thread that checks documents: the newest text of each, after a pause in typing.
+
+    `submit` records a document's text; the worker outlines and checks it once no newer text has
+    come for `delay` seconds, and hands the diagnostics to `publish` unless newer text came while
+    it checked (then that text is checked next, and the superseded diagnostics are dropped)."""
+
+    def __init__(self, docs, publish):
+        self.docs = docs
+        self.publish = publish
+        self.pending = {}           # uri -> (text, when it may be checked)
+        self.closed = set()
+        self.cond = threading.Condition()
+        threading.Thread(target=self._work, name="dg-lsp-checker", daemon=True).start()
+
+    def submit(self, uri, text, delay=CHECK_DELAY):
+        """Check `text` as the document's newest version, `delay` seconds from now at the earliest."""
+        with self.cond:
+            self.closed.discard(uri)
+            self.pending[uri] = (text, time.monotonic() + delay)
+            self.cond.notify()
+
+    def close(self, uri):
+        """Forget a document: a check of it in progress publishes nothing."""
+        with self.cond:
+            self.pending.pop(uri, None)
+            self.closed.add(uri)
+
+    def _next(self):
+        """Wait for a document whose pause is over; return (uri, text)."""
+        with self.cond:
+            while True:
+                now = time.monotonic()
+                ready = [(when, uri) for uri, (_, when) in self.pending.items() if when <= now]
+                if ready:
+                    uri = min(ready)[1]
+                    return uri, self.pending.pop(uri)[0]
+                wait = min((when for _, when in self.pending.values()), default=None)
+                self.cond.wait(None if wait is None else wait - now)
+
+    def _work(self):
+        """The worker's loop."""
+        while True:
+            uri, text = self._next()
+            try:
+                found = self.docs.update(uri, text)
+            except Exception as exc:        # a bug in the checker must not end the worker
+                found = [T.Diagnostic(range=T.Range(start=T.Position(line=0, character=0),
+                                                    end=T.Position(line=0, character=1)),
+                                      message=f"dg could not check this file ({type(exc).__name__}: {exc})",
+                                      severity=T.DiagnosticSeverity.Warning, source="dg")]
+            with self.cond:
+                superseded = uri in self.pending or uri in self.closed
+            if not superseded:
+                self.publish(uri, found)
+
+
 # ---------------------------------------------------------------- the server
-def make_server():
+class Protocol(LanguageServerProtocol):
+    """pygls's protocol, answering a request whose parameters do not parse (a position of -1) with
+    an InvalidParams error instead of dropping it: every request gets a response."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" not in data or "method" not in data:
+                raise
+            self._send_response(data["id"], error=T.ResponseError(
+                code=JsonRpcInvalidParams.CODE, message=f"invalid parameters for {data['method']}"))
+            return SimpleNamespace(jsonrpc="answered")      # handle_message passes it by
+
+
+def make_server(delay=CHECK_DELAY):
     """A pygls server with dg's features registered."""
-    server = LanguageServer("dg", __version__)
+    server = LanguageServer("dg", __version__, protocol_cls=Protocol)
     docs = Documents()
 
-    def refresh(uri):
-        """Re-outline a document and publish its diagnostics."""
-        text = server.workspace.get_text_document(uri).source
-        server.text_document_publish_diagnostics(
-            T.PublishDiagnosticsParams(uri=uri, diagnostics=docs.update(uri, text)))
+    loop = []       # the event loop answering requests, seen from the first notification
+
+    def publish(uri, diagnostics):
+        """Send diagnostics from the checker's thread through the server's event loop (one writer)."""
+        params = T.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
+        loop[0].call_soon_threadsafe(server.text_document_publish_diagnostics, params)
+
+    checker = Checker(docs, publish)
+
+    def submit(uri, text, wait):
+        """Queue a check of a document's text (noting the loop publishing will go through)."""
+        if not loop:
+            loop.append(asyncio.get_running_loop())
+        checker.submit(uri, text, delay=wait)
+
+    def text_of(uri):
+        """The text of an open document, or None."""
+        doc = server.workspace.text_documents.get(uri)
+        return doc.source if doc is not None else None
 
     @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls, params):
-        refresh(params.text_document.uri)
+        submit(params.text_document.uri, params.text_document.text, 0.0)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls, params):
-        refresh(params.text_document.uri)
+        text = text_of(params.text_document.uri)
+        if text is not None:
+            submit(params.text_document.uri, text, delay)
 
     @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls, params):
-        refresh(params.text_document.uri)
+        text = text_of(params.text_document.uri)
+        if text is not None:
+            submit(params.text_document.uri, text, 0.0)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls, params):
+        checker.close(params.text_document.uri)
         docs.outlines.pop(params.text_document.uri, None)
         server.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=params.text_document.uri,
                                                                             diagnostics=[]))
@@ -252,7 +357,10 @@ def make_server():
     @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[".", '"']))
     def completion(ls, params):
         uri, pos = params.text_document.uri, params.position
-        lines = server.workspace.get_text_document(uri).lines
+        text = text_of(uri)
+        if text is None:        # a document the client never opened: nothing to complete from
+            return T.CompletionList(is_incomplete=False, items=[])
+        lines = text.splitlines()
         before = lines[pos.line][:pos.character] if pos.line < len(lines) else ""
         return T.CompletionList(is_incomplete=False, items=docs.complete(uri, before))
 

@@ -2,12 +2,15 @@
 
 import asyncio
 import sys
+import time
+from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("pygls")
 
 from lsprotocol import types as T  # noqa: E402
+from pygls.exceptions import JsonRpcInvalidParams  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from dsl.outline import Outline  # noqa: E402
@@ -216,3 +219,70 @@ def test_outlines_never_run_the_code(tmp_path):
     (tmp_path / "side.dg").write_text('print("ran!")\nfn helper(x) { return x }\n')
     outline = Outline("import side\nside.helper(1)\n", tmp_path / "main.dg")
     assert [d.name for d in outline.module("side").decls] == ["helper"]
+
+
+def _long_program(functions):
+    """A file of `functions` documented functions, five lines each."""
+    lines = []
+    for i in range(functions):
+        lines += [f"# The {i}th step.", f"fn f{i}(x, y) {{", f"    let z = x * y + {i}.0",
+                  f"    return sum(z) + f{max(i - 1, 0)}(x, y) * 0.0", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_hover_after_quick_edits_of_a_long_file_is_answered_at_once(tmp_path):
+    # checking 20,000 lines takes seconds: checks wait for a pause in typing, run off the thread that
+    # answers requests, and a check of a superseded text publishes nothing
+    text = _long_program(4000)
+
+    async def scenario(s, _):
+        uri = await s.open("long.dg", text)
+        s.arrived.clear()
+        for k in range(30):
+            s.version += 1
+            s.client.text_document_did_change(T.DidChangeTextDocumentParams(
+                text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=s.version),
+                content_changes=[T.TextDocumentContentChangeWholeDocument(text=text + f"let edit = {k}\n")]))
+        start = time.monotonic()
+        found = await s.hover(uri, 18, 21)
+        assert time.monotonic() - start < 2.0
+        assert "The 2th step." in found
+        await asyncio.wait_for(s.arrived.wait(), TIMEOUT)     # the newest text is checked, once
+        assert list(s.diagnostics[uri]) == []
+        s.arrived.clear()
+        await asyncio.sleep(1.0)
+        assert not s.arrived.is_set()      # no superseded check published anything later
+    run(tmp_path, scenario)
+
+
+async def raw_request(s, method, params):
+    """Send a request as raw JSON and wait for the raw response with its id."""
+    protocol = s.client.protocol
+    answered = asyncio.get_running_loop().create_future()
+    real = protocol.structure_message
+
+    def spy(data):
+        if data.get("id") == "raw-1" and "method" not in data:
+            answered.set_result(data)
+            return SimpleNamespace(jsonrpc="seen")
+        return real(data)
+    protocol.structure_message = spy
+    try:
+        protocol._send_data({"jsonrpc": "2.0", "id": "raw-1", "method": method, "params": params})
+        return await answered
+    finally:
+        protocol.structure_message = real
+
+
+def test_requests_with_bad_positions_or_unopened_documents_get_proper_answers(tmp_path):
+    async def scenario(s, _):
+        uri = await s.open("model.dg", PROGRAM)
+        # a raw request: the client's own types refuse a line of -1
+        reply = await asyncio.wait_for(raw_request(s, "textDocument/hover", {
+            "textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}}), TIMEOUT)
+        assert reply["error"]["code"] == JsonRpcInvalidParams.CODE
+        unopened = (tmp_path / "never_opened.dg").as_uri()
+        assert await s.complete(unopened, 0, 0) == {}
+        assert await s.hover(unopened, 0, 0) is None
+        assert "The layer applied to x." in await s.hover(uri, 13, 7)       # the server goes on
+    run(tmp_path, scenario)

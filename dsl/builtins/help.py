@@ -17,11 +17,11 @@ def comment_above(span):
     """The comment lines right above the line of `span`, without their `#`, or ''."""
     if span is None or span.source is None:
         return ""
-    lines = span.source.text.split("\n")
-    k = span.line - 2
+    source = span.source
+    k = span.line - 1       # Source.line splits the text once for all its declarations
     found = []
-    while k >= 0 and lines[k].strip().startswith("#"):
-        found.append(lines[k].strip()[1:].strip())
+    while k >= 1 and source.line(k).strip().startswith("#"):
+        found.append(source.line(k).strip()[1:].strip())
         k -= 1
     return "\n".join(reversed(found))
 
