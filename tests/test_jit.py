@@ -596,3 +596,43 @@ def test_a_masks_product_is_left_unchecked_only_where_its_factors_reach_a_checke
     assert _implied(steps, [7], (4,), kinds) == {7}
     assert _implied(steps, [8], (4,), kinds) == set()
     assert _implied(steps, [2, 7], (), kinds) == set()
+
+
+# ---------------------------------------------------------------- reading files is an effect
+def test_load_in_a_jitted_function_reads_the_file_on_every_call(tmp_path):
+    path = tmp_path / "s.ckpt"
+    i = interp(f'struct P {{ w, b }}\nsave("{path}", {{"p": P([1.0, 2.0], 0.5), "n": 3}})\n'
+               f'let g = jit(fn(x) {{ let t = load("{path}")\n return sum(t["p"].w * x) + t["p"].b + t["n"] }})')
+    g = i.lookup("g")
+    assert g(1.0) == 6.5 and g(1.0) == 6.5
+    i.run(f'save("{path}", {{"p": P([10.0, 2.0], 0.5), "n": 3}})')
+    assert g(1.0) == 15.5                   # the same layout: the compiled code reads the new numbers
+    i.run(f'save("{path}", {{"p": P([10.0, 2.0], 0.5), "n": 4}})')
+    assert g(1.0) == 16.5                   # an int changed: staged again
+    i.run(f'save("{path}", {{"p": P([10.0, 2.0, 3.0], 0.5), "n": 4}})')
+    assert g(1.0) == 19.5 and g(2.0) == 34.5    # a shape changed: staged again
+    assert float(i.eval("jit(grad(g))(1.0)")) == 15.0
+
+
+def test_load_csv_in_a_jitted_function_reads_the_file_on_every_call(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b\n1,2\n3,4\n")
+    i = interp(f'let h = jit(fn(x) => sum(load_csv("{path}")) * x)\nlet c = jit(fn(x) => '
+               f'load_csv("{path}", columns=true)["b"] * x)')
+    h, c = i.lookup("h"), i.lookup("c")
+    assert h(1.0) == 10.0 and h(1.0) == 10.0 and list(c(1.0)) == [2.0, 4.0]
+    path.write_text("a,b\n1,2\n3,5\n")
+    assert h(1.0) == 11.0 and list(c(1.0)) == [2.0, 5.0]
+    path.write_text("a,b\n1,2\n3,5\n4,4\n")
+    assert h(2.0) == 38.0 and list(c(1.0)) == [2.0, 5.0, 4.0]
+
+
+def test_a_host_function_in_a_jitted_loop_runs_once_per_iteration():
+    i = interp()
+    calls = []
+    i.define("h", lambda x: (calls.append(x), x * 0.5)[1])
+    i.run("let f = jit(fn(x) { for k in range(50) { x = h(x) + 1.0 } return x })")
+    f = i.lookup("f")
+    first = f(1.0)
+    assert len(calls) == 50         # no look ahead runs the Python function once more
+    assert f(1.0) == first and len(calls) == 100

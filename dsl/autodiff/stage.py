@@ -29,7 +29,7 @@ from ..cycles import gc_paused
 from ..errors import DgError, error, located, write_output
 from . import tape
 from .tape import STAGE, Box, Trace, peek
-from .trees import flatten, flatten_open, hollow, unflatten
+from .trees import children, flatten, flatten_open, hollow, is_container, unflatten
 
 
 class GuardFailed(Exception):
@@ -124,7 +124,21 @@ class StageTrace(Trace):
         out = fn(*unboxed, **kw) if self.dry else perform(staging, fn, unboxed, kw)
         box = self.box(out, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
                        tape.get_span())
-        return box if is_staged_leaf(out) else out
+        if is_staged_leaf(out):
+            return box
+        if out is None:
+            return out
+        return self._opened(box, out)
+
+    def _opened(self, box, tree):
+        """An effect's structured result (what `load` read): its layout guarded, each number and
+        tensor in it a step of its own, so that a later run gives what the effect gives then."""
+        span = tape.get_span()
+        leaves, spec = flatten(tree)
+        self.concretize(self.box(layout(tree), "EffectLayout", (box,), (None,), None, span))
+        parts = [self.box(v, "EffectLeaf", (box, None), (None, i), None, span) if is_staged_leaf(v) else v
+                 for i, v in enumerate(leaves)]
+        return unflatten(spec, parts)
 
 
 def perform(staging, fn, args, kw=None):
@@ -139,6 +153,25 @@ def perform(staging, fn, args, kw=None):
         return trace.effect(staging, fn, args, kw or {})
     finally:
         staging.append(trace)
+
+
+def layout(v):
+    """What a guard on an effect's structured result compares: its containers (structs by name),
+    the values of its parts that are not staged, and the kind, shape and dtype of those that are."""
+    t = type(v)
+    if t is float or t is np.float64:
+        return "float"
+    if t is np.ndarray:
+        return ("tensor", v.shape, v.dtype.str)
+    if t is tuple:
+        return ("tuple", tuple(layout(c) for c in v))
+    if t is dict:
+        return ("map", tuple((type(k).__name__, k) for k in v), tuple(layout(c) for c in v.values()))
+    if is_container(v):
+        return ("struct", v.sdef.name, tuple(v.sdef.fields), tuple(layout(c) for c in children(v)))
+    if v is None or t is int or t is str or t is bool:
+        return (t.__name__, v)
+    return ("object", id(v))        # an opaque result: a new one each time, so each run stages again
 
 
 def _effect_kernel(*args, fn=None, kw=None, staging=None):

@@ -15,7 +15,7 @@ def make_builtins(interp):
     names.update(tensors.make(interp))
     names.update(trees.BUILTINS)
     names.update(grads.make(interp))
-    names.update(data.make(interp), **files.BUILTINS, **progress.make(interp))
+    names.update(data.make(interp), **files.make(interp), **progress.make(interp))
     names.update(help.make(interp), **plot.make(interp))
     public = {}
     for name, fn in names.items():

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import sandbox
 from ..autodiff import tape
+from ..autodiff.stage import perform
 from ..autodiff.tape import raw
 from ..errors import error
 from ..ops.arith import too_long
@@ -355,4 +356,13 @@ def load(path):
         raise error("value", f"cannot load {source}: {exc}") from None
 
 
-BUILTINS = {"save": save, "load": load}
+def make(interp):
+    """save and load, bound to one interpreter: reading a file is an effect, which jit performs
+    again on every call of a function it compiled (a file may change between calls)."""
+
+    def load_(path):
+        return perform(interp.staging, load, (path,))
+
+    load_.__name__ = "load"
+    load_.__doc__ = load.__doc__
+    return {"save": save, "load": load_}

@@ -71,7 +71,10 @@ class Lookahead(S.StageTrace):
     __slots__ = ()
 
     def process(self, op, args, unboxed, parents, kw, span):
-        """Record the primitive, unless it would reach a value of an outer trace."""
+        """Record the primitive, unless it would reach a value of an outer trace or call Python."""
+        if op == "HostCall":
+            # a host function is Python, whose side effects the look ahead would do once too often
+            raise NotRollable("the body calls a host function (Python code, run once per iteration)")
         for u in unboxed:
             if type(u) is Box:
                 raise NotRollable(f"the body reads a value from outside the loop's variables ({op})")

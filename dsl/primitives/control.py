@@ -15,7 +15,8 @@ from ..autodiff import tape
 from ..autodiff.tape import Box, Trace, peek
 from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
 from ..errors import error
-from ..autodiff.stage import _effect_kernel
+from ..autodiff.stage import _effect_kernel, layout
+from ..autodiff.trees import flatten
 from .batching import batch_size
 from .registry import define
 
@@ -164,3 +165,6 @@ define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_cod
 # ---------------------------------------------------------------- effects (jit and vmap)
 # print, random draws, the clock: performed again, in order, each time a staged program runs
 define("Effect", _effect_kernel, differentiable=False, effect=True)
+# an effect's structured result, taken apart: its layout (a guard reads it) and its leaves
+define("EffectLayout", layout, differentiable=False)
+define("EffectLeaf", lambda tree, i: flatten(tree)[0][i], differentiable=False)
