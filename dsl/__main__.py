@@ -1,7 +1,5 @@
 """`python -m dsl` is the `dg` command."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

@@ -166,6 +166,22 @@ def main(argv=None):
         return 1
 
 
+def entry():
+    """The `dg` command (and `python -m dsl`): main's exit code. After `dg run`, `dg -c` and
+    `dg check` the process ends without tearing down what the program built: freeing a big
+    recording or tape took seconds, past the --timeout that had stopped the program."""
+    code = main()
+    if sys.argv[1:2] and sys.argv[1] in ("run", "-c", "check"):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 class StreamClosed(OSError):
     """A standard stream the command needs is closed (`dg run - <&-`)."""
 

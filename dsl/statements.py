@@ -394,17 +394,13 @@ def _for(s, ctx):
     limits = ctx.limits
     span = s.iterable.span
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
-    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn,
+    roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
                                                reads=ctx.globals_read)
 
     def loop(f):
         items = iterable(f)
         if roller is not None and type(items) is range and roller.wanted(items):
-            steps = limits.steps + len(items)
-            limits.steps = steps
-            if steps >= limits.next_check:
-                limits.check(span)
-            return roller(f, items)
+            return roller(f, items)     # it counts each iteration as a step, as below
         for item in iterate(items, span):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps

@@ -504,3 +504,35 @@ def test_reading_a_file_that_never_ends_stops_at_the_size_limit(monkeypatch, tmp
     err = limit_error(f'{builtin}("{fifo}")')
     assert "longer than" in err.message
     writer.join(timeout=10)
+
+
+# ---------------------------------------------------------------- limits inside compiled code
+JIT_LOOP = "let f = jit(fn(x) {\n    for i in range(N) { x = x * 0.5 + 1.0 }\n    return x\n})\n"
+
+
+def test_a_loop_jit_compiles_whole_stops_at_the_timeout_at_its_line():
+    import time
+    start = time.monotonic()
+    err = limit_error(JIT_LOOP.replace("N", "10 ** 12") + "print(f(1.0))", timeout=0.5)
+    assert time.monotonic() - start < 20
+    assert "longer than 0.5 seconds" in err.message and (err.line, err.column) == (2, 14)
+
+
+def test_a_loop_jit_compiles_whole_counts_its_iterations_as_steps():
+    err = limit_error(JIT_LOOP.replace("N", "10 ** 12") + "print(f(1.0))", max_steps=100_000)
+    assert "more than 100,000 steps" in err.message and err.line == 2
+    # the compiled code of later calls counts them too: 12 calls of 1,000 iterations pass 10,000
+    ok = JIT_LOOP.replace("N", "1000") + "for k in range(8) { f(1.0) }"
+    dsl.Interpreter(max_steps=10_000).run(ok)
+    err = limit_error(ok.replace("range(8)", "range(12)"), max_steps=10_000)
+    assert "more than 10,000 steps" in err.message and err.line == 2
+
+
+def test_a_loop_jit_writes_out_stops_at_the_timeout_at_its_line():
+    # the print makes jit write the loop out: staging it runs each iteration as the interpreter does
+    src = ("let f = jit(fn(x) {\n    for i in range(3000000) {\n        x = x * 0.5 + 1.0\n"
+           "        if i % 1000000 == 0 { print(i) }\n    }\n    return x\n})\nprint(f(1.0))")
+    err = limit_error(src, timeout=0.5)
+    assert "seconds" in err.message and err.line in (2, 3, 4)
+    err = limit_error(src, max_steps=50_000)
+    assert "steps" in err.message and err.line in (2, 3, 4)

@@ -4,6 +4,7 @@ run once per iteration with what is the same on every iteration moved out; `Driv
 loop compiled whole."""
 
 from ..autodiff import stage as S
+from ..limits import NEVER
 from ..autodiff.tape import USER_CODE, ForwardTrace, finite, peek
 from ..autodiff.trees import zero_of
 from ..primitives.loops import LoopGuardFailed, pullback, split_tangents, stage_pullback, with_tangents
@@ -76,8 +77,8 @@ class Body:
             if parts is not None:
                 forward = parts[0]
                 fixed = forward.prelude([items[0], *state])
-                return forward.driver().run(forward, items, state, fixed, kept, kept.residuals)
-            return self.driver().run(self, items, state, (), kept, None)
+                return forward.driver().run(forward, items, state, fixed, kept, kept.residuals, self)
+            return self.driver().run(self, items, state, (), kept, None, self)
         except S.GuardFailed as failed:
             raise LoopGuardFailed(self, failed) from None
 
@@ -284,19 +285,29 @@ class Driver:
             extra.append(out[self.n:])
         return out[:self.n]
 
-    def run(self, owner, items, state, fixed, kept, extra):
+    def run(self, owner, items, state, fixed, kept, extra, body):
         """The state after the body ran once per item (appending each iteration's starting state to
-        `kept` and its outputs after the state to `extra`, where they are not None)."""
-        loop, start = self._loop(kept, extra), 0
+        `kept` and its outputs after the state to `extra`, where they are not None). Each iteration
+        is a step of the run's limits, as the interpreter counts it: with a budget or a timeout, the
+        compiled loop runs in pieces, each until the limits' next look, so that a loop of 10 ** 12
+        iterations is stopped at its line like any other."""
+        loop, limits, start, n = self._loop(kept, extra), body.key.interp.limits, 0, len(items)
+        unlimited = limits.next_check == NEVER
         while True:
-            done, state, failed = loop(items[start:] if start else items, state, fixed, kept, extra)
-            if failed is None:
-                return list(state)
+            end = n if unlimited else min(n, start + max(int(min(limits.next_check - limits.steps, n)), 1))
+            done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
-            if isinstance(failed, S.GuardFailed) and not loop.inexact:
-                raise failed        # as run_code would raise it (the compiled loop checks what it checks)
-            state = self._step(owner, items[start], state, fixed, kept, extra)
-            start += 1
+            limits.steps += done
+            if failed is not None:
+                if isinstance(failed, S.GuardFailed) and not loop.inexact:
+                    raise failed        # as run_code would raise it (the compiled loop checks what it checks)
+                state = self._step(owner, items[start], state, fixed, kept, extra)
+                start += 1
+                limits.steps += 1
+            if limits.steps >= limits.next_check:
+                limits.check(body.key.span)
+            if start >= n:
+                return list(state)
 
     def run_while(self, owner, state, fixed, kept, extra, body):
         """A while loop's iterations (item k the k-th) until a guard fails: (how many ran, the state

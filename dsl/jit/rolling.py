@@ -135,14 +135,24 @@ class Roller:
         return len(items) >= MIN_ITEMS
 
     def __call__(self, f, items):
-        """Run the whole loop."""
+        """Run the whole loop, each iteration a step of the run's limits (a rolled loop's count
+        them as they run: loop_body.Driver)."""
         bind, body = self.bind, self.body
+        self.count_step()
         bind(f, items[0])
         body(f)
         if not self._rolled(f, items):
             for item in items[1:]:
+                self.count_step()
                 bind(f, item)
                 body(f)
+
+    def count_step(self):
+        """One iteration as the interpreter counts it (a budget, a timeout), at the loop's line."""
+        limits = self.interp.limits
+        steps = limits.steps = limits.steps + 1
+        if steps >= limits.next_check:
+            limits.check(self.span)
 
     def _rolled(self, f, items):
         """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
