@@ -130,6 +130,12 @@ class Limits:
             self.last_check = now
         self._plan()
 
+    def poll(self, span=None):
+        """A look at the clock from work that is not steps (reading a long file): the timeout error
+        if the run is past its deadline."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.check(span)
+
     def too_nested(self, span):
         """The error when Python's own stack runs out first (deep data, deep closures, C recursion)."""
         return error("limit", "the program nests too deeply: calls inside calls, or values inside "

@@ -10,7 +10,12 @@ def read_source(path):
     message can show) or UnicodeDecodeError."""
     try:
         with open(path, "rb") as fh:
-            blob = fh.read(MAX_SOURCE_BYTES + 1)
+            blob = b""
+            while len(blob) <= MAX_SOURCE_BYTES:      # in pieces: read(n) sets n bytes aside first
+                piece = fh.read(1 << 22)
+                if not piece:
+                    break
+                blob += piece
     except ValueError:          # a NUL character in the path: no file can have that name
         raise OSError(22, "a path cannot hold a NUL character") from None
     if len(blob) > MAX_SOURCE_BYTES:

@@ -1,6 +1,8 @@
 """Data builtins: load_csv, batches, one_hot, train_test_split (SPEC section 9)."""
 
 import numpy as np
+import time
+
 import pytest
 
 import dsl
@@ -186,3 +188,42 @@ def test_train_test_split_bad_fraction(run_error, fraction, kind):
 
 def test_train_test_split_needs_matching_rows(run_error):
     assert run_error("train_test_split(arange(10), arange(9), 0.5)").kind == "shape"
+
+
+def test_load_csv_with_a_hundred_thousand_columns_checks_its_header_at_once(tmp_path):
+    # the duplicate-name check was quadratic: 100,000 columns ran for minutes
+    path = tmp_path / "wide.csv"
+    names = [f"c{i}" for i in range(100_000)]
+    path.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
+    interp = dsl.Interpreter()
+    start = time.process_time()
+    assert interp.eval(f'shape(load_csv("{path}"))') == (1, 100_000)
+    assert time.process_time() - start < 20         # a linear check takes well under a second
+    path.write_text(",".join(names + ["c5"]) + "\n" + ",".join("1" for _ in range(100_001)) + "\n")
+    with pytest.raises(dsl.DgError, match="'c5' appears twice"):
+        interp.eval(f'load_csv("{path}")')
+
+
+def test_load_csv_takes_memory_like_its_table_not_like_a_string_per_cell(tmp_path):
+    import tracemalloc
+    path = tmp_path / "column.csv"
+    path.write_text("x\n" + "".join(f"{i * 0.001:.4f}\n" for i in range(200_000)))   # 1.4 MB
+    size = path.stat().st_size
+    interp = dsl.Interpreter()
+    tracemalloc.start()
+    try:
+        table = interp.eval(f'load_csv("{path}")')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert table.shape == (200_000, 1) and table[-1, 0] == 199.999
+    assert peak < 6 * size, f"{peak:,} bytes at the peak for a file of {size:,}"     # was about 95 times
+
+
+def test_reading_a_long_csv_stops_at_the_timeout_at_its_line(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("a,b\n" + "1.5,2.5\n" * 2_000_000)
+    interp = dsl.Interpreter(timeout=0.3)
+    with pytest.raises(dsl.DgError) as info:
+        interp.run(f'let n = 1\nlet t = load_csv("{path}")\n', "long.dg")
+    assert info.value.kind == "limit" and "seconds" in info.value.message and info.value.line == 2

@@ -6,14 +6,16 @@ sees the same batches and the same split on every run.
 
 import csv
 import io
+import itertools
 import math
+from array import array
 
 import numpy as np
 
 from .. import ops
 from ..autodiff.stage import perform
 from ..autodiff.tape import Box, raw
-from ..errors import error
+from ..errors import DgError, error
 from ..ops.core import ndarray, to_float
 from ..ops.shape import check_size
 from ..values import a_type_name, type_name
@@ -55,7 +57,8 @@ def make(interp):
 
     def load_csv_(path, header=True, columns=False):
         # reading a file is an effect: jit performs it again on every call
-        return perform(interp.staging, load_csv, (path,), {"header": header, "columns": columns})
+        return perform(interp.staging, load_csv, (path,), {"header": header, "columns": columns,
+                                                          "poll": interp.limits.poll})
 
     load_csv_.__name__ = "load_csv"
     load_csv_.__doc__ = load_csv.__doc__
@@ -155,40 +158,87 @@ def one_hot(labels, n):
     return (v[..., None] == np.arange(count)).astype(np.float64)
 
 
-def load_csv(path, header=True, columns=False):
+def load_csv(path, header=True, columns=False, poll=None):
     """load_csv(path, header=true, columns=false): a 2-d tensor, or a map of column tensors."""
     has_header = _flag(header, "load_csv's header")
     as_columns = _flag(columns, "load_csv's columns")
     source = read_path(path, "load_csv")
     blob = read_limited(source, "load_csv")
+    # rows are read one at a time into a flat array of floats: the memory is the file's and the
+    # table's, not a Python string per cell (about 95 times the file)
+    text = io.TextIOWrapper(io.BytesIO(blob), encoding="utf-8-sig", newline="")
+    reader = ((i, r) for i, r in enumerate(csv.reader(text), 1) if r and any(c.strip() for c in r))
     try:
-        text = io.StringIO(blob.decode("utf-8-sig"), newline="")
-        rows = [(i, r) for i, r in enumerate(csv.reader(text), 1) if r and any(c.strip() for c in r)]
+        names, width, values, count = _read_rows(reader, has_header, source, poll)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise error("value", f"{source} is not a readable CSV file: {exc}") from None
+    table = np.frombuffer(values, dtype=np.float64).reshape(count, width) if width else np.empty((count, 0))
+    if not as_columns:
+        return table.copy()
+    keys = names if names is not None else list(range(width))
+    return {k: table[:, i].copy() for i, k in enumerate(keys)}
+
+
+POLL_ROWS = 4096        # rows read between two looks at the interpreter's limits
+
+
+def _read_rows(reader, has_header, source, poll):
+    """(header names or None, width, the numbers as an array('d'), row count) of a CSV reader's
+    non-empty rows; `poll()` is called every POLL_ROWS rows (the run's timeout)."""
     names = None
+    first = next(reader, None)
     if has_header:
-        if not rows:
+        if first is None:
             raise error("value", f"{source} is empty: there is no header line")
-        names = [c.strip() for c in rows[0][1]]
-        rows = rows[1:]
-        dup = next((c for c in names if names.count(c) > 1), None)
-        if dup is not None:
-            raise error("value", f"{source}: the column name {dup!r} appears twice in the header")
-    width = len(names) if names is not None else (len(rows[0][1]) if rows else 0)
-    table = np.empty(check_size((len(rows), width)))
-    for r, (line, cells) in enumerate(rows):
+        names = [c.strip() for c in first[1]]
+        seen = set()
+        for c in names:
+            if c in seen:
+                raise error("value", f"{source}: the column name {c!r} appears twice in the header")
+            seen.add(c)
+        first = None
+    width = len(names) if names is not None else (len(first[1]) if first is not None else 0)
+    values = array("d")
+    count = 0
+    rows = reader if first is None else itertools.chain((first,), reader)
+    for line, cells in rows:
         if len(cells) != width:
             raise error("value", f"{source}, line {line}: {len(cells)} values where "
                                  f"{'the header has' if names is not None else 'the first row has'} {width}")
-        for c, cell in enumerate(cells):
-            try:
-                table[r, c] = float(cell)
-            except ValueError:
-                col = f"'{names[c]}'" if names is not None else str(c + 1)
-                raise error("value", f"{source}, line {line}, column {col}: {cell.strip()!r} is not a "
-                                     "number (load_csv reads numeric tables)") from None
-    if not as_columns:
-        return table
-    keys = names if names is not None else list(range(width))
-    return {k: table[:, i].copy() for i, k in enumerate(keys)}
+        try:
+            values.extend([float(c) for c in cells])
+        except ValueError:
+            c = next(k for k, cell in enumerate(cells) if not _is_float(cell))
+            col = f"'{names[c]}'" if names is not None else str(c + 1)
+            raise error("value", f"{source}, line {line}, column {col}: {cells[c].strip()!r} is not a "
+                                 "number (load_csv reads numeric tables)") from None
+        count += 1
+        if count % POLL_ROWS == 0:
+            if poll is not None:
+                poll()
+            if too_big((count, width)):
+                for _ in rows:      # the rest only counted, for the whole table's shape in the error
+                    count += 1
+                    if count % POLL_ROWS == 0 and poll is not None:
+                        poll()
+                break
+    check_size((count, width))
+    return names, width, values, count
+
+
+def too_big(shape):
+    """Whether a tensor of this shape is past the size limit (check_size says why)."""
+    try:
+        check_size(shape)
+    except DgError:
+        return True
+    return False
+
+
+def _is_float(cell):
+    """Whether float() reads a cell."""
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True

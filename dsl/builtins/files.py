@@ -65,12 +65,30 @@ def read_limited(source, who):
     """The bytes of a file, at most MAX_FILE_BYTES (a `limit` error beyond: the file may never end)."""
     try:
         with open(source, "rb") as fh:
-            blob = fh.read(MAX_FILE_BYTES + 1)
+            blob = read_at_most(fh, MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise error("value", f"cannot read {source}: {exc.strerror or exc}") from None
     if len(blob) > MAX_FILE_BYTES:
         raise error("limit", f"{who}: {source} is longer than {MAX_FILE_BYTES:,} bytes (or never ends)")
     return blob
+
+
+def read_at_most(fh, limit):
+    """Up to `limit` bytes of a binary file: read(limit) would set aside `limit` bytes (a GiB)
+    before reading a file of a few. A file's size says how much to ask for first; a pipe or a
+    device is read in pieces."""
+    try:
+        first = os.fstat(fh.fileno()).st_size + 1
+    except OSError:
+        first = 0
+    pieces, total = [], 0
+    while total < limit:
+        piece = fh.read(min(first if not pieces and first > 1 else 1 << 20, limit - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def read_path(path, who):
