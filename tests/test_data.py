@@ -1,8 +1,8 @@
 """Data builtins: load_csv, batches, one_hot, train_test_split (SPEC section 9)."""
 
-import numpy as np
 import time
 
+import numpy as np
 import pytest
 
 import dsl
