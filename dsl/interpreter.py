@@ -8,6 +8,7 @@ in one process share nothing.
 import os
 import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,7 @@ class Interpreter:
         self.loop_notes = None          # while jit stages: (line, why) of each loop it writes out
         self.jit = jit                  # compile every gradient function (dg run --jit)
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back
-        self.compiled = {}         # with `jit`: (transform, function, options) -> its compiled version
+        self.compiled = OrderedDict()   # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)
         self.display = None                # a notebook's display(png_bytes): where plot shows pictures
         self.progress_live = False         # draw progress bars even when stderr is no terminal (notebooks)

@@ -636,3 +636,73 @@ def test_a_host_function_in_a_jitted_loop_runs_once_per_iteration():
     first = f(1.0)
     assert len(calls) == 50         # no look ahead runs the Python function once more
     assert f(1.0) == first and len(calls) == 100
+
+
+# ---------------------------------------------------------------- memory that stays bounded
+TRAIN = """seed(0)
+let x = randn((32, 4))
+let y = randn((32,))
+fn loss(p, x, y) { return mean((x @ p["w"] + p["b"] - y) ** 2) }
+let p = {"w": zeros((4,)), "b": 0.0}
+fn steps(p, n) {
+    for step in range(n) {
+        let g = grad(fn(q) => loss(q, x, y))(p)
+        p = tree_map(fn(a, b) => a - 0.01 * b, p, g)
+    }
+    return p
+}
+fn in_a_function(p, n) {
+    let xs = x * 1.0
+    for step in range(n) {
+        let g = grad(fn(q) => loss(q, xs, y))(p)
+        p = tree_map(fn(a, b) => a - 0.01 * b, p, g)
+    }
+    return p
+}
+"""
+
+
+def test_a_lambda_made_again_each_step_reuses_its_compiled_gradient():
+    from dsl.builtins.grads import MAX_COMPILED
+    i = interp(TRAIN, jit=True)
+    i.run("p = steps(p, 300)")
+    # the 300 closures of `fn(q) => loss(q, x, y)` share an entry (two: the loop body is compiled
+    # again once it has run a few times, dsl/fusion.py, and the lambda with it)
+    assert len(i.compiled) <= 2
+    want = interp(TRAIN).eval("steps(p, 300)")      # the same numbers as without jit
+    np.testing.assert_allclose(i.get("p")["w"], want["w"], rtol=1e-12)
+    for _ in range(MAX_COMPILED + 20):        # each call's closure reads its own `xs`: its own entry
+        i.run("p = in_a_function(p, 2)")
+    assert len(i.compiled) == MAX_COMPILED
+
+
+def test_jit_keeps_recordings_for_a_bounded_number_of_signatures():
+    from dsl.jit.jit import MAX_SIGNATURES
+    i = interp("let f = jit(fn(x, n) => x * n + 1.0)")
+    f = i.lookup("f")
+    for n in range(3 * MAX_SIGNATURES):
+        assert f(2.0, n) == 2.0 * n + 1.0
+    assert len(f.call.entries) == MAX_SIGNATURES
+    assert f(2.0, 3 * MAX_SIGNATURES - 1) == 2.0 * (3 * MAX_SIGNATURES - 1) + 1.0     # the newest kept
+    assert f(2.0, 0) == 1.0                                                          # the oldest staged again
+
+
+def _rss():
+    """This process's resident memory in bytes (Linux)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc")
+def test_a_long_training_run_under_dg_run_jit_keeps_its_size():
+    # 100,000 steps of a gradient of a lambda made each step, as `dg run --jit` runs them
+    i = interp(TRAIN, jit=True)
+    i.run("p = steps(p, 1000)\nlet q = p")
+    i.run("for k in range(10) { q = in_a_function(q, 2) }")
+    gc.collect()
+    at_1000 = _rss()
+    i.run("p = steps(p, 99000)")
+    i.run("for k in range(400) { q = in_a_function(q, 2) }")
+    gc.collect()
+    assert _rss() - at_1000 < 20e6

@@ -5,7 +5,19 @@ from ..autodiff import transforms as T
 from ..autodiff import vmap as V
 from ..autodiff.tape import peek
 from ..errors import error
-from ..values import is_callable_value, type_name
+from ..values import Function, is_callable_value, type_name
+
+
+MAX_COMPILED = 256      # transformed functions `dg run --jit` keeps compiled
+
+
+def _same_function(kept, f):
+    """Whether a function kept in the cache is `f`, or a closure with `f`'s code over the very same
+    variables (its Cells kept alive by the kept function, so their ids are theirs alone)."""
+    if kept is f:
+        return True
+    return (type(kept) is Function and type(f) is Function and kept.code is f.code
+            and len(kept.cells) == len(f.cells) and all(a is b for a, b in zip(kept.cells, f.cells)))
 
 
 def _fn(f, who):
@@ -29,14 +41,25 @@ def make(interp):
 
     def compiled(name, f, options, make_it):
         """The transformed function; with Interpreter(jit=True) (dg run --jit), compiled, once per
-        function and options, so its recordings last from call to call."""
+        function and options, so its recordings last from call to call. A closure made again by
+        the same expression over the same variables (`grad(fn(q) => loss(q, x))` in a training
+        loop) is the same function: it finds the entry of the one before it. At most
+        MAX_COMPILED entries are kept, the least recently used dropped first."""
         if not interp.jit:
             return make_it()
-        key = (name, id(f), repr(options))
-        hit = interp.compiled.get(key)
-        if hit is None or hit[0] is not f:
-            from ..jit import jit as make_jit
-            hit = interp.compiled[key] = (f, make_jit(make_it(), False, interp))
+        v = peek(f)
+        same = (v.code, tuple(id(c) for c in v.cells)) if type(v) is Function else id(v)
+        key = (name, same, repr(options))
+        cache = interp.compiled
+        hit = cache.get(key)
+        if hit is not None and _same_function(hit[0], v):
+            cache.move_to_end(key)
+            return hit[1]
+        from ..jit import jit as make_jit
+        hit = cache[key] = (v, make_jit(make_it(), False, interp))
+        cache.move_to_end(key)
+        if len(cache) > MAX_COMPILED:
+            cache.popitem(last=False)
         return hit[1]
 
     def grad(f, argnums=0):

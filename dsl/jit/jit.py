@@ -31,6 +31,7 @@ time it stages f, and why it runs in the interpreter when it does.
 """
 
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from .backoff import Backoff
 from .codegen import compile_program, run_code
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
+MAX_SIGNATURES = 64     # signatures whose recordings are kept, the least recently called dropped first
 MISSES = 3          # calls in a row past MAX_PATHS that no recording applied to: then the next
 SKIPPED = 16        # this many run in the interpreter without trying the recordings first
 
@@ -72,7 +74,10 @@ class Jitted:
         self.f = f
         self.interp = interp
         self.explain = explain
-        self.entries = {}       # signature -> [Entry], the one that last applied first
+        # signature -> [Entry], the one that last applied first; the signatures least recently
+        # called first, at most MAX_SIGNATURES of them (a function called with a new int each time
+        # would otherwise keep a recording per int for as long as it lives)
+        self.entries = OrderedDict()
         self.backoffs = {}      # signature -> Backoff, once a call past MAX_PATHS ran in the interpreter
 
     def __call__(self, *args, **kwargs):
@@ -83,7 +88,14 @@ class Jitted:
         else:
             key, values = signature(args, kwargs), None
             boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
-        entries = self.entries.setdefault(key, [])
+        entries = self.entries.get(key)
+        if entries is None:
+            entries = self.entries[key] = []
+            if len(self.entries) > MAX_SIGNATURES:
+                old, _ = self.entries.popitem(last=False)
+                self.backoffs.pop(old, None)
+        elif len(self.entries) > 1:
+            self.entries.move_to_end(key)
         backoff = self.backoffs.get(key)
         if backoff is not None and backoff.skipping():
             return self.f(*args, **kwargs)
