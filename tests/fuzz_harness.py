@@ -35,14 +35,17 @@ class Hang(BaseException):
 
 
 def fuzz_examples(default):
-    """How many examples a fuzz test runs: `default` in CI, DG_FUZZ_EXAMPLES times more locally."""
-    scale = os.environ.get("DG_FUZZ_EXAMPLES")
-    return default if not scale else max(default, int(scale))
+    """How many examples a fuzz test runs: `default` in CI; locally DG_FUZZ_EXAMPLES=N runs at
+    least N, and DG_FUZZ_SCALE=K runs K times the CI number (both: the larger)."""
+    count = os.environ.get("DG_FUZZ_EXAMPLES")
+    scale = os.environ.get("DG_FUZZ_SCALE")
+    return max(default, int(count) if count else 0, default * int(scale) if scale else 0)
 
 
 def long_run():
-    """Whether the long local fuzz run was asked for (DG_FUZZ_EXAMPLES is set)."""
-    return bool(os.environ.get("DG_FUZZ_EXAMPLES"))
+    """Whether a long local fuzz run was asked for (DG_FUZZ_EXAMPLES or DG_FUZZ_SCALE is set):
+    then the examples are fresh random ones, not CI's fixed set."""
+    return bool(os.environ.get("DG_FUZZ_EXAMPLES") or os.environ.get("DG_FUZZ_SCALE"))
 
 
 def check_error(err, what):
