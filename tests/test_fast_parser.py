@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsl import parser as P
+from fuzz_harness import fuzz_examples
 from dsl.errors import DgError, Source, Span
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,7 +176,7 @@ def test_lark_is_pinned_to_the_versions_the_driver_was_checked_against():
                                   "could not be built"
 
 
-FUZZ_SETTINGS = dict(max_examples=int(__import__("os").environ.get("DG_FUZZ_EXAMPLES", "150")), deadline=None,
+FUZZ_SETTINGS = dict(max_examples=fuzz_examples(150), deadline=None,
                      database=None, suppress_health_check=list(__import__("hypothesis").HealthCheck))
 
 
