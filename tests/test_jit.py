@@ -678,13 +678,13 @@ def test_a_lambda_made_again_each_step_reuses_its_compiled_gradient():
 
 def test_jit_keeps_recordings_for_a_bounded_number_of_signatures():
     from dsl.jit.jit import MAX_SIGNATURES
-    i = interp("let f = jit(fn(x, n) => x * n + 1.0)")
+    i = interp("let f = jit(fn(x, s) => x * len(s) + 1.0)")     # a string is part of the signature
     f = i.lookup("f")
     for n in range(3 * MAX_SIGNATURES):
-        assert f(2.0, n) == 2.0 * n + 1.0
+        assert f(2.0, "a" * n) == 2.0 * n + 1.0
     assert len(f.call.entries) == MAX_SIGNATURES
-    assert f(2.0, 3 * MAX_SIGNATURES - 1) == 2.0 * (3 * MAX_SIGNATURES - 1) + 1.0     # the newest kept
-    assert f(2.0, 0) == 1.0                                                          # the oldest staged again
+    assert f(2.0, "a" * (3 * MAX_SIGNATURES - 1)) == 2.0 * (3 * MAX_SIGNATURES - 1) + 1.0     # the newest kept
+    assert f(2.0, "") == 1.0                                                                 # the oldest staged again
 
 
 def _rss():

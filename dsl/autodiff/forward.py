@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
+from . import tape
 from .tape import Box, ForwardTrace, as_float, get_span, peek
 from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad
 from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, opened, unflatten, zero_of
@@ -197,7 +198,8 @@ def jacrev(f, argnums=0, opts=None):
 
 def hessian(f, argnums=0, opts=None, interp=None):
     """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode)."""
-    if type(peek(argnums)) is not int:
+    argnums = tape.concrete(argnums)
+    if type(argnums) is not int:
         raise error("type", "hessian takes a single argnums (an int)")
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
@@ -206,7 +208,7 @@ def hessian(f, argnums=0, opts=None, interp=None):
     outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp)
 
     def call(*args, **kwargs):
-        i = peek(argnums)
+        i = argnums
         if 0 <= i < len(args) and is_container(peek(args[i])):
             # the gradient would be a structure, whose Jacobian jacfwd does not take (reference 6)
             raise error("grad", f"{who} takes second derivatives with respect to a number or a tensor, "

@@ -32,6 +32,15 @@ from .tape import STAGE, Box, Trace, peek
 from .trees import children, flatten, flatten_open, hollow, is_container, unflatten
 
 
+# What an int a jit trace stages as a value (or an int computed from one) may be read by as a value:
+# arithmetic, comparisons (whose results guards check), math giving floats, output. Anything else
+# (a loop's kernel, an index, an axis) reads it as a constant of the recording, guarded.
+INT_READERS = frozenset({"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Neg", "Abs", "ScalarMul",
+                         "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+                         "Exp", "Ln", "Log2", "Log1p", "Expm1", "Sqrt", "Sin", "Cos", "TanhAct", "Sigmoid",
+                         "Maximum", "Minimum", "Where", "Nz", "NzKept", "FString", "Str"})
+
+
 class GuardFailed(Exception):
     """A staged program met a value other than the one it was recorded with."""
 
@@ -63,7 +72,7 @@ class Node:
 class StageTrace(Trace):
     """A trace that records every primitive, every guard and every effect (see the module docstring)."""
 
-    __slots__ = ("seen", "dry", "nslots", "derived", "slots")
+    __slots__ = ("seen", "dry", "nslots", "derived", "slots", "ints")
 
     def __init__(self, dry=False, derived=False):
         super().__init__(False, STAGE)
@@ -72,6 +81,7 @@ class StageTrace(Trace):
         self.nslots = 0         # every box of the trace is numbered (in `g`) as it is made
         self.derived = derived  # a derivative will be taken through what it records (see keeps_rules)
         self.slots = []         # slot -> its Node, or its Arg box
+        self.ints = False       # ints are staged values, read as such by arithmetic only (INT_READERS)
 
     def box(self, value, op, parents, args, kw, span):
         """A new numbered box; its step recorded in the node list (a Node) unless it is an argument."""
@@ -91,7 +101,15 @@ class StageTrace(Trace):
         return b
 
     def process(self, op, args, unboxed, parents, kw, span):
-        """Run the primitive on the values (recorded by outer traces too: jit of jit) and record it."""
+        """Run the primitive on the values (recorded by outer traces too: jit of jit) and record it.
+
+        An int this trace stages, read by anything but arithmetic (a loop's length, an axis), is
+        a constant of the recording from here on, guarded: a call with another int stages again."""
+        if self.ints and op not in INT_READERS and any(p is not None and type(p.v) is int for p in parents):
+            for p in parents:
+                if p is not None and type(p.v) is int:
+                    self.concretize(p)
+            parents = tuple(None if p is not None and type(p.v) is int else p for p in parents)
         return self.box(tape.apply(op, unboxed, kw), op, parents, unboxed, kw, span)
 
     def keeps_rules(self, leaves):
@@ -258,18 +276,21 @@ class Program:
         return self.spans[where] if where >= 0 else None
 
 
-def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=False):
+def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=False, ints=False):
     """Run fn(*args) on a new StageTrace; return (Program, the call's own result).
 
     `staging` is the interpreter's list of traces being staged, so that effects
     know where to record themselves; with `dry`, they are not passed to outer traces.
     `keep` is (Options, label): the recording is kept there for :tape. `derived`: a
-    derivative will be taken through the recording (StageTrace.keeps_rules)."""
+    derivative will be taken through the recording (StageTrace.keeps_rules). With `ints`,
+    the arguments' ints are staged too (jit: a step counter is a value, guarded where the
+    program decides something by it)."""
     trace = StageTrace(dry, derived)
+    trace.ints = ints
     leaves, spec = flatten_open((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
     for v in leaves:
-        if is_staged_leaf(v):
+        if is_staged_leaf(v) or (ints and type(v) is int):
             b = trace.box(v, "Arg", (), (), None, tape.get_span())
             inputs.append(b)
             boxed.append(b)

@@ -107,6 +107,14 @@ def raw(x):
     return x
 
 
+def concrete(x):
+    """An option's value (argnums, axes), its staged boxes guarded and stripped as `raw` does,
+    inside a tuple too: a jitted function given its axis as an argument is staged again for
+    another one."""
+    x = raw(x)
+    return tuple(concrete(e) for e in x) if type(x) is tuple else x
+
+
 def peek(x):
     """A value's type, shape and dtype as seen under its boxes, for checks that read nothing
     else (so that, unlike `raw`, it never ties a staged trace to this value: dsl/autodiff/stage.py)."""

@@ -77,7 +77,7 @@ def _fname(f):
 
 def _argnums(argnums, nargs, who):
     """Normalise argnums (an int or a tuple of ints) against the number of arguments."""
-    argnums = peek(argnums)
+    argnums = tape.concrete(argnums)
     single = type(argnums) is int
     nums = (argnums,) if single else argnums
     if type(nums) is not tuple or not nums or any(type(i) is not int for i in nums):

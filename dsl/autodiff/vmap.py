@@ -128,7 +128,10 @@ def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effect
     out: dsl/jit/rolling.py)."""
     from ..jit.jit import cells_hold, reads, signature
     jitting = interp is not None and any(type(t) is S.StageTrace and not t.dry for t in interp.staging)
-    key = (signature(args, {}), axes, any(S.differentiated(v) for v in leaves), jitting)
+    # an int is a constant of the kept program: its value is part of the key, and where jit stages
+    # it (as a value of its own recording) a guard ties that recording to it
+    ints = [tape.raw(v) for v in flatten_open(args)[0] if type(v) is Box and type(peek(v)) is int]
+    key = (signature(args, {}), tuple(ints), axes, any(S.differentiated(v) for v in leaves), jitting)
     kept = cache.get(key)
     # what f reads still holds what it held when f was staged (numbers: an equal one, as for jit)
     if kept is not None and cells_hold(kept.cells):
@@ -157,7 +160,7 @@ class _Kept:
             if self.code is None and self.calls >= 2:
                 self._compile(leaves, batched, size)
             if self.code:
-                values = [v for v in leaves if S.is_staged_leaf(v)]
+                values = [v for v in leaves if S.is_staged_leaf(v)]     # as _compile staged them
                 try:
                     return unflatten(self.staged.out_spec, list(run_code(self.staged, self.code, values)))
                 except S.GuardFailed:
@@ -181,7 +184,9 @@ class _Kept:
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     """f staged on the first example; effects make it run per example instead (unless shared)."""
     # an example of a batch of numbers is a Python float, as indexing gives it (not numpy's scalar)
-    example = [norm(peek(v)[0]) if b else peek(v) for v, b in zip(leaves, batched)]
+    # an int shared by every example is a constant of the staged program: guarded where jit stages it
+    example = [norm(peek(v)[0]) if b else tape.raw(v) if type(peek(v)) is int else peek(v)
+               for v, b in zip(leaves, batched)]
     program = _stage_dry(f, unflatten(spec, example), interp, any(S.differentiated(v) for v in leaves))
     if program.effects and not shared_effects:
         raise Unbatchable(f"it has an effect ({S.explain_step(program, program.steps.index(program.effects[0]))})")
@@ -191,7 +196,7 @@ def _stage_first(f, spec, leaves, batched, interp, shared_effects):
 # ---------------------------------------------------------------- arguments
 def _in_axes(in_axes, args, who):
     """in_axes as one entry (an int or none) per argument."""
-    axes = peek(in_axes)
+    axes = tape.concrete(in_axes)
     if axes is None or type(axes) is int:
         return (axes,) * len(args)
     if type(axes) is tuple and len(axes) == len(args) and all(a is None or type(a) is int for a in axes):
@@ -249,20 +254,26 @@ def _to_front(v, axis):
 # ---------------------------------------------------------------- the batched replay
 def _replay(program, leaves, batched, size):
     """The program run on the whole batch, each primitive by its batching rule."""
-    values, out_batched = replay_leaves(program, leaves, batched)
+    values, out_batched = replay_leaves(program, leaves, batched, own=True)
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
 
 
-def replay_leaves(program, leaves, batched):
+def replay_leaves(program, leaves, batched, own=False):
     """The program's output leaves on the whole batch and whether each is batched (an unbatched
-    one is the same for every example and has no batch axis)."""
+    one is the same for every example and has no batch axis). `leaves` are the program's inputs
+    and, with `own` (a program vmap staged on an example of a call's arguments), the arguments'
+    other leaves too: ints among them, which that program holds as constants (guarded where jit
+    stages them), are not inputs."""
     global _RULES
     if _RULES is None:
         _RULES = batching.table()
     from ..primitives.namespaces import TRACED
     env = [None] * program.nslots
     flags = [False] * program.nslots
-    inputs = [(v, b) for v, b in zip(leaves, batched) if S.is_staged_leaf(peek(v)) or type(v) is Box]
+    if own:
+        inputs = [(v, b) for v, b in zip(leaves, batched) if S.is_staged_leaf(peek(v))]
+    else:
+        inputs = [(v, b) for v, b in zip(leaves, batched) if S.is_staged_leaf(peek(v)) or type(v) is Box]
     for slot, (v, b) in zip(program.inputs, inputs):
         env[slot], flags[slot] = v, b
     for i, (kind, op, refs, consts, kw, span, out) in enumerate(program.steps):
@@ -403,7 +414,7 @@ def _per_example(f, spec, leaves, batched, size):
 # ---------------------------------------------------------------- results
 def _out_axes(out, out_axes, size, who):
     """Move each output leaf's batch axis from the front to out_axes."""
-    axes = peek(out_axes)
+    axes = tape.concrete(out_axes)
     leaves, spec = flatten(out)
     if type(axes) is tuple:
         if len(axes) != len(leaves):

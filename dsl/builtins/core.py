@@ -79,6 +79,8 @@ def float_(x):
     t = type(v)
     if t is float:
         return x
+    if t is int and type(x) is Box:      # an int jit stages as a value: converted as one
+        return ops.mul(x, 1.0)
     if t is int or t is bool:
         try:
             return float(v)

@@ -47,6 +47,7 @@ from .codegen import compile_program, run_code
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
 MAX_SIGNATURES = 64     # signatures whose recordings are kept, the least recently called dropped first
+RESTAGES = 10       # stagings for new signatures after which jit says, once, what makes them
 MISSES = 3          # calls in a row past MAX_PATHS that no recording applied to: then the next
 SKIPPED = 16        # this many run in the interpreter without trying the recordings first
 
@@ -79,17 +80,24 @@ class Jitted:
         # would otherwise keep a recording per int for as long as it lives)
         self.entries = OrderedDict()
         self.backoffs = {}      # signature -> Backoff, once a call past MAX_PATHS ran in the interpreter
+        # the arguments' ints are staged as values (a step counter does not make a new signature),
+        # guarded where f decides something by them; off for good where staging them fails
+        self.ints = True
+        self.restages = 0       # stagings for a signature that was not the first
 
     def __call__(self, *args, **kwargs):
-        flat = None if kwargs else _flat_call(args)
+        ints = self.ints
+        flat = None if kwargs else _flat_call(args, ints)
         if flat is not None:        # numbers, strings and tensors only: one look at each
             key, values = flat
             boxed = False
         else:
-            key, values = signature(args, kwargs), None
+            key, values = signature(args, kwargs, ints), None
             boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
         entries = self.entries.get(key)
+        before = None
         if entries is None:
+            before = next(reversed(self.entries), None)     # the signature called last
             entries = self.entries[key] = []
             if len(self.entries) > MAX_SIGNATURES:
                 old, _ = self.entries.popitem(last=False)
@@ -100,6 +108,9 @@ class Jitted:
         if backoff is not None and backoff.skipping():
             return self.f(*args, **kwargs)
         why = "a new signature" if not entries else "the names it reads changed"
+        if not entries and before is not None:
+            why = f"a new signature: {changed_leaf(before, key)}"
+            self._restaged(why)
         for k, entry in enumerate(entries):
             if entry.untraceable:
                 return self.f(*args, **kwargs)
@@ -149,6 +160,24 @@ class Jitted:
                 interp.unrolled_loops.add(failed.loop)
                 self._say(f"staging it again with a loop written out: {failed.why}")
                 continue
+            except (DgError, KeyboardInterrupt, S.GuardFailed):
+                held.release()
+                raise
+            except Exception as exc:
+                if not self.ints:
+                    held.release()
+                    raise
+                # f passed an int being staged to something other than arithmetic, or code that
+                # could not take it: ints are constants of the signature from now on, and this
+                # call is staged again that way
+                self._say(f"staging it again with its ints as constants: {exc}"
+                          if type(exc) is IntsNotValues else "staging it again with its ints as constants")
+                held.discard()
+                self.ints = False
+                self.entries.clear()
+                self.backoffs.clear()
+                entries = self.entries.setdefault(signature(args, kwargs, False), [])
+                continue
             except BaseException:
                 held.release()
                 raise
@@ -163,12 +192,14 @@ class Jitted:
         try:
             program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
                                       keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
-                                      if interp else None)
+                                      if interp else None, ints=self.ints)
         finally:
             if interp is not None:
                 notes, interp.loop_notes = interp.loop_notes, outer_notes
                 for where, why in dict.fromkeys(notes):
                     self._say(f"the loop at {where} is written out, one copy per iteration: {why}")
+        if self.ints and not ints_only_in_arithmetic(program):
+            raise IntsNotValues("an int argument reaches more than arithmetic")
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")
@@ -179,7 +210,9 @@ class Jitted:
         """Run a recording: the compiled code on plain values, else a replay through the primitives
         (`values`: the staged leaves of the arguments, when the caller has them)."""
         if values is None:
-            values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0] if S.is_staged_leaf(v)]
+            ints = self.ints
+            values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0]
+                      if S.is_staged_leaf(v) or (ints and type(v) is int)]
         interp = self.interp
         # output waits for the guards
         held = S.Held(interp) if interp is not None and entry.program.effects else None
@@ -212,6 +245,16 @@ class Jitted:
         spec = entry.program.out_spec
         return out[0] if spec is None else unflatten(spec, list(out))
 
+    def _restaged(self, why):
+        """Count stagings for new signatures: past RESTAGES, say once (explain or not) what to do."""
+        self.restages += 1
+        if self.restages == RESTAGES:
+            print(f"dg: jit({_fname(self.f)}) has been staged {RESTAGES} times for new signatures "
+                  f"(the last: {why.split(': ', 1)[1]}): each string, bool, shape or struct type it is "
+                  f"called with is a new one; pass values that change from call to call as floats, ints "
+                  f"or tensors (ints and floats do not make new signatures), or keep the others the same",
+                  file=sys.stderr)
+
     def _say(self, text):
         """Explain (with explain=true or --explain-jit) on standard error."""
         if self.explain or (self.interp is not None and getattr(self.interp, "explain_jit", False)):
@@ -225,12 +268,14 @@ def jit(f, explain=False, interp=None):
 
 
 # ---------------------------------------------------------------- signatures
-def signature(args, kwargs):
-    """What a recording depends on besides the float and tensor values: a hashable key."""
-    return (_key(args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
+def signature(args, kwargs, ints=False):
+    """What a recording depends on besides the float and tensor values (and, with `ints`, the
+    ints' values, which its guards check instead): a hashable key."""
+    key = _int_key if ints else _key
+    return (key(args), tuple(sorted((k, key(v)) for k, v in kwargs.items())))
 
 
-def _flat_call(args):
+def _flat_call(args, ints=False):
     """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
     strings or tensors (the common call: nothing to flatten), else None. The key is built here
     as _key builds it, one look at each argument: this is most of a small jitted call's cost."""
@@ -243,6 +288,9 @@ def _flat_call(args):
         elif t is np.ndarray:
             keys.append(("t", v.shape, v.dtype.str))
             leaves.append(v)
+        elif t is int and ints:
+            keys.append("i")
+            leaves.append(v)
         elif t is int or t is bool or t is str:
             keys.append((t.__name__, v))
         else:
@@ -252,6 +300,8 @@ def _flat_call(args):
 
 def _key(v):
     """The signature of one value."""
+    if type(v) is Box and type(peek(v)) is int:
+        return "i"      # an int another stage traces is an input of the recording, not a constant
     v = peek(v)
     t = type(v)
     if t is float or t is np.float64:
@@ -267,6 +317,99 @@ def _key(v):
     if t is Struct:
         return ("struct", id(v.sdef), v.sdef) + tuple(_key(x) for x in v.vals)
     return ("object", id(v), v)        # functions, modules, struct types: by identity
+
+
+def changed_leaf(old, new):
+    """Where two signatures first differ, in words: 'arg 1 ["step"]: int 1 -> 2'."""
+    if old is None:
+        return "its first"
+    found = _first_change(old[0], new[0], "") or _first_change(old[1], new[1], "keyword")
+    if found is None:
+        return "the same signature"
+    path, a, b = found
+    return f"{path or 'the arguments'}: {_leaf_words(a)} -> {_leaf_words(b)}"
+
+
+def _first_change(a, b, path):
+    """(path, old leaf key, new leaf key) of the first difference of two keys, or None."""
+    if a == b:
+        return None
+    if type(a) is tuple and type(b) is tuple and a and b and a[0] == b[0] and len(a) == len(b):
+        if a[0] == "tuple":
+            for i, (x, y) in enumerate(zip(a[1:], b[1:])):
+                found = _first_change(x, y, f"arg {i}" if path == "" else f"{path}[{i}]")
+                if found:
+                    return found
+        elif a[0] == "map" and [k[:2] for k in a[1:]] == [k[:2] for k in b[1:]]:
+            for (_, k, x), (_, _, y) in zip(a[1:], b[1:]):
+                found = _first_change(x, y, f"{path} [{k!r}]".replace("'", '"'))
+                if found:
+                    return found
+        elif a[0] == "struct" and a[1] == b[1]:
+            for name, x, y in zip(a[2].fields, a[3:], b[3:]):
+                found = _first_change(x, y, f"{path}.{name}")
+                if found:
+                    return found
+        elif path == "keyword":
+            for (k, x), (_, y) in zip(a, b):
+                found = _first_change(x, y, f"keyword {k}")
+                if found:
+                    return found
+    return path, a, b
+
+
+def _leaf_words(k):
+    """A signature's leaf key in words."""
+    if k == "f":
+        return "a float"
+    if k == "i":
+        return "an int"
+    if type(k) is tuple and k and k[0] == "t":
+        return f"a tensor of shape {tuple(k[1])}"
+    if type(k) is tuple and len(k) == 2 and k[0] in ("int", "bool", "str", "NoneType"):
+        v = k[1]
+        return {"int": f"int {v}", "bool": f"{str(v).lower()}", "str": f'string "{v}"',
+                "NoneType": "none"}[k[0]]
+    if type(k) is tuple and k and k[0] in ("tuple", "map", "struct"):
+        return {"tuple": "a tuple", "map": "a map", "struct": f"a {k[2].name}" if len(k) > 2 else "a struct"}[k[0]]
+    return "a value of another kind"
+
+
+class IntsNotValues(Exception):
+    """A recording with the arguments' ints staged does not hold for other ints."""
+
+
+def ints_only_in_arithmetic(program):
+    """Whether every int input of a program, and every int computed from one, is read only by
+    stage.INT_READERS, effects and guards: then the recording holds for any value of those ints
+    that passes its guards (StageTrace.process guards the others where it meets them)."""
+    kinds = program.kinds
+    ints = {s for s in program.inputs if kinds[s] == "int"}
+    if not ints:
+        return True
+    for kind, op, refs, _, _, _, out in program.steps:
+        if kind == "guard" or not any(r in ints for r in refs):
+            continue
+        if op not in S.INT_READERS and kind != "effect":
+            return False
+        if out >= 0 and kinds[out] == "int":
+            ints.add(out)
+    return True
+
+
+def _int_key(v):
+    """_key, with an int's kind in place of its value (jit stages the arguments' ints)."""
+    v = peek(v)
+    t = type(v)
+    if t is int:
+        return "i"
+    if t is tuple:
+        return ("tuple",) + tuple(_int_key(x) for x in v)
+    if t is dict:
+        return ("map",) + tuple((type(k).__name__, k, _int_key(x)) for k, x in v.items())
+    if t is Struct:
+        return ("struct", id(v.sdef), v.sdef) + tuple(_int_key(x) for x in v.vals)
+    return _key(v)
 
 
 def _holds_function(result):

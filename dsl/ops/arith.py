@@ -166,6 +166,10 @@ def mul(a, b, span=None):
     if ta is Box or tb is Box:
         if _may_be_tuples(a, ta, b, tb) and _recorded_tuple(a, b):     # repeating a recorded tuple reads its elements
             return mul(unpack(a), unpack(b), span)
+        if (ta is str or ta is tuple) and type(peek(b)) in (int, bool):     # a count jit stages: guarded
+            return _repeat(a, raw(b))
+        if (tb is str or tb is tuple) and type(peek(a)) in (int, bool):
+            return _repeat(b, raw(a))
         if ta is float or ta is int:
             return record_const("ScalarMul", b, a, span)
         if tb is float or tb is int:

@@ -1,0 +1,172 @@
+"""jit and ints: the ints among a jitted function's arguments are values of its recording, not
+parts of its signature, so a step counter or an epoch does not stage the function again. Where
+the function decides something by an int (a shape, an index, an axis, a loop's length, a branch,
+argnums), that decision is guarded and a call with another int is staged again; where code that
+is not arithmetic would take an int's value without a guard, jit keeps ints as constants of the
+signature for that function (docs/reference.md, jit).
+
+Each case below is called, jitted and not, with a sequence of ints (repeats included, so compiled
+code runs); every result must be the interpreter's.
+"""
+
+import io
+
+import pytest
+
+import dsl
+from dsl.errors import DgError
+
+CASES = {
+    "arithmetic": "return x * n + n ** 2",
+    "axis": "return sum(m, axis=n % 2)",
+    "shape": "return zeros((n,)) + 1.0",
+    "index": "return x[n % 3]",
+    "for": "let s = 0.0\n for i in range(n) { s = s + x[0] * i }\n return s",
+    "rolled for": "let s = 0.0\n for i in range(n * 10) { s = s * 0.9 + x[0] }\n return s",
+    "while": "let s = 0.0\n let k = 0\n while k < n { s = s + x[1]\n k += 1 }\n return s",
+    "argnums": "return grad(fn(a, b) => sum(a * b * b), argnums=n % 2)(x, x + 1.0)",
+    "vmap": "return vmap(fn(v) => v * n)(m)",
+    "vmap unbatched": "return vmap(fn(v, q) { let s = v\n let k = 0\n while k < q { s = s * 1.1\n k += 1 }\n"
+                      " return s }, in_axes=(0, none))(x, n)",
+    "vmap in_axes": "return vmap(fn(v) => v * 2.0, in_axes=n % 2)(m)",
+    "hessian": "return hessian(fn(v) => sum(v ** 3) * n)(x)",
+    "jacfwd": "return jacfwd(fn(v) => v * n)(x)",
+    "reshape": "return reshape(m, (-1, n % 2 + 1))",
+    "one_hot": "return one_hot([0, 1], n + 2)",
+    "tuple index": "return (x, x * 2.0, x * 3.0)[n % 3]",
+    "map key": "return {0: x, 1: x * 5.0}[n % 2]",
+    "branch": "if n > 2 { return x } else { return x * 2.0 }",
+    "f-string": 'return f"{n}"',
+    "int result": "return n * 3 + 1",
+    "float()": "return float(n) * x",
+    "clamp": "return clamp(x * 10.0, -n, n)",
+    "linspace": "return linspace(0.0, 1.0, n + 2)",
+    "arange": "return arange(n) * 1.0",
+    "eye": "return eye(n + 1)",
+    "int power": "return x ** n",
+    "cumsum axis": "return cumsum(m, n % 2)",
+    "checkpoint": "return checkpoint(fn(v) => v * n)(x)",
+    "custom_vjp": "return custom_vjp(fn(v) => v * n, fn(v, o, g) => (g * n,))(x)",
+    "jit inside": "return jit(fn(v, k) => v * k + k)(x, n)",
+    "jit closure": "return jit(fn(v) => v * n)(x)",
+    "print": "print(n)\n return x",
+    "seed": "seed(n)\n return rand((2,))",
+    "rand shape": "return rand((n + 1,)) * 0.0 + 1.0",
+    "grad": "return grad(fn(v) => sum(v ** 2) * n)(x)",
+    "grad of a loop": "return grad(fn(v) { let s = 0.0\n for i in range(n + 20) { s = s * 0.9 + sum(v) }\n return s })(x)",
+    "// % /": "return (n // 2, n % 3, n / 4)",
+    "tuple repeat": "return len((1, 2) * n)",
+    "string repeat": 'return "ab" * n',
+    "slice": "return x[0:n % 3 + 1]",
+    "step slice": "return x[::n % 2 + 1]",
+    "where": "return where(x > n * 0.1, x, 0.0)",
+    "tree_map": 'return tree_map(fn(a) => a * n, {"a": x})',
+    "argmax": "return argmax(x * n) + n",
+    "in a map": 'let d = {"k": n}\n return d["k"] + 1',
+    "in a struct": "return S(n, x).a * 2",
+    "adam's counter": 'let st = {"step": n, "m": x}\n let t = st["step"] + 1\n'
+                      ' return x / (1.0 - 0.9 ** t), {"step": t, "m": x}',
+    "unpacked": "let a, b = (n, n + 1)\n return a * b",
+    "and/or": "return n > 1 and n < 5",
+    "batches": 'let t = 0.0\n for xb, yb in batches(m, x[0:2], n % 2 + 1, shuffle=false) { t = t + sum(xb) }\n return t',
+    "range step": "let s = 0\n for i in range(0, 10, n % 3 + 1) { s = s + i }\n return s",
+    "softmax axis": "return softmax(m, axis=n % 2)",
+    "cross_entropy": "return cross_entropy(m, [n % 2, 0])",
+    "gather": "return gather(x, [n % 3, 0])",
+    "nested loops": "let s = 0.0\n for i in range(20) { for j in range(n) { s = s + x[2] } }\n return s",
+    "size": "return size(zeros((n, 2)))",
+    "type": "return type(n)",
+}
+# functions h(...) jitted (JH), called from f, for ints passed by keyword or inside structures
+CALLED = {
+    "keyword": "fn h(x, k=1) { return x * k + k }\nfn f(x, m, n) { return JH(x, k=n) }",
+    "struct argument": "fn h(s) { return s.b * s.a + s.a }\nfn f(x, m, n) { return JH(S(n, x)) }",
+    "map argument": 'fn h(d) { return d["x"] / (1.0 - 0.9 ** d["t"]) }\nfn f(x, m, n) { return JH({"t": n, "x": x}) }',
+    "grad of jit": "fn h(v, k) { return v ** 2 * k }\nfn f(x, m, n) { return grad(fn(v) => sum(JH(v, n)))(x) }",
+    "jit of grad": "fn h(v, k) { return grad(fn(w) => sum(w ** 3) * k)(v) }\nfn f(x, m, n) { return JH(x, n) }",
+    "axis argument": "fn h(v, k) { return sum(v, axis=k) }\nfn f(x, m, n) { return JH(m, n % 2) }",
+    "shape argument": "fn h(k) { return ones((k, 2)) }\nfn f(x, m, n) { return JH(n) }",
+    "vmap of jit": "fn h(v, k) { return v * k }\nfn f(x, m, n) { return vmap(fn(v) => JH(v, n))(m) }",
+    # a vmap made once keeps its program between calls: an int shared by the examples is part of it
+    "kept vmap": "fn h(v, q) { let s = v\n let k = 0\n while k < q { s = s * 1.1\n k += 1 }\n return s }\n"
+                 "let VF = vmap(h, in_axes=(0, none))\nfn f(x, m, n) { return VF(x, n) }",
+    "kept jacfwd": "fn h(v, q) { return v * q + v ** 2 }\nlet JF = jacfwd(h)\nfn f(x, m, n) { return JF(x, n) }",
+}
+INTS = [1, 3, 2, 5, 4, 3, 7, 1]
+
+
+def outputs(src, jitted):
+    """What f prints for each int of INTS (or its error's message)."""
+    out = io.StringIO()
+    i = dsl.Interpreter(stdout=out, seed=0)
+    i.run("struct S { a, b }\n" + src.replace("JH", "JIT_H") + f"\nlet JIT_H = {'jit(h)' if jitted else 'h'}\n"
+          f"let g = {'jit(f)' if jitted else 'f'}")
+    got = []
+    for n in INTS:
+        try:
+            i.run(f"print(g([0.5, -1.5, 2.0], [[1.0, 2.0], [3.0, -4.0]], {n}))")
+            got.append(out.getvalue().split("\n")[-2])
+        except DgError as err:
+            got.append("error: " + err.message)
+    return got
+
+
+@pytest.mark.parametrize("name", list(CASES) + list(CALLED))
+def test_a_jitted_function_gives_the_interpreters_results_for_every_int(name):
+    src = f"fn f(x, m, n) {{\n {CASES[name]}\n}}\nfn h() {{ return 0 }}" if name in CASES else CALLED[name]
+    assert outputs(src, True) == outputs(src, False)
+
+
+TRAIN = """import nn
+import optim
+seed(0)
+let x = randn((64, 2))
+let y = where(x[:, 0] * x[:, 1] > 0.0, 1.0, 0.0)
+let params = nn.mlp((2, 16, 1))
+fn loss(p) { return nn.bce_with_logits(nn.mlp_apply(p, x)[:, 0], y) }
+let state = optim.adam_init(params)
+fn train_step(p, s) {
+    let l, g = value_and_grad(loss)(p)
+    let p2, s2 = optim.adam(p, g, s, 0.01)
+    return p2, s2, l
+}
+let step = STEP
+for i in range(300) {
+    let p2, s2, l = step(params, state)
+    params = p2
+    state = s2
+}
+print(loss(params), state["step"])
+"""
+
+
+def test_a_jitted_adam_step_stages_once_and_trains_as_without_jit(capsys):
+    out = io.StringIO()
+    i = dsl.Interpreter(stdout=out)
+    i.run(TRAIN.replace("STEP", "jit(train_step, explain=true)"))
+    stagings = capsys.readouterr().err.count("staging it")
+    assert stagings <= 2
+    plain = io.StringIO()
+    dsl.Interpreter(stdout=plain).run(TRAIN.replace("STEP", "train_step"))
+    assert out.getvalue() == plain.getvalue() and out.getvalue().endswith(" 300\n")
+
+
+def test_explain_names_the_leaf_whose_change_made_a_new_signature(capsys):
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run('let f = jit(fn(x, cfg) => x * len(cfg["mode"]), explain=true)\n'
+          'f(1.0, {"mode": "ab"})\nf(1.0, {"mode": "abc"})\nf([1.0, 2.0], {"mode": "abc"})\n'
+          'let g = jit(fn(x, s) => x + s, explain=true)\ng(1.0, 1)\ng(1.0, 2)\ng(1.0, true)')
+    said = capsys.readouterr().err.splitlines()
+    assert said == ['jit(<lambda>): staging it: a new signature',
+                    'jit(<lambda>): staging it: a new signature: arg 1 ["mode"]: string "ab" -> string "abc"',
+                    'jit(<lambda>): staging it: a new signature: arg 0: a float -> a tensor of shape (2,)',
+                    'jit(<lambda>): staging it: a new signature',
+                    'jit(<lambda>): staging it: a new signature: arg 1: an int -> true']
+
+
+def test_staging_again_and_again_is_said_once_with_the_fix(capsys):
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run('let f = jit(fn(x, name) => x * len(name))\nfor k in range(30) { f(1.0, "a" * (k + 1)) }')
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "staged 10 times for new signatures" in said[0]
+    assert 'arg 1: string "aaaaaaaaaa" -> string "aaaaaaaaaaa"' in said[0] and "floats, ints" in said[0]
