@@ -2,7 +2,7 @@
 
     python -m bench                 the full suite (a few minutes), writes bench/results/latest.json
     python -m bench --smoke         tiny sizes, no thresholds, seconds (the tests run it with --jobs 2)
-    python -m bench --only scalar,mlp
+    python -m bench --only scalar,mlp     (writes bench/results/partial.json)
     python -m bench --json out.json --markdown out.md
 
 Each benchmark runs in a fresh process with BLAS limited to --threads threads
@@ -31,10 +31,12 @@ if __package__ in (None, ""):          # `python bench/run.py`: make the repo ro
 from bench.report import make_row, markdown, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "ball", "transforms"]
+ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "ball", "transforms",
+         "training"]
 TITLES = {"scalar": "1. scalar overhead", "mlp": "2-3. MLP step", "startup": "4. start-up",
           "parsing": "5. parsing", "memory": "6. memory growth", "checkpoint": "6. checkpoint",
-          "projectile": "12. projectile", "rnn": "12. RNN", "ball": "12. bouncing ball", "transforms": "12-13. higher order and vmap"}
+          "projectile": "12. projectile", "rnn": "12. RNN", "ball": "12. bouncing ball", "transforms": "12-13. higher order and vmap",
+          "training": "training loop"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -147,8 +149,9 @@ def main(argv=None):
             rows += got
             ok &= fine
     info = meta(args, started, time.perf_counter() - t0)
+    # latest.json holds a whole run (the docs' tables are made from it): a part goes elsewhere
     out = Path(args.json) if args.json else ROOT / "bench" / "results" / (
-        "smoke.json" if args.smoke else "latest.json")
+        "smoke.json" if args.smoke else "partial.json" if args.only else "latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, info, rows)
     if args.markdown:

@@ -29,7 +29,7 @@ BUILTINS = frozenset("""
     assert error time
     tree_map tree_leaves global_norm clip_by_global_norm
     grad value_and_grad jacobian jacrev jacfwd hessian jvp vjp vmap jit stop_gradient custom_vjp checkpoint
-    load_csv batches one_hot train_test_split save load progress help plot
+    load_csv batches one_hot train_test_split save load progress help plot can_plot
 """.split())
 
 

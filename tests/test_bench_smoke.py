@@ -39,6 +39,7 @@ EXPECTED = [
     "12. jit(hessian), first call",
     "12. jit(grad(grad)), first call",
     "13. vmap(grad) per-example",
+    "training loop, jitted adam step",
 ]
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.
 POSITIVE = [name for name in EXPECTED if name not in ("4. dg run imports", "6. memory growth (training loop)")]

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
                "per_example_gradients", "ensemble",
-               "custom_gradients", "checkpointing", "newton", "csv_logistic"]
+               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training"]
 
 
 def run_example(name, argv=()):
@@ -181,3 +181,27 @@ def test_ensemble_members_train_as_they_would_alone():
     out, interp = run_example("ensemble")
     assert number_after(out, "of the ensemble:") >= 0.95
     assert "ends 0.0e+00 away" in out or number_after(out, "trained alone ends") < 1e-9
+
+
+def test_a_jitted_training_step_is_staged_once_and_takes_the_eager_steps(capsys):
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out, explain_jit=True)
+    interp.run_file(EXAMPLES / "jit_training.dg")
+    assert capsys.readouterr().err.count("staging it") == 1     # once for 400 calls
+    assert number_after(out.getvalue(), "training accuracy") > 0.95
+    jit_loss, eager_loss = (number_after(out.getvalue(), f"{k}: final loss") for k in ("jit", "eager"))
+    assert jit_loss == eager_loss < 0.01
+
+
+def test_two_moons_without_matplotlib_trains_and_says_it_drew_nothing(monkeypatch, tmp_path):
+    import builtins
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("no matplotlib here")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    out, _ = run_example("two_moons", argv=(str(tmp_path / "loss.png"),))
+    assert "test accuracy" in out and "loss curves not drawn: plotting needs matplotlib" in out
+    assert not (tmp_path / "loss.png").exists()

@@ -26,7 +26,7 @@ SECTIONS = [
                                                    "custom_vjp", "checkpoint"]),
     ("Trees", ["tree_map", "tree_leaves", "global_norm", "clip_by_global_norm"]),
     ("Data, files and runs", ["load_csv", "batches", "one_hot", "train_test_split", "save", "load",
-                              "progress", "plot"]),
+                              "progress", "plot", "can_plot"]),
     ("General", ["print", "help", "str", "int", "float", "bool", "type", "len", "range", "enumerate", "zip",
                  "keys", "values", "items", "has", "get", "remove", "assert", "error", "time"]),
 ]
@@ -470,6 +470,10 @@ in a notebook; silent otherwise.
 Differentiable: no.
 >>> type(progress(range(3)))
 "iterator\"""",
+    "can_plot": """can_plot(): true where plot can draw, that is where matplotlib (the plot extra) is installed.
+Differentiable: no.
+>>> type(can_plot())
+"bool\"""",
     "plot": """plot(ys) or plot(xs, ys, label=none, title=none, xlabel=none, ylabel=none, path=none): a
 line plot (matplotlib, the `plot` extra): shown below the cell in a notebook, written to a PNG
 file when path is given (elsewhere, without a path, it draws nothing and says so once). ys is a vector, or a matrix with

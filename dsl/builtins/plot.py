@@ -115,7 +115,15 @@ def make(interp):
             sys.stderr.flush()
     nowhere.draws_nothing = True
 
-    return {"plot": plot}
+    def can_plot():
+        """can_plot(): whether plot can draw here (matplotlib, the plot extra, is installed)."""
+        try:
+            import matplotlib  # noqa: F401  (only whether it is there)
+        except ImportError:
+            return False
+        return True
+
+    return {"plot": plot, "can_plot": can_plot}
 
 
 def _draw(x, y, label, options, target, show):
