@@ -80,10 +80,40 @@ def stored_slot(stmt, ctx):
     return local_slot(t.binding, ctx) if len(stmt.targets) == 1 and type(t) is A.Name else None
 
 
+def _joined_literal(e, ctx):
+    """`a + [x]` or `a + []`: a tensor plus a literal of one entry or none, which broadcasts
+    (adding x to every entry, or making an empty tensor) where a Python user means to append.
+    Where the other side is a vector of another length, it is an error that says so."""
+    lhs, rhs, span = compile_expr(e.left, ctx), compile_expr(e.right, ctx), e.span
+    literal_left = type(e.left) is A.TensorLit and len(e.left.items) <= 1
+
+    def ev(f):
+        a, b = lhs(f), rhs(f)
+        lit, other = (a, b) if literal_left else (b, a)
+        lv, ov = peek(lit), peek(other)
+        if (type(lv) is ndarray and lv.ndim == 1 and type(ov) is ndarray and ov.ndim == 1
+                and ov.shape[0] != lv.shape[0]):
+            shown = "[]" if lv.shape[0] == 0 else "[x]"
+            what = "a + " + shown if not literal_left else shown + " + a"
+            does = ("is an empty tensor" if ov.shape[0] == 0 else "adds x to each of its entries"
+                    if lv.shape[0] == 1 else "does not broadcast")
+            raise error("shape", f"{what}, with a tensor a of shape {ops.fmt_shape(ov.shape)}, {does}: "
+                                 f"+ on tensors adds entry by entry, it does not append", span,
+                        hint="to build a sequence, use a tuple (a = a + (x,)) or join tensors "
+                             "(cat((a, [x]))); write a + x to add a number to every entry")
+        try:
+            return ops.add(a, b, span)
+        except DgError as exc:
+            raise located(exc, span)
+    return ev
+
+
 def _binop(e, ctx):
     fn = ops.BINARY[e.op]
     span = e.span
     left, right = e.left, e.right
+    if e.op == "+" and any(type(s) is A.TensorLit and len(s.items) <= 1 for s in (left, right)):
+        return _joined_literal(e, ctx)
     r = compile_expr(right, ctx)
     i = local_slot(left.binding, ctx) if type(left) is A.Name else None
     if i is not None:

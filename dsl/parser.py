@@ -18,7 +18,7 @@ from .cycles import gc_paused
 from .lexing import MAX_BRACKETS, BracketsTooDeep, StatementBreaks
 from .nesting import check_nesting
 from .resources import grammar_path
-from .syntax_errors import describe_unexpected_token
+from .syntax_errors import describe_unexpected_token, python_habit_hint
 from .transformer import ToAst
 
 _lock = threading.RLock()
@@ -165,7 +165,7 @@ def _token_error(exc, source, text, line_offset, col_offset):
             span.end_column = span.column + (tok.end_column - tok.column)
     expected = _acceptable(exc)
     message = describe_unexpected_token(tok, prev, expected)
-    hint = _unclosed_hint(tok)
+    hint = _unclosed_hint(tok) or python_habit_hint(tok, prev, expected)
     if hint is None and tok.type == "_NL" and "LBRACE" in expected:
         hint = "a block's '{' goes on the same line as its 'if', 'while', 'for', 'else' or 'fn'"
     err = error("syntax", message, span, hint=hint)

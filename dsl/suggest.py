@@ -15,8 +15,14 @@ def closest(word, candidates):
     return found[0] if found else None
 
 
+# Python's constants, which dg spells in lower case
+PYTHON_CONSTANTS = {"True": "true", "False": "false", "None": "none"}
+
+
 def name_hint(name, candidates):
     """"did you mean 'softmax'?" for a misspelled name, or None."""
+    if name in PYTHON_CONSTANTS:
+        return f"did you mean {PYTHON_CONSTANTS[name]}? (dg writes true, false and none in lower case)"
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None
 

@@ -64,6 +64,28 @@ def expected_words(expected):
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
+# Python's spelling of something dg writes its own way: the word, and how dg says it.
+PYTHON_WORDS = {
+    "def": "dg declares a function with fn: fn f(x) { return x * 2.0 }",
+    "elif": "dg writes else if: if a { ... } else if b { ... }",
+    "lambda": "dg writes an anonymous function as fn(x) => x + 1",
+    "class": "dg's records are structs: struct Point { x, y }, made as Point(1.0, 2.0)",
+    "pass": "an empty block is {} in dg",
+    "is": "dg compares with == and !=",
+}
+
+
+def python_habit_hint(tok, prev, expected):
+    """A one-line hint where the input looks like Python (def, elif, lambda, a ':' opening a
+    block), or None."""
+    for t in (prev, tok):
+        if t is not None and t.type == "NAME" and t.value in PYTHON_WORDS:
+            return PYTHON_WORDS[t.value]
+    if tok.type == "COLON" and "LBRACE" in expected:
+        return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
+    return None
+
+
 def describe_unexpected_token(tok, prev, expected):
     """Build the message for an UnexpectedToken: what was expected, after what, found what."""
     what = expected_words(expected)

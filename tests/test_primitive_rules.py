@@ -279,10 +279,11 @@ def test_every_registered_primitive_is_exercised():
     interp = _interp("where(x > 0.0, sqrt(x), 0.0) * sin(x)", ["x"])
     program, _ = stage(interp.lookup("grad")(interp.lookup("grad")(interp.lookup("f"))), (4.0,))
     seen |= {step[1] for step in program.steps}
-    # exercised by their own tests: HostCall (tests/test_embed.py), effects (tests/test_jit_effects.py),
+    # exercised by their own tests: HostCall (tests/test_embed.py), effects (tests/test_jit_effects.py;
+    # EffectLayout and EffectLeaf, a structured effect's parts: tests/test_jit.py's load tests),
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
-    elsewhere = {"HostCall", "Effect", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
+    elsewhere = {"HostCall", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
                  "LoopBackAdd"}
     missing = sorted(set(PRIMS) - seen - elsewhere - {"Any", "IsFinite", "ClassIndices"})
     assert missing == [], f"no case exercises {missing}"

@@ -387,8 +387,13 @@ Differentiable: yes.
 >>> vmap(fn(x) => sum(x * x))([[1.0, 2.0], [3.0, 4.0]])
 [5.0, 25.0]""",
     "jit": """jit(f, explain=false): f compiled per argument signature into straight-line code: the same
-results, output and random draws. A decision on a traced value is guarded: a call that
-decides differently is compiled again; explain=true says when and why. A `for` loop over
+results, output and random draws. The signature is the arguments' structure, tensor shapes
+and the values of their strings, bools and none; floats, tensors and ints are values of the
+compiled code, so a step counter or an epoch passed each call does not compile f again. A
+decision on a traced value (a branch, a shape, an index, an axis or a loop's length taken
+from an int) is guarded: a call that decides differently is compiled again; explain=true
+says when and why, naming the argument that changed, and f compiled again and again for new
+signatures is said once. A `for` loop over
 a range whose body goes the same way on every iteration is compiled once, as a loop, and
 so is a `while` loop, whatever its trip count (it runs until an iteration goes another
 way); an `if` in such a body whose branches only compute runs both ways, choosing by

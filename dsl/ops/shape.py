@@ -210,9 +210,10 @@ def unbroadcast(g, shape):
 
 # ---------------------------------------------------------------- indexing
 def make_key(shape, subs):
-    """Check dg subscripts against a tensor shape and build a numpy index tuple."""
+    """Check dg subscripts against a tensor shape and build a numpy index tuple (`none` adds an
+    axis of length 1 there, as numpy's None and newaxis do)."""
     key, axis = [], 0
-    n_axes = sum(1 for s in subs if not (type(s) is ndarray and s.dtype.kind == "b")) + sum(
+    n_axes = sum(1 for s in subs if s is not None and not (type(s) is ndarray and s.dtype.kind == "b")) + sum(
         s.ndim for s in subs if type(s) is ndarray and s.dtype.kind == "b")
     if n_axes > len(shape):
         masks = [s for s in subs if type(s) is ndarray and s.dtype.kind == "b"]
@@ -223,7 +224,9 @@ def make_key(shape, subs):
     for s in subs:
         s = raw(s)
         t = type(s)
-        if t is slice:
+        if s is None:
+            key.append(None)
+        elif t is slice:
             key.append(s)
             axis += 1
         elif t is int or (t is float and s.is_integer()):
@@ -247,6 +250,9 @@ def make_key(shape, subs):
         else:
             raise error("type", f"cannot index a tensor with {type_name(s)}")
     arrays = [k for k in key if type(k) is ndarray]
+    if arrays and any(k is None for k in key):
+        raise error("index", "none (a new axis) cannot be combined with index tensors or masks in one "
+                             "subscript", hint="index first, then add the axis: x[idx][:, none]")
     if len(arrays) > 1 or (arrays and arrays[0].dtype.kind != "b"):
         _check_gather(shape, key)
     return tuple(key)
@@ -313,7 +319,9 @@ def index_add(g, key, shape, span=None):
     if type(g) is Box:
         return record("IndexAdd", (g,), {"key": key, "shape": shape}, span)
     out = np.zeros(shape)
-    if any(type(k) is ndarray for k in key):
+    if any(k is None for k in key):     # new axes of length 1 (basic indexing only: make_key refuses index tensors)
+        out[key] = g
+    elif any(type(k) is ndarray for k in key):
         np.add.at(out, key, g)
     else:
         out[key] = g

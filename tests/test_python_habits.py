@@ -1,0 +1,78 @@
+"""What Python and numpy habits meet in dg: each gets a one-line hint of dg's way, and the list-append
+idiom (`a = a + [x]`, which on tensors adds rather than appends) is an error instead of a silent
+wrong answer. numpy's new axis is `none` in an index (numpy's None)."""
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize("src, hint", [
+    ("print(True)", "did you mean true?"),
+    ("let x = False", "did you mean false?"),
+    ("let x = None", "did you mean none?"),
+    ("let x = ones((3,))\nprint(x[:, None])", "did you mean none?"),
+])
+def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
+    err = run_error(src)
+    assert err.kind == "name" and hint in err.hint
+
+
+@pytest.mark.parametrize("src, hint", [
+    ("def f(x):\n    return x", "fn f(x) { return x * 2.0 }"),
+    ("if 1 > 0 { print(1) } elif 2 > 1 { print(2) }", "dg writes else if"),
+    ("let f = lambda x: x + 1", "fn(x) => x + 1"),
+    ("if 1 > 0:\n    print(1)", "blocks are in braces"),
+    ("for i in range(3):\n    print(i)", "blocks are in braces"),
+    ("fn f(x):\n    return x", "blocks are in braces"),
+    ("class Point:\n    pass", "struct Point { x, y }"),
+])
+def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
+    err = run_error(src)
+    assert err.kind == "syntax" and hint in err.hint
+
+
+@pytest.mark.parametrize("src, words", [
+    ("let a = []\na = a + [1.0]", "a + [x], with a tensor a of shape (0,), is an empty tensor"),
+    ("let a = [1.0, 2.0]\na = a + [3.0]", "a + [x], with a tensor a of shape (2,), adds x to each of its entries"),
+    ("let a = [1.0, 2.0]\na = [] + a", "[] + a, with a tensor a of shape (2,), does not broadcast"),
+])
+def test_appending_to_a_tensor_with_plus_is_an_error_with_the_fix(run_error, src, words):
+    err = run_error(src)
+    assert err.kind == "shape" and words in err.message and "a + (x,)" in err.hint and "cat(" in err.hint
+    assert err.line == 2
+
+
+@pytest.mark.parametrize("src, out", [
+    ("let a = ()\nfor i in range(3) { a = a + (i * 1.0,) }\nprint(tensor(a))", "[0.0, 1.0, 2.0]\n"),
+    ("print([1.0] + [2.0])", "[3.0]\n"),                         # the same length: adds
+    ("print(ones((2,)) + [1.0, 2.0])", "[2.0, 3.0]\n"),
+    ("print(ones((2, 2)) + [1.0])", "[[2.0, 2.0], [2.0, 2.0]]\n"),      # not a vector: broadcasts
+])
+def test_plus_still_adds_where_it_is_not_the_append_idiom(run, src, out):
+    assert run(src) == out
+
+
+def test_none_in_an_index_adds_an_axis_as_numpys_none(run):
+    src = ("let x = [1.0, 2.0, 3.0]\nlet m = ones((2, 3))\n"
+           "print(shape(x[:, none]), shape(x[none]), shape(x[none, :, none]), shape(m[:, none, :]), shape(m[0, none]))\n"
+           "print(x[:, none] * x[none, :])")
+    assert run(src) == "(3, 1) (1, 3) (1, 3, 1) (2, 1, 3) (1, 3)\n[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]\n"
+
+
+def test_none_indexing_is_differentiable_in_every_mode(run):
+    f = "fn f(v) { return sum((v[:, none] * v[none, :]) ** 2) }\nlet x = [1.0, 2.0, 3.0]\n"
+    src = f + ("print(grad(f)(x))\nprint(jit(grad(f))(x))\nprint(jvp(f, (x,), (x,))[1])\n"
+               "print(hessian(f)(x))\nprint(vmap(grad(f))(stack((x, x * 2.0))))")
+    x = np.array([1.0, 2.0, 3.0])
+    g = 4 * (x @ x) * x                   # f = (sum v^2)^2
+    h = 4 * (x @ x) * np.eye(3) + 8 * np.outer(x, x)
+    lines = run(src).splitlines()
+    assert lines[0] == lines[1] == str(g.tolist())
+    assert float(lines[2]) == g @ x
+    assert lines[3] == str(h.tolist())
+    assert lines[4] == str([g.tolist(), (4 * (4 * x @ x) * 2 * x).tolist()])
+
+
+def test_none_with_an_index_tensor_is_refused_with_a_hint(run_error):
+    err = run_error("let x = ones((3, 2))\nprint(x[[0.0, 1.0], none])")
+    assert err.kind == "index" and "x[idx][:, none]" in err.hint
