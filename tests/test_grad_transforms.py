@@ -170,3 +170,10 @@ def test_grad_needs_a_function():
 def test_argnums_out_of_range():
     err = fails("let g = grad(fn(x) => x, argnums=3)(1.0)")
     assert err.kind == "type" and "argnums" in err.message
+
+
+def test_argument_numbers_in_errors_count_from_zero_as_argnums_does(run_error):
+    err = run_error("print(grad(fn(x, n) => x * n, argnums=1)(1.0, 2))")
+    assert "with respect to argnums=1, which is an int (2)" in err.message
+    err = run_error("print(vmap(fn(x, s) => x, in_axes=(0, 0))(ones((2,)), 1.0))")
+    assert "in_axes maps argument 1 (counting from 0) over axis 0" in err.message

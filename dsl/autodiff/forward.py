@@ -212,7 +212,7 @@ def hessian(f, argnums=0, opts=None, interp=None):
         if 0 <= i < len(args) and is_container(peek(args[i])):
             # the gradient would be a structure, whose Jacobian jacfwd does not take (reference 6)
             raise error("grad", f"{who} takes second derivatives with respect to a number or a tensor, "
-                                f"but argument {i + 1} is {_describe(peek(args[i]))}",
+                                f"but argnums={i} is {_describe(peek(args[i]))}",
                         hint="jvp(grad(f), (p,), (v,)) gives Hessian-vector products for a struct, map or "
                              "tuple; or write f over one tensor")
         return outer.call(*args, **kwargs)

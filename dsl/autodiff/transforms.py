@@ -89,7 +89,7 @@ def _argnums(argnums, nargs, who):
             raise error("type", f"{who}: argnums={O.brief_int(i)} but the function was called with "
                                 f"{nargs} argument{'s' * (nargs != 1)}")
         if i % nargs in out:        # one Parameter per argument: a repeat would get no gradient
-            raise error("type", f"{who}: argnums={tuple(nums)} names argument {i % nargs + 1} twice")
+            raise error("type", f"{who}: argnums={tuple(nums)} names argument {i % nargs} twice (counting from 0, as argnums does)")
         out.append(i % nargs)
     return tuple(out), single
 
@@ -108,11 +108,11 @@ def check_differentiable(v, i, who):
     or a bool (grad, jacfwd and the rest say so alike)."""
     rv = peek(v)
     if type(rv) is int or type(rv) is bool:
-        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+        raise error("grad", f"{who}: cannot differentiate with respect to argnums={i}, "
                             f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
                     hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
     if not (is_differentiable_leaf(rv) or is_container(rv)):
-        raise error("grad", f"{who}: cannot differentiate with respect to argument {i + 1}, "
+        raise error("grad", f"{who}: cannot differentiate with respect to argnums={i}, "
                             f"which is {_describe(rv)}")
 
 

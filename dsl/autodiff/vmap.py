@@ -219,11 +219,11 @@ def _leaves_and_axes(args, axes, who):
             if axis is not None:
                 v = peek(leaf)
                 if type(v) is not np.ndarray or v.ndim == 0:
-                    raise error("type", f"{who}: in_axes maps argument {i + 1} over axis {axis}, but it holds "
+                    raise error("type", f"{who}: in_axes maps argument {i} (counting from 0) over axis {axis}, but it holds "
                                         f"{_describe(v)}",
                                 hint="give none for arguments (or parts of them) shared by every example")
                 if not -v.ndim <= axis < v.ndim:
-                    raise error("shape", f"{who}: axis {axis} is out of range for argument {i + 1}, a tensor of "
+                    raise error("shape", f"{who}: axis {axis} is out of range for argument {i} (counting from 0), a tensor of "
                                          f"shape {O.fmt_shape(v.shape)}")
                 leaf_axes.append(axis % v.ndim)
             else:
