@@ -32,7 +32,7 @@ from .printing import show
 from .source_files import read_source
 from .syntax_errors import KEYWORDS
 from .tape_view import format_tape, tape_dot
-from .values import UNBOUND, Module, Struct, type_name
+from .values import UNBOUND, Function, Module, Struct, StructDef, type_name
 
 PROMPT = "dg> "
 CONTINUATION = "... "
@@ -58,7 +58,13 @@ Ctrl-C cancels the input or interrupts a running computation; Ctrl-D leaves."""
 
 # ---------------------------------------------------------------- describing values
 def describe(value):
-    """A value's type with its shape or size: `tensor (3, 4)`, `map (2 keys)`, `Linear`."""
+    """A value's type with its shape or size: `tensor (3, 4)`, `map (2 keys)`, `Linear`,
+    `struct type Linear { w, b }`, `function dense(layer, x)`."""
+    if isinstance(value, StructDef):
+        return f"struct type {value.name} {{ {', '.join(value.fields)} }}"
+    code = getattr(value, "code", None) if isinstance(value, Function) else None
+    if code is not None and getattr(code, "signature", None):
+        return f"function {code.signature}"
     t = type_name(value)
     if t == "tensor":
         return f"tensor {fmt_shape(value.shape)}" + (" bool" if value.dtype.kind == "b" else "")

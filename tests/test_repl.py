@@ -436,3 +436,13 @@ def test_dg_run_and_run_file_of_a_file_that_never_ends_stop(dg):
     assert done.returncode == 2 and "longer than 64 MiB (or never ends)" in done.stderr
     with pytest.raises(DgError, match="never ends"):
         dsl.Interpreter().run_file("/dev/zero")
+
+
+def test_vars_names_struct_types_and_functions_by_what_they_are():
+    out = io.StringIO()
+    repl = R.Repl(dsl.Interpreter(stdout=out), out=out, err=io.StringIO())
+    for line in ["struct P { a, b }", "let p = P(1.0, 2.0)", "fn f(x, y=2) { return x }", ":vars", ":type P"]:
+        repl.execute(line)
+    lines = out.getvalue().splitlines()
+    assert "P     struct type P { a, b }" in lines and "p     P" in lines
+    assert "f     function f(x, y=2)" in lines and lines[-1] == "struct type P { a, b }"
