@@ -444,5 +444,5 @@ def test_vars_names_struct_types_and_functions_by_what_they_are():
     for line in ["struct P { a, b }", "let p = P(1.0, 2.0)", "fn f(x, y=2) { return x }", ":vars", ":type P"]:
         repl.execute(line)
     lines = out.getvalue().splitlines()
-    assert "P     struct type P { a, b }" in lines and "p     P" in lines
-    assert "f     function f(x, y=2)" in lines and lines[-1] == "struct type P { a, b }"
+    assert "P  struct type P { a, b }" in lines and "p  P" in lines
+    assert "f  function f(x, y=2)" in lines and lines[-1] == "struct type P { a, b }"
