@@ -25,3 +25,18 @@ class gc_paused:
         if self.paused:
             gc.enable()
         return False
+
+
+def give_back_memory():
+    """After a computation was stopped part way (Ctrl-C in the REPL or a notebook): collect what
+    it left, and hand the freed memory back to the system. glibc keeps freed small blocks (a
+    tape's many small tensors) for reuse, so the process would stay its peak size."""
+    gc.collect()
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        trim = getattr(libc, "malloc_trim", None)
+    except (OSError, AttributeError):
+        return
+    if trim is not None:
+        trim(0)

@@ -45,7 +45,7 @@ class Interpreter:
     """A dg interpreter. See the README's "Using dg from Python" for the embedding API."""
 
     def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
-                 timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=True,
+                 timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=False,
                  files="all", jit=False, explain_jit=False):
         self.limits = Limits(max_depth, max_steps, timeout)     # checks them: ValueError, TypeError
         if max_tensor_elements is not None and (type(max_tensor_elements) is not int or max_tensor_elements < 1):

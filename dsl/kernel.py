@@ -23,6 +23,7 @@ from ipykernel.kernelbase import Kernel
 
 from . import __version__
 from .builtins.help import describe as documentation
+from .cycles import give_back_memory
 from .errors import DgError
 from .highlight import paint_error
 from .parser import is_complete
@@ -153,6 +154,7 @@ class DgKernel(Kernel):
             return _bad_request(f"the code of an execute_request must be a string, got {type(code).__name__}",
                                 execution_count=self.execution_count)
         self.failed = None
+        stopped = False
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = self.stdout, self.stderr     # progress bars and warnings too
         try:
@@ -165,11 +167,14 @@ class DgKernel(Kernel):
                 self.repl.done = False      # :quit has nothing to leave in a notebook: the session goes on
         except KeyboardInterrupt:
             self.complain("interrupted: the cell was stopped (the session and its names are kept)")
+            stopped = True
         except DgError as exc:              # raised outside the REPL's own handlers
             self.complain(str(exc.settle()))
         finally:
             self._flush()
             sys.stdout, sys.stderr = saved
+        if stopped:     # outside the handler, whose traceback held what the stopped cell had built
+            give_back_memory()
         if self.failed is not None:
             return {"status": "error", "execution_count": self.execution_count, "ename": "DgError",
                     "evalue": self.failed.split("\n", 1)[0], "traceback": []}

@@ -140,6 +140,18 @@ def _cut(items, n, keep, depth):
     return items + ["..."] if k == 0 else items[:k] + ["..."] + items[k:]
 
 
+def display_tensor(a):
+    """A tensor as the REPL shows it, the way numpy users read one: its shape on the first line,
+    then the entries aligned in columns to 8 significant digits, elided beyond about a thousand
+    (print and str give every digit)."""
+    v = raw(a)
+    body = np.array2string(v, separator=", ", precision=8, max_line_width=LINE_WIDTH, threshold=ELIDE_OVER,
+                           edgeitems=EDGE, formatter={"bool": lambda b: "true" if b else "false"})
+    kind = " bool" if v.dtype.kind == "b" else ""
+    shape = "(" + ", ".join(str(n) for n in v.shape) + ("," if v.ndim == 1 else "") + ")"
+    return f"tensor{kind} {shape}\n{body}"
+
+
 NUMERIC_CODES = set("bcdoxXneEfFgG%")
 
 

@@ -14,6 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
+import numpy as np
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import Completer, Completion
@@ -23,12 +24,14 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
 
 from . import __version__
+from .autodiff.tape import peek
+from .cycles import give_back_memory
 from .errors import DgError
 from .builtins.help import describe as documentation
 from .highlight import DgLexer, paint_error
 from .ops import fmt_shape
 from .parser import is_complete
-from .printing import show
+from .printing import display_tensor, show
 from .source_files import read_source
 from .syntax_errors import KEYWORDS
 from .tape_view import format_tape, tape_dot
@@ -121,9 +124,11 @@ class Repl:
         self.err.flush()
 
     def echo(self, value):
-        """Show the value of an expression statement (none is not shown)."""
+        """Show the value of an expression statement (none is not shown); a tensor as numpy users
+        read one (printing it gives every digit)."""
         if value is not None:
-            self.say(show(value, nested=True))
+            self.say(display_tensor(value) if type(peek(value)) is np.ndarray and peek(value).ndim
+                     else show(value, nested=True))
 
     # -- running --------------------------------------------------------------
     def execute(self, text):
@@ -139,19 +144,23 @@ class Repl:
     def run_code(self, text, echo=True):
         """Run dg source; echo expression values; report errors. Returns (ok, value)."""
         self.count += 1
+        stopped = False
         try:
             value = self.interp.run(text, f"<repl-{self.count}>", echo=self.echo if echo else None)
         except KeyboardInterrupt:
             if not self.catch_interrupts:
                 raise
-            self.complain("interrupted")
-            return False, None
+            stopped = True
         except DgError as exc:
             self.complain(str(exc.settle()))
             return False, None
         except Exception as exc:        # a bug in dg itself: say so, keep the session
             self.complain("internal error: dg itself failed; please report this with the input that caused it\n"
                           + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
+            return False, None
+        if stopped:     # outside the handler, whose traceback held what the stopped run had built
+            self.complain("interrupted")
+            give_back_memory()
             return False, None
         return True, value
 
@@ -225,14 +234,18 @@ class Repl:
             self.complain(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
             return
         self.count += 1
+        stopped = False
         try:
             self.interp.run(text, str(path))
         except KeyboardInterrupt:
             if not self.catch_interrupts:
                 raise
-            self.complain("interrupted")
+            stopped = True
         except DgError as exc:
             self.complain(str(exc.settle()))
+        if stopped:
+            self.complain("interrupted")
+            give_back_memory()
 
     def cmd_time(self, arg):
         """:time EXPR"""

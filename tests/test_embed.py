@@ -234,7 +234,7 @@ def test_a_host_function_without_a_rule_is_not_differentiable():
 
 
 def test_a_host_function_with_a_vjp_is_differentiable():
-    interp = dsl.Interpreter()
+    interp = dsl.Interpreter(keep_tape=True)
     calls = []
 
     def weighted(a, w):
@@ -273,7 +273,7 @@ def test_a_vjp_with_a_wrong_shape_or_second_derivatives_are_grad_errors():
 
 # ---------------------------------------------------------------- tapes and independence
 def test_tape_rows_describe_the_last_gradient():
-    interp = dsl.Interpreter()
+    interp = dsl.Interpreter(keep_tape=True)
     interp.run('fn f(m) { return sum(m["w"] * m["w"]) }')
     assert interp.tape() == []
     interp.grad("f")({"w": np.ones(3), "unused": 1.0})
@@ -286,7 +286,7 @@ def test_tape_rows_describe_the_last_gradient():
 
 
 def test_interpreters_are_independent():
-    one, two = dsl.Interpreter(seed=7), dsl.Interpreter(seed=7)
+    one, two = dsl.Interpreter(seed=7, keep_tape=True), dsl.Interpreter(seed=7, keep_tape=True)
     one.set("x", 1.0)
     two.set("x", 2.0)
     assert (one.get("x"), two.get("x")) == (1.0, 2.0)

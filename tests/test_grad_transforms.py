@@ -9,8 +9,8 @@ from dsl.errors import DgError
 
 
 def run(src):
-    """Run dg source; return the interpreter."""
-    interp = dsl.Interpreter(seed=0)
+    """Run dg source; return the interpreter (keeping its tapes, which some tests read)."""
+    interp = dsl.Interpreter(seed=0, keep_tape=True)
     interp.run(src, "t.dg")
     return interp
 

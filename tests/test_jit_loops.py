@@ -32,9 +32,10 @@ let launch = Launch(20.0, 0.8, 0.01)
 
 
 def interp(src):
-    """An interpreter that has run `src`, printing into a buffer (interp.out)."""
+    """An interpreter that has run `src`, printing into a buffer (interp.out); it keeps tapes, so
+    that the functions run without jit write their loops out (the reference each test compares with)."""
     out = io.StringIO()
-    i = dsl.Interpreter(seed=0, stdout=out)
+    i = dsl.Interpreter(seed=0, stdout=out, keep_tape=True)
     i.out = out
     i.run(src)
     return i

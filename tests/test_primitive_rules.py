@@ -90,7 +90,7 @@ DEFS = "fn set_first(t, v) { let u = t\n u[0] = v\n return u }\n"
 
 def _interp(expr, names):
     """An interpreter with f(args...) = expr."""
-    interp = dsl.Interpreter(seed=0)
+    interp = dsl.Interpreter(seed=0, keep_tape=True)
     interp.run(DEFS + f"fn f({', '.join(names)}) {{ return {expr} }}")
     return interp
 
@@ -219,7 +219,7 @@ def _structs(interp):
 
 
 def test_reads_of_structures_in_every_mode():
-    interp = dsl.Interpreter(seed=0)
+    interp = dsl.Interpreter(seed=0, keep_tape=True)
     interp.run(STRUCTS)
     p, m = _structs(interp)
     f, loss = interp.lookup("f"), interp.lookup("loss")
@@ -291,7 +291,7 @@ def test_every_registered_primitive_is_exercised():
 
 def _struct_reads_recorded():
     """Whether grad of STRUCTS records StructField and MapLookup (test_reads_of_structures_in_every_mode)."""
-    interp = dsl.Interpreter(seed=0)
+    interp = dsl.Interpreter(seed=0, keep_tape=True)
     interp.run(STRUCTS)
     interp.lookup("grad")(interp.lookup("loss"), (0, 1))(*_structs(interp))
     return {"StructField", "MapLookup"} <= {n.op for n in interp.last_tape}
@@ -421,7 +421,7 @@ def test_plain_steps_give_the_general_pullbacks_gradient_bit_for_bit(expr, args,
 
 
 def test_plain_steps_read_structures_as_the_general_pullbacks_do(monkeypatch):
-    interp = dsl.Interpreter(seed=0)
+    interp = dsl.Interpreter(seed=0, keep_tape=True)
     interp.run(STRUCTS)
     p, m = _structs(interp)
     (gp, gm), (hp, hm), took = _both_ways(interp.lookup("grad")(interp.lookup("loss"), (0, 1)), (p, m), monkeypatch)

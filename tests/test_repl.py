@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from prompt_toolkit.buffer import Buffer
@@ -446,3 +447,37 @@ def test_vars_names_struct_types_and_functions_by_what_they_are():
     lines = out.getvalue().splitlines()
     assert "P  struct type P { a, b }" in lines and "p  P" in lines
     assert "f  function f(x, y=2)" in lines and lines[-1] == "struct type P { a, b }"
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc")
+def test_ctrl_c_of_a_runaway_gradient_gives_its_memory_back():
+    import gc
+
+    def rss():
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * 4096
+
+    out, err = io.StringIO(), io.StringIO()
+    repl = R.Repl(dsl.Interpreter(stdout=out, keep_tape=True), out=out, err=err)
+    repl.execute("let t = ones((1000,))\ngrad(fn(x) => sum(x * x))(t)")
+    gc.collect()
+    before = rss()
+    threading.Timer(2.0, _thread.interrupt_main).start()      # Ctrl-C after the tape has grown
+    repl.execute("grad(fn(x) { let s = x\n while true { s = s * 1.0000001 + x }\n return sum(s) })(t)")
+    assert err.getvalue() == "interrupted\n"
+    assert rss() - before < 100e6
+    assert repl.interp.last_tape is not None and len(repl.interp.last_tape) < 10     # the finished one's
+
+
+def test_a_tensor_echoes_as_numpy_users_read_one_and_prints_in_full():
+    out = io.StringIO()
+    repl = R.Repl(dsl.Interpreter(stdout=out), out=out, err=io.StringIO())
+    for line in ["[[1.0, 2.5], [-4.0, 0.123456789123]]", "print([1.0, 1.0 / 3.0])", "ones((2,)) > 0.0",
+                 "zeros((50, 50))", "(ones((2,)), 3)"]:
+        repl.execute(line)
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == ["tensor (2, 2)", "[[ 1.        ,  2.5       ],", " [-4.        ,  0.12345679]]"]
+    assert lines[3] == "[1.0, 0.3333333333333333]"          # print: every digit
+    assert lines[4:6] == ["tensor bool (2,)", "[true, true]"]
+    assert lines[6] == "tensor (50, 50)" and "..." in out.getvalue() and len(lines) < 20
+    assert lines[-1] == "([1.0, 1.0], 3)"

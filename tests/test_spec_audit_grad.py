@@ -17,7 +17,7 @@ def test_indexing_with_an_index_tensor_records_gather_op(run):
     # SPEC 4 calls x[idx] with an int-valued tensor a gather; SPEC 6.3 names its node GatherOp.
     import io
     import dsl
-    interp = dsl.Interpreter(stdout=io.StringIO())
+    interp = dsl.Interpreter(stdout=io.StringIO(), keep_tape=True)
     interp.run("let g = grad(fn(x) => sum(x[[0, 2, 0]]))([1.0, 2.0, 3.0])\nprint(g)")
     assert interp.stdout.getvalue() == "[2.0, 0.0, 1.0]\n"
     assert [r.op for r in interp.tape()] == ["Parameter", "GatherOp", "Sum"]

@@ -91,7 +91,7 @@ def test_backward_is_iterative_on_a_100000_node_tape():
 
 
 def test_missing_rule_is_a_loud_error():
-    interp = dsl.Interpreter()
+    interp = dsl.Interpreter(keep_tape=True)
     interp.run("fn f(x) { return exp(x) }")
     # all three come from one declaration
     saved = T.PULLBACKS.pop("Exp"), T.FLOAT_PULLBACKS.pop("Exp"), T.PLAIN_PULLBACKS.pop("Exp")
@@ -132,7 +132,7 @@ def test_ops_on_inputs_alone_are_not_recorded():
 
 
 def test_a_slot_read_twice_is_one_node_with_the_summed_gradient():
-    interp = dsl.Interpreter()
+    interp = dsl.Interpreter(keep_tape=True)
     interp.run("struct P { w, b }\n"
                "fn f(p) { let t = 0.0\n for i in range(5) { t = t + p.w * p.w + p.b } return t }\n"
                "let m = {\"a\": 1.5, \"b\": 2.0}\n"
@@ -146,7 +146,7 @@ def test_a_slot_read_twice_is_one_node_with_the_summed_gradient():
 
 
 def test_reads_inside_a_nested_gradient_record_on_their_own_tapes():
-    interp = dsl.Interpreter()
+    interp = dsl.Interpreter(keep_tape=True)
     # the inner function reads q.w of the outer tape's struct on every call of the inner gradient
     interp.run("struct P { w }\n"
                "fn outer(q) { let inner = grad(fn(x) => x * q.w * q.w)\n return inner(2.0) * q.w + inner(3.0) }\n"

@@ -1,6 +1,8 @@
 """The differentiation builtins: grad, value_and_grad, jacobian, hessian,
 stop_gradient, custom_vjp and checkpoint (reference section 6)."""
 
+import sys
+
 import numpy as np
 
 from .. import ops as O
@@ -34,9 +36,13 @@ class Options:
             self.kept += 1
 
     def finished(self, trace, label=None):
-        """A differentiation ended: keep its node list for inspection, or let it go."""
+        """A differentiation ended: keep its node list for inspection, or let it go. One stopped
+        part way (Ctrl-C, memory running out) is let go: its tape is partial, and may be huge."""
         nodes = trace.nodes
         trace.release()     # the trace lets go of the list: it is ours to keep as it is
+        stopped = sys.exc_info()[0]
+        if stopped is not None and issubclass(stopped, (KeyboardInterrupt, MemoryError)):
+            return
         self.keep(nodes, label, owned=True)
 
 
