@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from . import before as B
-from .engines import MISSING_TORCH, PROGRAMS, dg_program, jax_or_none, torch_or_none, MISSING_JAX
+from .engines import MISSING_TORCH, dg_program, jax_or_none, torch_or_none, MISSING_JAX
 from .report import make_row
 from .timing import CLOCKS, clock_name, measure, median
 
@@ -134,10 +133,8 @@ def run_projectile(smoke):
     first = _first_call(lambda: jit(step), lambda f: f(launch, steps), 3 if not smoke else 1) * 1e3
     first_eager = _first_call(lambda: dg_program("projectile"), lambda i: i.lookup("step")(launch, steps),
                               3 if not smoke else 1) * 1e3
-    before = B.times({"eager": ((PROGRAMS / "projectile.dg").read_text(), "", f"i('step')(i('launch'), {steps})")},
-                     cfg["reps"])
     return _rows("projectile", f"{steps:,} Euler steps, value_and_grad w.r.t. a struct", ms, first, first_eager,
-                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes, before=before) + \
+                 jit_target=5.0, eager_target=40.0, smoke=smoke, notes=notes) + \
         [_hvp_row(interp, jax, cfg, smoke, written), _vmap_row(interp, jax, cfg, smoke)]
 
 
@@ -186,7 +183,7 @@ def _vmap_row(interp, jax, cfg, smoke):
     note = [f"{n} launches, {steps:,} Euler steps each; vmap(value_and_grad(loss)); the loop is one batched "
             f"loop each way"]
     note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
-    return make_row("13. projectile vmap(value_and_grad), jit", "ms/call", ms["dg jit"], refs,
+    return make_row("projectile vmap(value_and_grad), jit", "ms/call", ms["dg jit"], refs,
                     ms["dg jit"] / ms["floor"], "floor", "none (informational)", None, "; ".join(note))
 
 
@@ -230,7 +227,7 @@ def _hvp_row(interp, jax, cfg, smoke, written):
     note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way; eager rolls "
             f"it too (dsl/jit/eager_loops.py), an interpreter keeping tapes writes it out"]
     note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
-    return make_row("12-13. projectile Hessian-vector product, jit", "ms/call", ms["dg jit"], refs,
+    return make_row("projectile Hessian-vector product, jit", "ms/call", ms["dg jit"], refs,
                     ms["dg jit"] / ms["dg eager"], "eager", "none (informational)", None, "; ".join(note))
 
 
@@ -348,22 +345,17 @@ def run_rnn(smoke):
     first_eager = _first_call(lambda: dg_program("rnn"), lambda i: i.lookup("step")(i.lookup("Rnn")(*params), xs, ys),
                               3 if not smoke else 1) * 1e3
     size = f"{cfg['T']} steps, hidden {cfg['H']}, input {cfg['I']}, batch {cfg['B']}, value_and_grad"
-    before = B.times({"eager": ((PROGRAMS / "rnn.dg").read_text(), "p = i('Rnn')(wx, wh, b, wo)",
-                                "i('step')(p, xs, ys)")}, cfg["reps"],
-                     dict(zip(("wx", "wh", "b", "wo"), params), xs=xs, ys=ys))
-    rows = _rows("RNN", size, ms, first, first_eager, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes,
-                 before=before)
+    rows = _rows("RNN", size, ms, first, first_eager, jit_target=1.5, eager_target=2.5, smoke=smoke, notes=notes)
     vs = ms["dg eager"] / ms["torch"] if "torch" in ms else None
-    rows.append(make_row("12. RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
+    rows.append(make_row("RNN eager vs torch", "ms/call", ms["dg eager"], {"torch": ms.get("torch")}, vs,
                          "torch", "< 1.0x torch", None if smoke or vs is None else vs < 1.0,
                          "PyTorch eager, float64" if vs is not None else MISSING_TORCH))
     return rows
 
 
-def _rows(what, size, ms, first, first_eager, jit_target, eager_target, smoke, notes, before=None):
+def _rows(what, size, ms, first, first_eager, jit_target, eager_target, smoke, notes):
     """The rows of one loop benchmark: jit and eager against the floor, and the first call's time
-    (`first_eager`: the eager first call's, which stages the loop);
-    `before` holds the eager call's time in dg before issue 12 (bench/before.py), if measured."""
+    (`first_eager`: the eager first call's, which stages the loop)."""
     floor = ms["floor"]
     refs = {"floor": floor}
     if "jax.jit" in ms:
@@ -379,18 +371,15 @@ def _rows(what, size, ms, first, first_eager, jit_target, eager_target, smoke, n
     eager_note = (f"the loop rolled (one Loop step, compiled; a first eager call, which stages it, took "
                   f"{first_eager:.3g} ms); written out (an interpreter keeping tapes): "
                   f"{uncompiled / floor:.1f}x floor")
-    if before:
-        eager_note += f"; before issue 12: {before['eager'] / floor:.1f}x floor"
     return [
-        make_row(f"12. {what}, jit", "ms/call", ms["dg jit"], refs, jit_ratio, "floor",
+        make_row(f"{what}, jit", "ms/call", ms["dg jit"], refs, jit_ratio, "floor",
                  f"<= {jit_target:g}x floor", None if smoke else jit_ratio <= jit_target,
                  "; ".join([size] + jax_note + notes)),
-        make_row(f"12. {what}, eager", "ms/call", ms["dg eager"],
-                 {"floor": floor, "written out": uncompiled,
-                  **({"before issue 12": before["eager"]} if before else {})},
+        make_row(f"{what}, eager", "ms/call", ms["dg eager"],
+                 {"floor": floor, "written out": uncompiled},
                  eager_ratio, "floor", f"<= {eager_target:g}x floor", None if smoke else eager_ratio <= eager_target,
-                 eager_note if before else f"{eager_note}; {B.note()}"),
-        make_row(f"12. {what}, first jit call", "ms", first,
+                 eager_note),
+        make_row(f"{what}, first jit call", "ms", first,
                  {"uncompiled call": uncompiled, "eager call": ms["dg eager"]},
                  first_ratio, "uncompiled call", "<= 3x uncompiled call", None if smoke else first_ratio <= 3.0,
                  f"staging and compiling for a new signature, then running; against an eager call with the loop "

@@ -40,7 +40,7 @@ def run_growth(smoke):
         raise AssertionError(f"memory: training did not lower the loss ({losses[0]} -> {final})")
     growth = (seen[cfg["late"]] - seen[cfg["early"]]) / MB
     highest = (max(seen.values()) - seen[cfg["early"]]) / MB
-    return [make_row("6. memory growth (training loop)", "MB", growth,
+    return [make_row("memory growth (training loop)", "MB", growth,
                      {f"RSS at step {cfg['early']}": seen[cfg["early"]] / MB}, None, None, "<= 5 MB growth",
                      None if smoke else growth <= 5,
                      f"RSS after step {cfg['late']} minus after step {cfg['early']} of a dg SGD loop "
@@ -94,9 +94,9 @@ def run_checkpoint(smoke):
     depth = cfg["blocks"] * cfg["layers"]
     shape = (f"{depth} tanh layers of width {cfg['width']}, batch {cfg['batch']}, "
              f"checkpoint around each block of {cfg['layers']}")
-    return [make_row("6. checkpoint peak memory", "MB", peak_ckpt / MB, {"no checkpoint": peak_plain / MB},
+    return [make_row("checkpoint peak memory", "MB", peak_ckpt / MB, {"no checkpoint": peak_plain / MB},
                      1 / cut, "no checkpoint", "<= 0.5x (a 2x cut)", None if smoke else cut >= 2,
                      f"{shape}; peak traced by tracemalloc (numpy buffers and Python objects) in a fresh "
                      f"process; peak cut {cut:.2f}x"),
-            make_row("6. checkpoint time", "ms/grad", t_ckpt * 1e3, {"no checkpoint": t_plain * 1e3}, slow,
+            make_row("checkpoint time", "ms/grad", t_ckpt * 1e3, {"no checkpoint": t_plain * 1e3}, slow,
                      "no checkpoint", "<= 1.6x", None if smoke else slow <= 1.6)]

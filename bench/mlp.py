@@ -130,20 +130,20 @@ def run(smoke):
     refs = {"numpy": ms["numpy"], "autograd": ms.get("autograd"), "torch": ms.get("torch")}
     shape = "-".join(map(str, cfg["sizes"])) + f", batch {cfg['batch']}"
     vs_numpy = ms["dg"] / ms["numpy"]
-    rows = [make_row("2. MLP step vs numpy", "ms/step", ms["dg"], refs, vs_numpy, "numpy",
+    rows = [make_row("MLP step vs numpy", "ms/step", ms["dg"], refs, vs_numpy, "numpy",
                      "<= 1.15x numpy", None if smoke else vs_numpy <= 1.15,
                      "; ".join([f"value_and_grad, {shape}, float64, flat tensor arguments"]
                                + ([f"dg / torch = {ms['dg'] / ms['torch']:.2f}x"] if "torch" in ms else [])
                                + notes))]
     if "autograd" in ms:
         vs_ag = ms["dg"] / ms["autograd"]
-        rows.append(make_row("2. MLP step vs autograd", "ms/step", ms["dg"], {"autograd": ms["autograd"]},
+        rows.append(make_row("MLP step vs autograd", "ms/step", ms["dg"], {"autograd": ms["autograd"]},
                              vs_ag, "autograd", "< 1.0x autograd", None if smoke else vs_ag < 1.0))
     else:
-        rows.append(make_row("2. MLP step vs autograd", "ms/step", ms["dg"], {"autograd": None}, None,
+        rows.append(make_row("MLP step vs autograd", "ms/step", ms["dg"], {"autograd": None}, None,
                              "autograd", "< 1.0x autograd", None, MISSING_AUTOGRAD))
     struct_ratio = ms["dg_struct"] / ms["dg"]
-    rows.append(make_row("3. structured parameters", "ms/step", ms["dg_struct"], {"flat": ms["dg"]},
+    rows.append(make_row("structured parameters", "ms/step", ms["dg_struct"], {"flat": ms["dg"]},
                          struct_ratio, "flat", "<= 1.05x flat", None if smoke else struct_ratio <= 1.05,
                          "params as {\"hidden\": Linear(w, b), \"out\": Linear(w, b)} vs four tensor arguments"))
     return rows

@@ -90,7 +90,7 @@ def run(smoke):
         whole = time.perf_counter() - t0
     if done.returncode != 0:
         raise AssertionError(f"dg check failed: {done.stderr[-500:]}")
-    return [make_row("5. parsing (dg check)", "KB/s", rate, {}, None, None, ">= 200 KB/s",
+    return [make_row("parsing (dg check)", "KB/s", rate, {}, None, None, ">= 200 KB/s",
                      None if smoke else rate >= 200,
                      f"{nlines:,} lines, {kb:,.0f} KB; parse + resolve in process, median {clock_name()} time "
                      f"of {cfg['reps']}; the whole `dg check` command took {whole:.2f} s (wall) "

@@ -66,6 +66,17 @@ def markdown(rows):
     return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
+def docs_page(intro, data):
+    """docs/benchmarks.md: the hand-written explanation, then the saved run's table (no date: the
+    page says what dg does, the JSON when it was measured)."""
+    meta, rows = data["meta"], data["rows"]
+    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
+    head = [intro.rstrip(), "", "## Results", "",
+            f"{meta.get('cpus', '?')} CPUs, BLAS threads {meta.get('threads', 1)}, {meta.get('clock', 'cpu')} time; "
+            f"{versions}.", ""]
+    return "\n".join(head) + markdown(rows)
+
+
 def write_json(path, meta, rows):
     """Write the run's settings and rows as JSON."""
     with open(path, "w", encoding="utf-8") as fh:

@@ -28,14 +28,14 @@ from pathlib import Path
 if __package__ in (None, ""):          # `python bench/run.py`: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.report import make_row, markdown, table, write_json  # noqa: E402
+from bench.report import docs_page, make_row, markdown, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "ball", "transforms",
          "training"]
-TITLES = {"scalar": "1. scalar overhead", "mlp": "2-3. MLP step", "startup": "4. start-up",
-          "parsing": "5. parsing", "memory": "6. memory growth", "checkpoint": "6. checkpoint",
-          "projectile": "12. projectile", "rnn": "12. RNN", "ball": "12. bouncing ball", "transforms": "12-13. higher order and vmap",
+TITLES = {"scalar": "scalar overhead", "mlp": "MLP step", "startup": "start-up",
+          "parsing": "parsing", "memory": "memory growth", "checkpoint": "checkpoint",
+          "projectile": "projectile", "rnn": "RNN", "ball": "bouncing ball", "transforms": "higher order and vmap",
           "training": "training loop"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -116,6 +116,7 @@ def parse_args(argv):
     """The command line."""
     ap = argparse.ArgumentParser(prog="python -m bench", description="dg's benchmark suite")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes and no thresholds (seconds)")
+    ap.add_argument("--docs", action="store_true", help="write docs/benchmarks.md from the saved results and exit")
     ap.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(ORDER)}")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads for every engine (default 1)")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
@@ -140,6 +141,12 @@ def parse_args(argv):
 def main(argv=None):
     """Run the chosen benchmarks, print the table, write the JSON; the exit code."""
     args, names = parse_args(argv)
+    if args.docs:
+        data = json.loads((ROOT / "bench" / "results" / "latest.json").read_text(encoding="utf-8"))
+        intro = (ROOT / "bench" / "benchmarks_intro.md").read_text(encoding="utf-8")
+        (ROOT / "docs" / "benchmarks.md").write_text(docs_page(intro, data), encoding="utf-8")
+        print("wrote docs/benchmarks.md from bench/results/latest.json")
+        return 0
     started, t0 = datetime.datetime.now().astimezone(), time.perf_counter()
     rows, ok = [], True
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

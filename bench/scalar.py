@@ -73,5 +73,5 @@ def run(smoke):
         notes.insert(0, f"dg / torch = {per_op['dg'] / per_op['torch']:.2f}x")
     notes.insert(0, f"{ops:,} operations per gradient call, the loop written out (an interpreter keeping tapes); "
                     f"rolled, as `dg run` runs it: {per_op['dg rolled']:.3g} us/op")
-    return [make_row("1. scalar overhead (grad)", "us/op", per_op["dg"], refs, ratio, "autograd",
+    return [make_row("scalar overhead (grad)", "us/op", per_op["dg"], refs, ratio, "autograd",
                      "<= 1.0x autograd", met, "; ".join(notes))]

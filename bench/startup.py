@@ -95,7 +95,7 @@ def run(smoke):
     t = start_times(cfg["reps"])
     ratio = t["dg", "cached"] / t["python", "cached"]
     uncached = t["dg", "uncached"] / t["python", "uncached"]
-    rows = [make_row("4. start-up", "ms", t["dg", "cached"] * 1e3,
+    rows = [make_row("start-up", "ms", t["dg", "cached"] * 1e3,
                      {"python -c 'import numpy, lark'": t["python", "cached"] * 1e3},
                      ratio, "python", "<= 1.5x python", None if smoke else ratio <= 1.5,
                      f"dg -c 'print(1)', {cfg['reps']} runs each, {clock_name()} time of the subprocess, "
@@ -104,7 +104,7 @@ def run(smoke):
                      f"{t['dg', 'uncached'] * 1e3:.0f} ms, {uncached:.2f}x python")]
     names = imported_by_run()
     bad = sorted(n for n in names if n in FORBIDDEN)
-    rows.append(make_row("4. dg run imports", "packages", len(bad), {}, None, None,
+    rows.append(make_row("dg run imports", "packages", len(bad), {}, None, None,
                          "no prompt_toolkit or IPython", not bad,
                          f"forbidden packages imported: {', '.join(bad) or 'none'}; "
                          f"{len(names)} top-level modules imported in all"))

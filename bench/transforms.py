@@ -5,7 +5,6 @@ JAX is installed."""
 
 import numpy as np
 
-from . import before as B
 from .engines import MISSING_JAX, dg_program, jax_or_none
 from .loops import _first_call
 from .mlp import make_data
@@ -90,26 +89,24 @@ def run(smoke):
     faster_h = ms["hessian"] / ms["jit(hessian)"]
     faster_s = ms["grad(grad)"] / ms["jit(grad(grad))"]
     n, ops = cfg["n"], 2 * cfg["links"]
-    before = B.times({"hessian": (BEFORE_SOURCE, "", "i('hess')(x)"),
-                      "grad(grad)": (BEFORE_SOURCE, "", f"i('second')({X0}, {links})")}, cfg["reps"], {"x": x})
     rows = [
-        make_row("13. hessian vs by rows", "ms/call", ms["hessian"], {"by rows": ms["hessian by rows"]},
+        make_row("hessian vs by rows", "ms/call", ms["hessian"], {"by rows": ms["hessian by rows"]},
                  faster_rows, "faster", ">= 5x faster", None if smoke else faster_rows >= 5.0,
                  f"hessian of sum(sin(x) * x ** 2), x of size {n}; 'by rows': one forward pass of grad(f), "
-                 f"then one backward pass per row (vjp), as jacobian(grad(f)) did before"),
-        make_row("12. jit(hessian) vs eager", "ms/call", ms["jit(hessian)"],
+                 f"then one backward pass per row (vjp)"),
+        make_row("jit(hessian) vs eager", "ms/call", ms["jit(hessian)"],
                  {"eager": ms["hessian"], "closed form by hand": ms["closed form by hand"], **jax_h},
                  faster_h, "faster", ">= 20x faster", None if smoke else faster_h >= 20.0,
                  "; ".join([f"same function, x of size {n}; 'eager': an eager hessian's call after its "
-                            f"second, which runs its batched replay compiled (vmap keeps it; the row 'vs eager "
-                            f"before' has the eager of the issue's day); 'closed form by hand': the Hessian's formula "
+                            f"second, which runs its batched replay compiled (vmap keeps it); 'closed form by hand': "
+                            f"the Hessian's formula "
                             f"diag((2 - x^2) sin x + 4 x cos x) in numpy, no differentiation, "
                             f"{ms['closed form by hand'] / (ms['hessian'] / 20.0):.1f}x the time the target "
-                            f"allows (eager / 20)"] + notes + ([] if before else [B.note()]))),
-        make_row("12. jit(grad(grad)) vs eager", "ms/call", ms["jit(grad(grad))"],
+                            f"allows (eager / 20)"] + notes)),
+        make_row("jit(grad(grad)) vs eager", "ms/call", ms["jit(grad(grad))"],
                  {"eager": ms["grad(grad)"], **jax_s}, faster_s, "faster", ">= 20x faster",
                  None if smoke else faster_s >= 20.0, f"grad(grad(f)) of a chain of {ops} scalar operations"),
-        make_row("12. jit(hessian), first call", "ms", first_h,
+        make_row("jit(hessian), first call", "ms", first_h,
                  {"uncompiled call": uncompiled_h, "eager call": ms["hessian"],
                   "compile() of its code": ms["compile() of its code"]},
                  first_h / uncompiled_h, "uncompiled call", "<= 3x uncompiled call",
@@ -119,11 +116,10 @@ def run(smoke):
                  f"replay compiled (vmap keeps it, compiled on its second call: 'eager call'), against "
                  f"which the first jit call is {first_h / ms['hessian']:.0f}x; 'compile() of its code': "
                  f"Python's compile() of the source jit generates for it, part of its first call"),
-        make_row("12. jit(grad(grad)), first call", "ms", first_s, {"eager call": ms["grad(grad)"]},
+        make_row("jit(grad(grad)), first call", "ms", first_s, {"eager call": ms["grad(grad)"]},
                  first_s / ms["grad(grad)"], "eager call", "<= 3x eager call",
                  None if smoke else first_s <= 3.0 * ms["grad(grad)"]),
     ]
-    rows += _before_rows(ms, before, smoke)
     return rows + _per_example_rows(interp, cfg, jax, smoke)
 
 
@@ -132,34 +128,6 @@ def _compiling(jitted):
     sources = [entry.code.source for entries in jitted.call.entries.values() for entry in entries if entry.code]
     source = "\n".join(sources)
     return lambda: compile(source, "<jit>", "exec")
-
-
-# higher.dg's f and chain as dg before issue 12 can run them (it has neither vjp nor vmap)
-BEFORE_SOURCE = """
-fn f(x) { return sum(sin(x) * x ** 2) }
-let hess = hessian(f)
-fn chain(x, links) {
-    let acc = x
-    for i in range(links) { acc = sin(acc) * x }
-    return acc
-}
-let second = grad(grad(chain))
-"""
-
-
-def _before_rows(ms, before, smoke):
-    """The targets issue 12 and 13 set against 'today's' eager, measured against dg before them."""
-    if before is None:
-        return []
-    rows = []
-    for name, what, dg, target in (("hessian", "13. hessian vs before (by rows)", "hessian", 5.0),
-                                   ("hessian", "12. jit(hessian) vs eager before", "jit(hessian)", 20.0),
-                                   ("grad(grad)", "12. jit(grad(grad)) vs eager before", "jit(grad(grad))", 20.0)):
-        faster = before[name] / ms[dg]
-        rows.append(make_row(what, "ms/call", ms[dg], {"before issue 12": before[name]}, faster, "faster",
-                             f">= {target:g}x faster", None if smoke else faster >= target,
-                             f"dg at commit {B.BEFORE}, timed in a child process of the same run"))
-    return rows
 
 
 # ---------------------------------------------------------------- per-example gradients
@@ -218,7 +186,7 @@ def _per_example_rows(interp, cfg, jax, smoke):
     if "jax vmap(grad)" in ms:
         refs["jax.jit(vmap(grad))"] = ms["jax vmap(grad)"]
     size = "-".join(map(str, cfg["sizes"]))
-    return [make_row("13. vmap(grad) per-example", "ms/call", ms["vmap(grad)"], refs, ratio,
+    return [make_row("vmap(grad) per-example", "ms/call", ms["vmap(grad)"], refs, ratio,
                      "batched value_and_grad", "<= 1.5x batched", None if smoke else ratio <= 1.5,
                      f"{cfg['batch']} examples of the {size} MLP; the per-example gradients alone are "
                      f"{per_bytes / 1e6:,.0f} MB, which the batched step never writes: 'numpy per-example' "

@@ -1,7 +1,8 @@
-"""docs/reference.md's lists of builtins and standard-library functions, made from their docstrings.
+"""docs/reference.md's lists of builtins and standard-library functions, and docs/builtins.md (the
+index of builtins), made from their docstrings.
 
-    python -m dsl.reference            rewrite the generated part of docs/reference.md
-    python -m dsl.reference --check    exit 1 if it is out of date (tests/test_reference.py runs this)
+    python -m dsl.reference            rewrite the generated part of docs/reference.md, and docs/builtins.md
+    python -m dsl.reference --check    exit 1 if either is out of date (tests/test_reference.py runs this)
 
 The language part of the reference is written by hand; the two generated parts (section 5,
 the builtins, and section 9, the standard library) each sit between a pair of marker lines,
@@ -80,6 +81,43 @@ def stdlib_markdown(interp):
     return out
 
 
+# builtins that act on the world (output, randomness, files, the clock): under jit they happen on
+# every call, in order; under vmap a function with one runs once per example
+EFFECTS = {"print", "rand", "randn", "seed", "time", "load", "load_csv", "save", "plot", "progress",
+           "batches", "train_test_split", "error", "assert", "help"}
+
+
+def index_markdown(builtins):
+    """docs/builtins.md: every builtin in one table, by section, from its docstring."""
+    from .builtins.docs import SECTIONS
+    out = ["# Builtins at a glance", "",
+           "Every builtin in one table, made from the same docstrings as `help(name)` and the",
+           "[reference](reference.md#5-builtins), where each has its full entry and an example.",
+           "*Differentiable* is what the reference says of its derivative. Every differentiable",
+           "builtin works under `grad` (and its family), `jvp`, `vmap` and `jit`, at any depth of",
+           "nesting; one marked *effect* acts on the world: under `jit` it happens on every call, in",
+           "order, and under `vmap` a function calling it runs once per example.", "",
+           "This page is written by `python -m dsl.reference`.", ""]
+    for title, names in SECTIONS:
+        out += [f"## {title}", "", "| builtin | what it does | differentiable |", "|---|---|---|"]
+        for name in names:
+            signature, meaning, differentiable, _ = parse_doc(builtins[name].__doc__)
+            first = meaning.split(". ")[0].rstrip(".")
+            diff = differentiable.split(";")[0].split(" (")[0].rstrip(".") or "no"
+            if name in EFFECTS:
+                diff += "; effect"
+            cell = f"[`{signature}`](reference.md#{_anchor(signature)})"
+            out.append(f"| {cell} | {first} | {diff} |")
+        out.append("")
+    return out
+
+
+def _anchor(signature):
+    """GitHub's anchor of a `#### \`signature\`` heading."""
+    text = signature.lower()
+    return "".join(c for c in text if c.isalnum() or c in " -_").replace(" ", "-")
+
+
 def generated():
     """Each generated part of the reference by its marker name."""
     from .interpreter import Interpreter
@@ -99,15 +137,18 @@ def updated(text):
 def main(argv=None):
     """Rewrite docs/reference.md's generated part, or with --check say whether it is up to date."""
     argv = sys.argv[1:] if argv is None else argv
-    path = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
-    text = path.read_text(encoding="utf-8")
-    new = updated(text)
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    from .interpreter import Interpreter
+    pages = {docs / "reference.md": updated((docs / "reference.md").read_text(encoding="utf-8")),
+             docs / "builtins.md": "\n".join(index_markdown(Interpreter().builtins)).rstrip() + "\n"}
     if "--check" in argv:
-        if new != text:
-            sys.stderr.write("docs/reference.md is out of date: run python -m dsl.reference\n")
+        stale = [p.name for p, new in pages.items() if not p.exists() or p.read_text(encoding="utf-8") != new]
+        if stale:
+            sys.stderr.write(f"{', '.join(stale)} out of date: run python -m dsl.reference\n")
             return 1
         return 0
-    path.write_text(new, encoding="utf-8")
+    for path, new in pages.items():
+        path.write_text(new, encoding="utf-8")
     return 0
 
 

@@ -124,11 +124,15 @@ class Repl:
         self.err.flush()
 
     def echo(self, value):
-        """Show the value of an expression statement (none is not shown); a tensor as numpy users
-        read one (printing it gives every digit)."""
-        if value is not None:
-            self.say(display_tensor(value) if type(peek(value)) is np.ndarray and peek(value).ndim
-                     else show(value, nested=True))
+        """Show the value of an expression statement (none is not shown). A tensor whose literal
+        fits on a line shows as its literal, as print writes it; a larger one as numpy users read
+        one: its shape, then aligned columns to 8 significant digits (print gives every digit)."""
+        if value is None:
+            return
+        text = show(value, nested=True)
+        if type(peek(value)) is np.ndarray and ("\n" in text or len(text) > 80 or "..." in text):
+            text = display_tensor(value)
+        self.say(text)
 
     # -- running --------------------------------------------------------------
     def execute(self, text):

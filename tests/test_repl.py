@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent
@@ -469,15 +470,21 @@ def test_ctrl_c_of_a_runaway_gradient_gives_its_memory_back():
     assert repl.interp.last_tape is not None and len(repl.interp.last_tape) < 10     # the finished one's
 
 
-def test_a_tensor_echoes_as_numpy_users_read_one_and_prints_in_full():
+def test_a_large_tensor_echoes_as_numpy_users_read_one_and_prints_in_full():
+    # a tensor whose literal fits on a line echoes as the literal (the reference's examples show
+    # them so); a larger one with its shape, in aligned columns to 8 digits, elided
     out = io.StringIO()
-    repl = R.Repl(dsl.Interpreter(stdout=out), out=out, err=io.StringIO())
-    for line in ["[[1.0, 2.5], [-4.0, 0.123456789123]]", "print([1.0, 1.0 / 3.0])", "ones((2,)) > 0.0",
-                 "zeros((50, 50))", "(ones((2,)), 3)"]:
+    repl = R.Repl(dsl.Interpreter(stdout=out, seed=0), out=out, err=io.StringIO())
+    for line in ["[[1.0, 2.5], [-4.0, 0.5]]", "[[1.0, 2.5, 3.0, 4.0, 5.0, 6.0], [-4.0, 0.123456789123, 1.0, 2.0, 3.0, 4.0]] * 3.0",
+                 "print([1.0, 1.0 / 3.0])", "zeros((50, 50))", "(ones((2,)), 3)"]:
         repl.execute(line)
     lines = out.getvalue().splitlines()
-    assert lines[:3] == ["tensor (2, 2)", "[[ 1.        ,  2.5       ],", " [-4.        ,  0.12345679]]"]
-    assert lines[3] == "[1.0, 0.3333333333333333]"          # print: every digit
-    assert lines[4:6] == ["tensor bool (2,)", "[true, true]"]
-    assert lines[6] == "tensor (50, 50)" and "..." in out.getvalue() and len(lines) < 20
+    assert lines[0] == "[[1.0, 2.5], [-4.0, 0.5]]"
+    want = np.array2string(3.0 * np.array([[1.0, 2.5, 3.0, 4.0, 5.0, 6.0], [-4.0, 0.123456789123, 1.0, 2.0, 3.0, 4.0]]),
+                           separator=", ", precision=8, max_line_width=80)
+    assert lines[1] == "tensor (2, 6)" and "\n".join(lines[2:2 + want.count("\n") + 1]) == want
+    assert "0.37037037," in want
+    lines = lines[:2] + lines[2 + want.count("\n") + 1 - 2:]
+    assert lines[4] == "[1.0, 0.3333333333333333]"          # print: every digit
+    assert lines[5] == "tensor (50, 50)" and "..." in out.getvalue() and len(lines) < 24
     assert lines[-1] == "([1.0, 1.0], 3)"
