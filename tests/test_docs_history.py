@@ -10,12 +10,13 @@ import pytest
 from dsl.builtins.docs import DOCS
 
 ROOT = Path(__file__).resolve().parent.parent
-MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
+          "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
 HISTORY = [
     (re.compile(r"\b[Ss]top \d+"), "a stop of the project's work"),
     (re.compile(r"\b[Ii]ssues? \d+"), "an issue of the tracker"),
     (re.compile(r"\bcommit [0-9a-f]{7,}"), "a commit"),
-    (re.compile(rf"\b(?:{MONTHS})[a-z]* \d{{1,2}}\b"), "a date"),
+    (re.compile(rf"\b(?:{MONTHS})\.? \d{{1,2}}\b"), "a date"),
     (re.compile(r"\b20\d\d-\d\d-\d\d\b"), "a date"),
     (re.compile(r"\d\s*(?:ms|us|µs|s|MB|x)?\s*->\s*\d"), "a before/after figure"),
     (re.compile(r"\buntil then\b|\bbefore the \w+ issue\b|\bsince (?:stop|issue)\b", re.I), "a story"),
