@@ -87,6 +87,10 @@ EFFECTS = {"print", "rand", "randn", "seed", "time", "load", "load_csv", "save",
            "batches", "train_test_split", "error", "assert", "help"}
 
 
+TRANSFORMS = {"grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian", "jvp", "vjp", "vmap", "jit",
+              "custom_vjp", "checkpoint", "stop_gradient"}
+
+
 def index_markdown(builtins):
     """docs/builtins.md: every builtin in one table, by section, from its docstring."""
     from .builtins.docs import SECTIONS
@@ -99,15 +103,22 @@ def index_markdown(builtins):
            "order, and under `vmap` a function calling it runs once per example.", "",
            "This page is written by `python -m dsl.reference`.", ""]
     for title, names in SECTIONS:
-        out += [f"## {title}", "", "| builtin | what it does | differentiable |", "|---|---|---|"]
+        out += [f"## {title}", "", "| builtin | what it does | differentiable | under transformations |",
+                "|---|---|---|---|"]
         for name in names:
             signature, meaning, differentiable, _ = parse_doc(builtins[name].__doc__)
             first = meaning.split(". ")[0].rstrip(".")
             diff = differentiable.split(";")[0].split(" (")[0].rstrip(".") or "no"
             if name in EFFECTS:
-                diff += "; effect"
+                under = "effect: on every call under jit, once per example under vmap"
+            elif name in TRANSFORMS:
+                under = "a transformation: composes with the others at any depth"
+            elif diff.startswith("yes"):
+                under = "grad, jvp, vmap, jit"
+            else:
+                under = "jit, vmap; a constant under grad and jvp"
             cell = f"[`{signature}`](reference.md#{_anchor(signature)})"
-            out.append(f"| {cell} | {first} | {diff} |")
+            out.append(f"| {cell} | {first} | {diff} | {under} |")
         out.append("")
     return out
 
