@@ -75,3 +75,33 @@ def run_alone(monkeypatch):
         return real(self, *args)
     monkeypatch.setattr(loop_body.Driver, "_step", spied)
     return items
+
+
+# ---------------------------------------------------------------- the quick run
+# `pytest -m "not slow"` leaves out what starts processes (the `dg` command, a kernel, a language
+# server, pip), builds wheels, fuzzes, or runs long by design (memory over thousands of steps,
+# deep recursions, matrices of every composition); the README gives both commands' times.
+SLOW_MODULES = {"test_fuzz", "test_jit_fuzz", "test_grad_fuzz", "test_vmap_fuzz", "test_fast_parser",
+                "test_install", "test_interrupts", "test_lsp", "test_kernel", "test_ipython", "test_bench_smoke",
+                "test_gradbench", "test_closure_captures", "test_transform_agreement", "test_fusion",
+                "test_ml_examples", "test_plot"}
+SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_max_depth",
+              "test_a_timeout_stops", "test_deeply_nested_source_is_a_limit_error",
+              "test_a_100000_deep_recursion", "test_every_example_prints_the_same", "test_memory_",
+              "test_ctrl_c_", "test_a_while_loop_under_forward_mode", "test_a_loop_ended_by_a_break_under_reverse_mode",
+              "test_host_values_that_contain_themselves", "test_load_csv_takes_memory", "test_repeated_gradient_calls",
+              "test_random_", "test_every_registered_primitive_is_exercised", "test_a_long_training_run",
+              "test_a_loop_jit_compiles_whole", "test_a_loop_jit_writes_out", "test_reading_a_long_csv",
+              "test_load_csv_with_a_hundred_thousand_columns", "test_a_jitted_adam_step",
+              "test_standard_output_on_a_full_device", "test_closed_standard_", "test_dg_run_does_not_import",
+              "test_pygmentize_", "test_python_dash_m_dsl", "test_pipe_closed_early", "test_arguments_that_are_not_utf8",
+              "test_a_deferred_numerics_check", "test_every_plain_step_is_exercised")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow tests (see above)."""
+    for item in items:
+        module = item.module.__name__ if item.module is not None else ""
+        if (module in SLOW_MODULES or "dg" in getattr(item, "fixturenames", ())
+                or item.name.startswith(SLOW_TESTS)):
+            item.add_marker(pytest.mark.slow)
