@@ -45,7 +45,7 @@ def run_growth(smoke):
                      None if smoke else growth <= 5,
                      f"RSS after step {cfg['late']} minus after step {cfg['early']} of a dg SGD loop "
                      f"over benchmark 2's step (at most {highest:.1f} MB above step {cfg['early']} in between); "
-                     f"loss {losses[0]:.3f} -> {final:.3f}")]
+                     f"loss from {losses[0]:.3f} to {final:.3f}")]
 
 
 def chain_data(cfg):

@@ -73,7 +73,7 @@ def docs_page(intro, data):
     versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
     head = [intro.rstrip(), "", "## Results", "",
             f"{meta.get('cpus', '?')} CPUs, BLAS threads {meta.get('threads', 1)}, {meta.get('clock', 'cpu')} time; "
-            f"{versions}.", ""]
+            f"{versions}.", "", ""]
     return "\n".join(head) + markdown(rows)
 
 

@@ -100,7 +100,7 @@ def median_rows(runs):
 def meta(args, started, seconds):
     """What the run was: when it started, where, with which settings."""
     versions = {"python": platform.python_version()}
-    for dist in ("numpy", "autograd", "torch", "lark"):
+    for dist in ("numpy", "autograd", "torch", "jax", "lark"):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
