@@ -271,8 +271,7 @@ def jit(f, explain=False, interp=None):
 def signature(args, kwargs, ints=False):
     """What a recording depends on besides the float and tensor values (and, with `ints`, the
     ints' values, which its guards check instead): a hashable key."""
-    key = _int_key if ints else _key
-    return (key(args), tuple(sorted((k, key(v)) for k, v in kwargs.items())))
+    return (_key(args, ints), tuple(sorted((k, _key(v, ints)) for k, v in kwargs.items())))
 
 
 def _flat_call(args, ints=False):
@@ -298,8 +297,9 @@ def _flat_call(args, ints=False):
     return (tuple(keys), ()), leaves
 
 
-def _key(v):
-    """The signature of one value."""
+def _key(v, ints=False):
+    """The signature of one value (with `ints`, an int's kind in place of its value: jit stages
+    the arguments' ints)."""
     if type(v) is Box and type(peek(v)) is int:
         return "i"      # an int another stage traces is an input of the recording, not a constant
     v = peek(v)
@@ -308,14 +308,16 @@ def _key(v):
         return "f"
     if t is np.ndarray:
         return ("t", v.shape, v.dtype.str)
+    if t is int and ints:
+        return "i"
     if t in (int, bool, str) or v is None:
         return (t.__name__, v)
     if t is tuple:
-        return ("tuple",) + tuple(_key(x) for x in v)
+        return ("tuple",) + tuple(_key(x, ints) for x in v)
     if t is dict:
-        return ("map",) + tuple((type(k).__name__, k, _key(x)) for k, x in v.items())
+        return ("map",) + tuple((type(k).__name__, k, _key(x, ints)) for k, x in v.items())
     if t is Struct:
-        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x) for x in v.vals)
+        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x, ints) for x in v.vals)
     return ("object", id(v), v)        # functions, modules, struct types: by identity
 
 
@@ -395,21 +397,6 @@ def ints_only_in_arithmetic(program):
         if out >= 0 and kinds[out] == "int":
             ints.add(out)
     return True
-
-
-def _int_key(v):
-    """_key, with an int's kind in place of its value (jit stages the arguments' ints)."""
-    v = peek(v)
-    t = type(v)
-    if t is int:
-        return "i"
-    if t is tuple:
-        return ("tuple",) + tuple(_int_key(x) for x in v)
-    if t is dict:
-        return ("map",) + tuple((type(k).__name__, k, _int_key(x)) for k, x in v.items())
-    if t is Struct:
-        return ("struct", id(v.sdef), v.sdef) + tuple(_int_key(x) for x in v.vals)
-    return _key(v)
 
 
 def _holds_function(result):
