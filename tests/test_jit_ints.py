@@ -169,4 +169,25 @@ def test_staging_again_and_again_is_said_once_with_the_fix(capsys):
     i.run('let f = jit(fn(x, name) => x * len(name))\nfor k in range(30) { f(1.0, "a" * (k + 1)) }')
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and "staged 10 times for new signatures" in said[0]
-    assert 'arg 1: string "aaaaaaaaaa" -> string "aaaaaaaaaaa"' in said[0] and "floats, ints" in said[0]
+    assert 'arg 1: string "aaaaaaaaaa" -> string "aaaaaaaaaaa"' in said[0] and "ints used in arithmetic" in said[0]
+
+
+def test_an_int_used_as_a_shape_keeps_a_recording_per_value():
+    # each n its own signature (as a string's value is), not eight paths of one signature
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run("let f = jit(fn(x, n) => sum(zeros((n,)) + x))")
+    f = i.lookup("f")
+    for n in list(range(1, 20)) * 2:
+        assert f(1.0, n) == float(n)
+    assert f.call.pinned == (0,) and len(f.call.entries) == 19
+    assert all(len(paths) == 1 for paths in f.call.entries.values())
+
+
+def test_an_int_pinned_by_a_shape_makes_what_it_computes_constant():
+    # llsq: t = -1 + arange(n) * 2 / (n - 1) depends on n alone: computed once, not on every call
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run("let f = jit(fn(x, n) { let t = -1.0 + arange(n) * 2.0 / (n - 1)\n return sum(t * x) })")
+    f = i.lookup("f")
+    assert f(2.0, 5) == 0.0
+    program = next(iter(f.call.entries.values()))[0].program
+    assert [s[1] for s in program.steps] == ["Guard", "Mul", "Sum"]      # t is a constant of the program

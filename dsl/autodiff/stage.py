@@ -105,11 +105,17 @@ class StageTrace(Trace):
 
         An int this trace stages, read by anything but arithmetic (a loop's length, an axis), is
         a constant of the recording from here on, guarded: a call with another int stages again."""
-        if self.ints and op not in INT_READERS and any(p is not None and type(p.v) is int for p in parents):
-            for p in parents:
-                if p is not None and type(p.v) is int:
-                    self.concretize(p)
-            parents = tuple(None if p is not None and type(p.v) is int else p for p in parents)
+        if self.ints and any(p is not None and type(p.v) is int for p in parents):
+            if op not in INT_READERS:
+                for p in parents:
+                    if p is not None and type(p.v) is int:
+                        self.concretize(p)
+            # an int a guard has pinned is a constant of this recording: what is computed from it
+            # alone (`arange(n) / (n - 1)`) is computed now, not on every call
+            seen = self.seen
+            parents = tuple(None if p is not None and type(p.v) is int and p.g in seen else p for p in parents)
+            if all(p is None for p in parents):
+                return tape.apply(op, unboxed, kw)
         return self.box(tape.apply(op, unboxed, kw), op, parents, unboxed, kw, span)
 
     def keeps_rules(self, leaves):

@@ -83,17 +83,14 @@ class Jitted:
         # the arguments' ints are staged as values (a step counter does not make a new signature),
         # guarded where f decides something by them; off for good where staging them fails
         self.ints = True
+        # the ints (their order among the arguments' ints) whose value a recording guards (a shape,
+        # an index, a loop's length): part of the signature, so that each value keeps its own
+        # recordings (llsq's n) rather than all of them crowding one signature's paths
+        self.pinned = ()
         self.restages = 0       # stagings for a signature that was not the first
 
     def __call__(self, *args, **kwargs):
-        ints = self.ints
-        flat = None if kwargs else _flat_call(args, ints)
-        if flat is not None:        # numbers, strings and tensors only: one look at each
-            key, values = flat
-            boxed = False
-        else:
-            key, values = signature(args, kwargs, ints), None
-            boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        key, values, boxed = self._signature(args, kwargs)
         entries = self.entries.get(key)
         before = None
         if entries is None:
@@ -130,6 +127,21 @@ class Jitted:
             return self._interpreted(key, why, args, kwargs)
         self._say(f"staging it: {why}")
         return self._stage(entries, args, kwargs)
+
+    def _signature(self, args, kwargs):
+        """(the call's signature, the staged leaves if the call is flat, whether a leaf is boxed)."""
+        ints = self.ints
+        flat = None if kwargs else _flat_call(args, ints)
+        if flat is not None:        # numbers, strings and tensors only: one look at each
+            key, values = flat
+            boxed = False
+        else:
+            key, values = signature(args, kwargs, ints), None
+            boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        if self.pinned:
+            found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
+            key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)
+        return key, values, boxed
 
     def _interpreted(self, key, why, args, kwargs):
         """f in the interpreter, past the limit; after MISSES such calls in a row, the next
@@ -200,6 +212,14 @@ class Jitted:
                     self._say(f"the loop at {where} is written out, one copy per iteration: {why}")
         if self.ints and not ints_only_in_arithmetic(program):
             raise IntsNotValues("an int argument reaches more than arithmetic")
+        pinned = tuple(sorted(set(self.pinned) | pinned_ints(program))) if self.ints else ()
+        if pinned != self.pinned:
+            # from now on those ints' values are part of the signature: this recording is kept
+            # under this call's new signature, the others (kept without them) are dropped
+            self.pinned = pinned
+            self.entries.clear()
+            self.backoffs.clear()
+            entries = self.entries.setdefault(self._signature(args, kwargs)[0], [])
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")
@@ -250,9 +270,10 @@ class Jitted:
         self.restages += 1
         if self.restages == RESTAGES:
             print(f"dg: jit({_fname(self.f)}) has been staged {RESTAGES} times for new signatures "
-                  f"(the last: {why.split(': ', 1)[1]}): each string, bool, shape or struct type it is "
-                  f"called with is a new one; pass values that change from call to call as floats, ints "
-                  f"or tensors (ints and floats do not make new signatures), or keep the others the same",
+                  f"(the last: {why.split(': ', 1)[1]}): each string, bool, tensor shape or struct type it "
+                  f"is called with makes a new one, and so does each value of an int it uses as a shape, "
+                  f"an index or a loop's length; floats, tensors and ints used in arithmetic do not. Keep "
+                  f"the others the same from call to call, or pass what changes as a float",
                   file=sys.stderr)
 
     def _say(self, text):
@@ -327,6 +348,9 @@ def changed_leaf(old, new):
         return "its first"
     found = _first_change(old[0], new[0], "") or _first_change(old[1], new[1], "keyword")
     if found is None:
+        if old[2:] != new[2:]:      # the ints whose values the recordings depend on (Jitted.pinned)
+            was, now = old[2] if old[2:] else (), new[2] if new[2:] else ()
+            return f"an int the recording depends on: {', '.join(map(str, was))} -> {', '.join(map(str, now))}"
         return "the same signature"
     path, a, b = found
     return f"{path or 'the arguments'}: {_leaf_words(a)} -> {_leaf_words(b)}"
@@ -397,6 +421,26 @@ def ints_only_in_arithmetic(program):
         if out >= 0 and kinds[out] == "int":
             ints.add(out)
     return True
+
+
+def pinned_ints(program):
+    """The ints among a program's inputs (by their order among its int inputs) whose value a
+    guard reads, directly or through int arithmetic (`zeros((n + 1,))`): the recording holds for
+    that value only. A guard on a comparison (`if step > 0`) pins nothing: it holds for many."""
+    kinds = program.kinds
+    origin = {}
+    for k, s in enumerate([s for s in program.inputs if kinds[s] == "int"]):
+        origin[s] = {k}
+    pinned = set()
+    for kind, _, refs, _, _, _, out in program.steps:
+        if kind == "guard":
+            for r in refs:
+                pinned |= origin.get(r, set())
+        elif out >= 0 and kinds[out] == "int":
+            found = set().union(*(origin.get(r, set()) for r in refs))
+            if found:
+                origin[out] = found
+    return pinned
 
 
 def _holds_function(result):
