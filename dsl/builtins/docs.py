@@ -389,9 +389,9 @@ Differentiable: yes.
     "jit": """jit(f, explain=false): f compiled per argument signature into straight-line code: the same
 results, output and random draws. The signature is the arguments' structure, tensor shapes
 and the values of their strings, bools and none; floats, tensors and ints are values of the
-compiled code, so a step counter or an epoch passed each call does not compile f again. A
-decision on a traced value (a branch, a shape, an index, an axis or a loop's length taken
-from an int) is guarded: a call that decides differently is compiled again; explain=true
+compiled code, so a step counter or an epoch passed each call does not compile f again (an
+int f uses as a shape, an index or a loop's length is part of the signature). A decision on
+a traced value is guarded: a call that decides differently is compiled again; explain=true
 says when and why, naming the argument that changed, and f compiled again and again for new
 signatures is said once. A `for` loop over
 a range whose body goes the same way on every iteration is compiled once, as a loop, and
