@@ -87,8 +87,8 @@ EFFECTS = {"print", "rand", "randn", "seed", "time", "load", "load_csv", "save",
            "batches", "train_test_split", "error", "assert", "help"}
 
 
-TRANSFORMS = {"grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian", "jvp", "vjp", "vmap", "jit",
-              "custom_vjp", "checkpoint", "stop_gradient"}
+TRANSFORMS = {"grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian", "jvp", "linearize", "vjp", "vmap",
+              "jit", "custom_vjp", "custom_jvp", "checkpoint", "stop_gradient"}
 
 
 def index_markdown(builtins):
@@ -124,7 +124,7 @@ def index_markdown(builtins):
 
 
 def _anchor(signature):
-    """GitHub's anchor of a `#### \`signature\`` heading."""
+    """GitHub's anchor of a heading `#### <signature in backquotes>`."""
     text = signature.lower()
     return "".join(c for c in text if c.isalnum() or c in " -_").replace(" ", "-")
 

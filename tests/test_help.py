@@ -70,7 +70,7 @@ def test_the_doc_command_prints_what_help_prints():
     repl.execute(":doc double")
     repl.execute(":doc")
     text = out.getvalue()
-    assert text.startswith("grad(f, argnums=0): ")
+    assert text.startswith("grad(f, argnums=0, has_aux=false): ")
     assert "fn double(x)\nTwice x.\n" in text
     assert "usage: :doc NAME" in err.getvalue()
 

@@ -124,7 +124,7 @@ def test_complete_and_inspect(kernel):
     assert "linear" in kc.get_shell_msg(timeout=TIMEOUT)["content"]["matches"]
     kc.inspect("grad(", 5)
     reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
-    assert reply["found"] and reply["data"]["text/plain"].startswith("grad(f, argnums=0): ")
+    assert reply["found"] and reply["data"]["text/plain"].startswith("grad(f, argnums=0, has_aux=false): ")
     kc.inspect("nn.linear(3, 4)", 5)
     reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
     assert reply["found"] and reply["data"]["text/plain"].startswith('fn linear(n_in, n_out, init="he")')

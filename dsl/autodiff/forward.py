@@ -12,10 +12,9 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
-from . import tape
 from .tape import Box, ForwardTrace, as_float, get_span, peek
-from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad
-from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, opened, unflatten, zero_of
+from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad, output_shape
+from .trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
 
 
 def _check_tangent(primal, tangent, who, where):
@@ -108,8 +107,9 @@ def jvp(f, primals, tangents, opts=None):
 
 # ---------------------------------------------------------------- Jacobians by forward mode
 def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
-    """jacfwd(f, argnums): the Jacobian, shaped out_shape + in_shape, by forward mode: for each input
-    leaf, the jvp along every one of its unit directions at once (vmap over the basis). With the
+    """jacfwd(f, argnums): the Jacobian by forward mode: for each input leaf, the jvp along every one
+    of its unit directions at once (vmap over the basis). A result that is a tree gives a tree like
+    it, each leaf holding that leaf's Jacobian (out_shape + in_shape), as jacrev does. With the
     interpreter, f's effects (print, random draws) are recorded as it is staged, and happen on each call."""
     who = who or f"{name}({_fname(f)})"
     caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
@@ -119,35 +119,41 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
         nums, single = _argnums(argnums, len(args), who)
         for i in nums:
             check_differentiable(args[i], i, who)
-        blocks, out_shape = {}, None
+        blocks, shapes = {}, None
         for i in nums:
             leaves, _ = flatten(args[i])
             for k, leaf in enumerate(leaves):
                 if is_differentiable_leaf(leaf) and np.size(peek(leaf)):
-                    blocks[i, k], out_shape = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}),
-                                                       interp)
-        if out_shape is None:
-            out_shape = _output_shape(f(*args, **kwargs), who)
-        result = [_assemble(args[i], i, blocks, out_shape) for i in nums]
-        return result[0] if single else tuple(result)
+                    blocks[i, k], shapes = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}),
+                                                    interp)
+        if shapes is None:      # nothing to differentiate: the result's leaves give the shapes
+            shapes = _output_shapes(f(*args, **kwargs), who)
+        out_spec, out_shapes = shapes
+        jac = []
+        for j, out_shape in enumerate(out_shapes):
+            result = [_assemble(args[i], i, blocks, j, out_shape) for i in nums]
+            jac.append(result[0] if single else tuple(result))
+        return unflatten(out_spec, jac)
 
     return Transformed(who, call, (f,))
 
 
 def _columns(f, args, kwargs, i, k, who, cache, interp):
-    """d f / d (leaf k of argument i), shaped out_shape + leaf_shape, and out_shape."""
+    """The blocks d out_j / d (leaf k of argument i), one per leaf j of the result, each shaped
+    out_shape + leaf_shape; and (the result's tree, its leaves' shapes)."""
     leaf = peek(flatten(args[i])[0][k])
     shape = np.shape(leaf)
 
     def column(primals, options, direction):
         tangents = tuple(_along(primals, i, k, direction) if j == i else None for j in range(len(primals)))
         value, tangent = push(f, tuple(primals), tangents, who, options)
-        _output_shape(value, who)
+        _output_shapes(value, who)
         return tangent
 
     if not shape:       # a float: one direction
         t = column(args, kwargs, 1.0)
-        return t, np.shape(peek(t))
+        leaves, spec = flatten(t)
+        return leaves, (spec, [np.shape(peek(x)) for x in leaves])
     from .vmap import vmap
     n = int(np.prod(shape))
     O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
@@ -155,10 +161,15 @@ def _columns(f, args, kwargs, i, k, who, cache, interp):
     mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), interp=interp, cache=cache,
                   shared_effects=True)
     cols = mapped.call(tuple(args), dict(kwargs), np.eye(n).reshape((n,) + shape))   # .call: no frame
-    out_shape = np.shape(peek(cols))[1:]
-    block = O.reshape(cols, shape + out_shape)
-    nd, no = len(shape), len(out_shape)         # the leaf's axes behind the output's
-    return (O.transpose(block, tuple(range(nd, nd + no)) + tuple(range(nd))) if no else block), out_shape
+    leaves, spec = flatten(cols)
+    blocks, out_shapes = [], []
+    for c in leaves:
+        out_shape = np.shape(peek(c))[1:]
+        block = O.reshape(c, shape + out_shape)
+        nd, no = len(shape), len(out_shape)         # the leaf's axes behind the output's
+        blocks.append(O.transpose(block, tuple(range(nd, nd + no)) + tuple(range(nd))) if no else block)
+        out_shapes.append(out_shape)
+    return blocks, (spec, out_shapes)
 
 
 def _along(args, i, k, direction):
@@ -169,24 +180,24 @@ def _along(args, i, k, direction):
     return unflatten(spec, out)
 
 
-def _output_shape(value, who):
-    """A Jacobian needs a number or tensor result."""
-    v = peek(value)
-    if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
-        raise error("grad", f"{who} needs a function that returns a number or a tensor, "
-                            f"but it returned {_describe(v)}")
-    return np.shape(v)
+def _output_shapes(value, who):
+    """(the tree of a result whose Jacobian is taken, the shapes of its leaves: numbers or float tensors)."""
+    leaves, spec = flatten(opened(value))
+    return spec, [output_shape(leaf, who) for leaf in leaves]
 
 
-def _assemble(arg, i, blocks, out_shape):
-    """The Jacobian of one argument: a tree like it with leaves of shape out_shape + leaf_shape."""
+def _assemble(arg, i, blocks, j, out_shape):
+    """The Jacobian of result leaf j with respect to one argument: a tree like the argument with
+    leaves of shape out_shape + leaf_shape."""
     leaves, spec = flatten(arg)
     out = []
     for k, leaf in enumerate(leaves):
         if not is_differentiable_leaf(leaf):
             out.append(None)
+        elif (i, k) in blocks:
+            out.append(blocks[i, k][j])
         else:
-            out.append(blocks.get((i, k), np.zeros(tuple(out_shape) + np.shape(peek(leaf)))))
+            out.append(np.zeros(tuple(out_shape) + np.shape(peek(leaf))))
     return unflatten(spec, out)
 
 
@@ -197,26 +208,15 @@ def jacrev(f, argnums=0, opts=None):
 
 
 def hessian(f, argnums=0, opts=None, interp=None):
-    """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode)."""
-    argnums = tape.concrete(argnums)
-    if type(argnums) is not int:
-        raise error("type", "hessian takes a single argnums (an int)")
+    """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode), nested
+    as JAX's jacfwd(jacrev(f)): for a struct, map or tuple argument, a tree like it whose leaves
+    are trees like it; for several argnums, a tuple of tuples."""
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
     inner = grad(f, argnums, opts or Options(), name="hessian")
     who = f"hessian({_fname(f)})"
     outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp)
-
-    def call(*args, **kwargs):
-        i = argnums
-        if 0 <= i < len(args) and is_container(peek(args[i])):
-            # the gradient would be a structure, whose Jacobian jacfwd does not take (reference 6)
-            raise error("grad", f"{who} takes second derivatives with respect to a number or a tensor, "
-                                f"but argnums={i} is {_describe(peek(args[i]))}",
-                        hint="jvp(grad(f), (p,), (v,)) gives Hessian-vector products for a struct, map or "
-                             "tuple; or write f over one tensor")
-        return outer.call(*args, **kwargs)
-    return Transformed(who, call, (f,))
+    return Transformed(who, outer.call, (f,))
 
 
 __all__ = ["jvp", "jacfwd", "jacrev", "hessian", "push"]

@@ -11,8 +11,8 @@ from ..errors import DgError, error
 from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import tape
 from .tape import Box, Trace, backward, peek, record
-from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf,
-                    rebuild, strip, unflatten)
+from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, flatten_open, is_container,
+                    is_differentiable_leaf, opened, rebuild, strip, unflatten)
 
 
 class Options:
@@ -155,14 +155,44 @@ def _seed(value, who):
                 hint="reduce the result with sum(...) or mean(...), or use jacobian(f) for every derivative")
 
 
-def _run(f, args, kwargs, nums, opts, who):
-    """Call f on boxed arguments; return (trace, params, out, value)."""
+def _run(f, args, kwargs, nums, opts, who, has_aux=False):
+    """Call f on boxed arguments; return (trace, params, out, value, aux)."""
     trace = Trace(opts.check_numerics)
     boxed, params = _enter(trace, args, nums, who)
     out = f(*boxed, **kwargs)
+    aux = None
+    if has_aux:
+        out, aux = _take_aux(out, trace, who)
     # an Input returned as is has no rule to run: its cotangent stops there, like a constant's
     ours = type(out) is Box and out.trace is trace and out.op != "Input"
-    return trace, params, (out if ours else None), (out.v if ours else out)
+    return trace, params, (out if ours else None), (out.v if ours else out), aux
+
+
+def _take_aux(result, trace, who):
+    """f's (value, aux) with has_aux=true: aux comes back as computed, not differentiated by this
+    transformation (an outer one still sees it), as JAX's has_aux."""
+    v = peek(result)
+    if type(v) is not tuple or len(v) != 2:
+        raise error("type", f"{who} with has_aux=true needs a function that returns a pair (value, aux), "
+                            f"but it returned {_describe(v)}")
+    value, aux = opened(result) if type(result) is Box else result
+    leaves, spec = flatten_open(aux)
+    return value, unflatten(spec, [_below(x, trace) for x in leaves])
+
+
+def _below(x, trace):
+    """A leaf without the boxes of `trace` (and of any deeper one)."""
+    while type(x) is Box and x.trace.level >= trace.level:
+        x = x.v
+    return x
+
+
+def _has_aux(v, who):
+    """The has_aux option: true or false."""
+    v = tape.concrete(v)
+    if type(v) is not bool:
+        raise error("type", f"{who}: has_aux must be true or false, got {_describe(v)}")
+    return v
 
 
 def _take(params):
@@ -173,15 +203,17 @@ def _take(params):
     return grads
 
 
-def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
-    """value_and_grad(f, argnums): a function returning (f(...), gradient)."""
+def value_and_grad(f, argnums=0, opts=None, name="value_and_grad", has_aux=False):
+    """value_and_grad(f, argnums): a function returning (f(...), gradient); with has_aux, f returns
+    (value, aux) and the function ((value, aux), gradient)."""
     opts = opts or Options()
     who = f"{name}({_fname(f)})"
+    has_aux = _has_aux(has_aux, who)
 
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
         with gc_paused():       # a tape has no cycles for the collector to look for
-            trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
+            trace, params, out, value, aux = _run(f, args, kwargs, nums, opts, who, has_aux)
             try:
                 seed = _seed(value, who)
                 if out is not None:
@@ -189,7 +221,7 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad"):
                 grads = _take(params)
             finally:
                 opts.finished(trace, f"the tape of {who}")
-        return value, (grads[0] if single else tuple(grads))
+        return ((value, aux) if has_aux else value), (grads[0] if single else tuple(grads))
 
     return Transformed(who, call, (f,))
 
@@ -257,38 +289,59 @@ def _misfit(c, primal):
     return None
 
 
-def grad(f, argnums=0, opts=None, name="grad"):
-    """grad(f, argnums): a function returning the gradient of scalar f."""
-    vg = value_and_grad(f, argnums, opts, name=name)
+def grad(f, argnums=0, opts=None, name="grad", has_aux=False):
+    """grad(f, argnums): a function returning the gradient of scalar f; with has_aux, f returns
+    (value, aux) and the function (gradient, aux)."""
+    vg = value_and_grad(f, argnums, opts, name=name, has_aux=has_aux)
+    if tape.concrete(has_aux) is True:
+        def call(*a, **k):
+            (_, aux), g = vg.call(*a, **k)
+            return g, aux
+        return Transformed(vg.name, call, (f,))
     return Transformed(vg.name, lambda *a, **k: vg.call(*a, **k)[1], (f,))
 
 
-def jacobian(f, argnums=0, opts=None, name="jacobian", who=None):
-    """jacobian(f): every derivative, shaped out_shape + in_shape, by reverse mode: one forward pass,
-    then the backward pass from every output's unit cotangent at once (vmap over the seeds)."""
+def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
+    """jacobian(f): every derivative, by reverse mode: one forward pass, then the backward pass from
+    every output's unit cotangent at once (vmap over the seeds). A result that is a tree gives a tree
+    like it, each leaf holding the Jacobian of that leaf (shaped out_shape + in_shape, a tree like
+    the argument for a structured one), as JAX nests them."""
     opts = opts or Options()
     who = who or f"{name}({_fname(f)})"
+    has_aux = _has_aux(has_aux, who)
 
     def call(*args, **kwargs):
         nums, single = _argnums(argnums, len(args), who)
-        trace, params, out, value = _run(f, args, kwargs, nums, opts, who)
+        trace, params, out, value, aux = _run(f, args, kwargs, nums, opts, who, has_aux)
         try:
-            v = peek(value)
-            if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
-                raise error("grad", f"{who} needs a function that returns a number or a tensor, "
-                                    f"but it returned {_describe(v)}")
-            out_shape = np.shape(v)
-            for p in params:        # refuse a Jacobian over the size limit before computing its rows
-                for leaf in flatten(strip(p.v))[0]:       # a structured argument: one block per leaf
-                    if is_differentiable_leaf(leaf):
-                        O.check_size(out_shape + np.shape(peek(leaf)), "Jacobian")
-            rows = _rows(trace, params, out, out_shape)
+            leaves, spec = flatten_open(out if out is not None else value)
+            shapes = [output_shape(leaf, who) for leaf in leaves]
+            for shape in shapes:        # refuse a Jacobian over the size limit before computing its rows
+                for p in params:
+                    for leaf in flatten(strip(p.v))[0]:       # a structured argument: one block per leaf
+                        if is_differentiable_leaf(leaf):
+                            O.check_size(shape + np.shape(peek(leaf)), "Jacobian")
+            blocks = []
+            for leaf, shape in zip(leaves, shapes):
+                mine = type(leaf) is Box and leaf.trace is trace and leaf.op != "Input"
+                rows = _rows(trace, params, leaf if mine else None, shape)
+                result = [_shaped(rows[j], shape, params[j].v) for j in range(len(params))]
+                blocks.append(result[0] if single else tuple(result))
         finally:
             opts.finished(trace, f"the tape of {who}")
-        result = [_shaped(rows[j], out_shape, params[j].v) for j in range(len(params))]
-        return result[0] if single else tuple(result)
+        jac = unflatten(spec, blocks)
+        return (jac, aux) if has_aux else jac
 
     return Transformed(who, call, (f,))
+
+
+def output_shape(value, who):
+    """The shape of one leaf of a result whose Jacobian is taken: a number or a float tensor."""
+    v = peek(value)
+    if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
+        raise error("grad", f"{who} needs a function that returns a number, a tensor or a structure of them, "
+                            f"but it returned {_describe(v)}")
+    return np.shape(v)
 
 
 def _rows(trace, params, out, out_shape):
@@ -296,14 +349,13 @@ def _rows(trace, params, out, out_shape):
     m = int(np.prod(out_shape)) if out_shape else 1
 
     def row(seed):
-        if out is not None:
-            backward(trace, out, seed)
+        backward(trace, out, seed)
         return tuple(tuple(flatten(g)[0]) for g in _take(params))
 
+    if m == 0 or out is None:       # no entries, or an output no parameter reached
+        return [[None] * len(flatten(strip(p.v))[0]) for p in params]
     if not out_shape:
         return [[_with_row(leaf) for leaf in leaves] for leaves in row(1.0)]
-    if m == 0:
-        return [[None] * len(flatten(strip(p.v))[0]) for p in params]
     from .vmap import vmap
     seeds = np.eye(m).reshape((m,) + tuple(out_shape))
     return vmap(row).call(seeds)     # .call: an internal vmap adds no frame to error reports
@@ -342,56 +394,6 @@ def stop_gradient(x):
     return v
 
 
-# ---------------------------------------------------------------- custom_vjp
-def custom_vjp(f, bwd, opts=None):
-    """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
-
-    def call(*args, **kwargs):
-        args, kwargs = _as_positional(f, args, kwargs)
-        leaves, spec = flatten(args)
-        if not any(type(x) is Box for x in leaves):
-            if any(type(x) is Box for x in flatten(kwargs)[0]):
-                raise _keyword_error(f)
-            return f(*args, **kwargs)
-        top = tape.top_trace(leaves)
-        if top.kind is tape.STAGE and not top.keeps_rules(leaves):
-            # jit and vmap see what f does; bwd matters only to a derivative taken through the
-            # recording, where a CustomVjp step is recorded (its kernel calls f)
-            return f(*args, **kwargs)
-        # the kernel calls `call` again: an outer differentiation records its own CustomVjp node,
-        # so bwd gives the derivative at every level (grad of grad, hessian), as in JAX
-        out = record("CustomVjp", tuple(leaves), {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f,
-                                                  "call": call})
-        if type(out) is Box and out.op == "CustomVjp" and _reads_trace(out.v, top):
-            # bwd gives gradients for the arguments only: a differentiated value that f reads
-            # through its closure would silently get none (JAX refuses this too)
-            raise error("grad", f"custom_vjp({_fname(f)}) reads a value that is being differentiated "
-                                f"through its closure or a keyword argument, but its backward function "
-                                f"only gives gradients for its positional arguments",
-                        hint="pass that value to the function as a positional argument")
-        return out
-
-    return Transformed(f"custom_vjp({_fname(f)})", call, (f, bwd))
-
-
-def _as_positional(f, args, kwargs):
-    """Move keyword arguments of a dg function to their positions, as bwd takes them (JAX does the same)."""
-    code = getattr(f, "code", None)
-    if not kwargs or code is None:
-        return args, kwargs
-    frame = code.bind(f, args, kwargs)      # a type error here is the one the call would raise
-    last = max([len(args) - 1] + [code.index[k] for k in kwargs])
-    captured = code.captured_params
-    return tuple(frame[i].v if i in captured else frame[i] for i in range(last + 1)), {}
-
-
-def _keyword_error(f):
-    """A differentiated value passed by keyword to a custom_vjp function that is not a dg function."""
-    return error("grad", f"custom_vjp({_fname(f)}) got a value that is being differentiated as a keyword "
-                         f"argument, but its backward function only gives gradients for positional ones",
-                 hint="pass that value to the function as a positional argument")
-
-
 def _reads_trace(tree, trace):
     """Whether a function's result, computed on unboxed arguments, still holds boxes of `trace`
     (or of a deeper one): then the function read recorded values through its closure."""
@@ -401,37 +403,6 @@ def _reads_trace(tree, trace):
                 return True
             leaf = leaf.v
     return False
-
-
-def _check_like(primal, grad_tree, fn):
-    """A gradient from custom_vjp's bwd must match its argument: same containers, same shapes.
-
-    A structured argument on the tape is one leaf here, so its insides are checked recursively."""
-    rp, rg = peek(primal), peek(grad_tree)
-    if rg is None:
-        return
-    if is_container(rp):
-        same = type(rg) is type(rp) and len(children(rg)) == len(children(rp)) and (
-            type(rp) is not dict or list(rg) == list(rp)) and (
-            type(rp) is tuple or type(rp) is dict or rg.sdef is rp.sdef)
-        if not same:
-            raise error("grad", f"the backward function of custom_vjp({_fname(fn)}) returned a gradient "
-                                f"whose structure does not match its argument")
-        for p, g in zip(children(rp), children(rg)):
-            _check_like(p, g, fn)
-    elif _numeric(rp) and (not _numeric(rg) or np.shape(rg) != np.shape(rp)):
-        raise error("grad", f"the backward function of custom_vjp({_fname(fn)}) returned "
-                            f"{_describe(rg)} as the gradient of {_describe(rp)}")
-
-
-def _one_tuple(v):
-    """Whether a (possibly recorded) value is a tuple of one element."""
-    return type(peek(v)) is tuple and len(peek(v)) == 1
-
-
-def _numeric(v):
-    """Whether a gradient value is a number or a tensor."""
-    return type(v) in (int, float, np.float64, np.ndarray)
 
 
 # ---------------------------------------------------------------- checkpoint
@@ -469,4 +440,4 @@ def checkpoint(f, opts=None, generator=None):
 
 
 __all__ = ["Options", "Transformed", "grad", "value_and_grad", "vjp", "jacobian", "stop_gradient",
-           "custom_vjp", "checkpoint", "contains_box"]
+           "checkpoint", "contains_box"]

@@ -1,6 +1,8 @@
 """The differentiation builtins, bound to an interpreter's settings (numerics check, tape)."""
 
+from ..autodiff import custom as C
 from ..autodiff import forward as F
+from ..autodiff.linearize import linearize as make_linearize
 from ..autodiff import transforms as T
 from ..autodiff import vmap as V
 from ..autodiff.tape import peek
@@ -62,22 +64,25 @@ def make(interp):
             cache.popitem(last=False)
         return hit[1]
 
-    def grad(f, argnums=0):
-        """grad(f, argnums=0): a function returning the gradient of scalar f."""
-        return compiled("grad", f, argnums, lambda: T.grad(_fn(f, "grad"), argnums, opts))
+    def grad(f, argnums=0, has_aux=False):
+        """grad(f, argnums=0, has_aux=false): a function returning the gradient of scalar f."""
+        return compiled("grad", f, (argnums, has_aux),
+                        lambda: T.grad(_fn(f, "grad"), argnums, opts, has_aux=has_aux))
 
-    def value_and_grad(f, argnums=0):
-        """value_and_grad(f, argnums=0): a function returning (value, gradient)."""
-        return compiled("value_and_grad", f, argnums,
-                        lambda: T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts))
+    def value_and_grad(f, argnums=0, has_aux=False):
+        """value_and_grad(f, argnums=0, has_aux=false): a function returning (value, gradient)."""
+        return compiled("value_and_grad", f, (argnums, has_aux),
+                        lambda: T.value_and_grad(_fn(f, "value_and_grad"), argnums, opts, has_aux=has_aux))
 
-    def jacobian(f, argnums=0):
-        """jacobian(f, argnums=0): the full Jacobian, shape out_shape + in_shape (reverse mode, as jacrev)."""
-        return compiled("jacobian", f, argnums, lambda: T.jacobian(_fn(f, "jacobian"), argnums, opts))
+    def jacobian(f, argnums=0, has_aux=False):
+        """jacobian(f, argnums=0, has_aux=false): the full Jacobian, shape out_shape + in_shape (reverse
+        mode, as jacrev)."""
+        return compiled("jacobian", f, (argnums, has_aux),
+                        lambda: T.jacobian(_fn(f, "jacobian"), argnums, opts, has_aux=has_aux))
 
-    def jacrev(f, argnums=0):
-        """jacrev(f, argnums=0): the Jacobian by reverse mode, shape out_shape + in_shape."""
-        return T.jacobian(_fn(f, "jacrev"), argnums, opts, name="jacrev")
+    def jacrev(f, argnums=0, has_aux=False):
+        """jacrev(f, argnums=0, has_aux=false): the Jacobian by reverse mode, shape out_shape + in_shape."""
+        return T.jacobian(_fn(f, "jacrev"), argnums, opts, name="jacrev", has_aux=has_aux)
 
     def jacfwd(f, argnums=0):
         """jacfwd(f, argnums=0): the Jacobian by forward mode, shape out_shape + in_shape."""
@@ -96,24 +101,38 @@ def make(interp):
         operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
         return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp, cache={})
 
-    def jit(f, explain=False):
+    def jit(f, explain=False, static_argnums=()):
         """jit(f): f compiled per argument signature into straight-line code: the same results,
-        output and random draws; explain=true says when it stages f and why."""
+        output and random draws; explain=true says when it stages f and why; static_argnums names
+        arguments that are constants of the compiled code (compiled again for each value)."""
         from ..jit import jit as make_jit
+        from ..jit.static import jit_static, static_argnums_of
+        nums = static_argnums_of(static_argnums, "jit")
+        if nums:
+            return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp)
         return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp)
 
     def vjp(f, *primals):
         """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal."""
         return T.vjp(_fn(f, "vjp"), primals, opts)
 
+    def linearize(f, *primals):
+        """linearize(f, *primals): (f(*primals), f_jvp); f_jvp(*tangents) is the output's tangent."""
+        return make_linearize(_fn(f, "linearize"), primals, opts, lambda: interp.rng)
+
     def custom_vjp(f, bwd):
         """custom_vjp(f, bwd): f with the gradient bwd(args..., out, g)."""
-        return T.custom_vjp(_fn(f, "custom_vjp"), _fn(bwd, "custom_vjp"), opts)
+        return C.custom_vjp(_fn(f, "custom_vjp"), _fn(bwd, "custom_vjp"))
+
+    def custom_jvp(f, jvp):
+        """custom_jvp(f, jvp): f with the derivative jvp(primals, tangents) -> (out, tangent_out)."""
+        return C.custom_jvp(_fn(f, "custom_jvp"), _fn(jvp, "custom_jvp"))
 
     def checkpoint(f):
         """checkpoint(f): f, recomputed during backward instead of kept on the tape."""
         return T.checkpoint(_fn(f, "checkpoint"), opts, lambda: interp.rng)
 
     return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "jacrev": jacrev,
-            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "vmap": vmap, "jit": jit,
-            "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "checkpoint": checkpoint}
+            "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "linearize": linearize, "vmap": vmap, "jit": jit,
+            "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "custom_jvp": custom_jvp,
+            "checkpoint": checkpoint}

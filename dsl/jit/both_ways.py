@@ -17,8 +17,8 @@ from .rolling import Lookahead
 # Python's code, ints divided, class indices; and INDEXED steps whose index (their second
 # argument) is a staged int, which may fall out of range. Other indexing keeps its key among
 # its options, checked when it was staged and the same on every iteration.
-CAN_FAIL = frozenset({"Guard", "Effect", "CustomVjp", "HostCall", "ClassIndices", "CrossEntropy", "FloorDiv",
-                      "Mod"})
+CAN_FAIL = frozenset({"Guard", "Effect", "CustomVjp", "CustomJvp", "HostCall", "ClassIndices", "CrossEntropy",
+                      "FloorDiv", "Mod"})
 INDEXED = frozenset({"Row", "RowAdd"})
 
 

@@ -198,10 +198,11 @@ class Roller:
             return False
         body, state, layout, _ = staged
         if mixes_custom_rules(body, forward, reverse):
-            return self._written_out("its body calls a custom_vjp function, under reverse mode inside "
-                                     "forward mode (jvp of grad, hessian)")
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under reverse mode "
+                                     "inside forward mode (jvp of grad, hessian)")
         if nested and body.user_rules:
-            return self._written_out("its body calls a custom_vjp function, under two reverse levels")
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under two reverse "
+                                     "levels")
         from ..primitives.loops import _loop_kernel
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)

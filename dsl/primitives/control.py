@@ -13,7 +13,7 @@ runs its function.
 from .. import ops as O
 from ..autodiff import tape
 from ..autodiff.tape import Box, Trace, peek
-from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, unflatten
+from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, is_differentiable_leaf, unflatten
 from ..errors import error
 from ..autodiff.stage import _effect_kernel, layout
 from ..autodiff.trees import flatten
@@ -29,7 +29,8 @@ def _custom_vjp_kernel(*leaves, spec=None, kwargs=None, bwd=None, fn=None, call=
 
 def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
     """Call the user's backward function and split its answer over the argument leaves."""
-    from ..autodiff.transforms import _check_like, _describe, _fname, _one_tuple
+    from ..autodiff.custom import _check_like, _one_tuple
+    from ..autodiff.transforms import _describe, _fname
     spec, bwd = kw["spec"], kw["bwd"]
     args = unflatten(spec, leaves)
     result = bwd(*args, ans, cotangent_value(g, ans))
@@ -83,6 +84,63 @@ def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
 
 
 define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp, user_code=True)
+
+
+# ---------------------------------------------------------------- custom_jvp
+def _custom_jvp_kernel(*leaves, spec=None, kwargs=None, rule=None, fn=None, call=None):
+    """The function itself, through custom_jvp's call again (so outer levels record their own node)."""
+    return call(*unflatten(spec, leaves), **kwargs)
+
+
+def _custom_jvp_jvp(ns, tangents, ans, leaves, kw):
+    """The user's rule on (primals, tangents): a float leaf without a tangent gets zeros, as JAX
+    instantiates its symbolic zeros; a leaf that has none (an int, a string) gets none."""
+    from ..autodiff.trees import zero_of
+    full = [t if t is not None else (zero_of(x) if is_differentiable_leaf(x) else None)
+            for t, x in zip(tangents, leaves)]
+    return _rule_tangent(kw, leaves, full, ans)
+
+
+def _rule_tangent(kw, leaves, tangents, ans):
+    """The output's tangent from the user's rule, checked to be a pair whose tangent fits the output."""
+    from ..autodiff.custom import _check_like
+    from ..autodiff.transforms import _describe, _fname
+    spec, fn = kw["spec"], kw["fn"]
+    pair = kw["rule"](unflatten(spec, leaves), unflatten(spec, tangents))
+    if type(peek(pair)) is not tuple or len(peek(pair)) != 2:
+        raise error("grad", f"the derivative rule of custom_jvp({_fname(fn)}) must return a pair (value, "
+                            f"tangent), but returned {_describe(pair)}")
+    tangent = peek(pair)[1] if type(pair) is Box else pair[1]
+    _check_like(ans, tangent, fn, "derivative rule", "tangent")
+    return tangent
+
+
+def _custom_jvp_vjp(ns, g, ans, leaves, kw, wanted):
+    """The transpose of t -> rule(primals, t)'s tangent, which is linear in t: the gradient of
+    t -> <that tangent, g>, at t = 0 (exact anywhere, as the map is linear)."""
+    from ..autodiff.transforms import grad
+    from ..autodiff.trees import flatten, zero_of
+    g = cotangent_value(g, ans)
+    idx = [i for i, w in enumerate(wanted) if w]
+
+    def pairing(*ts):
+        tangents = [zero_of(x) if is_differentiable_leaf(x) else None for x in leaves]
+        for i, t in zip(idx, ts):
+            tangents[i] = t
+        total = 0.0
+        for tl, gl in zip(flatten(_rule_tangent(kw, leaves, tangents, ans))[0], flatten(g)[0]):
+            if tl is not None and gl is not None:
+                total = O.add(total, O.sum_(O.mul(tl, gl)))
+        return total
+
+    grads = grad(pairing, tuple(range(len(idx))))(*[zero_of(peek(leaves[i])) for i in idx])
+    out = [None] * len(leaves)
+    for i, d in zip(idx, grads):
+        out[i] = d
+    return out
+
+
+define("CustomJvp", _custom_jvp_kernel, vjp_all=_custom_jvp_vjp, jvp=_custom_jvp_jvp, user_code=True)
 
 
 # ---------------------------------------------------------------- checkpoint
