@@ -299,3 +299,33 @@ def test_static_argnums_errors():
     assert "static_argnums must be an int or a tuple of ints" in err.message
     err = fails("jit(fn(x) => x, static_argnums=2)(1.0)")
     assert "static_argnums names argument 2" in err.message
+
+
+def test_has_aux_in_jacfwd_hessian_and_vjp_agrees_with_jax():
+    jax = jax_or_skip()
+    jnp = jax.numpy
+
+    def f(x):
+        return jnp.sum(x ** 3) * x[1], {"first": x[0] * 2.0}
+
+    x = np.array([1.0, 2.0, 0.5])
+    want_h, want_aux = jax.hessian(f, has_aux=True)(x)
+    want_j, _ = jax.jacfwd(lambda v: (v * v[0], v[1]), has_aux=True)(x)
+    out, back, aux = jax.vjp(f, x, has_aux=True)
+    src = ("fn f(x) { return (sum(x ** 3) * x[1], {\"first\": x[0] * 2.0}) }\nlet x = [1.0, 2.0, 0.5]\n"
+           "let r = (hessian(f, has_aux=true)(x), jacfwd(fn(v) => (v * v[0], v[1]), has_aux=true)(x),\n"
+           "         jit(hessian(f, has_aux=true))(x))\n"
+           "let v, back, aux = vjp(f, x, has_aux=true)\nlet pulled = back(2.0)")
+    i = run(src)
+    h, j, hj = i.lookup("r")
+    close(plain(h), (np.asarray(want_h), {"first": np.asarray(want_aux["first"])}))
+    close(plain(hj), plain(h))
+    close(plain(j[0]), np.asarray(want_j))
+    assert j[1] == 2.0
+    close(plain((i.lookup("v"), i.lookup("aux"), i.lookup("pulled"))),
+          (np.asarray(out), {"first": np.asarray(aux["first"])}, (np.asarray(back(2.0)[0]),)))
+
+
+def test_aux_of_jacfwd_is_still_differentiated_by_an_outer_grad():
+    r = val("let r = grad(fn(y) => jacfwd(fn(x) => (x * y, x * y * y), has_aux=true)(2.0)[1])(3.0)")
+    assert r == 12.0        # d/dy of x y^2 at x = 2, y = 3

@@ -13,7 +13,8 @@ import numpy as np
 from .. import ops as O
 from ..errors import error
 from .tape import Box, ForwardTrace, as_float, get_span, peek
-from .transforms import Options, Transformed, _argnums, _describe, _fname, check_differentiable, grad, output_shape
+from .transforms import (Options, Transformed, _argnums, _describe, _fname, _has_aux, check_differentiable, grad,
+                         output_shape)
 from .trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
 
 
@@ -106,12 +107,13 @@ def jvp(f, primals, tangents, opts=None):
 
 
 # ---------------------------------------------------------------- Jacobians by forward mode
-def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
+def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None, has_aux=False):
     """jacfwd(f, argnums): the Jacobian by forward mode: for each input leaf, the jvp along every one
     of its unit directions at once (vmap over the basis). A result that is a tree gives a tree like
     it, each leaf holding that leaf's Jacobian (out_shape + in_shape), as jacrev does. With the
     interpreter, f's effects (print, random draws) are recorded as it is staged, and happen on each call."""
     who = who or f"{name}({_fname(f)})"
+    has_aux = _has_aux(has_aux, who)
     caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
 
     def call(*args, **kwargs):
@@ -119,48 +121,57 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None):
         nums, single = _argnums(argnums, len(args), who)
         for i in nums:
             check_differentiable(args[i], i, who)
-        blocks, shapes = {}, None
+        blocks, shapes, aux = {}, None, None
         for i in nums:
             leaves, _ = flatten(args[i])
             for k, leaf in enumerate(leaves):
                 if is_differentiable_leaf(leaf) and np.size(peek(leaf)):
-                    blocks[i, k], shapes = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}),
-                                                    interp)
+                    blocks[i, k], shapes, aux = _columns(f, args, kwargs, i, k, who, caches.setdefault((i, k), {}),
+                                                         interp, has_aux)
         if shapes is None:      # nothing to differentiate: the result's leaves give the shapes
-            shapes = _output_shapes(f(*args, **kwargs), who)
+            value = f(*args, **kwargs)
+            value, aux = _aux_split(value, who) if has_aux else (value, None)
+            shapes = _output_shapes(value, who)
         out_spec, out_shapes = shapes
         jac = []
         for j, out_shape in enumerate(out_shapes):
             result = [_assemble(args[i], i, blocks, j, out_shape) for i in nums]
             jac.append(result[0] if single else tuple(result))
-        return unflatten(out_spec, jac)
+        jac = unflatten(out_spec, jac)
+        return (jac, aux) if has_aux else jac
 
     return Transformed(who, call, (f,))
 
 
-def _columns(f, args, kwargs, i, k, who, cache, interp):
+def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
     """The blocks d out_j / d (leaf k of argument i), one per leaf j of the result, each shaped
-    out_shape + leaf_shape; and (the result's tree, its leaves' shapes)."""
+    out_shape + leaf_shape; (the result's tree, its leaves' shapes); and with has_aux, f's aux."""
     leaf = peek(flatten(args[i])[0][k])
     shape = np.shape(leaf)
 
     def column(primals, options, direction):
         tangents = tuple(_along(primals, i, k, direction) if j == i else None for j in range(len(primals)))
         value, tangent = push(f, tuple(primals), tangents, who, options)
+        if has_aux:     # the aux of the values, which no direction changes
+            (value, aux), tangent = _aux_split(value, who), _aux_split(tangent, who)[0]
+            _output_shapes(value, who)
+            return tangent, aux
         _output_shapes(value, who)
         return tangent
 
     if not shape:       # a float: one direction
         t = column(args, kwargs, 1.0)
+        t, aux = t if has_aux else (t, None)
         leaves, spec = flatten(t)
-        return leaves, (spec, [np.shape(peek(x)) for x in leaves])
+        return leaves, (spec, [np.shape(peek(x)) for x in leaves]), aux
     from .vmap import vmap
     n = int(np.prod(shape))
     O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
     # the primals are arguments (not constants) of what is staged, so its program serves every call
-    mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), interp=interp, cache=cache,
-                  shared_effects=True)
+    mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), (0, None) if has_aux else 0,
+                  interp=interp, cache=cache, shared_effects=True)
     cols = mapped.call(tuple(args), dict(kwargs), np.eye(n).reshape((n,) + shape))   # .call: no frame
+    cols, aux = cols if has_aux else (cols, None)
     leaves, spec = flatten(cols)
     blocks, out_shapes = [], []
     for c in leaves:
@@ -169,7 +180,16 @@ def _columns(f, args, kwargs, i, k, who, cache, interp):
         nd, no = len(shape), len(out_shape)         # the leaf's axes behind the output's
         blocks.append(O.transpose(block, tuple(range(nd, nd + no)) + tuple(range(nd))) if no else block)
         out_shapes.append(out_shape)
-    return blocks, (spec, out_shapes)
+    return blocks, (spec, out_shapes), aux
+
+
+def _aux_split(pair, who):
+    """(value, aux) of a result with has_aux."""
+    v = peek(pair)
+    if type(v) is not tuple or len(v) != 2:
+        raise error("type", f"{who} with has_aux=true needs a function that returns a pair (value, aux), "
+                            f"but it returned {_describe(v)}")
+    return opened(pair) if type(pair) is not tuple else pair
 
 
 def _along(args, i, k, direction):
@@ -207,15 +227,16 @@ def jacrev(f, argnums=0, opts=None):
     return jacobian(f, argnums, opts, name="jacrev")
 
 
-def hessian(f, argnums=0, opts=None, interp=None):
+def hessian(f, argnums=0, opts=None, interp=None, has_aux=False):
     """hessian(f): exact second derivatives, forward mode over the gradient (reverse mode), nested
     as JAX's jacfwd(jacrev(f)): for a struct, map or tuple argument, a tree like it whose leaves
     are trees like it; for several argnums, a tuple of tuples."""
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
-    inner = grad(f, argnums, opts or Options(), name="hessian")
     who = f"hessian({_fname(f)})"
-    outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp)
+    has_aux = _has_aux(has_aux, who)
+    inner = grad(f, argnums, opts or Options(), name="hessian", has_aux=has_aux)
+    outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp, has_aux=has_aux)
     return Transformed(who, outer.call, (f,))
 
 

@@ -226,17 +226,21 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad", has_aux=False
     return Transformed(who, call, (f,))
 
 
-def vjp(f, primals, opts=None):
-    """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal.
+def vjp(f, primals, opts=None, has_aux=False):
+    """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal;
+    with has_aux, f returns (value, aux) and vjp (value, pullback, aux).
 
     The tape stays with the pullback, which may be called any number of times."""
     opts = opts or Options()
     who = f"vjp({_fname(f)})"
+    has_aux = _has_aux(has_aux, who)
     trace = Trace(opts.check_numerics)
     nums = tuple(i for i, v in enumerate(primals)
                  if is_differentiable_leaf(v) or is_container(peek(v)))    # others get none back
     boxed, params = _enter(trace, primals, nums, who)
     out = f(*boxed)
+    if has_aux:
+        out, aux = _take_aux(out, trace, who)
     leaves, spec = flatten(out)
     ours = [type(v) is Box and v.trace is trace for v in leaves]
     value = unflatten(spec, [v.v if mine else v for v, mine in zip(leaves, ours)])
@@ -268,7 +272,8 @@ def vjp(f, primals, opts=None):
         got = dict(zip(nums, grads))
         return tuple(got[i] if i in by_arg else None for i in range(len(primals)))
 
-    return value, Transformed(f"pullback of {who}", pullback, (f,))
+    back = Transformed(f"pullback of {who}", pullback, (f,))
+    return (value, back, aux) if has_aux else (value, back)
 
 
 def _misfit(c, primal):

@@ -365,15 +365,15 @@ in_shape, nested as jacobian's.
 Differentiable: yes.
 >>> jacrev(fn(x) => sum(x * x))([1.0, 2.0])
 [2.0, 4.0]""",
-    "jacfwd": """jacfwd(f, argnums=0): the Jacobian by forward mode, shaped out_shape + in_shape and nested
-as jacobian's (cheaper than jacrev when there are fewer inputs than outputs).
+    "jacfwd": """jacfwd(f, argnums=0, has_aux=false): the Jacobian by forward mode, shaped and nested as
+jacobian's, has_aux too (cheaper than jacrev when there are fewer inputs than outputs).
 Differentiable: yes.
 >>> jacfwd(fn(x) => [x, x * x])(3.0)
 [1.0, 6.0]""",
-    "hessian": """hessian(f, argnums=0): exact second derivatives of a number-valued f (forward mode over
-reverse mode, JAX's jacfwd(jacrev(f))), shaped in_shape + in_shape. With respect to a struct, map
-or tuple, a tree like it whose leaves are trees like it; for a tuple of argnums, a tuple of
-tuples (the block for arguments i and j at [i][j]).
+    "hessian": """hessian(f, argnums=0, has_aux=false): exact second derivatives of a number-valued f
+(forward mode over reverse mode, JAX's jacfwd(jacrev(f))), shaped in_shape + in_shape. With respect
+to a struct, map or tuple, a tree like it whose leaves are trees like it; for a tuple of argnums,
+a tuple of tuples (the block for arguments i and j at [i][j]); has_aux as grad's.
 Differentiable: yes.
 >>> hessian(fn(x) => x[0] * x[1])([1.0, 2.0])
 [[0.0, 1.0], [1.0, 0.0]]
@@ -389,8 +389,8 @@ the primals from what f's one run kept (none of f's code, prints or draws again;
 Differentiable: yes.
 >>> linearize(fn(x) => x * x, 3.0)[1](1.0)
 6.0""",
-    "vjp": """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) returns a tuple with one
-gradient per primal, and may be called many times.
+    "vjp": """vjp(f, *primals, has_aux=false): (f(*primals), pullback); pullback(cotangent) returns a
+tuple with one gradient per primal, and may be called many times; with has_aux, (value, pullback, aux).
 Differentiable: yes.
 >>> vjp(fn(x) => x * x, 3.0)[1](1.0)
 (6.0,)""",

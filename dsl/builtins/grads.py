@@ -84,13 +84,14 @@ def make(interp):
         """jacrev(f, argnums=0, has_aux=false): the Jacobian by reverse mode, shape out_shape + in_shape."""
         return T.jacobian(_fn(f, "jacrev"), argnums, opts, name="jacrev", has_aux=has_aux)
 
-    def jacfwd(f, argnums=0):
-        """jacfwd(f, argnums=0): the Jacobian by forward mode, shape out_shape + in_shape."""
-        return F.jacfwd(_fn(f, "jacfwd"), argnums, opts, interp=interp)
+    def jacfwd(f, argnums=0, has_aux=False):
+        """jacfwd(f, argnums=0, has_aux=false): the Jacobian by forward mode, shape out_shape + in_shape."""
+        return F.jacfwd(_fn(f, "jacfwd"), argnums, opts, interp=interp, has_aux=has_aux)
 
-    def hessian(f, argnums=0):
-        """hessian(f, argnums=0): exact second derivatives (forward mode over reverse mode)."""
-        return compiled("hessian", f, argnums, lambda: F.hessian(_fn(f, "hessian"), argnums, opts, interp))
+    def hessian(f, argnums=0, has_aux=False):
+        """hessian(f, argnums=0, has_aux=false): exact second derivatives (forward mode over reverse mode)."""
+        return compiled("hessian", f, (argnums, has_aux),
+                        lambda: F.hessian(_fn(f, "hessian"), argnums, opts, interp, has_aux=has_aux))
 
     def jvp(f, primals, tangents):
         """jvp(f, primals, tangents): (f(*primals), the output's tangent), by forward mode."""
@@ -112,9 +113,10 @@ def make(interp):
             return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp)
         return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp)
 
-    def vjp(f, *primals):
-        """vjp(f, *primals): (f(*primals), pullback); pullback(cotangent) gives one gradient per primal."""
-        return T.vjp(_fn(f, "vjp"), primals, opts)
+    def vjp(f, *primals, has_aux=False):
+        """vjp(f, *primals, has_aux=false): (f(*primals), pullback); pullback(cotangent) gives one
+        gradient per primal; with has_aux, (value, pullback, aux)."""
+        return T.vjp(_fn(f, "vjp"), primals, opts, has_aux=has_aux)
 
     def linearize(f, *primals):
         """linearize(f, *primals): (f(*primals), f_jvp); f_jvp(*tangents) is the output's tangent."""
