@@ -347,6 +347,7 @@ class ForwardTrace(Trace):
 IMPLS = {}          # primitive name -> its kernel, PULLBACKS -> its reverse rule, PUSHFORWARDS -> its
 PULLBACKS = {}      # forward rule: filled from the registry when dsl.primitives is imported
 PUSHFORWARDS = {}
+BATCHES = {}        # primitive name -> its batching rule (vmap)
 FLOAT_PULLBACKS = {}    # elementwise primitives: the reverse step for a float result and cotangent
 PLAIN_PULLBACKS = {}    # the reverse step of a node of plain numbers and arrays (no outer trace)
 PLAIN = set()       # primitives without derivatives whose kernel reads plain values only (see `apply`)

@@ -17,7 +17,6 @@ import numpy as np
 from .. import ops as O
 from ..errors import error
 from ..ops.core import norm
-from ..primitives import batching
 from ..primitives.batching import Unbatchable, Unbatched
 from . import stage as S
 from . import tape
@@ -26,7 +25,6 @@ from .transforms import Transformed, _describe, _fname
 from ..jit.codegen import compile_program, run_code
 from .trees import flatten, flatten_open, unflatten
 
-_RULES = None       # primitive name -> batching rule, built on first use
 
 
 def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, shared_effects=False):
@@ -264,9 +262,6 @@ def replay_leaves(program, leaves, batched, own=False):
     and, with `own` (a program vmap staged on an example of a call's arguments), the arguments'
     other leaves too: ints among them, which that program holds as constants (guarded where jit
     stages them), are not inputs."""
-    global _RULES
-    if _RULES is None:
-        _RULES = batching.table()
     from ..primitives.namespaces import TRACED
     env = [None] * program.nslots
     flags = [False] * program.nslots
@@ -292,7 +287,7 @@ def replay_leaves(program, leaves, batched, own=False):
             if not any(arg_batched):
                 env[out] = tape.apply(op, args, kw)
             else:
-                rule = _RULES.get(op)
+                rule = tape.BATCHES.get(op)
                 if rule is None:
                     raise Unbatchable(f"the operation {op} has no batching rule")
                 result = rule(TRACED, args, arg_batched, kw or {})

@@ -7,19 +7,24 @@ import numpy as np
 from ..autodiff import stage as S
 from ..autodiff.tape import peek
 from ..autodiff.trees import flatten_open, unflatten
+from ..primitives.registry import PRIMS
 from ..values import Cell
 from .frames import restore, same_spec, same_static, set_slot, snapshot
 from .jit import _key
 from .rolling import Lookahead
 
-# steps a branch not taken could fail at on a later iteration, raising in the compiled loop what
-# the interpreter never runs: a guard (the branch decides by a value), an effect, a user's or
-# Python's code, ints divided, class indices; and INDEXED steps whose index (their second
-# argument) is a staged int, which may fall out of range. Other indexing keeps its key among
-# its options, checked when it was staged and the same on every iteration.
-CAN_FAIL = frozenset({"Guard", "Effect", "CustomVjp", "CustomJvp", "HostCall", "ClassIndices", "CrossEntropy",
-                      "FloorDiv", "Mod"})
-INDEXED = frozenset({"Row", "RowAdd"})
+
+def _may_fail(node):
+    """Whether a step a branch not taken holds could fail on a later iteration, raising in the
+    compiled loop what the interpreter never runs: a guard (the branch decides by a value), a
+    primitive declared `can_fail` (an effect, a user's or Python's code, ints divided, class
+    indices), or one declared `indexed` whose index (its second argument) is a staged int, which
+    may fall out of range. Other indexing keeps its key among its options, checked when it was
+    staged and the same on every iteration."""
+    if node.op == "Guard":
+        return True
+    prim = PRIMS.get(node.op)
+    return prim is not None and (prim.can_fail or (prim.indexed and node.parents[1] is not None))
 
 
 class BothWays:
@@ -32,7 +37,7 @@ class BothWays:
     flips fall elsewhere. Both branches must finish alike (both fall through, or both return;
     no break or continue), do nothing but compute (no effect, no guard of their own: a value
     they decide by), raise nothing when run ahead, use no primitive that can fail on a value on
-    a later iteration (CAN_FAIL, INDEXED), and leave each variable the same kind of value either
+    a later iteration (`_may_fail`), and leave each variable the same kind of value either
     way (numbers and tensors of one shape; anything else the same). Otherwise the condition is
     guarded as before (what the branches recorded is cut). The results are the branches' own:
     a where selects, and the branch not taken receives a zero cotangent (reference 6.7)."""
@@ -120,12 +125,8 @@ class BothWays:
 
 def computes_only(look, start):
     """Whether what the look ahead recorded from node `start` on may run on every iteration where
-    the interpreter runs it on some: no step of CAN_FAIL, no INDEXED step by a staged index."""
-    for node in look.nodes[start:]:
-        op = node.op
-        if op in CAN_FAIL or (op in INDEXED and node.parents[1] is not None):
-            return False
-    return True
+    the interpreter runs it on some: no step that may fail (`_may_fail`)."""
+    return not any(_may_fail(node) for node in look.nodes[start:])
 
 
 def looking_ahead(interp, v):

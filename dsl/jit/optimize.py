@@ -19,17 +19,14 @@
 import numpy as np
 
 from ..autodiff.stage import is_array_kind
+from ..primitives.registry import PRIMS
 
-# Operations through which a NaN in any argument stays a NaN (or is dropped whole, as an
-# index drops entries): a NaN that reached the result through them shows there.
-PROPAGATING = frozenset({
-    "Add", "Sub", "Mul", "ScalarMul", "Div", "Neg", "Pow", "Exp", "Ln", "Log2", "Sin", "Cos", "Sqrt", "Abs",
-    "Relu", "Sigmoid", "TanhAct", "Erf", "Silu", "Gelu", "Maximum", "Minimum", "Clamp", "Sum", "Mean", "Max",
-    "Min", "LogSumExp", "Reshape", "TransposeOp", "BroadcastTo", "Index", "GatherOp", "IndexAdd", "Row", "RowAdd",
-    "SetIndex",
-    "CatOp", "Stack", "MatMul", "Softmax", "LogSoftmax", "LayerNorm", "BatchNorm", "SsmScan", "Nz",
-    "AllFinite",
-})
+
+def keeps_nan(op):
+    """Whether a NaN in any argument of primitive `op` stays a NaN (or is dropped whole, as an
+    index drops entries): a NaN that reached the result through such steps shows there."""
+    prim = PRIMS.get(op)
+    return prim is not None and prim.keeps_nan
 
 
 class Plan:
@@ -171,12 +168,11 @@ def _unsafe(steps, skipped):
     """The slots a NaN must not reach unnoticed: those read by an operation that does not keep a
     NaN a NaN (a comparison, an effect), and what flows into them. Steps in `skipped` read nothing."""
     unsafe = set()          # slots a NaN must not reach unnoticed
-    propagating = PROPAGATING
     for i in range(len(steps) - 1, -1, -1):
         kind, op, refs, consts, kw, span, slot = steps[i]
         if kind == "guard" or slot in skipped:
             continue
-        if kind == "effect" or op not in propagating:
+        if kind == "effect" or not keeps_nan(op):
             unsafe.update(refs)
         elif op == "Where":
             unsafe.add(refs[0])
@@ -190,12 +186,11 @@ def _unsafe(steps, skipped):
 def _reaching(steps, outs):
     """The slots whose value reaches a result or a guard through operations that keep a NaN a NaN."""
     reach = set(outs)
-    propagating = PROPAGATING
     for i in range(len(steps) - 1, -1, -1):
         kind, op, refs, consts, kw, span, slot = steps[i]
         if kind == "guard":
             reach.update(refs)
-        elif slot in reach and kind == "op" and op in propagating:
+        elif slot in reach and kind == "op" and keeps_nan(op):
             reach.update(refs[1:] if op == "Where" else refs)
     return reach
 

@@ -30,7 +30,7 @@ at a forward value keeps the exact pullback, which may fall back per iteration.
 
 from ..autodiff.stage import Program, same
 from ..autodiff.trees import flatten
-from .optimize import PROPAGATING, step_key
+from .optimize import keeps_nan, step_key
 
 
 def split(forward, pullback):
@@ -173,7 +173,7 @@ def checks_can_wait(back):
     (an if run both ways) may drop a NaN the code without checks made where the exact code has a
     0 (a left-out zero rule), but only by choosing the other operand, the same in both: a
     finite result it gives is the exact code's."""
-    if any(s[0] != "op" or (s[1] not in PROPAGATING and s[1] != "Where") for s in back.steps):
+    if any(s[0] != "op" or (not keeps_nan(s[1]) and s[1] != "Where") for s in back.steps):
         return False
     cts = cotangents(back)
     live = {r for r, c in zip(back.out_refs, cts) if r >= 0 and r != c}

@@ -8,20 +8,22 @@ from ..ops.core import shape_of
 from .mechanism import MINUS_ONE, ONE
 from .registry import define
 
-ELEMENTWISE = "elementwise"     # batch: by the generic elementwise rule (dsl/primitives/batching.py)
+from .batching import ELEMENTWISE     # batch: by the generic elementwise rule
 
 
 # ---------------------------------------------------------------- + - * / and unary minus
-define("Add", O.add, partials=(ONE, ONE), linear=True, batch=ELEMENTWISE, emit="({0} + {1})")
-define("Sub", O.sub, partials=(ONE, MINUS_ONE), linear=True, batch=ELEMENTWISE, emit="({0} - {1})")
-define("Neg", O.neg, partials=(MINUS_ONE,), linear=True, batch=ELEMENTWISE, emit="(-{0})")
+define("Add", O.add, partials=(ONE, ONE), linear=True, batch=ELEMENTWISE, emit="({0} + {1})", keeps_nan=True)
+define("Sub", O.sub, partials=(ONE, MINUS_ONE), linear=True, batch=ELEMENTWISE, emit="({0} - {1})", keeps_nan=True)
+define("Neg", O.neg, partials=(MINUS_ONE,), linear=True, batch=ELEMENTWISE, emit="(-{0})", keeps_nan=True)
 define("Mul", O.mul, partials=(lambda ns, ans, x, y: y, lambda ns, ans, x, y: x), batch=ELEMENTWISE,
-       emit="({0} * {1})")
+       emit="({0} * {1})", keeps_nan=True)
 # a recorded value times a constant number c (c is never differentiated)
-define("ScalarMul", O.mul, partials=(lambda ns, ans, x, c: c, None), batch=ELEMENTWISE, emit="({0} * {1})")
+define("ScalarMul", O.mul, partials=(lambda ns, ans, x, c: c, None), batch=ELEMENTWISE, emit="({0} * {1})",
+       keeps_nan=True)
 define("Div", O.div, emit={"float": "K.div({0}, {1})", "array": "({0} / {1})"}, partials=(lambda ns, ans, x, y: ns.div(1.0, y),
-                               lambda ns, ans, x, y: ns.neg(ns.div(ans, y))), batch=ELEMENTWISE)
-define("Mod", O.mod, partials=(ONE, lambda ns, ans, x, y: ns.neg(ns.floor(ns.div(x, y)))), batch=ELEMENTWISE)
+                               lambda ns, ans, x, y: ns.neg(ns.div(ans, y))), batch=ELEMENTWISE, keeps_nan=True)
+define("Mod", O.mod, partials=(ONE, lambda ns, ans, x, y: ns.neg(ns.floor(ns.div(x, y)))), batch=ELEMENTWISE,
+       can_fail=True)
 
 
 # ---------------------------------------------------------------- **
@@ -47,7 +49,7 @@ def _pow_exponent(ns, ans, x, y):
 
 
 define("Pow", O.pow, partials=(_pow_base, _pow_exponent), batch=ELEMENTWISE,
-       emit={"float": "K.pow({0}, {1})", "array": "np.power({0}, {1})"})
+       emit={"float": "K.pow({0}, {1})", "array": "np.power({0}, {1})"}, keeps_nan=True)
 
 
 # ---------------------------------------------------------------- @
@@ -145,4 +147,4 @@ def _matmul_emit(kinds):
 
 
 define("MatMul", O.matmul, vjp=(_matmul_a, _matmul_b), jvp=_matmul_jvp, batch=_matmul_batch,
-       emit={"float": "({0} @ {1})", "array": _matmul_emit})
+       emit={"float": "({0} @ {1})", "array": _matmul_emit}, keeps_nan=True)

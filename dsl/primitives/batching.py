@@ -8,7 +8,8 @@ import numpy as np
 
 from .. import ops as O
 from ..ops.core import shape_of
-from . import registry
+
+ELEMENTWISE = "elementwise"     # a primitive's batch field: by the generic elementwise rule below
 
 
 class Unbatchable(Exception):
@@ -99,17 +100,5 @@ def batch_behind(ns, x, moved):
     return ns.transpose(x, tuple(range(1, moved + 1)) + (0,) + tuple(range(moved + 1, nd)))
 
 
-def rule_of(prim):
-    """The batching rule of a primitive, with the elementwise ones made from their kernels."""
-    if prim.batch == "elementwise":
-        return elementwise(prim)
-    return prim.batch
-
-
-def table():
-    """Primitive name -> batching rule (None where a primitive has none)."""
-    return {name: rule_of(p) for name, p in registry.PRIMS.items()}
-
-
 __all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "batch_size", "broadcast_batch", "batched_key", "batch_first",
-           "batch_behind", "table"]
+           "batch_behind", "ELEMENTWISE"]

@@ -33,11 +33,11 @@ define("Round", O.round_, differentiable=False, batch=ELEMENTWISE)
 define("IsFinite", O.isfinite, differentiable=False, batch=ELEMENTWISE,
        emit={"float": "({0} - {0} == 0.0)", "array": "np.isfinite({0})", "bools": True})
 define("AllFinite", finite, differentiable=False,      # batched: one bool per example
-       batch=lambda ns, args, batched, kw: nondiff("AllFinite", args, {"rows": True}))
+       batch=lambda ns, args, batched, kw: nondiff("AllFinite", args, {"rows": True}), keeps_nan=True)
 define("Any", lambda a, rows=False: O.any_(a, rows), differentiable=False,    # batched: one bool per example
        batch=lambda ns, args, batched, kw: nondiff("Any", args, {"rows": True}))
-define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE)
-define("FloorDiv", O.floordiv, differentiable=False, batch=ELEMENTWISE)
+define("ClassIndices", class_indices, differentiable=False, batch=ELEMENTWISE, can_fail=True)
+define("FloorDiv", O.floordiv, differentiable=False, batch=ELEMENTWISE, can_fail=True)
 # stop_gradient of a value jit or vmap stages: the value itself, so that a derivative later taken
 # through the recording (grad of jit, a rolled loop's pullback) stops there (autodiff/transforms.py);
 # batched, it strips the boxes of a derivative taken through vmap (grad of vmap) as unbatched

@@ -83,7 +83,7 @@ def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
     return grad(pairing)(zero_like_tree(ans))
 
 
-define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp, user_code=True)
+define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp, user_code=True, can_fail=True)
 
 
 # ---------------------------------------------------------------- custom_jvp
@@ -140,7 +140,7 @@ def _custom_jvp_vjp(ns, g, ans, leaves, kw, wanted):
     return out
 
 
-define("CustomJvp", _custom_jvp_kernel, vjp_all=_custom_jvp_vjp, jvp=_custom_jvp_jvp, user_code=True)
+define("CustomJvp", _custom_jvp_kernel, vjp_all=_custom_jvp_vjp, jvp=_custom_jvp_jvp, user_code=True, can_fail=True)
 
 
 # ---------------------------------------------------------------- checkpoint
@@ -217,12 +217,12 @@ def _host_batch(ns, args, batched, kw):
     return O.stack(tuple(outs))
 
 
-define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_code=True)
+define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_code=True, can_fail=True)
 
 
 # ---------------------------------------------------------------- effects (jit and vmap)
 # print, random draws, the clock: performed again, in order, each time a staged program runs
-define("Effect", _effect_kernel, differentiable=False, effect=True)
+define("Effect", _effect_kernel, differentiable=False, effect=True, can_fail=True)
 # an effect's structured result, taken apart: its layout (a guard reads it) and its leaves
 define("EffectLayout", layout, differentiable=False)
 define("EffectLeaf", lambda tree, i: flatten(tree)[0][i], differentiable=False)

@@ -16,7 +16,7 @@ SQRT_HALF = math.sqrt(0.5)
 
 def unary(name, impl, partial, emit=None, piecewise=False):
     """An elementwise primitive of one argument, from its derivative d(ns, ans, x)."""
-    return define(name, impl, partials=(partial,), batch=ELEMENTWISE, emit=emit, piecewise=piecewise)
+    return define(name, impl, partials=(partial,), batch=ELEMENTWISE, emit=emit, piecewise=piecewise, keeps_nan=True)
 
 
 unary("Exp", O.exp, lambda ns, ans, x: ans, {"float": "K.exp({0})", "array": "np.exp({0})"})                   # exp(1000) = inf where g may be 0: nz
@@ -60,10 +60,10 @@ def _tie_weights(ns, a, b, wins):
 
 define("Maximum", O.maximum, batch=ELEMENTWISE, piecewise=True, emit={"array": "np.maximum({0}, {1})"},
        partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.greater),
-                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.greater)))
+                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.greater)), keeps_nan=True)
 define("Minimum", O.minimum, batch=ELEMENTWISE, piecewise=True, emit={"array": "np.minimum({0}, {1})"},
        partials=(lambda ns, ans, a, b: _tie_weights(ns, a, b, ns.less),
-                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.less)))
+                 lambda ns, ans, a, b: _tie_weights(ns, b, a, ns.less)), keeps_nan=True)
 
 
 # ---------------------------------------------------------------- where
@@ -123,7 +123,7 @@ def _clamp_jvp(ns, tangents, ans, args, kw):
     return out if shape_of(out) == shape_of(ans) else ns.broadcast_to(out, shape_of(ans))
 
 
-define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE)
+define("Clamp", O.clamp, vjp_all=_clamp_vjp, jvp=_clamp_jvp, batch=ELEMENTWISE, keeps_nan=True)
 
 
 # ---------------------------------------------------------------- reference 6.7 as an operation
@@ -139,4 +139,4 @@ define("NzKept", O.nz_kept, differentiable=False, batch=ELEMENTWISE,
        emit={"float": "(not (({0} == 0 or {1} == 0) and {2} - {2} != 0.0))",
              "array": "K.nz_kept_array({0}, {1}, {2})", "bools": True})
 define("Nz", O.nz, batch=ELEMENTWISE, piecewise=True, partials=(None, None, _kept),
-       emit={"float": "K.nz({0}, {1}, {2})", "array": "K.nz_array({0}, {1}, {2})", "bools": True})
+       emit={"float": "K.nz({0}, {1}, {2})", "array": "K.nz_array({0}, {1}, {2})", "bools": True}, keeps_nan=True)

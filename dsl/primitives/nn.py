@@ -26,12 +26,12 @@ define("Softmax", O.softmax,
        vjp=(lambda ns, g, ans, x, axis=-1: ns.mul(ans, ns.sub(g, ns.sum(ns.mul(g, ans), axis, True))),),
        jvp=lambda ns, tangents, ans, args, kw: ns.mul(ans, ns.sub(tangents[0], ns.sum(
            ns.mul(tangents[0], ans), kw.get("axis", -1), True))),
-       batch=_axis_batch(O.softmax))
+       batch=_axis_batch(O.softmax), keeps_nan=True)
 define("LogSoftmax", O.log_softmax,
        vjp=(lambda ns, g, ans, x, axis=-1: ns.sub(g, ns.mul(ns.exp(ans), ns.sum(g, axis, True))),),
        jvp=lambda ns, tangents, ans, args, kw: ns.sub(tangents[0], ns.sum(
            ns.mul(ns.exp(ans), tangents[0]), kw.get("axis", -1), True)),
-       batch=_axis_batch(O.log_softmax))
+       batch=_axis_batch(O.log_softmax), keeps_nan=True)
 
 
 # ---------------------------------------------------------------- cross entropy
@@ -103,7 +103,7 @@ def _cross_entropy_batch(ns, args, batched, kw):
 
 
 define("CrossEntropy", cross_entropy_kernel, vjp_all=_cross_entropy_vjp, jvp=_cross_entropy_jvp,
-       batch=_cross_entropy_batch)
+       batch=_cross_entropy_batch, can_fail=True)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -189,9 +189,9 @@ def _normalization_batch(axis):
 
 
 define("LayerNorm", functools.partial(norm_kernel, "LayerNorm"), vjp_all=_normalization_vjp(-1),
-       jvp=_normalization_jvp(-1), batch=_normalization_batch(-1))
+       jvp=_normalization_jvp(-1), batch=_normalization_batch(-1), keeps_nan=True)
 define("BatchNorm", functools.partial(norm_kernel, "BatchNorm"), vjp_all=_normalization_vjp(0),
-       jvp=_normalization_jvp(0), batch=_normalization_batch(0))
+       jvp=_normalization_jvp(0), batch=_normalization_batch(0), keeps_nan=True)
 
 
 # ---------------------------------------------------------------- linear recurrence
@@ -260,6 +260,6 @@ def _ssm_scan_batch(ns, args, batched, kw):
     return ns.transpose(h, (1, 0) + tuple(range(2, len(full) + 1)))
 
 
-define("SsmScan", O.ssm_scan, vjp_all=_ssm_scan_vjp, jvp=_ssm_scan_jvp, batch=_ssm_scan_batch)
+define("SsmScan", O.ssm_scan, vjp_all=_ssm_scan_vjp, jvp=_ssm_scan_jvp, batch=_ssm_scan_batch, keeps_nan=True)
 
 __all__ = ["batch_axis"]

@@ -59,9 +59,10 @@ def _mean_vjp(ns, g, ans, x, axis=None, keepdims=False):
 
 
 define("Sum", O.sum_, emit={"array": "np.add.reduce({0}, axis={axis}, keepdims={keepdims})"}, vjp=(lambda ns, g, ans, x, axis=None, keepdims=False: spread(ns, g, x, axis, keepdims),),
-       jvp=_sum_jvp, batch=_ns_batch("sum"), linear=True)
+       jvp=_sum_jvp, batch=_ns_batch("sum"), linear=True, keeps_nan=True)
 define("Mean", O.mean, vjp=(_mean_vjp,), emit={"array": "K.mean({0}, {axis}, {keepdims})"}, batch=_ns_batch("mean"), linear=True,
-       jvp=lambda ns, tangents, ans, args, kw: ns.mean(tangents[0], kw.get("axis"), kw.get("keepdims", False)))
+       jvp=lambda ns, tangents, ans, args, kw: ns.mean(tangents[0], kw.get("axis"), kw.get("keepdims", False)),
+       keeps_nan=True)
 
 
 def _share(ns, ans, x, axis, keepdims):
@@ -82,8 +83,8 @@ def _extreme_jvp(ns, tangents, ans, args, kw):
     return ns.sum(ns.mul(tangents[0], _share(ns, ans, x, axis, keepdims)), axis, keepdims)
 
 
-define("Max", O.max_, vjp=(_extreme_vjp,), jvp=_extreme_jvp, batch=_batch(O.max_))
-define("Min", O.min_, vjp=(_extreme_vjp,), jvp=_extreme_jvp, batch=_batch(O.min_))
+define("Max", O.max_, vjp=(_extreme_vjp,), jvp=_extreme_jvp, batch=_batch(O.max_), keeps_nan=True)
+define("Min", O.min_, vjp=(_extreme_vjp,), jvp=_extreme_jvp, batch=_batch(O.min_), keeps_nan=True)
 
 
 def _lse_weights(ns, ans, x, axis, keepdims):
@@ -107,7 +108,7 @@ def _lse_jvp(ns, tangents, ans, args, kw):
     return ns.sum(ns.mul(tangents[0], _lse_weights(ns, ans, args[0], axis, keepdims)), axis, keepdims)
 
 
-define("LogSumExp", O.logsumexp, vjp=(_lse_vjp,), jvp=_lse_jvp, batch=_batch(O.logsumexp))
+define("LogSumExp", O.logsumexp, vjp=(_lse_vjp,), jvp=_lse_jvp, batch=_batch(O.logsumexp), keeps_nan=True)
 
 # ---------------------------------------------------------------- var, prod, cumsum
 def _centered(ns, x, axis):

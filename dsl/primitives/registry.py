@@ -28,14 +28,21 @@ respect to each argument, `d(ns, ans, *args)`); the VJP, JVP and batching rules
 follow from them (dsl/primitives/mechanism.py), and so does reference 6.7: a zero
 cotangent or tangent times an infinite local derivative is 0, in one place.
 
-Facts other code relies on are derived here, never kept by hand: `reads_output`
-(a rule reads the primitive's own result: its memory may not be reused, see
-dsl/ops/elision.py) and `linear` (its rules read only operands' shapes). Two are
-declared, since code cannot show them: `user_code`, a reverse rule that runs the
+Facts other code relies on are fields of the definition, never lists kept elsewhere.
+Derived: `reads_output` (a rule reads the primitive's own result: its memory may not
+be reused, see dsl/ops/elision.py). Declared, since code cannot show them: `linear`
+(its rules read only operands' shapes); `user_code`, a reverse rule that runs the
 user's code (custom_vjp, checkpoint, host functions, staged loops), whose effects a
-second backward pass would repeat (tape.backward_from); and `guards`, a kernel that
+second backward pass would repeat (tape.backward_from); `guards`, a kernel that
 checks a staged program's guards (a rolled loop's body), which decides whether a
-recording applies even where nothing reads its result (stage.program_of keeps it).
+recording applies even where nothing reads its result (stage.program_of keeps it);
+`keeps_nan`, a NaN in any argument stays a NaN in the result (or is dropped whole, as
+an index drops entries), so that jit may leave out the masks of reference 6.7 on the
+way to a checked result (dsl/jit/optimize.py); `can_fail`, the kernel may raise an
+error for some values (a class index out of range, an int division by zero, user or
+host code), so that an `if` whose branches hold one is not run both ways
+(dsl/jit/both_ways.py); `indexed`, the kernel indexes by its second argument, which
+may fall out of range when it is staged. `facts(name)` lists the names with one.
 
 A rule that is missing is a `grad` error naming the primitive and the
 transformation, never a silent wrong answer (`rule_of`).
@@ -48,9 +55,14 @@ differences (vjp), against the vjp (jvp) and against a loop (batch), and fails
 for a primitive it has no inputs for. See docs/architecture.md.
 """
 
-import dis
+import ast
+import functools
+import inspect
 
+from ..autodiff import tape
 from ..errors import error
+from . import batching
+from . import mechanism as M
 
 PRIMS = {}      # name -> Primitive; filled by the family modules when dsl.primitives is imported
 
@@ -61,11 +73,12 @@ class Primitive:
     """One operation and its rules (see the module docstring)."""
 
     __slots__ = ("name", "impl", "vjp", "vjp_all", "jvp", "batch", "emit", "partials", "piecewise",
-                 "differentiable", "_reads_output", "linear", "effect", "user_code", "guards", "plain")
+                 "differentiable", "_reads_output", "linear", "effect", "user_code", "guards", "plain",
+                 "keeps_nan", "can_fail", "indexed")
 
     def __init__(self, name, impl, vjp=None, vjp_all=None, jvp=None, batch=None, emit=None, partials=None,
                  piecewise=False, differentiable=True, linear=False, effect=False, user_code=False,
-                 guards=False, plain=None):
+                 guards=False, plain=None, keeps_nan=False, can_fail=False, indexed=False):
         self.name = name
         self.impl = impl
         self.vjp = vjp
@@ -81,6 +94,9 @@ class Primitive:
         self.user_code = user_code      # its reverse rule runs the user's code (dg or Python, with effects)
         self.guards = guards            # its kernel checks guards: kept in a staged program even if unread
         self.plain = plain              # its kernel on plain values, for generated code (see `emit`)
+        self.keeps_nan = keeps_nan      # a NaN argument makes a NaN result
+        self.can_fail = can_fail        # the kernel may raise for some values
+        self.indexed = indexed          # the kernel indexes by its second argument
         self._reads_output = None
 
     @property
@@ -98,17 +114,81 @@ class Primitive:
             rules.append(self.vjp_all)
         return [r for r in rules if callable(r)]     # a partial of ONE or MINUS_ONE reads nothing
 
+    def bind(self, *args, **kw):
+        """Apply the primitive: its kernel on plain values, recorded on the trace of the highest
+        level among boxed arguments (whose kernel call, on values that may still be boxes of
+        outer traces, binds again there: that is how transformations nest)."""
+        return tape.record(self.name, args, kw or None)
+
     def __repr__(self):
         return f"<primitive {self.name}>"
 
 
 def define(name, impl, **rules):
-    """Register primitive `name` with its forward kernel and rules; return it."""
+    """Register primitive `name` with its forward kernel and rules, and put them where each
+    transformation looks them up (`_install`); return it. A primitive may be defined at any
+    time: every transformation sees it from then on."""
     if name in PRIMS:
         raise ValueError(f"the primitive {name} is defined twice")
     prim = Primitive(name, impl, **rules)
     PRIMS[name] = prim
+    _install(prim)
     return prim
+
+
+def remove(name):
+    """Undo `define` (a primitive a test or an embedding program defined for a while)."""
+    PRIMS.pop(name)
+    for table in (tape.IMPLS, tape.PULLBACKS, tape.FLOAT_PULLBACKS, tape.PLAIN_PULLBACKS, tape.PUSHFORWARDS,
+                  tape.BATCHES):
+        table.pop(name, None)
+    for names in (tape.PLAIN, tape.USER_CODE, tape.GUARDED):
+        names.discard(name)
+
+
+def _install(prim):
+    """Copy a primitive's kernel and its rules, in the one form each transformation calls
+    (mechanism.py), into the tables the tape, forward mode and vmap read."""
+    name = prim.name
+    tape.IMPLS[name] = prim.impl
+    if not prim.differentiable and not prim.effect:
+        tape.PLAIN.add(name)
+    if prim.user_code:
+        tape.USER_CODE.add(name)
+    if prim.guards:
+        tape.GUARDED.add(name)
+    if prim.partials is not None:      # generated code: built when first called (start-up time)
+        tape.PULLBACKS[name] = _built_on_first_call(tape.PULLBACKS, name, M.pullback, prim)
+        tape.FLOAT_PULLBACKS[name] = _built_on_first_call(tape.FLOAT_PULLBACKS, name, M.float_pullback, prim)
+    else:
+        rule = M.pullback(prim)
+        if rule is not None:
+            tape.PULLBACKS[name] = rule
+    if M.has_plain_step(prim):
+        tape.PLAIN_PULLBACKS[name] = _built_on_first_call(tape.PLAIN_PULLBACKS, name, M.plain_pullback, prim)
+    rule = M.pushforward(prim)
+    if rule is not None:
+        tape.PUSHFORWARDS[name] = rule
+    rule = batching.elementwise(prim) if prim.batch == batching.ELEMENTWISE else prim.batch
+    if rule is not None:
+        tape.BATCHES[name] = rule
+
+
+def _built_on_first_call(table, name, make, prim):
+    """An entry of `table` that builds make(prim) when first called and puts it in its own place."""
+    built = []
+
+    def build_and_call(*args):
+        if not built:
+            built.append(make(prim))
+            table[name] = built[0]
+        return built[0](*args)
+    return build_and_call
+
+
+def facts(name):
+    """The names of the primitives declared with the fact `name` ("keeps_nan", "can_fail", "indexed")."""
+    return frozenset(n for n, p in PRIMS.items() if getattr(p, name))
 
 
 def rule_of(name, kind, span=None):
@@ -125,15 +205,44 @@ def rule_of(name, kind, span=None):
 
 
 def _reads_param(fn, name):
-    """Whether `fn`'s code (or a function nested in it) loads its parameter `name`."""
+    """Whether `fn` (or a function nested in it) reads its parameter `name`, found in its source's
+    syntax tree (stable from one Python to the next, unlike bytecode). Where the source cannot
+    be found or several functions on its line could be it, the answer errs towards true: a rule
+    wrongly thought to read its output costs a copy, the reverse a wrong gradient."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return True     # a callable we cannot see into: assume the worst
+    if name not in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+        return False
     if name in code.co_cellvars:
         return True     # captured by a nested function, which reads it
-    return any(ins.opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST") and
-               name in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
-               for ins in dis.get_instructions(code))
+    try:
+        functions = _functions_in(inspect.getsourcefile(fn))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    params = tuple(code.co_varnames[:code.co_argcount])
+    candidates = functions.get((code.co_firstlineno, params))
+    return True if candidates is None else any(name in loaded for loaded in candidates)
+
+
+@functools.lru_cache(maxsize=None)      # a pure function of a source file: the same for every interpreter
+def _functions_in(path):
+    """{(first line, parameter names): [names each function starting there loads]} of a source file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            key = (_first_line(node), tuple(a.arg for a in node.args.args))
+            out.setdefault(key, []).append(frozenset(n.id for n in ast.walk(node)
+                                                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)))
+    return out
+
+
+def _first_line(node):
+    """The line a function's code starts on: its first decorator's, else its own."""
+    decorators = getattr(node, "decorator_list", None)
+    return decorators[0].lineno if decorators else node.lineno
 
 
 def reads_output(name):
@@ -142,4 +251,4 @@ def reads_output(name):
     return True if prim is None else prim.reads_output
 
 
-__all__ = ["PRIMS", "Primitive", "define", "rule_of", "reads_output"]
+__all__ = ["PRIMS", "Primitive", "define", "remove", "facts", "rule_of", "reads_output"]

@@ -36,7 +36,7 @@ def _example_shape(shape, example):
 define("Reshape", O.reshape, linear=True, emit={"array": "{0}.reshape({shape})", "bools": True},
        vjp=(lambda ns, g, ans, x, shape=None: ns.reshape(g, shape_of(x)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.reshape(tangents[0], shape_of(ans)),
-       batch=_reshape_batch)
+       batch=_reshape_batch, keeps_nan=True)
 
 
 def _transpose_batch(ns, args, batched, kw):
@@ -51,7 +51,7 @@ def _transpose_batch(ns, args, batched, kw):
 define("TransposeOp", O.transpose, linear=True, emit={"array": "np.transpose({0}, {axes})", "bools": True},
        vjp=(lambda ns, g, ans, x, axes=None: ns.transpose(g, _inverse(axes)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.transpose(tangents[0], kw.get("axes")),
-       batch=_transpose_batch)
+       batch=_transpose_batch, keeps_nan=True)
 
 
 def _broadcast_batch(ns, args, batched, kw):
@@ -68,7 +68,7 @@ define("BroadcastTo", O.broadcast_to, linear=True,
        emit={"array": "np.broadcast_to({0}, {shape})", "from_float": "np.full({shape}, {0})"},
        vjp=(lambda ns, g, ans, x, shape=None: ns.unbroadcast(g, shape_of(x)),),
        jvp=lambda ns, tangents, ans, args, kw: ns.broadcast_to(tangents[0], kw["shape"]),
-       batch=_broadcast_batch)
+       batch=_broadcast_batch, keeps_nan=True)
 
 
 # ---------------------------------------------------------------- indexing
@@ -79,7 +79,7 @@ def _index_batch(ns, args, batched, kw):
 
 
 for _name in ("Index", "GatherOp"):
-    define(_name, O.index, linear=True, emit={"array": "{0}[{key}]", "bools": True},
+    define(_name, O.index, linear=True, keeps_nan=True, emit={"array": "{0}[{key}]", "bools": True},
            vjp=(lambda ns, g, ans, x, key=None, op=None: ns.index_add(g, key, shape_of(x)),),
            jvp=lambda ns, tangents, ans, args, kw: ns.index(tangents[0], kw["key"]),
            batch=_index_batch)
@@ -96,7 +96,7 @@ def _row_batch(ns, args, batched, kw):
 define("Row", O.row, linear=True, emit={"array": "{0}[{1}]", "ints": True},
        vjp=(lambda ns, g, ans, x, i: ns.row_add(g, i, shape_of(x)), None),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.row(tangents[0], args[1]),
-       batch=_row_batch)
+       batch=_row_batch, keeps_nan=True, indexed=True)
 
 
 def _row_add_batch(ns, args, batched, kw):
@@ -110,7 +110,7 @@ def _row_add_batch(ns, args, batched, kw):
 define("RowAdd", O.row_add, linear=True,
        vjp=(lambda ns, g, ans, gr, i, shape=None: ns.row(g, i), None),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.row_add(tangents[0], args[1], kw["shape"]),
-       batch=_row_add_batch)
+       batch=_row_add_batch, keeps_nan=True, indexed=True)
 
 
 def _index_add_batch(ns, args, batched, kw):
@@ -124,7 +124,7 @@ def _index_add_batch(ns, args, batched, kw):
 define("IndexAdd", O.index_add, linear=True,
        vjp=(lambda ns, g, ans, x, key=None, shape=None: ns.index(g, key),),
        jvp=lambda ns, tangents, ans, args, kw: ns.index_add(tangents[0], kw["key"], kw["shape"]),
-       batch=_index_add_batch)
+       batch=_index_add_batch, keeps_nan=True)
 
 
 def _set_index_jvp(ns, tangents, ans, args, kw):
@@ -156,7 +156,7 @@ def _set_index_batch(ns, args, batched, kw):
 define("SetIndex", _set_index_forward,
        vjp=(lambda ns, g, ans, x, v, key=None: ns.set_index(g, key, 0.0),
             lambda ns, g, ans, x, v, key=None: ns.unbroadcast(ns.index(g, key), shape_of(v))),
-       jvp=_set_index_jvp, batch=_set_index_batch)
+       jvp=_set_index_jvp, batch=_set_index_batch, keeps_nan=True)
 
 
 # ---------------------------------------------------------------- cat / stack
@@ -194,7 +194,7 @@ def _join_batch(kind):
     return rule
 
 
-define("CatOp", _cat, vjp_all=_cat_vjp, jvp=_cat_jvp, batch=_join_batch("cat"), linear=True)
+define("CatOp", _cat, vjp_all=_cat_vjp, jvp=_cat_jvp, batch=_join_batch("cat"), linear=True, keeps_nan=True)
 
 
 def _stack_vjp(ns, g, ans, args, kw, wanted):
@@ -206,7 +206,7 @@ def _stack_vjp(ns, g, ans, args, kw, wanted):
 
 define("Stack", _stack, vjp_all=_stack_vjp, linear=True, batch=_join_batch("stack"),
        jvp=lambda ns, tangents, ans, args, kw: None if all(t is None for t in tangents) else
-       ns.stack(_zeros_for(tangents, args), kw.get("axis", 0)))
+       ns.stack(_zeros_for(tangents, args), kw.get("axis", 0)), keeps_nan=True)
 
 
 # ---------------------------------------------------------------- linspace
