@@ -39,6 +39,8 @@ EXPECTED = [
     "jit(hessian), first call",
     "jit(grad(grad)), first call",
     "vmap(grad) per-example",
+    "jit(grad(grad(grad))) through a loop, first call",
+    "jit(grad(grad(grad))) through a loop, later calls",
     "training loop, jitted adam step",
 ]
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.

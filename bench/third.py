@@ -1,0 +1,95 @@
+"""Third derivatives through a loop (bench/programs/third.dg): jit(grad(grad(grad(f)))) of a
+1,000-step loop against jit(grad(f)) of the same loop, first call and later calls, with
+jax.jit of the same derivative (lax.fori_loop) beside them where JAX is installed. The value is
+checked against third-order Taylor arithmetic by hand."""
+
+import math
+
+from .engines import MISSING_JAX, jax_or_none
+from .engines import dg_program
+from .loops import _first_call
+from .report import make_row
+from .timing import measure, median
+
+FULL = {"steps": 1000, "reps": 9, "firsts": 3}
+SMOKE = {"steps": 10, "reps": 2, "firsts": 1}
+H = 0.001
+X0 = 0.5
+
+
+def third_by_hand(x, steps):
+    """d3 s / dx3 by truncated Taylor series in x (coefficients c0..c3, c_k = f^(k) / k!)."""
+    def mul(a, b):
+        return [sum(a[i] * b[k - i] for i in range(k + 1)) for k in range(4)]
+
+    def sin_cos(u):
+        s, c = [math.sin(u[0])] + [0.0] * 3, [math.cos(u[0])] + [0.0] * 3
+        for k in range(1, 4):
+            s[k] = sum(j * u[j] * c[k - j] for j in range(1, k + 1)) / k
+            c[k] = -sum(j * u[j] * s[k - j] for j in range(1, k + 1)) / k
+        return s, c
+
+    xs = [x, 1.0, 0.0, 0.0]
+    s = list(xs)
+    for _ in range(steps):
+        sine, _ = sin_cos(s)
+        step = mul(sine, xs)
+        s = [a + H * b for a, b in zip(s, step)]
+    return 6.0 * s[3]
+
+
+def _jax_third(jax, steps):
+    """jax.jit(grad(grad(grad(f)))) with the loop as lax.fori_loop."""
+    jnp, lax = jax.numpy, jax.lax
+
+    def f(x):
+        return lax.fori_loop(0, steps, lambda _, s: s + H * jnp.sin(s) * x, x)
+    third = jax.jit(jax.grad(jax.grad(jax.grad(f))))
+    return lambda x: float(third(jnp.float64(x)))
+
+
+def run(smoke):
+    """The first-call and later-call rows."""
+    cfg = SMOKE if smoke else FULL
+    steps = cfg["steps"]
+    interp = dg_program("third")
+    jit, grad, f = interp.lookup("jit"), interp.lookup("grad"), interp.lookup("f")
+
+    def first_order():
+        return jit(grad(f))
+
+    def third_order():
+        return jit(grad(grad(grad(f))))
+
+    g1, g3 = first_order(), third_order()
+    want = third_by_hand(X0, steps)
+    got = g3(X0, steps)
+    if abs(got - want) > 1e-9 * max(1.0, abs(want)):
+        raise AssertionError(f"jit(grad(grad(grad(f)))) gave {got}, by hand {want}")
+    fns = {"jit(grad)": lambda: g1(X0, steps), "jit(grad(grad(grad)))": lambda: g3(X0, steps)}
+    notes = []
+    jax = jax_or_none()
+    if jax is not None:
+        jt = _jax_third(jax, steps)
+        if abs(jt(X0) - want) > 1e-9 * max(1.0, abs(want)):
+            raise AssertionError("jax's third derivative differs from the one by hand")
+        fns["jax"] = lambda: jt(X0)
+    else:
+        notes.append(MISSING_JAX)
+    times = measure(fns, cfg["reps"])
+    ms = {name: median(ts) * 1e3 for name, ts in times.items()}
+    first1 = _first_call(first_order, lambda g: g(X0, steps), cfg["firsts"]) * 1e3
+    first3 = _first_call(third_order, lambda g: g(X0, steps), cfg["firsts"]) * 1e3
+    jax_ref = {"jax.jit": ms["jax"]} if "jax" in ms else {}
+    later = ms["jit(grad(grad(grad)))"] / ms["jit(grad)"]
+    what = f"d3/dx3 of a {steps}-step loop s <- s + {H} sin(s) x"
+    return [
+        make_row("jit(grad(grad(grad))) through a loop, first call", "ms", first3,
+                 {"jit(grad), first call": first1}, first3 / first1, "jit(grad), first call",
+                 "<= 3x jit(grad)", None if smoke else first3 <= 3.0 * first1,
+                 "; ".join([what + "; the loop is written out, one copy per iteration, past two reverse "
+                            "levels"] + notes)),
+        make_row("jit(grad(grad(grad))) through a loop, later calls", "ms/call", ms["jit(grad(grad(grad)))"],
+                 {"jit(grad)": ms["jit(grad)"], **jax_ref}, later, "jit(grad)", "<= 4x jit(grad)",
+                 None if smoke else later <= 4.0, what),
+    ]
