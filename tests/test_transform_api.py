@@ -44,7 +44,7 @@ def close(a, b, tol=1e-12):
     """Two nested results agree: the same structure, each leaf within tol."""
     a, b = plain(a) if not isinstance(a, (tuple, dict, np.ndarray)) else a, b
     if isinstance(a, dict):
-        assert isinstance(b, dict) and list(a) == list(b), (a, b)
+        assert isinstance(b, dict) and sorted(a) == sorted(b), (a, b)     # JAX sorts a dict's keys
         for k in a:
             close(a[k], b[k], tol)
     elif isinstance(a, tuple):
@@ -329,3 +329,35 @@ def test_has_aux_in_jacfwd_hessian_and_vjp_agrees_with_jax():
 def test_aux_of_jacfwd_is_still_differentiated_by_an_outer_grad():
     r = val("let r = grad(fn(y) => jacfwd(fn(x) => (x * y, x * y * y), has_aux=true)(2.0)[1])(3.0)")
     assert r == 12.0        # d/dy of x y^2 at x = 2, y = 3
+
+
+# ---------------------------------------------------------------- vmap's axes as trees
+def test_vmap_in_axes_and_out_axes_may_be_trees_as_in_jax():
+    jax = jax_or_skip()
+    jnp = jax.numpy
+
+    def f(p, x):
+        return {"y": p["w"] * x + p["b"], "pair": (x, p["b"] * 2.0)}
+
+    p, x = {"w": np.array([[1.0, 2.0], [3.0, 4.0]]), "b": 0.5}, np.array([10.0, 20.0])
+    in_axes, out_axes = ({"b": None, "w": 0}, 0), {"y": 1, "pair": (0, None)}
+    want = jax.vmap(f, in_axes=in_axes, out_axes=out_axes)(p, x)
+    got = val("fn f(p, x) { return {\"y\": p[\"w\"] * x + p[\"b\"], \"pair\": (x, p[\"b\"] * 2.0)} }\n"
+              "let r = vmap(f, in_axes=({\"b\": none, \"w\": 0}, 0), out_axes={\"y\": 1, \"pair\": (0, none)})"
+              "({\"w\": [[1.0, 2.0], [3.0, 4.0]], \"b\": 0.5}, [10.0, 20.0])")
+    close(plain(got), jax.tree_util.tree_map(np.asarray, want))
+
+
+def test_vmap_axes_for_a_struct_and_under_grad():
+    i = run("struct P { w, b }\n"
+            "let r = vmap(fn(p, x) => p.w * x + p.b, in_axes=(P(0, none), 0))(P([[1.0, 2.0], [3.0, 4.0]], 0.5), [10.0, 20.0])\n"
+            "let g = grad(fn(w) => sum(vmap(fn(p, x) => p.w * x, in_axes=(P(0, none), 0))(P(w, 1.0), [1.0, 2.0])))"
+            "([[1.0, 2.0], [3.0, 4.0]])\n"
+            "let o = vmap(fn(x) => ((x, x * 2.0), x * 3.0), out_axes=((0, 0), 1))([[1.0, 2.0], [3.0, 4.0]])")
+    close(plain(i.lookup("r")), np.array([[10.5, 20.5], [60.5, 80.5]]))
+    close(plain(i.lookup("g")), np.array([[1.0, 1.0], [2.0, 2.0]]))
+    close(plain(i.lookup("o")), ((np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[2.0, 4.0], [6.0, 8.0]])),
+                                 np.array([[3.0, 9.0], [6.0, 12.0]])))
+    err = fails("vmap(fn(p) => p[\"a\"], in_axes=({\"b\": 0},))({\"a\": [1.0]})")
+    assert "in_axes for argument 0 (counting from 0) is {\"b\": 0}, which does not match" in err.message
+    assert "a map with keys \"a\"" in err.message

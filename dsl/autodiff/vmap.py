@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import error
+from ..values import Struct
 from ..ops.core import norm
 from ..primitives.batching import Unbatchable, Unbatched
 from . import stage as S
@@ -23,7 +24,7 @@ from . import tape
 from .tape import Box, peek
 from .transforms import Transformed, _describe, _fname
 from ..jit.codegen import compile_program, run_code
-from .trees import flatten, flatten_open, unflatten
+from .trees import children, flatten, flatten_open, is_container, opened, rebuild, unflatten
 
 
 
@@ -50,7 +51,8 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
                 program = _stage_first(f, spec, moved, batched, interp, shared_effects)
                 out = _held(interp, program, lambda: _replay(program, moved, batched, size))
             else:
-                out = _replay_kept(f, spec, moved, batched, size, interp, cache, (args, axes, shared_effects))
+                out = _replay_kept(f, spec, moved, batched, size, interp, cache,
+                                   (args, tuple(leaf_axes), shared_effects))
         except Unbatchable as why:
             if cache is not None:
                 cache.clear()
@@ -193,27 +195,70 @@ def _stage_first(f, spec, leaves, batched, interp, shared_effects):
 
 # ---------------------------------------------------------------- arguments
 def _in_axes(in_axes, args, who):
-    """in_axes as one entry (an int or none) per argument."""
-    axes = tape.concrete(in_axes)
+    """in_axes as one entry per argument: an int or none, or (as JAX allows) a tree of them
+    shaped like a prefix of the argument's structure."""
+    axes = tape.concrete(_concrete_tree(in_axes))
     if axes is None or type(axes) is int:
         return (axes,) * len(args)
-    if type(axes) is tuple and len(axes) == len(args) and all(a is None or type(a) is int for a in axes):
+    if type(axes) is tuple and len(axes) == len(args):
         return axes
-    if type(axes) is tuple and len(axes) != len(args):
+    if type(axes) is tuple:
         raise error("type", f"{who}: in_axes has {len(axes)} entries but the function was called with "
                             f"{len(args)} argument{'s' * (len(args) != 1)}")
     raise error("type", f"{who}: in_axes must be an int, none, or a tuple of them (one per argument), "
                         f"got {_describe(axes)}")
 
 
+def _concrete_tree(tree):
+    """An axes option with every int guarded and unboxed, inside maps and structs too."""
+    tree = tape.raw(tree)
+    if is_container(tree):
+        return rebuild(tree, [_concrete_tree(c) for c in children(tree)])
+    return tree
+
+
+def _spread_axes(axes, tree, who, what):
+    """One axis (an int or None) per leaf of `tree`, from an int, none, or a tree of them shaped
+    like a prefix of `tree` (a map's keys, a struct's type, a tuple's length the same)."""
+    if axes is None or type(axes) is int:
+        return [axes] * len(flatten_open(tree)[0])
+    if type(tree) is Box:
+        tree = opened(tree)     # a structure being differentiated: its own leaves
+    v = peek(tree)
+    a = peek(axes)
+    same = is_container(a) and type(v) is type(a) and len(children(v)) == len(children(a)) and (
+        type(a) is not dict or set(a) == set(v)) and (type(a) is not Struct or a.sdef is v.sdef)
+    if not same:
+        from ..printing import show
+        raise error("type", f"{who}: {what} is {show(axes, nested=True)}, which does not match the structure "
+                            f"of the value it maps ({_describe(v)}{_keys(v)})",
+                    hint="give an int or none for a whole argument, or a tuple, map or struct shaped like it")
+    if type(a) is dict:     # keys are matched by name, in whatever order the axes give them
+        a = {k: a[k] for k in v}
+    out = []
+    for sub_axes, sub in zip(children(a), children(tree)):
+        out += _spread_axes(sub_axes, sub, who, what)
+    return out
+
+
+def _keys(v):
+    """A map's keys or a tuple's length, to say how a structure differs from the axes given for it."""
+    if type(v) is dict:
+        return f" with keys {', '.join(repr(k) if type(k) is not str else chr(34) + k + chr(34) for k in v)}"
+    if type(v) is tuple:
+        return f" of {len(v)}"
+    return ""
+
+
 def _leaves_and_axes(args, axes, who):
     """The leaves of the arguments and the axis each is mapped over (None: not mapped)."""
     leaves, leaf_axes = [], []
     opened = []
-    for i, (arg, axis) in enumerate(zip(args, axes)):
+    for i, (arg, arg_axes) in enumerate(zip(args, axes)):
         ls, arg_spec = flatten_open(arg)
         opened.append(unflatten(arg_spec, ls))
-        for leaf in ls:
+        per_leaf = _spread_axes(arg_axes, arg, who, f"in_axes for argument {i} (counting from 0)")
+        for leaf, axis in zip(ls, per_leaf):
             if axis is not None:
                 v = peek(leaf)
                 if type(v) is not np.ndarray or v.ndim == 0:
@@ -408,13 +453,18 @@ def _per_example(f, spec, leaves, batched, size):
 
 # ---------------------------------------------------------------- results
 def _out_axes(out, out_axes, size, who):
-    """Move each output leaf's batch axis from the front to out_axes."""
-    axes = tape.concrete(out_axes)
+    """Move each output leaf's batch axis from the front to out_axes: an int or none for every
+    leaf, a tree of them shaped like a prefix of the result (as JAX's), or a tuple with one entry
+    per leaf of the result."""
+    axes = _concrete_tree(out_axes)
     leaves, spec = flatten(out)
-    if type(axes) is tuple:
-        if len(axes) != len(leaves):
-            raise error("type", f"{who}: out_axes has {len(axes)} entries but the result has {len(leaves)} "
-                                f"parts")
+    flat = type(axes) is tuple and all(a is None or type(a) is int for a in axes)
+    if flat and len(axes) == len(leaves):
+        pass            # one per leaf (where the result is a tuple of leaves, the same as a prefix)
+    elif flat and type(peek(out)) is not tuple:
+        raise error("type", f"{who}: out_axes has {len(axes)} entries but the result has {len(leaves)} parts")
+    elif is_container(axes):
+        axes = _spread_axes(axes, out, who, "out_axes")
     else:
         axes = (axes,) * len(leaves)
     moved = []

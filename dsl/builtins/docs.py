@@ -396,10 +396,10 @@ Differentiable: yes.
 (6.0,)""",
     "vmap": """vmap(f, in_axes=0, out_axes=0, explain=false): f mapped over an axis of its arguments, run
 batched by each operation's batching rule. in_axes is an int, none (not mapped), or a tuple
-with one entry per argument. A loop in f runs as one loop over the whole batch (as jit
-stages it). What vmap staged of f is kept per argument signature and compiled from the
-second call. Where a batched value decides control flow, f runs once per example and the
-results are stacked; explain=true says why.
+with one entry per argument, where an entry may be a tuple, map or struct of them shaped like
+the argument (as JAX's; out_axes likewise for the result). A loop in f runs as one loop over
+the batch. What vmap staged of f is kept per argument signature and compiled from the second
+call. Where a batched value decides control flow, f runs once per example; explain=true says why.
 Differentiable: yes.
 >>> vmap(fn(x) => sum(x * x))([[1.0, 2.0], [3.0, 4.0]])
 [5.0, 25.0]""",
