@@ -1,13 +1,12 @@
 """The documentation of every builtin, as a program sees it: `help(name)`, the REPL's `:doc`,
-the notebook kernel's inspector, the language server's hover, and docs/reference.md (made from
-these by `python -m dsl.reference`) all read it. `make_builtins` makes each entry the builtin's
-docstring (as numpy's _add_newdocs does for its C functions): one place to keep them.
-
-Each entry: the signature and one line of meaning; more lines if needed; a line saying whether
-and in what it is differentiable; examples as `>>> dg expression` followed by what it shows.
-tests/test_reference.py runs every example and checks docs/reference.md against these.
+the notebook kernel's inspector, the language server's hover and docs/reference.md (made from
+these by `python -m dsl.reference`) all read it; `make_builtins` makes each entry the builtin's
+docstring (as numpy's _add_newdocs). Each entry: the signature and its meaning; a line saying
+whether and in what it is differentiable; examples as `>>> dg expression` and what it shows,
+which tests/test_reference.py runs. The linear algebra's entries are in docs_linalg.py.
 """
 
+from .docs_linalg import DOCS as LINALG_DOCS, NAMES as LINALG_NAMES
 # Section of the reference each builtin belongs to, in the order they are listed.
 SECTIONS = [
     ("Creating tensors", ["tensor", "zeros", "ones", "full", "eye", "arange", "linspace", "zeros_like",
@@ -20,7 +19,7 @@ SECTIONS = [
                                 "logsumexp", "cross_entropy", "layer_norm", "batch_norm"]),
     ("Reductions and linear algebra", ["sum", "mean", "max", "min", "prod", "var", "std", "norm", "cumsum",
                                        "argmax", "argmin", "sort", "argsort", "matmul", "einsum",
-                                       "ssm_scan"]),
+                                       "ssm_scan"] + LINALG_NAMES),
     ("Differentiation and other transformations", ["grad", "value_and_grad", "jacobian", "jacrev", "jacfwd",
                                                    "hessian", "jvp", "linearize", "vjp", "vmap", "jit",
                                                    "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint"]),
@@ -597,4 +596,5 @@ Differentiable: no.
 Differentiable: no.
 >>> type(time())
 "float\"""",
+    **LINALG_DOCS,
 }

@@ -9,7 +9,7 @@ in are bound here.
 """
 
 from ..autodiff import tape
-from . import arith, compare, control, elementwise, linalg, loops, nn, order, reduce, shape, structs  # noqa: F401
+from . import arith, compare, control, elementwise, linalg, loops, matrix, nn, order, reduce, shape, structs  # noqa: F401
 from .namespaces import EAGER, TRACED
 
 tape.EAGER, tape.TRACED = EAGER, TRACED

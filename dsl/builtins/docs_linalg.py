@@ -1,0 +1,68 @@
+"""The documentation of the linear algebra builtins (dsl/builtins/linalg.py), in the form of
+dsl/builtins/docs.py, which merges it."""
+
+NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "slogdet", "trace", "diagonal", "diag",
+         "outer", "tril", "triu"]
+
+DOCS = {
+    "solve": """solve(a, b): x with a @ x = b, for a square a; b is a vector when it has one axis fewer
+than a, else a matrix (or a stack of them). Leading axes are a batch, as numpy.linalg's. A singular
+a is a value error.
+Differentiable: yes, in a and b (the matrix rules: b's gradient solves with a's transpose).
+>>> solve([[2.0, 0.0], [0.0, 4.0]], [1.0, 1.0])
+[0.5, 0.25]""",
+    "cholesky": """cholesky(a): the lower triangular l with l @ transpose(l) = a, for a symmetric positive
+definite a (of which it reads the symmetric part (a + a^T) / 2, as JAX). A matrix that is not
+positive definite is a value error.
+Differentiable: yes (the gradient is symmetric).
+>>> cholesky([[4.0, 2.0], [2.0, 5.0]])
+[[2.0, 0.0], [1.0, 2.0]]""",
+    "triangular_solve": """triangular_solve(a, b, lower=false): x with t @ x = b, t the upper (or with
+lower=true the lower) triangle of a, the rest of a not read, as scipy's and JAX's solve_triangular.
+Differentiable: yes, in a (its triangle) and b.
+>>> triangular_solve([[2.0, 0.0], [1.0, 1.0]], [2.0, 3.0], lower=true)
+[1.0, 2.0]""",
+    "cho_solve": """cho_solve(l, b): x with (l @ transpose(l)) @ x = b, l the factor cholesky gives; a pair
+(factor, lower) as JAX's and scipy's takes is read too.
+Differentiable: yes, in l and b.
+>>> cho_solve(cholesky([[4.0, 2.0], [2.0, 5.0]]), [6.0, 7.0])
+[1.0, 1.0]""",
+    "inv": """inv(a): the inverse of a square matrix (of each matrix of a stack). A singular a is a value
+error; solve(a, b) is faster and more accurate than inv(a) @ b.
+Differentiable: yes.
+>>> inv([[2.0, 0.0], [0.0, 4.0]])
+[[0.5, 0.0], [0.0, 0.25]]""",
+    "det": """det(a): the determinant of a square matrix (of each matrix of a stack).
+Differentiable: yes, where a is invertible (det(a) * transpose(inv(a))); at a singular matrix the
+gradient is a value error.
+>>> det([[2.0, 0.0], [1.0, 3.0]])
+6.0""",
+    "slogdet": """slogdet(a): (sign, ln |det(a)|), as numpy's: the log-determinant without overflow.
+Differentiable: yes in the log (transpose(inv(a))); the sign has no derivative.
+>>> slogdet([[2.0, 0.0], [0.0, -3.0]])
+(-1.0, 1.791759469228055)""",
+    "trace": """trace(a): the sum of the diagonal of each matrix (the last two axes, as numpy.linalg's).
+Differentiable: yes.
+>>> trace([[1.0, 2.0], [3.0, 4.0]])
+5.0""",
+    "diagonal": """diagonal(a): the diagonal of each matrix (the last two axes, as numpy.linalg's).
+Differentiable: yes.
+>>> diagonal([[1.0, 2.0], [3.0, 4.0]])
+[1.0, 4.0]""",
+    "diag": """diag(v): a square matrix with the vector v on its diagonal; of a matrix, its diagonal (numpy's).
+Differentiable: yes.
+>>> diag([1.0, 2.0])
+[[1.0, 0.0], [0.0, 2.0]]""",
+    "outer": """outer(a, b): the outer product a[i] * b[j], each of a and b flattened first (numpy's).
+Differentiable: yes.
+>>> outer([1.0, 2.0], [3.0, 4.0])
+[[3.0, 4.0], [6.0, 8.0]]""",
+    "tril": """tril(a, k=0): each matrix's entries on and below diagonal k, zeros above (numpy's).
+Differentiable: yes (zero gradient above the diagonal).
+>>> tril([[1.0, 2.0], [3.0, 4.0]])
+[[1.0, 0.0], [3.0, 4.0]]""",
+    "triu": """triu(a, k=0): each matrix's entries on and above diagonal k, zeros below (numpy's).
+Differentiable: yes.
+>>> triu([[1.0, 2.0], [3.0, 4.0]], 1)
+[[0.0, 2.0], [0.0, 0.0]]""",
+}

@@ -1,0 +1,108 @@
+"""The linear algebra builtins: the primitives of dsl/primitives/matrix.py, and what is composed
+of dg's operations (the triangles, diagonals, traces and outer products), each on the last two
+axes as numpy.linalg, leading axes a batch."""
+
+import numpy as np
+
+from .. import ops
+from ..autodiff.tape import peek, raw
+from ..errors import error
+from ..ops.core import fmt_shape
+from ..primitives import matrix as M
+from ..values import type_name
+
+
+def _ndim(x, who, least):
+    """The number of axes of a tensor argument, at least `least`."""
+    shape = np.shape(peek(x))
+    if type(peek(x)) not in (np.ndarray, float, int, tuple) or len(shape) < least:
+        raise error("shape", f"{who} needs a tensor with at least {least} ax{'is' if least == 1 else 'es'}, got "
+                             f"{'a tensor of shape ' + fmt_shape(shape) if shape else type_name(peek(x))}")
+    return shape
+
+
+def _flag(v, who, name):
+    """A bool option."""
+    v = raw(v)
+    if type(v) is not bool:
+        raise error("type", f"{who}: {name} must be true or false, got {type_name(v)}")
+    return v
+
+
+def triangular_solve(a, b, lower=False):
+    """triangular_solve(a, b, lower=false): x with tri(a) x = b (scipy's and JAX's solve_triangular)."""
+    return M.triangular_solve(a, b, lower=_flag(lower, "triangular_solve", "lower"))
+
+
+def cho_solve(factor, b):
+    """cho_solve(l, b): x with (l l^T) x = b, l the lower factor cholesky gives; JAX's (c, lower) pair too."""
+    f = peek(factor)
+    lower = True
+    if type(f) is tuple:
+        if len(f) != 2:
+            raise error("type", "cho_solve needs the factor cholesky gives, or a pair (factor, lower)")
+        factor, lower = factor[0], _flag(factor[1], "cho_solve", "lower")
+    if not lower:
+        factor = ops.transpose(factor, tuple(range(len(np.shape(peek(factor))) - 2)) + (-1, -2))
+    y = M.triangular_solve(factor, b, lower=True)
+    nd = len(np.shape(peek(factor)))
+    return M.triangular_solve(ops.transpose(factor, tuple(range(nd - 2)) + (nd - 1, nd - 2)), y, lower=False)
+
+
+def slogdet(a):
+    """slogdet(a): (the sign of det(a), ln |det(a)|), as numpy's."""
+    return M.det_sign(a), M.logabsdet(a)
+
+
+def diagonal(a):
+    """diagonal(a): the diagonal of each matrix (the last two axes)."""
+    shape = _ndim(a, "diagonal", 2)
+    m, n = shape[-2:]
+    return ops.sum_(ops.mul(a, np.eye(m, n)), -1 if m <= n else -2)
+
+
+def trace(a):
+    """trace(a): the sum of the diagonal of each matrix (the last two axes)."""
+    return ops.sum_(diagonal(a), -1)
+
+
+def diag(v):
+    """diag(v): a square matrix with v on its diagonal; of a matrix, its diagonal (numpy's)."""
+    shape = _ndim(v, "diag", 1)
+    if len(shape) == 1:
+        return ops.mul(ops.reshape(v, shape + (1,)), np.eye(shape[0]))
+    if len(shape) == 2:
+        return diagonal(v)
+    raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
+
+
+def outer(a, b):
+    """outer(a, b): the outer product of a and b, each flattened (numpy's)."""
+    na, nb = int(np.size(peek(a))), int(np.size(peek(b)))
+    return ops.mul(ops.reshape(a, (na, 1)), ops.reshape(b, (1, nb)))
+
+
+def _triangle(a, k, lower, who):
+    """a with the entries off the lower (upper) triangle, past diagonal k, set to 0."""
+    shape = _ndim(a, who, 2)
+    k = raw(k)
+    if type(k) is not int:
+        raise error("type", f"{who}: k must be an int, got {type_name(k)}")
+    m, n = shape[-2:]
+    mask = np.tril(np.ones((m, n), bool), k) if lower else np.triu(np.ones((m, n), bool), k)
+    return ops.where(mask, a, 0.0)
+
+
+def tril(a, k=0):
+    """tril(a, k=0): the lower triangle of each matrix (below diagonal k), zeros above."""
+    return _triangle(a, k, True, "tril")
+
+
+def triu(a, k=0):
+    """triu(a, k=0): the upper triangle of each matrix (above diagonal k), zeros below."""
+    return _triangle(a, k, False, "triu")
+
+
+BUILTINS = {"solve": M.solve, "cholesky": M.cholesky, "triangular_solve": triangular_solve, "cho_solve": cho_solve,
+            "inv": M.inv, "det": M.det, "slogdet": slogdet, "trace": trace, "diagonal": diagonal, "diag": diag,
+            "outer": outer, "tril": tril, "triu": triu}

@@ -1,0 +1,159 @@
+"""Linear algebra: values as numpy's, derivatives by the matrix rules checked against central
+differences (always) and against JAX (where it is installed), in reverse, forward and second
+order, batched by vmap without a loop over examples, jitted, and dg's errors for bad input."""
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+from gradcheck import check
+
+RNG = np.random.default_rng(7)
+A = RNG.normal(size=(3, 3)) + 3.0 * np.eye(3)           # well conditioned, not symmetric
+SPD = A @ A.T + np.eye(3)
+L = np.linalg.cholesky(SPD)
+B = RNG.normal(size=(3, 2))
+V = RNG.normal(size=3)
+
+# (dg expression of the arguments, the same in jax.numpy, the arguments)
+CASES = [
+    ("solve(a, b)", lambda jnp, a, b: jnp.linalg.solve(a, b), {"a": A, "b": B}),
+    ("solve(a, v)", lambda jnp, a, v: jnp.linalg.solve(a, v), {"a": A, "v": V}),
+    ("cholesky(s)", lambda jnp, s: jnp.linalg.cholesky(s), {"s": SPD}),
+    ("triangular_solve(l, b, lower=true)",
+     lambda jnp, l, b: __import__("jax").scipy.linalg.solve_triangular(l, b, lower=True), {"l": L, "b": B}),
+    ("triangular_solve(u, v)", lambda jnp, u, v: __import__("jax").scipy.linalg.solve_triangular(u, v),
+     {"u": L.T.copy(), "v": V}),
+    ("cho_solve(l, b)", lambda jnp, l, b: __import__("jax").scipy.linalg.cho_solve((l, True), b), {"l": L, "b": B}),
+    ("inv(a)", lambda jnp, a: jnp.linalg.inv(a), {"a": A}),
+    ("det(a)", lambda jnp, a: jnp.linalg.det(a), {"a": A}),
+    ("slogdet(a)[1]", lambda jnp, a: jnp.linalg.slogdet(a)[1], {"a": A}),
+    ("trace(a)", lambda jnp, a: jnp.trace(a), {"a": A}),
+    ("diagonal(b)", lambda jnp, b: jnp.diagonal(b), {"b": B}),
+    ("diag(v)", lambda jnp, v: jnp.diag(v), {"v": V}),
+    ("outer(v, b)", lambda jnp, v, b: jnp.outer(v, b), {"v": V, "b": B}),
+    ("tril(a, -1) + triu(a, 1)", lambda jnp, a: jnp.tril(a, -1) + jnp.triu(a, 1), {"a": A}),
+]
+IDS = [c[0] for c in CASES]
+
+
+def run(src):
+    """An interpreter that has run src."""
+    interp = dsl.Interpreter(seed=0)
+    interp.run(src, "t.dg")
+    return interp
+
+
+def jax_or_skip():
+    """jax with float64, or skip."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_gradients_agree_with_central_differences(expr, ref, args):
+    check(expr, rtol=1e-6, atol=1e-7, **args)
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_values_gradients_and_tangents_agree_with_jax(expr, ref, args):
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    names = list(args)
+    values = [np.asarray(v) for v in args.values()]
+    cot = np.random.default_rng(1).normal(size=np.shape(ref(jnp, *values)))
+    tangents = [np.random.default_rng(2 + i).normal(size=v.shape) for i, v in enumerate(values)]
+
+    def loss(*xs):
+        return jnp.sum(ref(jnp, *xs) * cot)
+    want_value = np.asarray(ref(jnp, *values))
+    want_grads = jax.grad(loss, argnums=tuple(range(len(values))))(*values)
+    want_tangent = jax.jvp(lambda *xs: ref(jnp, *xs), tuple(values), tuple(tangents))[1]
+    interp = dsl.Interpreter(seed=0)
+    for name, v in zip(names, values):
+        interp.set(name, v)
+    interp.set("cot", cot)
+    for i, t in enumerate(tangents):
+        interp.set(f"t{i}", t)
+    params = ", ".join(names)
+    interp.run(f"fn f({params}) {{ return {expr} }}\n"
+               f"let value = f({params})\n"
+               f"let grads = grad(fn({params}) => sum(f({params}) * cot), argnums={tuple(range(len(names)))})({params})\n"
+               f"let tangent = jvp(f, ({params},), ({', '.join(f't{i}' for i in range(len(names)))},))[1]")
+    np.testing.assert_allclose(interp.get("value"), want_value, rtol=1e-12, atol=1e-12)
+    for got, want in zip(interp.get("grads"), want_grads):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(interp.get("tangent"), np.asarray(want_tangent), rtol=1e-10, atol=1e-12)
+
+
+def test_second_derivatives_agree_with_jax():
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    want = jax.hessian(lambda a: jnp.linalg.slogdet(a)[1] + jnp.sum(jnp.linalg.cholesky(a @ a.T + jnp.eye(3))))(A)
+    interp = dsl.Interpreter(seed=0)
+    interp.set("a", A)
+    interp.run("fn f(a) { return slogdet(a)[1] + sum(cholesky(a @ transpose(a) + eye(3))) }\n"
+               "let h = hessian(f)(a)\nlet hr = jacrev(grad(f))(a)\nlet hj = jit(hessian(f))(a)")
+    for name in ("h", "hr", "hj"):
+        np.testing.assert_allclose(interp.get(name), np.asarray(want), rtol=1e-9, atol=1e-11)
+
+
+def test_batched_calls_map_over_leading_axes_and_vmap_needs_no_loop(capfd):
+    interp = dsl.Interpreter(seed=0)
+    stack = np.stack([A, A.T, A + np.eye(3)])
+    spd = np.stack([SPD, SPD + np.eye(3), 2.0 * SPD])
+    interp.set("stack", stack)
+    interp.set("spd", spd)
+    interp.set("v", V)
+    interp.run("let direct = (solve(stack, stack @ v), det(stack), inv(stack), cholesky(spd))\n"
+               "let mapped = (vmap(solve, in_axes=(0, none), explain=true)(stack, v),\n"
+               "              vmap(det, explain=true)(stack), vmap(fn(s) => cholesky(s), explain=true)(spd),\n"
+               "              vmap(fn(b) => solve(stack[0], b), explain=true)(stack[:, 0, :]))\n"
+               "let per_example = vmap(grad(fn(a) => slogdet(a)[1]), explain=true)(stack)")
+    direct, mapped = interp.get("direct"), interp.get("mapped")
+    np.testing.assert_allclose(direct[0], np.broadcast_to(V, (3, 3)), rtol=1e-12)
+    np.testing.assert_allclose(direct[1], np.linalg.det(stack), rtol=1e-12)
+    np.testing.assert_allclose(direct[3], np.linalg.cholesky(spd), rtol=1e-12)
+    np.testing.assert_allclose(mapped[0], np.linalg.solve(stack, np.broadcast_to(V, (3, 3))[..., None])[..., 0],
+                               rtol=1e-12)
+    np.testing.assert_allclose(mapped[1], direct[1], rtol=1e-12)
+    np.testing.assert_allclose(mapped[2], direct[3], rtol=1e-12)
+    np.testing.assert_allclose(mapped[3], np.linalg.solve(A, stack[:, 0, :].T).T, rtol=1e-12)
+    np.testing.assert_allclose(interp.get("per_example"), np.linalg.inv(stack).transpose(0, 2, 1), rtol=1e-12)
+    assert "once per example" not in capfd.readouterr().err
+
+
+def test_jit_gives_the_interpreters_values():
+    interp = dsl.Interpreter(seed=0)
+    interp.set("a", A)
+    interp.set("b", B)
+    interp.run("fn f(a, b) { return sum(cho_solve(cholesky(a @ transpose(a)), b)) + det(a) * trace(inv(a)) }\n"
+               "let eager = value_and_grad(f, argnums=(0, 1))(a, b)\n"
+               "let jitted = jit(value_and_grad(f, argnums=(0, 1)))(a, b)")
+    (v1, (ga1, gb1)), (v2, (ga2, gb2)) = interp.get("eager"), interp.get("jitted")
+    assert abs(v1 - v2) <= 1e-12 * abs(v1)
+    np.testing.assert_allclose(ga1, ga2, rtol=1e-12)
+    np.testing.assert_allclose(gb1, gb2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("src, kind, words", [
+    ("cholesky([[1.0, 2.0], [2.0, 1.0]])", "value", "not positive definite"),
+    ("solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 1.0])", "value", "solve: the matrix is singular"),
+    ("inv([[1.0, 2.0], [2.0, 4.0]])", "value", "inv: the matrix is singular"),
+    ("det([[1.0, 2.0, 3.0]])", "shape", "det needs a square matrix"),
+    ("solve(eye(2), [1.0, 2.0, 3.0])", "shape", "it needs 2 rows"),
+    ("diag(zeros((2, 2, 2)))", "shape", "diag needs a vector or a matrix"),
+    ("triangular_solve(eye(2), [1.0, 2.0], lower=1)", "type", "lower must be true or false"),
+    ("tril(eye(2), 0.5)", "type", "k must be an int"),
+])
+def test_bad_input_is_a_dg_error(src, kind, words):
+    with pytest.raises(DgError) as info:
+        run(f"let r = {src}")
+    assert info.value.kind == kind and words in info.value.message
+
+
+def test_cholesky_reads_the_symmetric_part_as_jax_does():
+    r = run("let r = (cholesky([[4.0, 0.0], [2.0, 3.0]]), cholesky([[4.0, 1.0], [1.0, 3.0]]))").lookup("r")
+    np.testing.assert_allclose(r[0], r[1], rtol=1e-15)
