@@ -34,6 +34,18 @@ CASES = [
     ("diag(v)", lambda jnp, v: jnp.diag(v), {"v": V}),
     ("outer(v, b)", lambda jnp, v, b: jnp.outer(v, b), {"v": V, "b": B}),
     ("tril(a, -1) + triu(a, 1)", lambda jnp, a: jnp.tril(a, -1) + jnp.triu(a, 1), {"a": A}),
+    # eigenvectors and singular vectors are unique up to sign: their squares are not
+    ("eigvalsh(a)", lambda jnp, a: jnp.linalg.eigvalsh(a, symmetrize_input=True), {"a": A}),
+    ("eigh(s)[1] ** 2", lambda jnp, s: jnp.linalg.eigh(s)[1] ** 2, {"s": SPD}),
+    ("svd(b, compute_uv=false)", lambda jnp, b: jnp.linalg.svd(b, compute_uv=False), {"b": B}),
+    ("svd(b, full_matrices=false)[0] ** 2", lambda jnp, b: jnp.linalg.svd(b, full_matrices=False)[0] ** 2,
+     {"b": B}),
+    ("svd(b, full_matrices=false)[2] ** 2", lambda jnp, b: jnp.linalg.svd(b, full_matrices=False)[2] ** 2,
+     {"b": B}),
+    ("svd(w, full_matrices=false)[0] ** 2", lambda jnp, w: jnp.linalg.svd(w, full_matrices=False)[0] ** 2,
+     {"w": B.T.copy()}),
+    ("svd(w, full_matrices=false)[2] ** 2", lambda jnp, w: jnp.linalg.svd(w, full_matrices=False)[2] ** 2,
+     {"w": B.T.copy()}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -157,3 +169,35 @@ def test_bad_input_is_a_dg_error(src, kind, words):
 def test_cholesky_reads_the_symmetric_part_as_jax_does():
     r = run("let r = (cholesky([[4.0, 0.0], [2.0, 3.0]]), cholesky([[4.0, 1.0], [1.0, 3.0]]))").lookup("r")
     np.testing.assert_allclose(r[0], r[1], rtol=1e-15)
+
+
+def test_decompositions_second_order_batched_and_jitted_agree_with_jax(capfd):
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    c = np.array([1.0, -2.0, 0.5])
+
+    def f(a):
+        return jnp.sum(jnp.linalg.eigvalsh(a, symmetrize_input=True) * c) + jnp.sum(
+            jnp.linalg.svd(a, compute_uv=False) ** 3)
+    want = jax.hessian(f)(A)
+    stack = np.stack([A, SPD])
+    want_batched = jax.vmap(jax.grad(f))(stack)
+    interp = dsl.Interpreter(seed=0)
+    interp.set("a", A)
+    interp.set("c", c)
+    interp.set("stack", stack)
+    interp.run("fn f(a) { return sum(eigvalsh(a) * c) + sum(svd(a, compute_uv=false) ** 3) }\n"
+               "let h = hessian(f)(a)\nlet hj = jit(hessian(f))(a)\n"
+               "let batched = vmap(grad(f), explain=true)(stack)")
+    np.testing.assert_allclose(interp.get("h"), np.asarray(want), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(interp.get("hj"), np.asarray(want), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(interp.get("batched"), np.asarray(want_batched), rtol=1e-10, atol=1e-12)
+    assert "once per example" not in capfd.readouterr().err
+
+
+def test_full_svd_of_a_non_square_matrix_has_values_but_no_derivative():
+    interp = run("let u, s, vh = svd([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])")
+    assert np.shape(interp.lookup("u")) == (3, 3) and np.shape(interp.lookup("vh")) == (2, 2)
+    with pytest.raises(DgError) as info:
+        run("grad(fn(b) => sum(svd(b)[1]))([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])")
+    assert "full_matrices=true) of a non-square matrix has no derivative" in info.value.message

@@ -1,8 +1,8 @@
 """The documentation of the linear algebra builtins (dsl/builtins/linalg.py), in the form of
 dsl/builtins/docs.py, which merges it."""
 
-NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "slogdet", "trace", "diagonal", "diag",
-         "outer", "tril", "triu"]
+NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "svd",
+         "trace", "diagonal", "diag", "outer", "tril", "triu"]
 
 DOCS = {
     "solve": """solve(a, b): x with a @ x = b, for a square a; b is a vector when it has one axis fewer
@@ -41,6 +41,25 @@ gradient is a value error.
 Differentiable: yes in the log (transpose(inv(a))); the sign has no derivative.
 >>> slogdet([[2.0, 0.0], [0.0, -3.0]])
 (-1.0, 1.791759469228055)""",
+    "eigh": """eigh(a): (w, v), the eigenvalues of the symmetric part (a + a^T) / 2 of a in ascending order
+and its eigenvectors as the columns of v, as numpy's and JAX's eigh.
+Differentiable: yes, where the eigenvalues are distinct (where two are equal the eigenvectors are
+not unique, and their derivative is infinite: a numerics error, as JAX gives NaN); each
+eigenvector's sign is LAPACK's choice.
+>>> eigh([[2.0, 0.0], [0.0, 1.0]])[0]
+[1.0, 2.0]""",
+    "eigvalsh": """eigvalsh(a): the eigenvalues of the symmetric part of a, ascending.
+Differentiable: yes, v diag(g) v^T, finite everywhere (where eigenvalues repeat, a function of
+them has a derivative only if it treats them alike, as their sum does).
+>>> eigvalsh([[2.0, 1.0], [1.0, 2.0]])
+[1.0, 3.0]""",
+    "svd": """svd(a, full_matrices=true, compute_uv=true): (u, s, vh) with a = u @ diag(s) @ vh and s
+descending, as numpy's; compute_uv=false gives s alone.
+Differentiable: yes with full_matrices=false (or a square a) and distinct singular values (the
+singular vectors' derivative is infinite where two are equal); s alone everywhere. The columns
+past min(m, n) that full_matrices=true adds are not unique and have no derivative (an error).
+>>> svd([[3.0, 0.0], [0.0, 4.0]], compute_uv=false)
+[4.0, 3.0]""",
     "trace": """trace(a): the sum of the diagonal of each matrix (the last two axes, as numpy.linalg's).
 Differentiable: yes.
 >>> trace([[1.0, 2.0], [3.0, 4.0]])

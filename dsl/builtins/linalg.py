@@ -8,6 +8,9 @@ from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import error
 from ..ops.core import fmt_shape
+from ..autodiff.trees import flatten
+from ..autodiff.tape import Box
+from ..primitives import decompositions as D
 from ..primitives import matrix as M
 from ..values import type_name
 
@@ -52,6 +55,27 @@ def cho_solve(factor, b):
 def slogdet(a):
     """slogdet(a): (the sign of det(a), ln |det(a)|), as numpy's."""
     return M.det_sign(a), M.logabsdet(a)
+
+
+def eigh(a):
+    """eigh(a): (eigenvalues ascending, eigenvectors as columns) of the symmetric part of a."""
+    return D.eigh_values(a), D.eigh_vectors(a)
+
+
+def svd(a, full_matrices=True, compute_uv=True):
+    """svd(a, full_matrices=true, compute_uv=true): (u, s, vh) with a = u @ diag(s) @ vh, as numpy's."""
+    full, uv = _flag(full_matrices, "svd", "full_matrices"), _flag(compute_uv, "svd", "compute_uv")
+    if not uv:
+        return D.svd_values(a)
+    shape = _ndim(a, "svd", 2)
+    if full and shape[-1] != shape[-2]:
+        if any(type(x) is Box for x in flatten(a)[0]):
+            raise error("grad", "svd(a, full_matrices=true) of a non-square matrix has no derivative: the "
+                                "columns past min(m, n) are not unique",
+                        hint="use svd(a, full_matrices=false), whose derivative is exact")
+        a = raw(a)
+        return tuple(np.linalg.svd(np.asarray(a, dtype=float), full_matrices=True))
+    return D.svd_u(a), D.svd_values(a), D.svd_vh(a)
 
 
 def diagonal(a):
@@ -105,4 +129,5 @@ def triu(a, k=0):
 
 BUILTINS = {"solve": M.solve, "cholesky": M.cholesky, "triangular_solve": triangular_solve, "cho_solve": cho_solve,
             "inv": M.inv, "det": M.det, "slogdet": slogdet, "trace": trace, "diagonal": diagonal, "diag": diag,
-            "outer": outer, "tril": tril, "triu": triu}
+            "outer": outer, "tril": tril, "triu": triu,
+            "eigh": eigh, "eigvalsh": D.eigh_values, "svd": svd}

@@ -9,7 +9,8 @@ in are bound here.
 """
 
 from ..autodiff import tape
-from . import arith, compare, control, elementwise, linalg, loops, matrix, nn, order, reduce, shape, structs  # noqa: F401
+from . import (arith, compare, control, decompositions, elementwise, linalg, loops, matrix, nn, order,  # noqa: F401
+               reduce, shape, structs)
 from .namespaces import EAGER, TRACED
 
 tape.EAGER, tape.TRACED = EAGER, TRACED
