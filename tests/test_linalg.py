@@ -15,6 +15,8 @@ SPD = A @ A.T + np.eye(3)
 L = np.linalg.cholesky(SPD)
 B = RNG.normal(size=(3, 2))
 V = RNG.normal(size=3)
+TALL = RNG.normal(size=(4, 3))
+V4 = RNG.normal(size=4)
 
 # (dg expression of the arguments, the same in jax.numpy, the arguments)
 CASES = [
@@ -46,6 +48,18 @@ CASES = [
      {"w": B.T.copy()}),
     ("svd(w, full_matrices=false)[2] ** 2", lambda jnp, w: jnp.linalg.svd(w, full_matrices=False)[2] ** 2,
      {"w": B.T.copy()}),
+    ("qr(b)[0] ** 2", lambda jnp, b: jnp.linalg.qr(b)[0] ** 2, {"b": B}),
+    ("qr(a)[1] ** 2", lambda jnp, a: jnp.linalg.qr(a)[1] ** 2, {"a": A}),
+    ("pinv(b)", lambda jnp, b: jnp.linalg.pinv(b), {"b": B}),
+    ("pinv(w)", lambda jnp, w: jnp.linalg.pinv(w), {"w": B.T.copy()}),
+    ("lstsq(t, v)[0]", lambda jnp, t, v: jnp.linalg.lstsq(t, v)[0], {"t": TALL, "v": V4}),
+    ("norm(v, ord=3)", lambda jnp, v: jnp.linalg.norm(v, ord=3), {"v": V}),
+    ("norm(v, ord=1e400)", lambda jnp, v: jnp.linalg.norm(v, ord=jnp.inf), {"v": V}),
+    ("norm(a, ord=\"nuc\")", lambda jnp, a: jnp.linalg.norm(a, ord="nuc"), {"a": A}),
+    ("norm(a, ord=-2)", lambda jnp, a: jnp.linalg.norm(a, ord=-2), {"a": A}),
+    ("norm(a, ord=1)", lambda jnp, a: jnp.linalg.norm(a, ord=1), {"a": A}),
+    ("norm(t, axis=(1, 0), ord=-1e400)", lambda jnp, t: jnp.linalg.norm(t, axis=(1, 0), ord=-jnp.inf), {"t": TALL}),
+    ("lstsq(w, b[0])[0]", lambda jnp, w, b: jnp.linalg.lstsq(w, b[0])[0], {"w": B.T.copy(), "b": B}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -159,6 +173,9 @@ def test_jit_gives_the_interpreters_values():
     ("diag(zeros((2, 2, 2)))", "shape", "diag needs a vector or a matrix"),
     ("triangular_solve(eye(2), [1.0, 2.0], lower=1)", "type", "lower must be true or false"),
     ("tril(eye(2), 0.5)", "type", "k must be an int"),
+    ("grad(fn(w) => sum(qr(w)[1]))([[1.0, 2.0, 3.0]])", "grad", "qr of a wide matrix (1 x 3) has no derivative"),
+    ("qr(eye(2), mode=\"complete\")", "value", "mode must be"),
+    ("lstsq(eye(2), [1.0, 2.0, 3.0])", "shape", "it needs 2 rows"),
 ])
 def test_bad_input_is_a_dg_error(src, kind, words):
     with pytest.raises(DgError) as info:
@@ -193,6 +210,18 @@ def test_decompositions_second_order_batched_and_jitted_agree_with_jax(capfd):
     np.testing.assert_allclose(interp.get("hj"), np.asarray(want), rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(interp.get("batched"), np.asarray(want_batched), rtol=1e-10, atol=1e-12)
     assert "once per example" not in capfd.readouterr().err
+
+
+def test_lstsq_gives_numpys_results():
+    interp = dsl.Interpreter(seed=0)
+    interp.set("t", TALL)
+    interp.set("v", V4)
+    interp.run("let x, res, rank, s = lstsq(t, v)")
+    want = np.linalg.lstsq(TALL, V4)
+    np.testing.assert_allclose(interp.get("x"), want[0], rtol=1e-12)
+    np.testing.assert_allclose(interp.get("res"), want[1], rtol=1e-10)
+    assert interp.get("rank") == want[2]
+    np.testing.assert_allclose(interp.get("s"), want[3], rtol=1e-12)
 
 
 def test_full_svd_of_a_non_square_matrix_has_values_but_no_derivative():

@@ -292,11 +292,6 @@ Differentiable: yes.
 Differentiable: yes.
 >>> std([1.0, 3.0])
 1.0""",
-    "norm": """norm(x, axis=none, keepdims=false): the Euclidean (L2) norm over all entries or along an
-axis.
-Differentiable: yes.
->>> norm([3.0, 4.0])
-5.0""",
     "cumsum": """cumsum(x, axis=none): running sums along an axis (none: of the flattened tensor).
 Differentiable: yes.
 >>> cumsum([1.0, 2.0, 3.0])

@@ -2,7 +2,7 @@
 dsl/builtins/docs.py, which merges it."""
 
 NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "svd",
-         "trace", "diagonal", "diag", "outer", "tril", "triu"]
+         "qr", "pinv", "lstsq", "trace", "diagonal", "diag", "outer", "tril", "triu"]
 
 DOCS = {
     "solve": """solve(a, b): x with a @ x = b, for a square a; b is a vector when it has one axis fewer
@@ -60,6 +60,33 @@ singular vectors' derivative is infinite where two are equal); s alone everywher
 past min(m, n) that full_matrices=true adds are not unique and have no derivative (an error).
 >>> svd([[3.0, 0.0], [0.0, 4.0]], compute_uv=false)
 [4.0, 3.0]""",
+    "qr": """qr(a, mode="reduced"): (q, r) with a = q @ r, q's columns orthonormal and r upper triangular
+(m x k and k x n, k = min(m, n)), as numpy's; mode="r" gives r alone.
+Differentiable: yes for a matrix with at least as many rows as columns and full rank (as JAX; a
+wide matrix is an error).
+>>> abs(qr([[3.0, 0.0], [0.0, 2.0]], mode="r"))
+[[3.0, 0.0], [0.0, 2.0]]""",
+    "pinv": """pinv(a, rcond=1e-15): the Moore-Penrose pseudo-inverse, singular values below rcond times the
+largest taken as zero (numpy's).
+Differentiable: yes (Golub and Pereyra's formula, as JAX), where the rank does not change.
+>>> pinv([[2.0, 0.0], [0.0, 0.0]])
+[[0.5, 0.0], [0.0, 0.0]]""",
+    "lstsq": """lstsq(a, b): (x, residuals, rank, s) as numpy's: x minimises |a @ x - b| (the one of least
+norm where several do), residuals its squared error per column where a has full column rank and
+more rows than columns (else empty), s a's singular values.
+Differentiable: yes in x, through pinv.
+>>> lstsq([[2.0, 0.0], [0.0, 4.0], [0.0, 0.0]], [2.0, 4.0, 1.0])[0]
+[1.0, 1.0]""",
+    "norm": """norm(x, axis=none, keepdims=false, ord=none): the Euclidean (L2) norm over all entries or
+along an axis; with ord, numpy's vector norms (ord a number: sum(abs(x) ** ord) ** (1 / ord), inf
+the largest |x|, -inf the smallest, 0 the count of non-zeros) or, for a matrix (axis a pair, or
+none on a matrix), its norms "fro", "nuc", 1, -1, 2, -2, inf and -inf. ord is a keyword: the
+second argument is the axis, where numpy's is ord.
+Differentiable: yes (at 0 the L2 norm's gradient is 0; ties in inf, 1 and 2 share the gradient).
+>>> norm([3.0, 4.0])
+5.0
+>>> norm([3.0, -4.0], ord=1)
+7.0""",
     "trace": """trace(a): the sum of the diagonal of each matrix (the last two axes, as numpy.linalg's).
 Differentiable: yes.
 >>> trace([[1.0, 2.0], [3.0, 4.0]])

@@ -78,6 +78,107 @@ def svd(a, full_matrices=True, compute_uv=True):
     return D.svd_u(a), D.svd_values(a), D.svd_vh(a)
 
 
+def qr(a, mode="reduced"):
+    """qr(a, mode="reduced"): (q, r) with a = q @ r, q's columns orthonormal and r upper triangular."""
+    mode = raw(mode)
+    if mode == "r":
+        return D.qr_r(a)
+    if mode != "reduced":
+        raise error("value", f"qr: mode must be \"reduced\" or \"r\", got {mode!r}" if type(mode) is str else
+                    f"qr: mode must be a string, got {type_name(mode)}")
+    return D.qr_q(a), D.qr_r(a)
+
+
+def pinv(a, rcond=1e-15):
+    """pinv(a, rcond=1e-15): the pseudo-inverse (numpy's), singular values below rcond * the largest as 0."""
+    rcond = raw(rcond)
+    if type(rcond) not in (float, int) or isinstance(rcond, bool):
+        raise error("type", f"pinv: rcond must be a number, got {type_name(rcond)}")
+    return D.pinv(a, float(rcond))
+
+
+def lstsq(a, b):
+    """lstsq(a, b): (x, residuals, rank, s) as numpy's: x minimises |a x - b|, the least norm one."""
+    shape = _ndim(a, "lstsq", 2)
+    if len(shape) != 2:
+        raise error("shape", f"lstsq needs a matrix, got a tensor of shape {fmt_shape(shape)}")
+    m, n = shape
+    p = D.pinv(a, np.finfo(float).eps * max(m, n))
+    bshape = np.shape(peek(b))
+    if len(bshape) not in (1, 2) or bshape[0] != m:
+        raise error("shape", f"lstsq: a matrix of shape {fmt_shape(shape)} against a right-hand side of shape "
+                             f"{fmt_shape(bshape)} (it needs {m} rows)")
+    x = ops.matmul(p, b)
+    s = D.svd_values(a)
+    rank = int(np.sum(raw(s) > np.finfo(float).eps * max(m, n) * np.max(raw(s)))) if min(m, n) else 0
+    if rank == n and m > n:
+        r = ops.sub(ops.matmul(a, x), b)
+        residuals = ops.sum_(ops.mul(r, r), 0)
+        residuals = ops.reshape(residuals, (1,)) if len(bshape) == 1 else residuals
+    else:
+        residuals = np.zeros(0)
+    return x, residuals, rank, s
+
+
+def norm(x, axis=None, keepdims=False, ord=None):
+    """norm(x, axis=none, keepdims=false, ord=none): the L2 norm, or numpy's norm of order ord."""
+    order = raw(ord)
+    if order is None:
+        return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
+    shape = np.shape(peek(x))
+    axes = raw(axis)
+    if type(axes) is tuple and len(axes) == 2 or axes is None and len(shape) == 2:
+        return _matrix_norm(x, order, (-2, -1) if axes is None else axes, keepdims, len(shape))
+    if type(axes) is int or axes is None and len(shape) == 1:
+        return _vector_norm(x, order, axes, keepdims)
+    raise error("shape", f"norm with ord needs a vector, a matrix, an axis or a pair of axes; got a tensor of shape "
+                         f"{fmt_shape(shape)} and axis {axes!r}")
+
+
+def _vector_norm(x, order, axis, keepdims):
+    """numpy's vector norms along one axis."""
+    if type(order) not in (int, float) or isinstance(order, bool):
+        raise error("value", f"norm: the order of a vector norm is a number (or inf), got {order!r}")
+    a = ops.abs_(x)
+    if order == float("inf"):
+        return ops.max_(a, axis, keepdims)
+    if order == -float("inf"):
+        return ops.min_(a, axis, keepdims)
+    if order == 0:
+        return ops.sum_(ops.where(ops.ne(x, 0.0), 1.0, 0.0), axis, keepdims)
+    if order == 1:
+        return ops.sum_(a, axis, keepdims)
+    if order == 2:
+        return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
+    return ops.pow(ops.sum_(ops.pow(a, float(order)), axis, keepdims), 1.0 / order)
+
+
+def _matrix_norm(x, order, axes, keepdims, nd):
+    """numpy's matrix norms over two axes (moved last for the singular values)."""
+    rows, cols = (a % nd for a in axes)
+    if rows == cols:
+        raise error("value", f"norm: the two axes of a matrix norm must differ, got {axes!r}")
+    last = ops.transpose(x, tuple(i for i in range(nd) if i not in (rows, cols)) + (rows, cols))
+    if order == "fro":
+        out = ops.sqrt(ops.sum_(ops.mul(last, last), (-2, -1)))
+    elif order == "nuc":
+        out = ops.sum_(D.svd_values(last), -1)
+    elif order in (2, -2):
+        out = (ops.max_ if order == 2 else ops.min_)(D.svd_values(last), -1)
+    elif order in (1, -1):
+        out = (ops.max_ if order == 1 else ops.min_)(ops.sum_(ops.abs_(last), -2), -1)
+    elif order in (float("inf"), -float("inf")):
+        out = (ops.max_ if order > 0 else ops.min_)(ops.sum_(ops.abs_(last), -1), -1)
+    else:
+        raise error("value", f"norm: a matrix norm's order is \"fro\", \"nuc\", 1, -1, 2, -2, inf or -inf, "
+                             f"got {order!r}")
+    if keepdims:
+        shape = list(np.shape(peek(x)))
+        shape[rows] = shape[cols] = 1
+        out = ops.reshape(out, tuple(shape))
+    return out
+
+
 def diagonal(a):
     """diagonal(a): the diagonal of each matrix (the last two axes)."""
     shape = _ndim(a, "diagonal", 2)
@@ -130,4 +231,5 @@ def triu(a, k=0):
 BUILTINS = {"solve": M.solve, "cholesky": M.cholesky, "triangular_solve": triangular_solve, "cho_solve": cho_solve,
             "inv": M.inv, "det": M.det, "slogdet": slogdet, "trace": trace, "diagonal": diagonal, "diag": diag,
             "outer": outer, "tril": tril, "triu": triu,
-            "eigh": eigh, "eigvalsh": D.eigh_values, "svd": svd}
+            "eigh": eigh, "eigvalsh": D.eigh_values, "svd": svd, "qr": qr, "pinv": pinv, "lstsq": lstsq,
+            "norm": norm}

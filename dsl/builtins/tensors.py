@@ -42,7 +42,7 @@ def make(interp):
         "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
         "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
         "softplus": ops.softplus,
-        "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "norm": norm, "einsum": einsum,
+        "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
     }
 
 
@@ -54,11 +54,6 @@ def einsum(spec, *xs):
 def std(x, axis=None, keepdims=False):
     """std(x, axis=none): the standard deviation, sqrt(var(x)) (numpy's, ddof 0)."""
     return ops.sqrt(ops.var(x, axis, keepdims))
-
-
-def norm(x, axis=None, keepdims=False):
-    """norm(x, axis=none): the Euclidean (L2) norm over all entries or along an axis."""
-    return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
 
 
 def _shape(shape):

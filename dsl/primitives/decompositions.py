@@ -178,3 +178,79 @@ EIGH_VECTORS = _define("EighVectors", eigh_vectors, _eigh_vectors_jvp)
 SVD_VALUES = _define("SvdValues", svd_values, _svd_values_jvp)
 SVD_U = _define("SvdU", svd_u, _svd_u_jvp)
 SVD_VH = _define("SvdVh", svd_vh, _svd_vh_jvp)
+
+
+# ---------------------------------------------------------------- qr
+def _qr(a, part):
+    """One result of the reduced QR decomposition a = Q R."""
+    a = to_tensor(a, "a matrix for qr")
+    if a.ndim < 2:
+        raise error("shape", f"qr needs a matrix (or a stack of them in the leading axes), got a tensor of "
+                             f"shape {fmt_shape(a.shape)}")
+    return np.linalg.qr(a, "reduced")[part]
+
+
+def qr_q(a):
+    """Q of the reduced QR decomposition: m x k orthonormal columns, k = min(m, n)."""
+    return QR_Q.bind(a) if type(a) is Box else _qr(a, 0)
+
+
+def qr_r(a):
+    """R of the reduced QR decomposition: k x n upper triangular."""
+    return QR_R.bind(a) if type(a) is Box else _qr(a, 1)
+
+
+def _qr_parts(a, da):
+    """(Q, R, Q^T dA R^-1 and the skew-symmetric part of it the forward rules read) for m >= n."""
+    m, n = shape_of(a)[-2:]
+    if m < n:
+        raise error("grad", f"qr of a wide matrix ({m} x {n}) has no derivative here: R's last columns are not "
+                            f"determined by a square part alone (JAX has none either)",
+                    hint="differentiate qr of the transpose, or of the first m columns")
+    from .matrix import triangular_solve
+    q, r = qr_q(a), qr_r(a)
+    da_rinv = _mT(triangular_solve(_mT(r), _mT(da), lower=True))        # dA R^-1
+    qt = O.matmul(_mT(q), da_rinv)
+    low = O.mul(qt, np.tril(np.ones((n, n)), -1))
+    skew = O.sub(low, _mT(low))
+    return q, r, da_rinv, qt, skew
+
+
+def _qr_q_jvp(ns, tangents, ans, args, kw):
+    """dQ = Q (skew - Q^T dA R^-1) + dA R^-1."""
+    q, r, da_rinv, qt, skew = _qr_parts(args[0], tangents[0])
+    return O.add(O.matmul(q, O.sub(skew, qt)), da_rinv)
+
+
+def _qr_r_jvp(ns, tangents, ans, args, kw):
+    """dR = (Q^T dA R^-1 - skew) R."""
+    q, r, da_rinv, qt, skew = _qr_parts(args[0], tangents[0])
+    return O.matmul(O.sub(qt, skew), r)
+
+
+# ---------------------------------------------------------------- pinv
+def pinv(a, rcond=1e-15):
+    """The Moore-Penrose pseudo-inverse, singular values below rcond * the largest taken as 0."""
+    if type(a) is Box:
+        return PINV.bind(a, rcond=rcond)
+    a = to_tensor(a, "a matrix for pinv")
+    if a.ndim < 2:
+        raise error("shape", f"pinv needs a matrix (or a stack of them in the leading axes), got a tensor of "
+                             f"shape {fmt_shape(a.shape)}")
+    return _linalg("pinv", np.linalg.pinv, a, rcond)
+
+
+def _pinv_jvp(ns, tangents, ans, args, kw):
+    """Golub and Pereyra (1973), 4.12, as JAX: -p dA p + (I - p a) dA^T p^T p + p p^T dA^T (I - a p)."""
+    a, da, p = args[0], tangents[0], ans
+    m, n = shape_of(a)[-2:]
+    dat = _mT(da)
+    first = O.neg(O.matmul(p, O.matmul(da, p)))
+    second = O.matmul(O.sub(np.eye(n), O.matmul(p, a)), O.matmul(dat, O.matmul(_mT(p), p)))
+    third = O.matmul(O.matmul(p, _mT(p)), O.matmul(dat, O.sub(np.eye(m), O.matmul(a, p))))
+    return O.add(O.add(first, second), third)
+
+
+QR_Q = _define("QrQ", qr_q, _qr_q_jvp)
+QR_R = _define("QrR", qr_r, _qr_r_jvp)
+PINV = _define("Pinv", pinv, _pinv_jvp)
