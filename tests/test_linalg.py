@@ -183,6 +183,25 @@ def test_bad_input_is_a_dg_error(src, kind, words):
     assert info.value.kind == kind and words in info.value.message
 
 
+def test_the_gradient_of_det_at_a_singular_matrix_is_its_cofactor_matrix():
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    want = np.array([[4.0, 4.0, -4.0], [-2.0, -2.0, 2.0], [0.0, 0.0, 0.0]])    # the cofactors, by hand
+    interp = dsl.Interpreter(seed=0)
+    interp.set("m", singular)
+    interp.run("let g = grad(det)(m)\nlet batched = vmap(grad(det))(stack((m, eye(3))))\n"
+               "let t = jvp(det, (m,), (eye(3),))[1]")
+    np.testing.assert_allclose(interp.get("g"), want, atol=1e-12)
+    np.testing.assert_allclose(interp.get("batched")[0], want, atol=1e-12)
+    np.testing.assert_allclose(interp.get("batched")[1], np.eye(3), atol=1e-12)
+    assert abs(interp.get("t") - np.trace(want.T)) < 1e-12
+    with pytest.raises(DgError) as info:
+        interp.run("hessian(det)(m)")
+    assert "second derivatives are not computed" in info.value.message
+    with pytest.raises(DgError) as info:
+        interp.run("grad(fn(a) => slogdet(a)[1])(m)")
+    assert "ln |det| is -inf there and has no derivative" in info.value.message
+
+
 def test_cholesky_reads_the_symmetric_part_as_jax_does():
     r = run("let r = (cholesky([[4.0, 0.0], [2.0, 3.0]]), cholesky([[4.0, 1.0], [1.0, 3.0]]))").lookup("r")
     np.testing.assert_allclose(r[0], r[1], rtol=1e-15)
@@ -212,16 +231,20 @@ def test_decompositions_second_order_batched_and_jitted_agree_with_jax(capfd):
     assert "once per example" not in capfd.readouterr().err
 
 
-def test_lstsq_gives_numpys_results():
+def test_lstsq_gives_jaxs_results():
     interp = dsl.Interpreter(seed=0)
     interp.set("t", TALL)
     interp.set("v", V4)
-    interp.run("let x, res, rank, s = lstsq(t, v)")
+    interp.set("w", TALL.T.copy())
+    interp.run("let x, res, rank, s = lstsq(t, v)\nlet wide = lstsq(w, v[:3])")
     want = np.linalg.lstsq(TALL, V4)
     np.testing.assert_allclose(interp.get("x"), want[0], rtol=1e-12)
     np.testing.assert_allclose(interp.get("res"), want[1], rtol=1e-10)
-    assert interp.get("rank") == want[2]
+    assert interp.get("rank") == want[2] == 3
     np.testing.assert_allclose(interp.get("s"), want[3], rtol=1e-12)
+    x, res, rank, s = interp.get("wide")       # underdetermined: the least-norm x, a residual of ~0
+    np.testing.assert_allclose(x, np.linalg.lstsq(TALL.T, V4[:3])[0], rtol=1e-12)
+    assert res.shape == (1,) and res[0] < 1e-20 and rank == 3
 
 
 def test_full_svd_of_a_non_square_matrix_has_values_but_no_derivative():
@@ -230,3 +253,32 @@ def test_full_svd_of_a_non_square_matrix_has_values_but_no_derivative():
     with pytest.raises(DgError) as info:
         run("grad(fn(b) => sum(svd(b)[1]))([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])")
     assert "full_matrices=true) of a non-square matrix has no derivative" in info.value.message
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_every_function_batches_without_a_loop_and_jits(expr, ref, args, capfd):
+    names = list(args)
+    values = [np.asarray(v) for v in args.values()]
+    stacks = [np.stack([v, v + 0.01 * np.random.default_rng(3).normal(size=v.shape)]) for v in values]
+    interp = dsl.Interpreter(seed=0)
+    for name, s in zip(names, stacks):
+        interp.set(name + "_stack", s)
+    params = ", ".join(names)
+    stacked = ", ".join(name + "_stack" for name in names)
+    cot = f"sum(f({params}) * f({params}))"
+    interp.run(f"fn f({params}) {{ return {expr} }}\n"
+               f"let mapped = vmap(f, explain=true)({stacked})\n"
+               f"let mapped_grads = vmap(grad(fn({params}) => {cot}, argnums={tuple(range(len(names)))}), "
+               f"explain=true)({stacked})\n"
+               f"let jitted = jit(f)({', '.join(n + '_stack[0]' for n in names)})")
+    assert "once per example" not in capfd.readouterr().err
+    for k in range(2):
+        one = dsl.Interpreter(seed=0)
+        for name, s in zip(names, stacks):
+            one.set(name, s[k])
+        one.run(f"fn f({params}) {{ return {expr} }}\nlet value = f({params})\n"
+                f"let grads = grad(fn({params}) => {cot}, argnums={tuple(range(len(names)))})({params})")
+        np.testing.assert_allclose(np.asarray(interp.get("mapped"))[k], one.get("value"), rtol=1e-12, atol=1e-13)
+        for got, want in zip(interp.get("mapped_grads"), one.get("grads")):
+            np.testing.assert_allclose(np.asarray(got)[k], want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(interp.get("jitted"), np.asarray(interp.get("mapped"))[0], rtol=1e-12, atol=1e-13)

@@ -33,8 +33,8 @@ Differentiable: yes.
 >>> inv([[2.0, 0.0], [0.0, 4.0]])
 [[0.5, 0.0], [0.0, 0.25]]""",
     "det": """det(a): the determinant of a square matrix (of each matrix of a stack).
-Differentiable: yes, where a is invertible (det(a) * transpose(inv(a))); at a singular matrix the
-gradient is a value error.
+Differentiable: yes: the gradient is the cofactor matrix, det(a) * transpose(inv(a)) where a is
+invertible and defined at a singular a too (as JAX's); second derivatives where a is invertible.
 >>> det([[2.0, 0.0], [1.0, 3.0]])
 6.0""",
     "slogdet": """slogdet(a): (sign, ln |det(a)|), as numpy's: the log-determinant without overflow.
@@ -71,9 +71,9 @@ largest taken as zero (numpy's).
 Differentiable: yes (Golub and Pereyra's formula, as JAX), where the rank does not change.
 >>> pinv([[2.0, 0.0], [0.0, 0.0]])
 [[0.5, 0.0], [0.0, 0.0]]""",
-    "lstsq": """lstsq(a, b): (x, residuals, rank, s) as numpy's: x minimises |a @ x - b| (the one of least
-norm where several do), residuals its squared error per column where a has full column rank and
-more rows than columns (else empty), s a's singular values.
+    "lstsq": """lstsq(a, b): (x, residuals, rank, s) as JAX's: x minimises |a @ x - b| (the one of least
+norm where several do), residuals its squared error per column (always, where numpy gives an
+empty tensor below full rank), rank a float count, s a's singular values.
 Differentiable: yes in x, through pinv.
 >>> lstsq([[2.0, 0.0], [0.0, 4.0], [0.0, 0.0]], [2.0, 4.0, 1.0])[0]
 [1.0, 1.0]""",

@@ -98,26 +98,23 @@ def pinv(a, rcond=1e-15):
 
 
 def lstsq(a, b):
-    """lstsq(a, b): (x, residuals, rank, s) as numpy's: x minimises |a x - b|, the least norm one."""
+    """lstsq(a, b): (x, residuals, rank, s) as JAX's: x minimises |a x - b|, the least norm one."""
     shape = _ndim(a, "lstsq", 2)
     if len(shape) != 2:
         raise error("shape", f"lstsq needs a matrix, got a tensor of shape {fmt_shape(shape)}")
     m, n = shape
-    p = D.pinv(a, np.finfo(float).eps * max(m, n))
     bshape = np.shape(peek(b))
     if len(bshape) not in (1, 2) or bshape[0] != m:
         raise error("shape", f"lstsq: a matrix of shape {fmt_shape(shape)} against a right-hand side of shape "
                              f"{fmt_shape(bshape)} (it needs {m} rows)")
-    x = ops.matmul(p, b)
+    cutoff = np.finfo(float).eps * max(m, n)
+    x = ops.matmul(D.pinv(a, cutoff), b)
     s = D.svd_values(a)
-    rank = int(np.sum(raw(s) > np.finfo(float).eps * max(m, n) * np.max(raw(s)))) if min(m, n) else 0
-    if rank == n and m > n:
-        r = ops.sub(ops.matmul(a, x), b)
-        residuals = ops.sum_(ops.mul(r, r), 0)
-        residuals = ops.reshape(residuals, (1,)) if len(bshape) == 1 else residuals
-    else:
-        residuals = np.zeros(0)
-    return x, residuals, rank, s
+    # computed, not decided: the same program for every matrix (vmap runs it batched, jit once)
+    rank = ops.sum_(ops.where(ops.order(">", s, ops.mul(ops.max_(s), cutoff)), 1.0, 0.0)) if min(m, n) else 0.0
+    r = ops.sub(ops.matmul(a, x), b)
+    residuals = ops.sum_(ops.mul(r, r), 0)
+    return x, (ops.reshape(residuals, (1,)) if len(bshape) == 1 else residuals), rank, s
 
 
 def norm(x, axis=None, keepdims=False, ord=None):

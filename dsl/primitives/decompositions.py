@@ -12,33 +12,11 @@ import numpy as np
 
 from .. import ops as O
 from ..autodiff.tape import Box
-from ..autodiff.trees import cotangent_value, zero_of
 from ..ops.core import fmt_shape, shape_of, to_tensor
 from ..errors import error
 from .matrix import _leading_batch, _linalg, _mT, _square
+from .mechanism import transposed
 from .registry import define
-
-
-def transposed(jvp):
-    """A reverse rule from a forward rule linear in the tangents: the gradient of t -> <jvp(t), g>
-    at t = 0, run by dg's own reverse mode (so an outer transformation records it too)."""
-    def vjp_all(ns, g, ans, args, kw, wanted):
-        from ..autodiff.transforms import grad
-        g = cotangent_value(g, ans)
-        idx = [i for i, w in enumerate(wanted) if w]
-
-        def pairing(*ts):
-            tangents = [None] * len(args)
-            for i, t in zip(idx, ts):
-                tangents[i] = t
-            return O.sum_(O.mul(jvp(ns, tuple(tangents), ans, args, kw), g))
-
-        grads = grad(pairing, tuple(range(len(idx))))(*[zero_of(args[i]) for i in idx])
-        out = [None] * len(args)
-        for i, d in zip(idx, grads):
-            out[i] = d
-        return out
-    return vjp_all
 
 
 def _row(w):

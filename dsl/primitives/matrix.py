@@ -12,9 +12,10 @@ import numpy as np
 
 from .. import ops as O
 from ..autodiff.tape import Box, nondiff
-from ..errors import error
+from ..errors import DgError, error
 from ..ops.core import fmt_shape, shape_of, to_tensor
 from .batching import broadcast_batch
+from .mechanism import transposed
 from .registry import define
 
 
@@ -213,6 +214,47 @@ def _per_matrix(g, like):
     return O.reshape(g, shape_of(g) + (1, 1)) if shape_of(like)[:-2] else g
 
 
+def cofactors(a):
+    """The cofactor matrix of each matrix of a, the gradient of det: det(a) inv(a)^T where a is
+    invertible, and from the SVD where it is not (the adjugate is a polynomial in a's entries,
+    defined everywhere; JAX's gradient of det at a singular matrix is the same)."""
+    if type(a) is Box:
+        return COFACTORS.bind(a)
+    a = _square(a, "det")
+    try:
+        return np.linalg.det(a)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
+    except np.linalg.LinAlgError:
+        pass
+    u, sv, vh = np.linalg.svd(a)
+    n = sv.shape[-1]
+    others = np.prod(np.where(np.eye(n, dtype=bool), 1.0, sv[..., None, :]), axis=-1)    # prod of s[j], j != i
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (sign[..., None, None] * (u * others[..., None, :])) @ vh
+
+
+def _cofactors_jvp(ns, tangents, ans, args, kw):
+    """dC = tr(a^-1 da) C - C da^T a^-T (where a is invertible)."""
+    a, da = args[0], tangents[0]
+    try:
+        a_inv = inv(a)
+    except DgError:
+        raise error("value", "det: the matrix is singular, where det's second derivatives are not "
+                             "computed") from None
+    first = O.mul(_per_matrix(_trace_of(O.matmul(a_inv, da)), a), ans)
+    return O.sub(first, O.matmul(ans, O.matmul(_mT(da), _mT(a_inv))))
+
+
+def _logabsdet_singular(rule):
+    """A rule of ln |det a|, which has no derivative where a is singular (it is -inf there)."""
+    def safe(*args):
+        try:
+            return rule(*args)
+        except DgError:
+            raise error("value", "slogdet: the matrix is singular: ln |det| is -inf there and has no "
+                                 "derivative") from None
+    return safe
+
+
 def _trace_of(x):
     """The trace of each matrix."""
     n = shape_of(x)[-1]
@@ -228,11 +270,13 @@ INV = define("Inv", inv, vjp=(lambda ns, g, ans, a: O.neg(O.matmul(_mT(ans), O.m
              jvp=lambda ns, tangents, ans, args, kw: O.neg(O.matmul(ans, O.matmul(tangents[0], ans))),
              batch=_leading_batch(inv), can_fail=True)
 LOGABSDET = define("LogAbsDet", logabsdet,
-                   vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a))),),
-                   jvp=lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0])),
+                   vjp=(_logabsdet_singular(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a)))),),
+                   jvp=_logabsdet_singular(lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0]))),
                    batch=_leading_batch(logabsdet), can_fail=True)
 DET = define("Det", det,
-             vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(O.mul(g, ans), a), _mT(inv(a))),),
-             jvp=lambda ns, tangents, ans, args, kw: O.mul(ans, _trace_of(solve(args[0], tangents[0]))),
+             vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), cofactors(a)),),
+             jvp=lambda ns, tangents, ans, args, kw: O.sum_(O.mul(cofactors(args[0]), tangents[0]), (-2, -1)),
              batch=_leading_batch(det), can_fail=True)
+COFACTORS = define("Cofactors", cofactors, jvp=_cofactors_jvp, vjp_all=transposed(_cofactors_jvp),
+                   batch=_leading_batch(cofactors), can_fail=True)
 define("DetSign", det_sign, differentiable=False, batch=_leading_batch(det_sign))

@@ -24,6 +24,8 @@ import sys
 
 import numpy as np
 
+from .. import ops as O
+from ..autodiff.trees import cotangent_value, zero_of
 from ..ops.core import shape_of
 
 ONE = "one"             # a partial derivative of exactly 1 (Add, Sub's first argument)
@@ -330,4 +332,27 @@ def pushforward(prim):
     return None
 
 
-__all__ = ["ONE", "MINUS_ONE", "times", "pullback", "pushforward", "float_pullback", "has_plain_step", "plain_pullback"]
+def transposed(jvp):
+    """A reverse rule from a forward rule linear in the tangents: the gradient of t -> <jvp(t), g>
+    at t = 0, run by dg's own reverse mode (so an outer transformation records it too)."""
+    def vjp_all(ns, g, ans, args, kw, wanted):
+        from ..autodiff.transforms import grad     # reverse mode itself, which imports the primitives
+        g = cotangent_value(g, ans)
+        idx = [i for i, w in enumerate(wanted) if w]
+
+        def pairing(*ts):
+            tangents = [None] * len(args)
+            for i, t in zip(idx, ts):
+                tangents[i] = t
+            return O.sum_(O.mul(jvp(ns, tuple(tangents), ans, args, kw), g))
+
+        grads = grad(pairing, tuple(range(len(idx))))(*[zero_of(args[i]) for i in idx])
+        out = [None] * len(args)
+        for i, d in zip(idx, grads):
+            out[i] = d
+        return out
+    return vjp_all
+
+
+__all__ = ["ONE", "MINUS_ONE", "times", "pullback", "pushforward", "float_pullback", "has_plain_step", "plain_pullback",
+           "transposed"]
