@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
                "per_example_gradients", "ensemble",
-               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training"]
+               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process"]
 
 
 def run_example(name, argv=(), keep_tape=False):
@@ -132,6 +132,19 @@ def test_newton_converges_in_a_few_steps_with_the_exact_hessian():
     assert interp.lookup("steps") < 10
     np.testing.assert_allclose(interp.lookup("p"), [1.0, 1.0], atol=1e-9)
     assert np.max(np.abs(interp.lookup("q") - 1.0)) > 0.1   # gradient descent is still far away
+
+
+def test_gaussian_process_fit_matches_the_likelihood_computed_in_numpy():
+    out, interp = run_example("gaussian_process")
+    k = interp.lookup("k")
+    x, y = interp.lookup("x"), interp.lookup("y")
+    length, signal, noise = (float(np.exp(v)) for v in k.vals)
+    d = x[:, None] - x[None, :]
+    c = signal ** 2 * np.exp(-0.5 * d * d / length ** 2) + noise ** 2 * np.eye(len(x))
+    nll = 0.5 * y @ np.linalg.solve(c, y) + 0.5 * np.linalg.slogdet(c)[1] + 0.5 * len(x) * np.log(2 * np.pi)
+    assert abs(interp.lookup("final") - nll) < 1e-10
+    assert interp.lookup("final") < interp.lookup("start") - 10.0
+    assert "noise 0.1" in out
 
 
 def test_csv_logistic_regression_reaches_80_percent(tmp_path, dg):
