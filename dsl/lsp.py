@@ -24,7 +24,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from . import __version__
-from .builtins.help import readable
+from .builtins.help import doc_of, readable
 from .interpreter import Interpreter
 from .outline import Decl, Outline, module_path
 from .syntax_errors import KEYWORDS
@@ -106,7 +106,7 @@ class Documents:
             return None
         kind = found[0]
         if kind == "builtin":
-            return _code(readable(self.builtins[found[1]].__doc__ or found[1]))
+            return _code(readable(doc_of(self.builtins, found[1]) or found[1]))
         if kind == "field":
             return _code(f"field {found[1]} of {found[2].detail}")
         return _decl_markdown(found[1])
@@ -158,7 +158,7 @@ class Documents:
         for name in sorted(self.builtins):
             if name.startswith(prefix) and name not in seen:
                 seen.add(name)
-                doc = self.builtins[name].__doc__ or ""
+                doc = doc_of(self.builtins, name) or ""
                 items.append(T.CompletionItem(label=name, kind=T.CompletionItemKind.Function,
                                               detail=doc.split(": ", 1)[0] if doc else None,
                                               documentation=_code(readable(doc)) if doc else None))

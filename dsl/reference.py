@@ -27,7 +27,11 @@ def parse_doc(doc):
         k += 1
     text = " ".join(head)
     cut = text.find("): ")
-    signature, meaning = (text[:cut + 1], text[cut + 3:]) if cut >= 0 else (text, "")
+    name_cut = text.find(": ")
+    if 0 <= name_cut < text.find("(") or text.find("(") < 0 <= name_cut:     # a constant: "pi: the float ..."
+        signature, meaning = text[:name_cut], text[name_cut + 2:]
+    else:
+        signature, meaning = (text[:cut + 1], text[cut + 3:]) if cut >= 0 else (text, "")
     differentiable, examples = "", []
     while k < len(lines):
         line = lines[k]
@@ -47,11 +51,12 @@ def parse_doc(doc):
 def builtins_markdown(builtins):
     """The builtins, section by section."""
     from .builtins.docs import SECTIONS
+    from .builtins.help import doc_of
     out = []
     for title, names in SECTIONS:
         out += [f"### {title}", ""]
         for name in names:
-            signature, meaning, differentiable, examples = parse_doc(builtins[name].__doc__)
+            signature, meaning, differentiable, examples = parse_doc(doc_of(builtins, name))
             out += [f"#### `{signature}`", "", meaning[:1].upper() + meaning[1:], "",
                     f"*Differentiable:* {differentiable}", ""]
             for example, shown in examples:
@@ -94,6 +99,7 @@ TRANSFORMS = {"grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian
 def index_markdown(builtins):
     """docs/builtins.md: every builtin in one table, by section, from its docstring."""
     from .builtins.docs import SECTIONS
+    from .builtins.help import doc_of
     out = ["# Builtins at a glance", "",
            "Every builtin in one table, made from the same docstrings as `help(name)` and the",
            "[reference](reference.md#5-builtins), where each has its full entry and an example.",
@@ -106,7 +112,7 @@ def index_markdown(builtins):
         out += [f"## {title}", "", "| builtin | what it does | differentiable | under transformations |",
                 "|---|---|---|---|"]
         for name in names:
-            signature, meaning, differentiable, _ = parse_doc(builtins[name].__doc__)
+            signature, meaning, differentiable, _ = parse_doc(doc_of(builtins, name))
             first = meaning.split(". ")[0].rstrip(".")
             diff = differentiable.split(";")[0].split(" (")[0].rstrip(".") or "no"
             if name in EFFECTS:

@@ -9,12 +9,13 @@ import dsl
 from dsl import reference
 from dsl.builtins import docs
 from dsl.builtins.docs import SECTIONS
+from dsl.builtins.help import doc_of
 from dsl.repl import Repl
 
 BUILTINS = dsl.Interpreter().builtins
 EXAMPLES = [(name, example, shown)
             for name in sorted(BUILTINS)
-            for example, shown in reference.parse_doc(BUILTINS[name].__doc__ or "")[3]]
+            for example, shown in reference.parse_doc(doc_of(BUILTINS, name) or "")[3]]
 
 
 def test_every_builtin_is_in_exactly_one_section():
@@ -25,10 +26,12 @@ def test_every_builtin_is_in_exactly_one_section():
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
 def test_every_builtin_has_a_docstring_in_the_reference_format(name):
-    doc = BUILTINS[name].__doc__
+    doc = doc_of(BUILTINS, name)
     assert doc, f"{name} has no docstring"
     signature, meaning, differentiable, examples = reference.parse_doc(doc)
-    assert re.match(rf"{name}\(", signature), f"{name}'s docstring does not start with its signature"
+    # a function's entry starts with its signature, a constant's with its name
+    want = rf"{name}\(" if callable(BUILTINS[name]) else rf"{name}\Z"
+    assert re.match(want, signature), f"{name}'s docstring does not start with its signature"
     assert meaning, f"{name}'s docstring has no meaning after its signature"
     assert re.match(r"(yes|no)\b", differentiable), f"{name}'s docstring does not say whether it is differentiable"
     assert examples, f"{name}'s docstring has no example"
@@ -44,7 +47,7 @@ def test_every_example_shows_what_its_docstring_says(name, example, shown, tmp_p
     interp = dsl.Interpreter(seed=0, stdout=out)
     repl = Repl(interp, out=out, err=err)
     # The examples of one docstring run in order in one session (save, then load).
-    for earlier, _ in reference.parse_doc(BUILTINS[name].__doc__)[3]:
+    for earlier, _ in reference.parse_doc(doc_of(BUILTINS, name))[3]:
         if earlier == example:
             break
         repl.execute(earlier)

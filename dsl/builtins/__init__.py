@@ -22,6 +22,7 @@ def make_builtins(interp):
     for name, fn in names.items():
         public[name] = wrapped = _public(fn)
         wrapped.__doc__ = DOCS.get(name)
+    public.update(core.CONSTANTS)       # values, not functions: help.doc_of finds their entries
     return public
 
 

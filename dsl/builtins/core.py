@@ -16,6 +16,10 @@ from ..values import Struct, type_name, a_type_name
 from . import progress
 
 
+# numbers a program may name, as numpy's: values, not functions (documented in docs_numbers.py)
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+
 def make(interp):
     """The general builtins, bound to one interpreter (for its output stream)."""
 

@@ -3,16 +3,18 @@ the notebook kernel's inspector, the language server's hover and docs/reference.
 these by `python -m dsl.reference`) all read it; `make_builtins` makes each entry the builtin's
 docstring (as numpy's _add_newdocs). Each entry: the signature and its meaning; a line saying
 whether and in what it is differentiable; examples as `>>> dg expression` and what it shows,
-which tests/test_reference.py runs. The linear algebra's entries are in docs_linalg.py.
+which tests/test_reference.py runs. Linear algebra's and the constants' are in docs_*.py.
 """
 
 from .docs_linalg import DOCS as LINALG_DOCS, NAMES as LINALG_NAMES
+from .docs_numbers import DOCS as NUMBER_DOCS, NAMES as NUMBER_NAMES
 # Section of the reference each builtin belongs to, in the order they are listed.
 SECTIONS = [
     ("Creating tensors", ["tensor", "zeros", "ones", "full", "eye", "arange", "linspace", "zeros_like",
                           "ones_like", "rand", "randn", "seed"]),
     ("Shapes and indexing", ["shape", "ndim", "size", "reshape", "transpose", "cat", "stack", "gather",
                              "where", "clamp"]),
+    ("Constants", NUMBER_NAMES),
     ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
                           "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"]),
     ("Activations and losses", ["sigmoid", "softplus", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
@@ -592,4 +594,5 @@ Differentiable: no.
 >>> type(time())
 "float\"""",
     **LINALG_DOCS,
+    **NUMBER_DOCS,
 }

@@ -10,7 +10,7 @@ from ..autodiff.tape import peek
 from ..autodiff.transforms import Transformed
 from ..printing import show
 from ..values import Function, Module, StructDef, a_type_name
-from .docs import SECTIONS
+from .docs import DOCS, SECTIONS
 
 
 def comment_above(span):
@@ -41,6 +41,14 @@ def module_comment(module):
     return "\n".join(found).strip()
 
 
+def doc_of(builtins, name):
+    """The documentation of builtin `name`: a function's docstring, or a constant's entry."""
+    found = DOCS.get(name)
+    if found is None and callable(builtins.get(name)):
+        found = builtins[name].__doc__
+    return found
+
+
 def readable(doc):
     """A builtin's docstring for a reader: its examples, which come last, indented."""
     lines = doc.split("\n")
@@ -61,7 +69,7 @@ def describe(value, builtins):
     value = peek(value)
     name = builtin_name(value, builtins)
     if name is not None:
-        return readable((builtins[name].__doc__ or f"{name}: a builtin").strip())
+        return readable((doc_of(builtins, name) or f"{name}: a builtin").strip())
     if isinstance(value, Function):
         code = value.code
         comment = comment_above(code.span)
