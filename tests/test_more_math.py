@@ -62,3 +62,32 @@ def test_errors(expr, kind, words):
     with pytest.raises(DgError) as info:
         ev(expr)
     assert info.value.kind == kind and words in str(info.value)
+
+
+# ---------------------------------------------------------------- numpy's trigonometric and logistic functions
+MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos", 0.6), ("atan(x)", "arctan", 2.0),
+        ("sinh(x)", "sinh", 2.0), ("cosh(x)", "cosh", 2.0), ("asinh(x)", "arcsinh", 2.0),
+        ("acosh(x + 2.5)", "arccosh", 1.0), ("atanh(x)", "arctanh", 0.6),
+        ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
+        ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0)]
+
+
+@pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
+def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(expr, name, scale):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    fns = {"log_sigmoid": lambda x: jax.nn.log_sigmoid(x * 30.0), "logit": lambda x: jax.scipy.special.logit(x * 0.4 + 0.5),
+           "arctan2": lambda x: jnp.arctan2(x, x * x - 0.3), "logaddexp": lambda x: jnp.logaddexp(x * 100.0, x),
+           "arccosh": lambda x: jnp.arccosh(x + 2.5)}
+    f = fns[name] if name in fns else getattr(jnp, name)
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, 6) * scale
+    interp = dsl.Interpreter(seed=0)
+    interp.set("x0", x)
+    interp.run(f"fn f(x) {{ return {expr} }}\nlet r = (f(x0), grad(fn(x) => sum(f(x)))(x0),\n"
+               f"         vmap(grad(grad(fn(x) => f(x))))(x0), jit(f)(x0))")
+    value, g, g2, jitted = interp.get("r")
+    np.testing.assert_allclose(value, np.asarray(f(x)), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(g, np.asarray(jax.grad(lambda v: jnp.sum(f(v)))(x)), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(g2, np.asarray(jax.vmap(jax.grad(jax.grad(f)))(x)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)

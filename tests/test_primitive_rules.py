@@ -83,6 +83,24 @@ CASES = [
     ("sum(grad(fn(t) => sum(sort(t) * x))(y))", dict(x=r(4), y=r(4))),                 # PutAlong, TakeAlong
     ("sum(grad(fn(t) => prod(t * x))(y))", dict(x=np.array([0.0, 1.5, 0.7]), y=r(3))),   # CumProd at a zero
     ("jvp(fn(t) => sort(t) * x, (x,), (y,))[1]", dict(x=r(4), y=r(4))),                   # TakeAlong
+    ("tan(x)", dict(x=r(3) * 0.5)), ("asin(x)", dict(x=RNG.uniform(-0.8, 0.8, 3))),
+    ("acos(x)", dict(x=RNG.uniform(-0.8, 0.8, 3))), ("atan(x)", dict(x=r(3))), ("sinh(x)", dict(x=r(3))),
+    ("cosh(x)", dict(x=r(3))), ("asinh(x)", dict(x=r(3))), ("acosh(x)", dict(x=r(3, low=1.2))),
+    ("atanh(x)", dict(x=RNG.uniform(-0.8, 0.8, 3))), ("log_sigmoid(x)", dict(x=r(3) * 3.0)),
+    ("logit(x)", dict(x=RNG.uniform(0.1, 0.9, 3))), ("atan2(x, y)", dict(x=r(3), y=r(2, 3))),
+    ("logaddexp(x, y)", dict(x=r(3), y=r(3, 1))),
+    ("custom_jvp(fn(t) => t * t, fn(p, t) => (p[0] * p[0], 2.0 * p[0] * t[0]))(x)", dict(x=r(3))),
+    # linear algebra on well-conditioned matrices (a stack of two where the rules batch)
+    ("solve(x, y)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3))), ("solve(x, y)", dict(x=r(2, 3, 3) + 3.0 * np.eye(3), y=r(2, 3, 2))),
+    ("inv(x)", dict(x=r(3, 3) + 3.0 * np.eye(3))), ("det(x)", dict(x=r(2, 3, 3) + 3.0 * np.eye(3))),
+    ("slogdet(x)[1] + slogdet(x)[0]", dict(x=r(3, 3) + 3.0 * np.eye(3))),
+    ("sum(grad(fn(t) => det(t))(x) * y)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3, 3))),    # Cofactors
+    ("cholesky(x @ transpose(x) + 3.0 * eye(3))", dict(x=r(3, 3))),
+    ("triangular_solve(x, y, lower=true)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3, 2))),
+    ("eigvalsh(x)", dict(x=r(3, 3))), ("eigh(x + transpose(x))[1] ** 2", dict(x=r(3, 3))),
+    ("svd(x, compute_uv=false)", dict(x=r(3, 2))), ("svd(x, full_matrices=false)[0] ** 2", dict(x=r(3, 2))),
+    ("svd(x, full_matrices=false)[2] ** 2", dict(x=r(2, 3))), ("qr(x)[0] ** 2", dict(x=r(3, 2))),
+    ("qr(x)[1] ** 2", dict(x=r(3, 2))), ("pinv(x)", dict(x=r(3, 2))),
 ]
 
 DEFS = "fn set_first(t, v) { let u = t\n u[0] = v\n return u }\n"
@@ -190,7 +208,7 @@ def _perturbed(v):
 NONDIFF = ["x > y", "x < y", "x >= y", "x <= y", "x == y", "x != y", "floor(x)", "sign(x)", "x // y",
            "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y", "ceil(x) + round(y)",
            "argsort(x) + y", "argmax(reshape(x, (2, 2)), axis=1)[1] + argmin(y) + y",
-           "argmax(x) + y", "stop_gradient(x) * y"]
+           "argmax(x) + y", "stop_gradient(x) * y", "slogdet(reshape(x, (2, 2)))[0] + y"]
 
 
 @pytest.mark.parametrize("expr", NONDIFF)

@@ -220,7 +220,8 @@ def test_completion_of_keywords(stocked):
 
 def test_completion_of_builtins(stocked):
     assert completions(stocked, "let f = value_a") == ["value_and_grad"]
-    assert completions(stocked, "log_s") == ["log_softmax"]
+    assert completions(stocked, "log_so") == ["log_softmax"]
+    assert completions(stocked, "log_s") == ["log_sigmoid", "log_softmax"]
 
 
 def test_completion_of_names_in_scope(stocked):

@@ -16,7 +16,7 @@ from ..values import Struct, type_name, a_type_name
 from . import progress
 
 
-# numbers a program may name, as numpy's: values, not functions (documented in docs_numbers.py)
+# numbers a program may name, as numpy's: values, not functions (documented in docs_math.py)
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 

@@ -7,7 +7,7 @@ which tests/test_reference.py runs. Linear algebra's and the constants' are in d
 """
 
 from .docs_linalg import DOCS as LINALG_DOCS, NAMES as LINALG_NAMES
-from .docs_numbers import DOCS as NUMBER_DOCS, NAMES as NUMBER_NAMES
+from .docs_math import DOCS as MATH_DOCS, FUNCTIONS as MATH_FUNCTIONS, NAMES as NUMBER_NAMES
 # Section of the reference each builtin belongs to, in the order they are listed.
 SECTIONS = [
     ("Creating tensors", ["tensor", "zeros", "ones", "full", "eye", "arange", "linspace", "zeros_like",
@@ -16,7 +16,7 @@ SECTIONS = [
                              "where", "clamp"]),
     ("Constants", NUMBER_NAMES),
     ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
-                          "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"]),
+                          "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"] + MATH_FUNCTIONS),
     ("Activations and losses", ["sigmoid", "softplus", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
                                 "logsumexp", "cross_entropy", "layer_norm", "batch_norm"]),
     ("Reductions and linear algebra", ["sum", "mean", "max", "min", "prod", "var", "std", "norm", "cumsum",
@@ -594,5 +594,5 @@ Differentiable: no.
 >>> type(time())
 "float\"""",
     **LINALG_DOCS,
-    **NUMBER_DOCS,
+    **MATH_DOCS,
 }

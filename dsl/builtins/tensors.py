@@ -41,7 +41,9 @@ def make(interp):
         "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
         "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
         "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
-        "softplus": ops.softplus,
+        "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
+        "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
+        "log_sigmoid": ops.log_sigmoid, "logit": ops.logit, "atan2": ops.atan2, "logaddexp": ops.logaddexp,
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
     }
 

@@ -10,7 +10,9 @@ from .arith import add, sub, mul, div, floordiv, mod, pow, neg, pos, matmul, mat
 from .compare import (order, eq, ne, values_equal, truth, not_, COMPARE, logical_and, logical_or, logical_not,
                       any_, isfinite)
 from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, relu, silu, gelu,
-                          erf, sign, floor, ceil, round_, log1p, expm1, softplus, nz, nz_kept, maximum, minimum, where, clamp)
+                          erf, sign, floor, ceil, round_, log1p, expm1, softplus, nz, nz_kept, maximum, minimum, where, clamp,
+                          tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log_sigmoid, logit, atan2,
+                          logaddexp)
 from .reduce import sum_, mean, max_, min_, logsumexp, keep_axes, count, var, prod, cumsum, cumprod
 from .sorting import argmax, argmin, argsort, sort, take_along, put_along
 from .linalg import einsum

@@ -100,6 +100,18 @@ erf = _unary("Erf", "erf", math.erf, _erf_vector)
 log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
 expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)
 softplus = _unary("Softplus", "softplus", _softplus_scalar, _softplus_vector)
+# numpy's: a value outside a function's domain is nan (math raises there, and _unary asks numpy)
+tan = _unary("Tan", "tan", math.tan, np.tan)
+asin = _unary("Asin", "asin", math.asin, np.arcsin)
+acos = _unary("Acos", "acos", math.acos, np.arccos)
+atan = _unary("Atan", "atan", math.atan, np.arctan)
+sinh = _unary("Sinh", "sinh", math.sinh, np.sinh)
+cosh = _unary("Cosh", "cosh", math.cosh, np.cosh)
+asinh = _unary("Asinh", "asinh", math.asinh, np.arcsinh)
+acosh = _unary("Acosh", "acosh", math.acosh, np.arccosh)
+atanh = _unary("Atanh", "atanh", math.atanh, np.arctanh)
+log_sigmoid = _unary("LogSigmoid", "log_sigmoid", lambda x: -_softplus_scalar(-x), lambda x: -np.logaddexp(0.0, -x))
+logit = _unary("Logit", "logit", lambda x: math.log(x) - math.log1p(-x), lambda x: np.log(x) - np.log1p(-x))
 
 
 def _constant(op, name, vector, scalar):
@@ -176,6 +188,8 @@ def _binary_elementwise(op, name, ufunc):
 
 maximum = _binary_elementwise("Maximum", "maximum", np.maximum)
 minimum = _binary_elementwise("Minimum", "minimum", np.minimum)
+atan2 = _binary_elementwise("Atan2", "atan2", np.arctan2)
+logaddexp = _binary_elementwise("LogAddExp", "logaddexp", np.logaddexp)
 
 
 def _bools(v):

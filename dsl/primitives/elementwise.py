@@ -52,6 +52,41 @@ unary("Silu", O.silu, _silu)
 unary("Gelu", O.gelu, _gelu)
 
 
+def _inverse_sqrt(ns, s):
+    """1 / sqrt(s)."""
+    return ns.div(1.0, ns.sqrt(s))
+
+
+unary("Tan", O.tan, lambda ns, ans, x: ns.add(1.0, ns.mul(ans, ans)))
+unary("Asin", O.asin, lambda ns, ans, x: _inverse_sqrt(ns, ns.sub(1.0, ns.mul(x, x))))
+unary("Acos", O.acos, lambda ns, ans, x: ns.neg(_inverse_sqrt(ns, ns.sub(1.0, ns.mul(x, x)))))
+unary("Atan", O.atan, lambda ns, ans, x: ns.div(1.0, ns.add(1.0, ns.mul(x, x))))
+unary("Sinh", O.sinh, lambda ns, ans, x: ns.cosh(x))
+unary("Cosh", O.cosh, lambda ns, ans, x: ns.sinh(x))
+unary("Asinh", O.asinh, lambda ns, ans, x: _inverse_sqrt(ns, ns.add(ns.mul(x, x), 1.0)))
+unary("Acosh", O.acosh, lambda ns, ans, x: _inverse_sqrt(ns, ns.sub(ns.mul(x, x), 1.0)))
+unary("Atanh", O.atanh, lambda ns, ans, x: ns.div(1.0, ns.sub(1.0, ns.mul(x, x))))
+unary("LogSigmoid", O.log_sigmoid, lambda ns, ans, x: ns.sigmoid(ns.neg(x)))        # 1 - sigmoid(x), stably
+unary("Logit", O.logit, lambda ns, ans, x: ns.div(1.0, ns.mul(x, ns.sub(1.0, x))))
+
+
+
+def _atan2_y(ns, ans, y, x):
+    """d/dy atan2(y, x) = x / (x^2 + y^2)."""
+    return ns.div(x, ns.add(ns.mul(x, x), ns.mul(y, y)))
+
+
+def _atan2_x(ns, ans, y, x):
+    """d/dx atan2(y, x) = -y / (x^2 + y^2)."""
+    return ns.neg(ns.div(y, ns.add(ns.mul(x, x), ns.mul(y, y))))
+
+
+define("Atan2", O.atan2, batch=ELEMENTWISE, partials=(_atan2_y, _atan2_x), keeps_nan=True)
+# d/da ln(e^a + e^b) = e^(a - ans): the softmax of the two, without overflow
+define("LogAddExp", O.logaddexp, batch=ELEMENTWISE, keeps_nan=True,
+       partials=(lambda ns, ans, a, b: ns.exp(ns.sub(a, ans)), lambda ns, ans, a, b: ns.exp(ns.sub(b, ans))))
+
+
 # ---------------------------------------------------------------- maximum / minimum
 def _tie_weights(ns, a, b, wins):
     """Share of the derivative a side of maximum/minimum gets: 1, 0, or 1/2 on ties (reference 6.6)."""

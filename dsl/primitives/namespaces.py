@@ -187,6 +187,7 @@ EAGER = SimpleNamespace(
     exp=_unary(math.exp, np.exp), ln=_unary(math.log, np.log), sin=_unary(math.sin, np.sin),
     cos=_unary(math.cos, np.cos), sqrt=_unary(math.sqrt, np.sqrt),
     sigmoid=O.sigmoid, erf=O.erf, tanh=_unary(math.tanh, np.tanh), floor=_unary(math.floor, np.floor),
+    sinh=_unary(math.sinh, np.sinh), cosh=_unary(math.cosh, np.cosh),
     sign=O.sign, pow=lambda a, b: O.pow(a, b), where=where,
     greater=_compare(np.greater, lambda a, b: a > b), less=_compare(np.less, lambda a, b: a < b),
     equal=_compare(np.equal, lambda a, b: a == b), greater_equal=_compare(np.greater_equal, lambda a, b: a >= b),
@@ -205,7 +206,7 @@ EAGER = SimpleNamespace(
 TRACED = SimpleNamespace(
     add=O.add, sub=O.sub, mul=O.mul, div=O.div, neg=O.neg, negate=lambda g: O.sub(0.0, g),
     cmul=lambda g, c: O.mul(g, c), exp=O.exp, ln=O.ln, sin=O.sin, cos=O.cos, sqrt=O.sqrt, sigmoid=O.sigmoid,
-    erf=O.erf, tanh=O.tanh, floor=O.floor, sign=O.sign, pow=O.pow, where=O.where,
+    erf=O.erf, tanh=O.tanh, floor=O.floor, sign=O.sign, pow=O.pow, where=O.where, sinh=O.sinh, cosh=O.cosh,
     greater=lambda a, b: O.order(">", a, b), less=lambda a, b: O.order("<", a, b), equal=O.eq,
     greater_equal=lambda a, b: O.order(">=", a, b), less_equal=lambda a, b: O.order("<=", a, b),
     logical_and=O.logical_and, logical_or=O.logical_or, logical_not=O.logical_not, any=O.any_, isfinite=O.isfinite,
