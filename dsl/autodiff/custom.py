@@ -19,33 +19,37 @@ from .transforms import Transformed, _describe, _fname, _reads_trace
 # ---------------------------------------------------------------- custom_vjp
 def custom_vjp(f, bwd):
     """custom_vjp(f, bwd): f, whose gradient is bwd(args..., out, g)."""
+    return _custom(f, bwd, "CustomVjp", "custom_vjp", "bwd", "backward function", "gradients")
+
+
+def _custom(f, rule, op, who, key, rule_words, what):
+    """f with a user's derivative rule (kept under `key` in the recorded step `op`)."""
 
     def call(*args, **kwargs):
         args, kwargs = _as_positional(f, args, kwargs)
         leaves, spec = flatten(args)
         if not any(type(x) is Box for x in leaves):
             if any(type(x) is Box for x in flatten(kwargs)[0]):
-                raise _keyword_error(f, "custom_vjp", "backward function")
+                raise _keyword_error(f, who, rule_words)
             return f(*args, **kwargs)
         top = tape.top_trace(leaves)
         if top.kind is tape.STAGE and not top.keeps_rules(leaves):
-            # jit and vmap see what f does; bwd matters only to a derivative taken through the
-            # recording, where a CustomVjp step is recorded (its kernel calls f)
+            # jit and vmap see what f does; the rule matters only to a derivative taken through
+            # the recording, where the step is recorded (its kernel calls f)
             return f(*args, **kwargs)
-        # the kernel calls `call` again: an outer differentiation records its own CustomVjp node,
-        # so bwd gives the derivative at every level (grad of grad, hessian), as in JAX
-        out = record("CustomVjp", tuple(leaves), {"spec": spec, "kwargs": kwargs, "bwd": bwd, "fn": f,
-                                                  "call": call})
-        if type(out) is Box and out.op == "CustomVjp" and _reads_trace(out.v, top):
-            # bwd gives gradients for the arguments only: a differentiated value that f reads
-            # through its closure would silently get none (JAX refuses this too)
-            raise error("grad", f"custom_vjp({_fname(f)}) reads a value that is being differentiated "
-                                f"through its closure or a keyword argument, but its backward function "
-                                f"only gives gradients for its positional arguments",
+        # the kernel calls `call` again: an outer differentiation records its own step, so the
+        # rule gives the derivative at every level (grad of grad, hessian), as in JAX
+        out = record(op, tuple(leaves), {"spec": spec, "kwargs": kwargs, key: rule, "fn": f, "call": call})
+        if type(out) is Box and out.op == op and _reads_trace(out.v, top):
+            # the rule gives derivatives for the arguments only: a differentiated value that f
+            # reads through its closure would silently get none (JAX refuses this too)
+            raise error("grad", f"{who}({_fname(f)}) reads a value that is being differentiated through its "
+                                f"closure or a keyword argument, but its {rule_words} only gives {what} for "
+                                f"its positional arguments",
                         hint="pass that value to the function as a positional argument")
         return out
 
-    return Transformed(f"custom_vjp({_fname(f)})", call, (f, bwd))
+    return Transformed(f"{who}({_fname(f)})", call, (f, rule))
 
 
 def _as_positional(f, args, kwargs):
@@ -103,27 +107,7 @@ def _numeric(v):
 def custom_jvp(f, rule):
     """custom_jvp(f, jvp): f, whose derivatives come from jvp(primals, tangents), which returns
     (f's value, the output's tangent) as JAX's defjvp rule does."""
-
-    def call(*args, **kwargs):
-        args, kwargs = _as_positional(f, args, kwargs)
-        leaves, spec = flatten(args)
-        if not any(type(x) is Box for x in leaves):
-            if any(type(x) is Box for x in flatten(kwargs)[0]):
-                raise _keyword_error(f, "custom_jvp", "derivative rule")
-            return f(*args, **kwargs)
-        top = tape.top_trace(leaves)
-        if top.kind is tape.STAGE and not top.keeps_rules(leaves):
-            return f(*args, **kwargs)       # as custom_vjp: only a derivative needs the rule
-        out = record("CustomJvp", tuple(leaves), {"spec": spec, "kwargs": kwargs, "rule": rule, "fn": f,
-                                                  "call": call})
-        if type(out) is Box and out.op == "CustomJvp" and _reads_trace(out.v, top):
-            raise error("grad", f"custom_jvp({_fname(f)}) reads a value that is being differentiated "
-                                f"through its closure or a keyword argument, but its derivative rule "
-                                f"only gives tangents for its positional arguments",
-                        hint="pass that value to the function as a positional argument")
-        return out
-
-    return Transformed(f"custom_jvp({_fname(f)})", call, (f, rule))
+    return _custom(f, rule, "CustomJvp", "custom_jvp", "rule", "derivative rule", "tangents")
 
 
 __all__ = ["custom_vjp", "custom_jvp"]
