@@ -91,3 +91,40 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     np.testing.assert_allclose(g, np.asarray(jax.grad(lambda v: jnp.sum(f(v)))(x)), rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(g2, np.asarray(jax.vmap(jax.grad(jax.grad(f)))(x)), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)
+
+
+# ---------------------------------------------------------------- numpy's array functions, composed
+ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x: np_.flip(x, 1)),
+          ("roll(x, 1, 1)", lambda np_, x: np_.roll(x, 1, 1)), ("roll(x, -4)", lambda np_, x: np_.roll(x, -4)),
+          ("diff(x)", lambda np_, x: np_.diff(x)), ("diff(x, 2, 0)", lambda np_, x: np_.diff(x, 2, 0)),
+          ("cumprod(x)", lambda np_, x: np_.cumprod(x)), ("cumprod(x, 1)", lambda np_, x: np_.cumprod(x, 1)),
+          ("meshgrid(x[0], x[1, :2])[0]", lambda np_, x: np_.meshgrid(x[0], x[1, :2])[0]),
+          ("meshgrid(x[0], x[1, :2], indexing=\"ij\")[1]", lambda np_, x: np_.meshgrid(x[0], x[1, :2], indexing="ij")[1])]
+
+
+@pytest.mark.parametrize("expr, ref", ARRAYS, ids=[a[0] for a in ARRAYS])
+def test_array_functions_give_numpys_values_and_jaxs_gradients(expr, ref):
+    x = np.random.default_rng(9).normal(size=(3, 4))
+    interp = dsl.Interpreter(seed=0)
+    interp.set("x0", x)
+    interp.set("c", np.random.default_rng(10).normal(size=np.shape(ref(np, x))))
+    interp.run(f"fn f(x) {{ return {expr} }}\nlet r = (f(x0), grad(fn(x) => sum(f(x) * c))(x0), jit(f)(x0),\n"
+               f"         vmap(f)(stack((x0, x0 * 2.0))))")
+    value, g, jitted, mapped = interp.get("r")
+    np.testing.assert_allclose(value, ref(np, x), rtol=1e-14)
+    np.testing.assert_allclose(jitted, value, rtol=1e-15)
+    np.testing.assert_allclose(mapped[1], ref(np, x * 2.0), rtol=1e-14)
+    from gradcheck import numeric_grad
+    c = interp.get("c")
+    np.testing.assert_allclose(g, numeric_grad(lambda v: float(np.sum(ref(np, v) * c)), [x], 0), rtol=1e-6, atol=1e-7)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    want = jax.grad(lambda v: jax.numpy.sum(ref(jax.numpy, v) * c))(x)
+    np.testing.assert_allclose(g, np.asarray(want), rtol=1e-12, atol=1e-13)
+
+
+def test_the_array_tests():
+    r = ev("(isnan([1.0, nan, inf]), isfinite([1.0, nan, -inf]), allclose(x, x + 1e-9), allclose(x, x + 1.0), "
+           "isnan(nan))")
+    assert list(r[0]) == [False, True, False] and list(r[1]) == [True, False, False]
+    assert r[2:] == (True, False, True)

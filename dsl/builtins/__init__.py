@@ -3,7 +3,7 @@
 import inspect
 
 from . import core, grads, tensors, trees
-from . import data, files, help, linalg, plot, progress
+from . import arrays, data, files, help, linalg, plot, progress
 from .docs import DOCS
 
 
@@ -15,6 +15,7 @@ def make_builtins(interp):
     names.update(tensors.make(interp))
     names.update(trees.BUILTINS)
     names.update(linalg.BUILTINS)
+    names.update(arrays.BUILTINS)
     names.update(grads.make(interp))
     names.update(data.make(interp), **files.make(interp), **progress.make(interp))
     names.update(help.make(interp), **plot.make(interp))

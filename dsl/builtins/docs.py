@@ -7,7 +7,7 @@ which tests/test_reference.py runs. Linear algebra's and the constants' are in d
 """
 
 from .docs_linalg import DOCS as LINALG_DOCS, NAMES as LINALG_NAMES
-from .docs_math import DOCS as MATH_DOCS, FUNCTIONS as MATH_FUNCTIONS, NAMES as NUMBER_NAMES
+from .docs_math import ARRAYS, DOCS as MATH_DOCS, FUNCTIONS as MATH_FUNCTIONS, NAMES as NUMBER_NAMES
 # Section of the reference each builtin belongs to, in the order they are listed.
 SECTIONS = [
     ("Creating tensors", ["tensor", "zeros", "ones", "full", "eye", "arange", "linspace", "zeros_like",
@@ -25,6 +25,7 @@ SECTIONS = [
     ("Differentiation and other transformations", ["grad", "value_and_grad", "jacobian", "jacrev", "jacfwd",
                                                    "hessian", "jvp", "linearize", "vjp", "vmap", "jit",
                                                    "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint"]),
+    ("Array functions", ARRAYS),
     ("Trees", ["tree_map", "tree_leaves", "global_norm", "clip_by_global_norm"]),
     ("Data, files and runs", ["load_csv", "batches", "one_hot", "train_test_split", "save", "load",
                               "progress", "plot", "can_plot"]),

@@ -1,8 +1,9 @@
-"""The documentation of the numeric constants (dsl/builtins/core.py's CONSTANTS) and of numpy's
-trigonometric, hyperbolic and logistic functions, in the form of dsl/builtins/docs.py, which
-merges it."""
+"""The documentation of the numeric constants (dsl/builtins/core.py's CONSTANTS), of numpy's
+trigonometric, hyperbolic and logistic functions and of its array functions (arrays.py), in the
+form of dsl/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan"]
+ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "isnan", "isfinite", "allclose"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp"]
 
@@ -71,6 +72,40 @@ Differentiable: yes (sigmoid(-x)).
 Differentiable: yes (1 / (p (1 - p))).
 >>> logit(0.5)
 0.0""",
+    "flip": """flip(x, axis=none): x with its entries in reverse order along an axis (along every axis: none).
+Differentiable: yes.
+>>> flip([1.0, 2.0, 3.0])
+[3.0, 2.0, 1.0]""",
+    "roll": """roll(x, shift, axis=none): entries moved shift places along an axis, those past the end coming
+back at the start (numpy's; with axis none, over the flattened tensor).
+Differentiable: yes.
+>>> roll([1.0, 2.0, 3.0], 1)
+[3.0, 1.0, 2.0]""",
+    "diff": """diff(x, n=1, axis=-1): the differences of neighbours along an axis, taken n times (numpy's).
+Differentiable: yes.
+>>> diff([1.0, 4.0, 9.0])
+[3.0, 5.0]""",
+    "cumprod": """cumprod(x, axis=none): running products along an axis (none: of the flattened tensor).
+Differentiable: yes (also where an entry is zero).
+>>> cumprod([1.0, 2.0, 3.0])
+[1.0, 2.0, 6.0]""",
+    "meshgrid": """meshgrid(*xs, indexing="xy"): a tuple of coordinate tensors over the grid the vectors xs
+span, as numpy's (with "xy" the first vector runs along the columns, with "ij" along the rows).
+Differentiable: yes.
+>>> meshgrid([1.0, 2.0], [3.0], indexing="ij")
+([[1.0], [2.0]], [[3.0], [3.0]])""",
+    "isnan": """isnan(x): which entries are nan: a bool tensor, or a bool for a number.
+Differentiable: no (a mask).
+>>> isnan([1.0, nan])
+[false, true]""",
+    "isfinite": """isfinite(x): which entries are neither infinite nor nan: a bool tensor, or a bool for a number.
+Differentiable: no (a mask).
+>>> isfinite([1.0, inf])
+[true, false]""",
+    "allclose": """allclose(a, b, rtol=1e-05, atol=1e-08): whether every |a - b| <= atol + rtol * |b| (numpy's).
+Differentiable: no (a bool).
+>>> allclose([1.0, 2.0], [1.0, 2.0000001])
+true""",
     "logaddexp": """logaddexp(a, b): ln(exp(a) + exp(b)) without overflow (numpy's), with broadcasting.
 Differentiable: yes, in a and b (the softmax of the two).
 >>> logaddexp(1000.0, 1000.0)

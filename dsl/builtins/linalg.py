@@ -122,10 +122,16 @@ def norm(x, axis=None, keepdims=False, ord=None):
     order = raw(ord)
     if order is None:
         return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
+    if type(peek(x)) not in (np.ndarray, float, int, bool):
+        raise error("type", f"norm needs a number or a tensor, got {type_name(peek(x))}")
     shape = np.shape(peek(x))
     axes = raw(axis)
     if type(axes) is tuple and len(axes) == 2 or axes is None and len(shape) == 2:
-        return _matrix_norm(x, order, (-2, -1) if axes is None else axes, keepdims, len(shape))
+        axes = (-2, -1) if axes is None else axes
+        if any(type(a) is not int or not -len(shape) <= a < len(shape) for a in axes):
+            raise error("shape", f"norm: the axes {axes!r} of a matrix norm are not two axes of a tensor of "
+                                 f"shape {fmt_shape(shape)}")
+        return _matrix_norm(x, order, axes, keepdims, len(shape))
     if type(axes) is int or axes is None and len(shape) == 1:
         return _vector_norm(x, order, axes, keepdims)
     raise error("shape", f"norm with ord needs a vector, a matrix, an axis or a pair of axes; got a tensor of shape "
