@@ -128,3 +128,13 @@ def test_the_array_tests():
            "isnan(nan))")
     assert list(r[0]) == [False, True, False] and list(r[1]) == [True, False, False]
     assert r[2:] == (True, False, True)
+
+
+def test_array_functions_refuse_what_is_not_a_tensor_in_dgs_words():
+    for src, words in [("flip((1, 2))", "flip needs a tensor, got tuple"), ("diff((1.0, 2.0))", "diff needs a tensor"),
+                       ("isfinite({})", "isfinite needs a number or a tensor"),
+                       ("qr((1, 2), eye(2))", "qr: mode must be a string")]:
+        with pytest.raises(DgError) as info:
+            ev(src)
+        assert words in info.value.message
+    assert ev("isfinite(10 ** 30)") is True      # an int, however long, is finite

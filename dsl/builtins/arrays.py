@@ -29,8 +29,9 @@ def _along(nd, axis, part):
 def _tensor_shape(x, who):
     """The shape of a tensor argument (a number is a tensor of shape ())."""
     v = peek(x)
-    if type(v) not in (np.ndarray, float, int, bool, tuple):
-        raise error("type", f"{who} needs a tensor, got {type_name(v)}")
+    if type(v) not in (np.ndarray, float, int, bool):
+        raise error("type", f"{who} needs a tensor, got {type_name(v)}",
+                    hint="tensor(t) makes a tensor of a tuple of numbers" if type(v) is tuple else None)
     return np.shape(v)
 
 
@@ -123,7 +124,8 @@ def isnan(x):
 
 def isfinite(x):
     """isfinite(x): which entries are finite (a bool tensor; a bool for a number)."""
-    return ops.isfinite(_numbers(x, "isfinite"))
+    x = _numbers(x, "isfinite")
+    return True if type(peek(x)) is int else ops.isfinite(x)      # an int, however long, is finite
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08):

@@ -81,11 +81,12 @@ def svd(a, full_matrices=True, compute_uv=True):
 def qr(a, mode="reduced"):
     """qr(a, mode="reduced"): (q, r) with a = q @ r, q's columns orthonormal and r upper triangular."""
     mode = raw(mode)
+    if type(mode) is not str:
+        raise error("type", f"qr: mode must be a string, got {type_name(mode)}")
     if mode == "r":
         return D.qr_r(a)
     if mode != "reduced":
-        raise error("value", f"qr: mode must be \"reduced\" or \"r\", got {mode!r}" if type(mode) is str else
-                    f"qr: mode must be a string, got {type_name(mode)}")
+        raise error("value", f"qr: mode must be \"reduced\" or \"r\", got {mode!r}")
     return D.qr_q(a), D.qr_r(a)
 
 
