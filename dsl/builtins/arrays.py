@@ -6,22 +6,20 @@ import numpy as np
 
 from .. import ops
 from ..autodiff.tape import peek, raw
-from ..errors import error
-from ..ops.core import fmt_shape
+from ..errors import DgError, error
+from ..ops.core import fmt_shape, normalize_axis
 from ..values import type_name
 
 
 def _axis(axis, nd, who):
-    """An axis given as an int, checked against the number of axes."""
-    axis = raw(axis)
-    if type(axis) is not int:
-        raise error("type", f"{who}: axis must be an int, got {type_name(axis)}")
-    if not -nd <= axis < nd:
-        raise error("shape", f"{who}: axis {axis} is out of range for a tensor with {nd} ax{'is' if nd == 1 else 'es'}")
-    return axis % nd
+    """An axis given as an int, checked against the number of axes (as every builtin's axis)."""
+    try:
+        return normalize_axis(raw(axis), nd, False)
+    except DgError as exc:
+        raise error(exc.kind, f"{who}: {exc.message}") from None
 
 
-def _along(nd, axis, part):
+def _along(axis, part):
     """An index key taking `part` (a slice) along one axis and everything along the others."""
     return (slice(None),) * axis + (part,)
 
@@ -40,7 +38,7 @@ def flip(x, axis=None):
     shape = _tensor_shape(x, "flip")
     axes = range(len(shape)) if raw(axis) is None else [_axis(axis, len(shape), "flip")]
     for a in axes:
-        x = ops.index(x, _along(len(shape), a, slice(None, None, -1)))
+        x = ops.index(x, _along(a, slice(None, None, -1)))
     return x
 
 
@@ -58,8 +56,8 @@ def roll(x, shift, axis=None):
     if n == 0 or shift % n == 0:
         return x
     k = shift % n
-    return ops.cat((ops.index(x, _along(len(shape), a, slice(n - k, None))),
-                    ops.index(x, _along(len(shape), a, slice(None, n - k)))), a)
+    return ops.cat((ops.index(x, _along(a, slice(n - k, None))),
+                    ops.index(x, _along(a, slice(None, n - k)))), a)
 
 
 def diff(x, n=1, axis=-1):
@@ -72,8 +70,8 @@ def diff(x, n=1, axis=-1):
         raise error("shape", "diff needs a tensor with at least one axis, got a number")
     a = _axis(axis, len(shape), "diff")
     for _ in range(n):
-        x = ops.sub(ops.index(x, _along(len(shape), a, slice(1, None))),
-                    ops.index(x, _along(len(shape), a, slice(None, -1))))
+        x = ops.sub(ops.index(x, _along(a, slice(1, None))),
+                    ops.index(x, _along(a, slice(None, -1))))
     return x
 
 
