@@ -31,7 +31,7 @@ BUILTINS = frozenset("""
     assert error time
     tree_map tree_leaves global_norm clip_by_global_norm
     solve cholesky triangular_solve cho_solve inv det slogdet eigh eigvalsh svd qr pinv lstsq trace diagonal diag
-    outer tril triu
+    outer tril triu conv conv_transpose max_pool avg_pool pad
     grad value_and_grad jacobian jacrev jacfwd hessian jvp linearize vjp vmap jit stop_gradient custom_vjp
     custom_jvp checkpoint
     load_csv batches one_hot train_test_split save load progress help plot can_plot

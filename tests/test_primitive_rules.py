@@ -95,6 +95,9 @@ CASES = [
     ("inv(x)", dict(x=r(3, 3) + 3.0 * np.eye(3))), ("det(x)", dict(x=r(2, 3, 3) + 3.0 * np.eye(3))),
     ("slogdet(x)[1] + slogdet(x)[0]", dict(x=r(3, 3) + 3.0 * np.eye(3))),
     ("sum(grad(fn(t) => det(t))(x) * y)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3, 3))),    # Cofactors
+    ("conv(x, y, stride=2, padding=1, dilation=(1, 2))", dict(x=r(2, 2, 5, 6), y=r(3, 2, 2, 2))),
+    ("conv_transpose(x, y, stride=(2, 1), padding=1)", dict(x=r(1, 2, 3, 4), y=r(2, 3, 3, 2))),
+    ("max_pool(x, 2) + avg_pool(x, 2)", dict(x=r(1, 2, 4, 4))),
     ("cholesky(x @ transpose(x) + 3.0 * eye(3))", dict(x=r(3, 3))),
     ("triangular_solve(x, y, lower=true)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3, 2))),
     ("eigvalsh(x)", dict(x=r(3, 3))), ("eigh(x + transpose(x))[1] ** 2", dict(x=r(3, 3))),
