@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
                "per_example_gradients", "ensemble",
-               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process"]
+               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process", "cnn"]
 
 
 def run_example(name, argv=(), keep_tape=False):
@@ -145,6 +145,13 @@ def test_gaussian_process_fit_matches_the_likelihood_computed_in_numpy():
     assert abs(interp.lookup("final") - nll) < 1e-10
     assert interp.lookup("final") < interp.lookup("start") - 10.0
     assert "noise 0.1" in out
+
+
+def test_the_cnn_tells_lines_from_crosses_on_held_out_images():
+    out, interp = run_example("cnn")
+    assert number_after(out, "test accuracy") >= 0.95
+    assert number_after(out, "step 0: loss") > 1.0 > 0.05 > interp.lookup("l")
+    assert interp.lookup("test_x").shape == (200, 1, 8, 8)
 
 
 def test_csv_logistic_regression_reaches_80_percent(tmp_path, dg):

@@ -31,6 +31,18 @@ def test_linear_is_a_struct_with_he_init_and_zero_bias():
     assert abs(layer.w.mean()) < 0.005
 
 
+def test_conv_layer_is_he_initialised_and_adds_its_bias_per_channel():
+    layer = ev("seed(0)\nnn.conv_layer(20, 30, 5)")
+    assert layer.w.shape == (30, 20, 5, 5) and np.all(layer.b == 0.0)
+    assert abs(np.std(layer.w) - np.sqrt(2.0 / 500)) < 0.003
+    one_d = ev('seed(0)\nnn.conv_layer(4, 6, (3,), init="glorot")')
+    assert one_d.w.shape == (6, 4, 3) and abs(np.std(one_d.w) - np.sqrt(2.0 / 30)) < 0.02
+    y = ev("seed(0)\nlet c = nn.conv_layer(2, 3, 3)\nc = nn.Conv(w=c.w, b=[1.0, 2.0, 3.0])\n"
+           "nn.conv_apply(c, ones((4, 2, 6, 5)), padding=\"same\") - conv(ones((4, 2, 6, 5)), c.w, padding=\"same\")")
+    assert y.shape == (4, 3, 6, 5)
+    np.testing.assert_allclose(y, np.broadcast_to(np.array([1.0, 2.0, 3.0])[:, None, None], (4, 3, 6, 5)))
+
+
 def test_linear_glorot_init_scale():
     layer = ev('seed(0)\nnn.linear(400, 200, init="glorot")')
     assert abs(layer.w.std() / np.sqrt(2.0 / 600) - 1.0) < 0.02
