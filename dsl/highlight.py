@@ -22,6 +22,7 @@ WORD_OPERATORS = ("and", "or", "not")
 BUILTINS = frozenset("""
     flip roll diff cumprod meshgrid isnan isfinite allclose
     pi e inf nan tan asin acos atan atan2 sinh cosh asinh acosh atanh log_sigmoid logit logaddexp
+    xlogy erfinv lgamma digamma
     tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
     shape ndim size reshape transpose cat stack gather where clamp
     neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign floor softmax log_softmax
@@ -32,6 +33,8 @@ BUILTINS = frozenset("""
     tree_map tree_leaves global_norm clip_by_global_norm
     solve cholesky triangular_solve cho_solve inv det slogdet eigh eigvalsh svd qr pinv lstsq trace diagonal diag
     outer tril triu conv conv_transpose max_pool avg_pool pad
+    rng split fold_in uniform normal exponential bernoulli categorical permutation choice gamma beta dirichlet
+    poisson truncated_normal
     grad value_and_grad jacobian jacrev jacfwd hessian jvp linearize vjp vmap jit stop_gradient custom_vjp
     custom_jvp checkpoint
     load_csv batches one_hot train_test_split save load progress help plot can_plot

@@ -69,7 +69,8 @@ MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos"
         ("sinh(x)", "sinh", 2.0), ("cosh(x)", "cosh", 2.0), ("asinh(x)", "arcsinh", 2.0),
         ("acosh(x + 2.5)", "arccosh", 1.0), ("atanh(x)", "arctanh", 0.6),
         ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
-        ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0)]
+        ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0),
+        ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0)]
 
 
 @pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
@@ -79,7 +80,9 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     jnp = jax.numpy
     fns = {"log_sigmoid": lambda x: jax.nn.log_sigmoid(x * 30.0), "logit": lambda x: jax.scipy.special.logit(x * 0.4 + 0.5),
            "arctan2": lambda x: jnp.arctan2(x, x * x - 0.3), "logaddexp": lambda x: jnp.logaddexp(x * 100.0, x),
-           "arccosh": lambda x: jnp.arccosh(x + 2.5)}
+           "arccosh": lambda x: jnp.arccosh(x + 2.5), "erfinv": jax.scipy.special.erfinv,
+           "xlogy": lambda x: jax.scipy.special.xlogy(x * x, x + 1.5),
+           "gammaln": lambda x: jax.scipy.special.gammaln(x * 3.0)}
     f = fns[name] if name in fns else getattr(jnp, name)
     x = np.random.default_rng(5).uniform(-1.0, 1.0, 6) * scale
     interp = dsl.Interpreter(seed=0)
@@ -91,6 +94,22 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     np.testing.assert_allclose(g, np.asarray(jax.grad(lambda v: jnp.sum(f(v)))(x)), rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(g2, np.asarray(jax.vmap(jax.grad(jax.grad(f)))(x)), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)
+
+
+def test_special_functions_at_known_values_and_digammas_derivative():
+    euler = 0.5772156649015329
+    r = ev("(erf(erfinv(x * 0.2)), erfinv([1.0, -1.0, 0.0, 2.0]), lgamma([1.0, 0.5, 10.0, 0.0, -2.0]), "
+           "digamma([1.0, 0.5, -0.5]), grad(digamma)(1.0), vmap(grad(lgamma))([2.0, 3.0]), xlogy([0.0, 2.0], [0.0, e]))")
+    np.testing.assert_allclose(r[0], X * 0.2, rtol=1e-15, atol=1e-16)
+    assert list(r[1][:3]) == [np.inf, -np.inf, 0.0] and np.isnan(r[1][3])
+    np.testing.assert_allclose(r[2], [0.0, 0.5 * np.log(np.pi), np.log(362880.0), np.inf, np.inf], rtol=1e-14)
+    np.testing.assert_allclose(r[3], [-euler, -euler - 2 * np.log(2), -euler - 2 * np.log(2) + 2], rtol=1e-14, atol=1e-15)
+    assert abs(r[4] - np.pi ** 2 / 6) < 1e-13                    # trigamma(1)
+    np.testing.assert_allclose(r[5], [1 - euler, 1.5 - euler], rtol=1e-14)
+    assert list(r[6]) == [0.0, 2.0]
+    with pytest.raises(DgError) as info:
+        ev("grad(grad(digamma))(1.0)")
+    assert info.value.kind == "grad" and "Trigamma" in info.value.message
 
 
 # ---------------------------------------------------------------- numpy's array functions, composed

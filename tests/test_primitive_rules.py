@@ -88,7 +88,11 @@ CASES = [
     ("cosh(x)", dict(x=r(3))), ("asinh(x)", dict(x=r(3))), ("acosh(x)", dict(x=r(3, low=1.2))),
     ("atanh(x)", dict(x=RNG.uniform(-0.8, 0.8, 3))), ("log_sigmoid(x)", dict(x=r(3) * 3.0)),
     ("logit(x)", dict(x=RNG.uniform(0.1, 0.9, 3))), ("atan2(x, y)", dict(x=r(3), y=r(2, 3))),
-    ("logaddexp(x, y)", dict(x=r(3), y=r(3, 1))),
+    ("logaddexp(x, y)", dict(x=r(3), y=r(3, 1))), ("xlogy(x, y)", dict(x=r(3), y=r(2, 3, low=0.5))),
+    ("erfinv(x)", dict(x=RNG.uniform(-0.9, 0.9, 3))), ("lgamma(x)", dict(x=r(3, low=0.5))),
+    ("digamma(x)", dict(x=r(3, low=0.5))),
+    ("normal(x, y, (3, 2), key=rng(1)) + uniform(y, x, (3, 2), key=fold_in(split(rng(2))[1], 3))",
+     dict(x=r(3, 2), y=r(2, low=0.5))),
     ("custom_jvp(fn(t) => t * t, fn(p, t) => (p[0] * p[0], 2.0 * p[0] * t[0]))(x)", dict(x=r(3))),
     # linear algebra on well-conditioned matrices (a stack of two where the rules batch)
     ("solve(x, y)", dict(x=r(3, 3) + 3.0 * np.eye(3), y=r(3))), ("solve(x, y)", dict(x=r(2, 3, 3) + 3.0 * np.eye(3), y=r(2, 3, 2))),
@@ -305,7 +309,11 @@ def test_every_registered_primitive_is_exercised():
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
     elsewhere = {"HostCall", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
-                 "LoopBackAdd"}
+                 "LoopBackAdd",
+                 # tests/test_more_math.py (digamma's derivative, without one of its own) and
+                 # tests/test_random.py (functions of keys, batched over keys and parameters)
+                 "Trigamma", "RandomUniform", "RandomNormal", "RandomSplit", "RandomFoldIn", "RandomGamma",
+                 "RandomPoisson"}
     missing = sorted(set(PRIMS) - seen - elsewhere - {"Any", "IsFinite", "ClassIndices"})
     assert missing == [], f"no case exercises {missing}"
 

@@ -3,7 +3,7 @@
 import inspect
 
 from . import core, grads, tensors, trees
-from . import arrays, conv, data, files, help, linalg, plot, progress
+from . import arrays, conv, data, files, help, linalg, plot, progress, random
 from .docs import DOCS
 
 
@@ -17,6 +17,7 @@ def make_builtins(interp):
     names.update(linalg.BUILTINS)
     names.update(arrays.BUILTINS)
     names.update(conv.BUILTINS)
+    names.update(random.make(interp), **random.BUILTINS)
     names.update(grads.make(interp))
     names.update(data.make(interp), **files.make(interp), **progress.make(interp))
     names.update(help.make(interp), **plot.make(interp))

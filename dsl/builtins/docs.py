@@ -9,6 +9,7 @@ which tests/test_reference.py runs. Families of builtins keep their entries in d
 from .docs_conv import DOCS as CONV_DOCS, NAMES as CONV_NAMES
 from .docs_linalg import DOCS as LINALG_DOCS, NAMES as LINALG_NAMES
 from .docs_transforms import DOCS as TRANSFORM_DOCS, NAMES as TRANSFORM_NAMES
+from .docs_random import DOCS as RANDOM_DOCS, NAMES as RANDOM_NAMES
 from .docs_math import ARRAYS, DOCS as MATH_DOCS, FUNCTIONS as MATH_FUNCTIONS, NAMES as NUMBER_NAMES
 # Section of the reference each builtin belongs to, in the order they are listed.
 SECTIONS = [
@@ -25,6 +26,7 @@ SECTIONS = [
                                        "argmax", "argmin", "sort", "argsort", "matmul", "einsum",
                                        "ssm_scan"] + LINALG_NAMES),
     ("Convolution, pooling and padding", CONV_NAMES),
+    ("Random numbers", RANDOM_NAMES),
     ("Differentiation and other transformations", TRANSFORM_NAMES),
     ("Array functions", ARRAYS),
     ("Trees", ["tree_map", "tree_leaves", "global_norm", "clip_by_global_norm"]),
@@ -492,6 +494,7 @@ Differentiable: no.
 "float\"""",
     **LINALG_DOCS,
     **CONV_DOCS,
+    **RANDOM_DOCS,
     **TRANSFORM_DOCS,
     **MATH_DOCS,
 }

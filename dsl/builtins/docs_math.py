@@ -5,7 +5,7 @@ form of dsl/builtins/docs.py, which merges it."""
 NAMES = ["pi", "e", "inf", "nan"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "isnan", "isfinite", "allclose"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
-             "logit", "logaddexp"]
+             "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
 DOCS = {
     "pi": """pi: the float 3.141592653589793, a circle's circumference over its diameter.
@@ -24,6 +24,23 @@ Differentiable: no (a constant).
 Differentiable: no (a constant).
 >>> nan == nan
 false""",
+    "xlogy": """xlogy(x, y): x * ln(y), and 0 where x is 0 whatever y is (scipy's and JAX's): the terms
+of an entropy or a likelihood, where 0 ln 0 counts as 0.
+Differentiable: yes, in x (ln(y)) and in y (x / y, as JAX's: nan at x = y = 0).
+>>> xlogy(0.0, 0.0)
+0.0""",
+    "erfinv": """erfinv(x): the inverse of erf, for x in [-1, 1] (inf at 1, nan outside), to double precision.
+Differentiable: yes (sqrt(pi) / 2 * exp(erfinv(x)^2)).
+>>> erfinv(erf(0.5))
+0.5""",
+    "lgamma": """lgamma(x): ln |Gamma(x)| (math.lgamma, scipy's gammaln); inf at 0, -1, -2, ...
+Differentiable: yes (digamma(x)).
+>>> lgamma(1.0)
+0.0""",
+    "digamma": """digamma(x): the derivative of lgamma, psi(x) (scipy's digamma); nan at 0, -1, -2, ...
+Differentiable: yes (the trigamma function), once: its own derivative is a grad error.
+>>> abs(digamma(1.0) + 0.5772156649015329) < 1e-14
+true""",
     "tan": """tan(x): the tangent, elementwise.
 Differentiable: yes (1 + tan(x)^2).
 >>> tan(0.0)

@@ -44,6 +44,7 @@ def make(interp):
         "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
         "log_sigmoid": ops.log_sigmoid, "logit": ops.logit, "atan2": ops.atan2, "logaddexp": ops.logaddexp,
+        "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": ops.xlogy,
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
     }
 

@@ -13,6 +13,7 @@ from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, re
                           erf, sign, floor, ceil, round_, log1p, expm1, softplus, nz, nz_kept, maximum, minimum, where, clamp,
                           tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log_sigmoid, logit, atan2,
                           logaddexp)
+from .special import erfinv, lgamma, digamma, trigamma, xlogy
 from .reduce import sum_, mean, max_, min_, logsumexp, keep_axes, count, var, prod, cumsum, cumprod
 from .sorting import argmax, argmin, argsort, sort, take_along, put_along
 from .linalg import einsum

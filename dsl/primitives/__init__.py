@@ -10,7 +10,7 @@ in are bound here.
 
 from ..autodiff import tape
 from . import (arith, compare, control, decompositions, elementwise, linalg, loops, matrix, nn, order,  # noqa: F401
-               reduce, shape, structs, windows)
+               random, reduce, shape, structs, windows)
 from .namespaces import EAGER, TRACED
 
 tape.EAGER, tape.TRACED = EAGER, TRACED

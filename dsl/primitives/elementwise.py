@@ -12,6 +12,7 @@ LN2 = math.log(2.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_HALF = math.sqrt(0.5)
+HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 
 
 def unary(name, impl, partial, emit=None, piecewise=False):
@@ -82,6 +83,15 @@ def _atan2_x(ns, ans, y, x):
 
 
 define("Atan2", O.atan2, batch=ELEMENTWISE, partials=(_atan2_y, _atan2_x), keeps_nan=True)
+# scipy.special's: erfinv's derivative from its result; lgamma's is digamma, digamma's trigamma
+# (whose own derivative is not computed: a grad error names it)
+unary("Erfinv", O.erfinv, lambda ns, ans, x: ns.mul(HALF_SQRT_PI, ns.exp(ns.mul(ans, ans))))
+unary("Lgamma", O.lgamma, lambda ns, ans, x: O.digamma(x))
+unary("Digamma", O.digamma, lambda ns, ans, x: O.trigamma(x))
+define("Trigamma", O.trigamma, batch=ELEMENTWISE, keeps_nan=True)
+# x ln(y), 0 where x is 0; its partials as JAX's (x / y is nan at x = y = 0 there too)
+define("Xlogy", O.xlogy, batch=ELEMENTWISE, keeps_nan=True,
+       partials=(lambda ns, ans, x, y: ns.ln(y), lambda ns, ans, x, y: ns.div(x, y)))
 # d/da ln(e^a + e^b) = e^(a - ans): the softmax of the two, without overflow
 define("LogAddExp", O.logaddexp, batch=ELEMENTWISE, keeps_nan=True,
        partials=(lambda ns, ans, a, b: ns.exp(ns.sub(a, ans)), lambda ns, ans, a, b: ns.exp(ns.sub(b, ans))))

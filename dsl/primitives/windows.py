@@ -42,7 +42,8 @@ def windows(x, kernel=(), stride=(), dilation=()):
     shape = x.shape[:x.ndim - n] + out + tuple(kernel)
     check_size(shape, "windows")
     st = x.strides[x.ndim - n:]
-    strides = x.strides[:x.ndim - n] + tuple(a * s for a, s in zip(st, stride)) + tuple(a * d for a, d in zip(st, dilation))
+    strides = (x.strides[:x.ndim - n] + tuple(a * s for a, s in zip(st, stride))
+               + tuple(a * d for a, d in zip(st, dilation)))
     return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False).copy()
 
 
