@@ -51,8 +51,10 @@ def test_a_key_is_a_value_the_same_key_gives_the_same_numbers():
     assert r[5].shape == (2, 2) and r[6].shape == (3, 2) and np.array_equal(r[5], r[6][:2])
     assert not np.array_equal(r[5][0], r[5][1]) and not np.array_equal(r[7], r[5][0])
     # a longer draw extends a shorter one: each number depends on the key and its position only
-    longer, shorter = ev("(uniform(shape=(7,), key=rng(3)), uniform(shape=(5,), key=rng(3)))")
-    assert np.array_equal(longer[:5], shorter)
+    # (a few numbers are made in Python ints, many in numpy arrays: the same words)
+    longer, shorter, many, few = ev("(uniform(shape=(40,), key=rng(3)), uniform(shape=(5,), key=rng(3)), "
+                                    "split(rng(3), 30), split(rng(3), 3))")
+    assert np.array_equal(longer[:5], shorter) and np.array_equal(many[:3], few)
 
 
 def test_without_a_key_draws_follow_the_interpreters_seed():

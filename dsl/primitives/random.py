@@ -53,11 +53,34 @@ def key_words(key):
     return k[..., 0, None], k[..., 1, None]
 
 
+def _philox_small(k0, k1, c0, c1, c2, c3):
+    """Philox4x32-10 of one counter in Python ints: for a few numbers, 50 times faster than numpy's
+    calls on arrays of one (a draw per step of a loop)."""
+    m0, m1, w0, w1, mask = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85, 0xFFFFFFFF
+    for _ in range(10):
+        p0, p1 = c0 * m0, c2 * m1
+        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & mask, (p0 >> 32) ^ c3 ^ k1, p0 & mask
+        k0, k1 = (k0 + w0) & mask, (k1 + w1) & mask
+    return c0, c1, c2, c3
+
+
+SMALL = 8       # counters below which one key's words are made in Python ints
+
+
+def blocks(k0, k1, counters, domain, round_=0):
+    """Philox of counters (i, 0.., domain, round) for i in `counters` (a uint64 vector) under each
+    key: four word arrays of shape (*lead, len(counters))."""
+    if k0.shape == (1,) and len(counters) <= SMALL:
+        a, b = int(k0[0]), int(k1[0])
+        words = [_philox_small(a, b, int(i) & 0xFFFFFFFF, int(i) >> 32, domain, round_) for i in counters]
+        return tuple(np.array([w[j] for w in words], dtype=np.uint64) for j in range(4))
+    return philox(k0, k1, counters & MASK, counters >> np.uint64(32), domain, round_)
+
+
 def _uniforms(key, n, domain, round_=0):
     """n uniform floats in [0, 1) per key (53 bits each, numpy's conversion): (*lead, n)."""
     k0, k1 = key_words(key)
-    pairs = np.arange((n + 1) // 2, dtype=np.uint64)
-    w0, w1, w2, w3 = philox(k0, k1, pairs & MASK, pairs >> np.uint64(32), domain, round_)
+    w0, w1, w2, w3 = blocks(k0, k1, np.arange((n + 1) // 2, dtype=np.uint64), domain, round_)
     a = ((w0 >> np.uint64(5)).astype(float) * 67108864.0 + (w1 >> np.uint64(6)).astype(float)) / _TWO53
     b = ((w2 >> np.uint64(5)).astype(float) * 67108864.0 + (w3 >> np.uint64(6)).astype(float)) / _TWO53
     return np.stack((a, b), axis=-1).reshape(a.shape[:-1] + (-1,))[..., :n]
@@ -99,8 +122,7 @@ def split(key, n=2):
     if type(key) is Box:
         return SPLIT_P.bind(key, n=n)
     k0, k1 = key_words(key)
-    i = np.arange(n, dtype=np.uint64)
-    w0, w1, _, _ = philox(k0, k1, i, 0, SPLIT, 0)
+    w0, w1, _, _ = blocks(k0, k1, np.arange(n, dtype=np.uint64), SPLIT)
     return np.stack((w0, w1), axis=-1).astype(float)
 
 
