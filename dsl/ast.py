@@ -89,11 +89,13 @@ class Call(Expr):
 
 @dataclass(eq=False)
 class Slice:
-    """`a:b:c` inside an index; parts may be None."""
+    """`a:b:c` inside an index; parts may be None. `...` (every axis not named) is a Slice with
+    ellipsis set and no parts."""
     lo: Optional[Expr]
     hi: Optional[Expr]
     step: Optional[Expr]
     span: Span
+    ellipsis: bool = False
 
 
 @dataclass(eq=False)

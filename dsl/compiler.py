@@ -389,6 +389,8 @@ def compile_sub(s, ctx):
     """A subscript: an expression, or a slice turned into a Python slice of ints."""
     if not isinstance(s, A.Slice):
         return compile_expr(s, ctx)
+    if s.ellipsis:
+        return lambda f: Ellipsis
     parts = [compile_expr(p, ctx) if p is not None else None for p in (s.lo, s.hi, s.step)]
     span = s.span
 

@@ -73,7 +73,7 @@ class DgLexer(RegexLexer):
             (r"([A-Za-z_]\w*)(\s*)(=)(?!=)", bygroups(Name.Variable, Whitespace, Operator)),
             (r"[A-Za-z_]\w*", Name),
             (r"\*\*|//|==|!=|<=|>=|=>|[-+*/]=|[-+*/%@<>=]", Operator),
-            (r"[()\[\]{},;:]", Punctuation),
+            (r"\.\.\.|[()\[\]{},;:]", Punctuation),
             (r".", Text),
         ],
         "numbers": [

@@ -249,6 +249,9 @@ class ToAst(Transformer):
         parts += [None] * (3 - len(parts))
         return A.Slice(parts[0], parts[1], parts[2], self.span(ch))
 
+    def ellipsis(self, ch):
+        return A.Slice(None, None, None, self.span(ch), ellipsis=True)
+
     def field(self, ch):
         return A.Field(self.span(ch), ch[0], ch[2].value)
 

@@ -73,6 +73,21 @@ def test_none_indexing_is_differentiable_in_every_mode(run):
     assert lines[4] == str([g.tolist(), (4 * (4 * x @ x) * 2 * x).tolist()])
 
 
+def test_an_ellipsis_stands_for_the_axes_the_others_leave(run):
+    src = ("let x = reshape(arange(24.0), (2, 3, 4))\n"
+           "print(shape(x[..., 0]), shape(x[0, ...]), shape(x[..., none]), shape(x[..., 1:3, none]), shape(x[...]))\n"
+           "print(x[1, ..., 2])\nx[..., 0] = 0.0\nprint(sum(x[:, :, 0]))\n"
+           "print(grad(fn(t) => sum(t[..., 1] * 2.0))(ones((2, 2)))[0])\n"
+           "print(vmap(fn(r) => r[..., -1])(reshape(arange(24.0), (2, 3, 4)))[1])")
+    assert run(src) == ("(2, 3) (3, 4) (2, 3, 4, 1) (2, 3, 2, 1) (2, 3, 4)\n[14.0, 18.0, 22.0]\n0.0\n[0.0, 2.0]\n"
+                        "[15.0, 19.0, 23.0]\n")
+
+
+def test_two_ellipses_are_an_index_error(run_error):
+    err = run_error("let x = ones((3, 2))\nprint(x[..., 0, ...])")
+    assert err.kind == "index" and "one ..." in err.message
+
+
 def test_none_with_an_index_tensor_is_refused_with_a_hint(run_error):
     err = run_error("let x = ones((3, 2))\nprint(x[[0.0, 1.0], none])")
     assert err.kind == "index" and "x[idx][:, none]" in err.hint

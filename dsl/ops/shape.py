@@ -211,7 +211,9 @@ def unbroadcast(g, shape):
 # ---------------------------------------------------------------- indexing
 def make_key(shape, subs):
     """Check dg subscripts against a tensor shape and build a numpy index tuple (`none` adds an
-    axis of length 1 there, as numpy's None and newaxis do)."""
+    axis of length 1 there, as numpy's None and newaxis do; `...` stands for every axis the other
+    subscripts leave)."""
+    subs = _expand_ellipsis(shape, subs)
     key, axis = [], 0
     n_axes = sum(1 for s in subs if s is not None and not (type(s) is ndarray and s.dtype.kind == "b")) + sum(
         s.ndim for s in subs if type(s) is ndarray and s.dtype.kind == "b")
@@ -256,6 +258,19 @@ def make_key(shape, subs):
     if len(arrays) > 1 or (arrays and arrays[0].dtype.kind != "b"):
         _check_gather(shape, key)
     return tuple(key)
+
+
+def _expand_ellipsis(shape, subs):
+    """subs with `...` replaced by as many full slices as the axes the other subscripts leave."""
+    dots = [i for i, s in enumerate(subs) if s is Ellipsis]
+    if not dots:
+        return subs
+    if len(dots) > 1:
+        raise error("index", "an index may hold one ... (every remaining axis), not several")
+    named = sum(0 if s is None or s is Ellipsis else s.ndim if type(s) is ndarray and s.dtype.kind == "b" else 1
+                for s in (raw(s) for s in subs))
+    i = dots[0]
+    return tuple(subs[:i]) + (slice(None),) * max(len(shape) - named, 0) + tuple(subs[i + 1:])
 
 
 def _check_gather(shape, key):
