@@ -20,7 +20,7 @@ WORD_OPERATORS = ("and", "or", "not")
 # The builtins of reference sections 5, 6 and 9 and the project's own; the REPL
 # passes the live interpreter's names instead (DgLexer.with_builtins).
 BUILTINS = frozenset("""
-    flip roll diff cumprod meshgrid isnan isfinite allclose
+    flip roll diff cumprod meshgrid isnan isfinite allclose tile repeat take_along_axis scatter_add segment_sum top_k
     pi e inf nan tan asin acos atan atan2 sinh cosh asinh acosh atanh log_sigmoid logit logaddexp
     xlogy erfinv lgamma digamma
     tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like

@@ -54,7 +54,7 @@ def test_sort_is_stable_and_its_gradient_follows_the_entries_back():
 @pytest.mark.parametrize("expr,kind,words", [
     ("argmax(zeros((0,)))", "value", "empty"), ("sort(3.0)", "shape", "at least one axis"),
     ("einsum(\"ij,jk\", x)", "type", "names 2 operands but 1 was given"),
-    ("einsum(\"ii->i\", x)", "value", "diagonal"), ("einsum(\"i...\", x)", "value", "no '...'"),
+    ("einsum(\"ii->i\", x)", "shape", "has sizes 2 and 4"), ("einsum(\"i...\", x)", "value", "no '...'"),
     ("einsum(\"ijk\", x)", "shape", "names 3 axes"), ("einsum(3, x)", "type", "spec"),
     ("einsum(\"ij,ij->i\", x, transpose(x))", "shape", "has sizes"),
 ])
@@ -118,7 +118,27 @@ ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x:
           ("diff(x)", lambda np_, x: np_.diff(x)), ("diff(x, 2, 0)", lambda np_, x: np_.diff(x, 2, 0)),
           ("cumprod(x)", lambda np_, x: np_.cumprod(x)), ("cumprod(x, 1)", lambda np_, x: np_.cumprod(x, 1)),
           ("meshgrid(x[0], x[1, :2])[0]", lambda np_, x: np_.meshgrid(x[0], x[1, :2])[0]),
-          ("meshgrid(x[0], x[1, :2], indexing=\"ij\")[1]", lambda np_, x: np_.meshgrid(x[0], x[1, :2], indexing="ij")[1])]
+          ("meshgrid(x[0], x[1, :2], indexing=\"ij\")[1]", lambda np_, x: np_.meshgrid(x[0], x[1, :2], indexing="ij")[1]),
+          ("tile(x, (2, 1, 2))", lambda np_, x: np_.tile(x, (2, 1, 2))),
+          ("repeat(x, 2, axis=1)", lambda np_, x: np_.repeat(x, 2, axis=1)), ("repeat(x, 3)", lambda np_, x: np_.repeat(x, 3)),
+          ("repeat(x, (1, 0, 2), axis=0)", lambda np_, x: np_.repeat(x, np.array([1, 0, 2]), axis=0, total_repeat_length=3)
+           if np_ is not np else np.repeat(x, [1, 0, 2], axis=0)),
+          ("take_along_axis(x, [[1.0], [0.0], [3.0]], 1)",
+           lambda np_, x: np_.take_along_axis(x, np.array([[1], [0], [3]]), 1)),
+          ("scatter_add(x, [0.0, 2.0, 0.0], x * x)", lambda np_, x: _scatter_add(np_, x, [0, 2, 0], x * x)),
+          ("segment_sum(x, [1.0, 0.0, 1.0], 3)", lambda np_, x: _scatter_add(np_, np_.zeros((3, 4)), [1, 0, 1], x)),
+          ("top_k(x, 2)[0]", lambda np_, x: -np_.sort(-x, axis=-1)[:, :2]),
+          ("einsum(\"ii->i\", x[:, 0:3])", lambda np_, x: np_.einsum("ii->i", x[:, 0:3])),
+          ("einsum(\"ij,jj\", x[:, 0:3], x[:, 1:4])", lambda np_, x: np_.einsum("ij,jj", x[:, 0:3], x[:, 1:4]))]
+
+
+def _scatter_add(np_, x, idx, v):
+    """x with the rows of v added at rows idx: numpy's add.at, JAX's .at[].add."""
+    if np_ is np:
+        out = np.array(x, dtype=float)
+        np.add.at(out, idx, v)
+        return out
+    return x.at[np.array(idx)].add(v)
 
 
 @pytest.mark.parametrize("expr, ref", ARRAYS, ids=[a[0] for a in ARRAYS])
@@ -140,6 +160,23 @@ def test_array_functions_give_numpys_values_and_jaxs_gradients(expr, ref):
     jax.config.update("jax_enable_x64", True)
     want = jax.grad(lambda v: jax.numpy.sum(ref(jax.numpy, v) * c))(x)
     np.testing.assert_allclose(g, np.asarray(want), rtol=1e-12, atol=1e-13)
+
+
+def test_indices_and_ties_of_the_index_functions():
+    r = ev("(top_k([3.0, 1.0, 3.0, 2.0], 2), take_along_axis(x, [[-1.0], [0.0]], 1), "
+           "segment_sum(ones((4, 2)), [0.0, 0.0, 0.0, 2.0], 4), repeat([1.0, 2.0], (0, 3)))")
+    assert [list(v) for v in r[0]] == [[3.0, 3.0], [0.0, 2.0]]       # ties: the lower index first
+    assert list(r[1][:, 0]) == [2.0, 0.5]
+    assert r[2].tolist() == [[3.0, 3.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+    assert list(r[3]) == [2.0, 2.0, 2.0]
+    for src, kind, words in [("segment_sum(ones(3), [0.0, 1.0, 5.0], 2)", "index", "out of range"),
+                             ("scatter_add(ones((2, 2)), [0.0], ones((2, 2)))", "shape", "they need shape (1, 2)"),
+                             ("take_along_axis(x, [1.0, 0.0], 1)", "shape", "as many axes"),
+                             ("top_k(x, 9)", "value", "k must be an int in [0, 4]"),
+                             ("repeat(x, (1, 2))", "value", "one per entry"), ("tile(x, -1)", "value", "reps")]:
+        with pytest.raises(DgError) as info:
+            ev(src)
+        assert info.value.kind == kind and words in info.value.message, src
 
 
 def test_the_array_tests():

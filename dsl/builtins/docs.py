@@ -326,8 +326,8 @@ too).
 Differentiable: yes, in a and b.
 >>> matmul([[1.0, 2.0]], [[3.0], [4.0]])
 [[11.0]]""",
-    "einsum": """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (an explicit
-output after ->; no ellipsis).
+    "einsum": """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b; a letter twice
+in one operand takes its diagonal ("ii->i", "ii" the trace); no ellipsis.
 Differentiable: yes, in every operand.
 >>> einsum("i,i->", [1.0, 2.0], [3.0, 4.0])
 11.0""",

@@ -3,7 +3,8 @@ trigonometric, hyperbolic and logistic functions and of its array functions (arr
 form of dsl/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan"]
-ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "isnan", "isfinite", "allclose"]
+ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
+          "segment_sum", "top_k", "isnan", "isfinite", "allclose"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
@@ -123,6 +124,38 @@ Differentiable: no (a mask).
 Differentiable: no (a bool).
 >>> allclose([1.0, 2.0], [1.0, 2.0000001])
 true""",
+    "tile": """tile(x, reps): x repeated reps times along each axis (numpy's): reps an int or a tuple;
+the shorter of shape(x) and reps is padded with leading ones.
+Differentiable: yes (each copy's gradient added back).
+>>> tile([1.0, 2.0], 2)
+[1.0, 2.0, 1.0, 2.0]""",
+    "repeat": """repeat(x, repeats, axis=none): each entry repeated along an axis (numpy's; of the flattened
+x when axis is none), repeats an int or one non-negative int per entry.
+Differentiable: yes.
+>>> repeat([1.0, 2.0], (1, 3))
+[1.0, 2.0, 2.0, 2.0]""",
+    "take_along_axis": """take_along_axis(x, indices, axis): x's entries at the positions indices along axis
+(numpy's): indices has as many axes as x and broadcasts against it along the others; negative
+indices count from the end, an index out of range is an index error.
+Differentiable: yes, in x.
+>>> take_along_axis([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.0]], 1)
+[[2.0], [3.0]]""",
+    "scatter_add": """scatter_add(x, indices, values): x with row i of values added to row indices[i] of x,
+repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at on a copy).
+Differentiable: yes, in x and values.
+>>> scatter_add(zeros(3), [0.0, 2.0, 0.0], [1.0, 2.0, 3.0])
+[4.0, 0.0, 2.0]""",
+    "segment_sum": """segment_sum(data, segment_ids, num_segments): a tensor of num_segments rows, row s the sum
+of the rows of data whose id is s (JAX's segment_sum); an id outside [0, num_segments) is an
+index error (JAX drops it).
+Differentiable: yes, in data.
+>>> segment_sum([1.0, 2.0, 3.0], [1.0, 1.0, 0.0], 2)
+[3.0, 3.0]""",
+    "top_k": """top_k(x, k): (values, indices) of the k largest entries along the last axis, largest first,
+the lower index first on ties (JAX's lax.top_k); indices as floats.
+Differentiable: yes, in x (the values; the gradient goes to the entries chosen).
+>>> top_k([3.0, 1.0, 4.0], 2)
+([4.0, 3.0], [2.0, 0.0])""",
     "logaddexp": """logaddexp(a, b): ln(exp(a) + exp(b)) without overflow (numpy's), with broadcasting.
 Differentiable: yes, in a and b (the softmax of the two).
 >>> logaddexp(1000.0, 1000.0)

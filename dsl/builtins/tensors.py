@@ -51,7 +51,31 @@ def make(interp):
 
 def einsum(spec, *xs):
     """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (differentiable)."""
-    return ops.einsum(spec, *xs)
+    s = raw(spec)
+    if type(s) is str and "->" not in s.replace(" ", "") and any(len(set(p)) < len(p) for p in s.split(",")):
+        # numpy's implicit output: the letters used once in all, before diagonals are taken
+        letters = s.replace(" ", "").replace(",", "")
+        s = s + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if type(s) is not str or len(xs) != s.count(",") + 1:
+        return ops.einsum(spec, *xs)
+    ins, arrow, out = s.replace(" ", "").partition("->")
+    subs = ins.split(",")
+    xs = list(xs)
+    for i, sub in enumerate(subs):
+        while len(set(sub)) < len(sub):      # a letter twice in one operand: its diagonal
+            c = next(c for c in sub if sub.count(c) > 1)
+            first, second = sub.index(c), sub.index(c, sub.index(c) + 1)
+            shape = np.shape(peek(xs[i]))
+            if len(shape) != len(sub):
+                return ops.einsum(spec, *xs)        # the spec does not fit: einsum's own error
+            if shape[first] != shape[second]:
+                raise error("shape", f"einsum: the axis {c!r} has sizes {shape[first]} and {shape[second]}")
+            mask = np.eye(shape[first]).reshape(tuple(shape[first] if k in (first, second) else 1
+                                                      for k in range(len(shape))))
+            xs[i] = ops.sum_(ops.mul(xs[i], mask), second)
+            sub = sub[:second] + sub[second + 1:]
+        subs[i] = sub
+    return ops.einsum(",".join(subs) + arrow + out, *xs)
 
 
 def std(x, axis=None, keepdims=False):

@@ -48,8 +48,9 @@ def _along_batch(ns, args, batched, kw):
     from .batching import broadcast_batch
     data, idx = broadcast_batch(ns, args, batched)
     if "shape" in kw:
-        return O.put_along(data, idx, kw["axis"] + 1, (shape_of(data)[0],) + tuple(kw["shape"]))
-    return O.take_along(data, idx, kw["axis"] + 1)
+        axis = kw["axis"] % len(kw["shape"]) + 1       # a negative axis counts from the example's end
+        return O.put_along(data, idx, axis, (shape_of(data)[0],) + tuple(kw["shape"]))
+    return O.take_along(data, idx, kw["axis"] % (len(shape_of(data)) - 1) + 1)
 
 
 define("TakeAlong", O.take_along, linear=True, batch=_along_batch,
