@@ -5,6 +5,8 @@ ints, floats, bools, strings and none are Python's; tensors are numpy arrays
 (insertion-ordered). Structs, struct types, functions and modules live here.
 """
 
+import json
+
 import numpy as np
 
 
@@ -160,6 +162,25 @@ def a_type_name(v):
     if name == "none":
         return name
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def brief(v):
+    """An option's value as an error message shows it: numbers, strings and tuples of them as
+    written in dg (repr, true, none), anything else by its type's name."""
+    from .autodiff.tape import peek
+    v = peek(v)
+    t = type(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    if t is str:
+        return json.dumps(v)        # dg's string literal: double quotes, backslash escapes
+    if t in (int, float):
+        return repr(v)
+    if t is tuple and all(type(peek(i)) in (int, float, str, bool, tuple) or peek(i) is None for i in v):
+        return "(" + ", ".join(brief(i) for i in v) + ("," if len(v) == 1 else "") + ")"
+    return type_name(v)
 
 
 def type_name(v):

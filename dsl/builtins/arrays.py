@@ -8,8 +8,9 @@ import numpy as np
 from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import DgError, error
-from ..ops.core import fmt_shape, normalize_axis
-from ..values import type_name
+from ..ops.core import fmt_shape, normalize_axis, to_float
+from ..ops.shape import check_size
+from ..values import brief, type_name
 
 
 def _axis(axis, nd, who):
@@ -66,7 +67,7 @@ def diff(x, n=1, axis=-1):
     shape = _tensor_shape(x, "diff")
     n = raw(n)
     if type(n) is not int or n < 0:
-        raise error("value", f"diff: n must be an int of at least 0, got {n!r}")
+        raise error("value", f"diff: n must be an int of at least 0, got {brief(n)}")
     if not shape:
         raise error("shape", "diff needs a tensor with at least one axis, got a number")
     a = _axis(axis, len(shape), "diff")
@@ -88,7 +89,7 @@ def meshgrid(*xs, indexing="xy"):
     """meshgrid(*xs, indexing="xy"): coordinate tensors of the grid the vectors xs span (numpy's)."""
     indexing = raw(indexing)
     if indexing not in ("xy", "ij"):
-        raise error("value", f"meshgrid: indexing must be \"xy\" or \"ij\", got {indexing!r}")
+        raise error("value", f"meshgrid: indexing must be \"xy\" or \"ij\", got {brief(indexing)}")
     sizes = []
     for x in xs:
         s = _tensor_shape(x, "meshgrid")
@@ -127,14 +128,19 @@ def isfinite(x):
     return True if type(peek(x)) is int else ops.isfinite(x)      # an int, however long, is finite
 
 
+def _float_of(v):
+    """A number (an int past float's range as an infinity) or a tensor, for numpy's float math."""
+    return to_float(v) if type(v) is int else v
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08):
     """allclose(a, b, rtol=1e-05, atol=1e-08): whether every |a - b| <= atol + rtol |b| (numpy's)."""
-    av, bv = (np.asarray(raw(_numbers(v, "allclose")), dtype=float) for v in (a, b))
+    av, bv = (np.asarray(_float_of(raw(_numbers(v, "allclose"))), dtype=float) for v in (a, b))
     tolerances = [raw(rtol), raw(atol)]
     if any(type(t) not in (float, int) or isinstance(t, bool) for t in tolerances):
         raise error("type", "allclose: rtol and atol must be numbers")
     try:
-        return bool(np.allclose(av, bv, rtol=float(tolerances[0]), atol=float(tolerances[1])))
+        return bool(np.allclose(av, bv, rtol=to_float(tolerances[0]), atol=to_float(tolerances[1])))
     except ValueError:
         raise error("shape", f"allclose: shapes {fmt_shape(av.shape)} and {fmt_shape(bv.shape)} do not "
                              f"broadcast") from None
@@ -145,7 +151,7 @@ def _int_tuple(v, who, name):
     v = raw(v)
     items = v if type(v) is tuple else (v,)
     if not items or any(type(raw(i)) is not int or raw(i) < 0 for i in items):
-        raise error("value", f"{who}: {name} must be a non-negative int or a tuple of them, got {v!r}")
+        raise error("value", f"{who}: {name} must be a non-negative int or a tuple of them, got {brief(v)}")
     return tuple(raw(i) for i in items)
 
 
@@ -157,6 +163,7 @@ def tile(x, reps):
     nd = max(len(shape), len(reps))
     shape = (1,) * (nd - len(shape)) + tuple(shape)
     reps = (1,) * (nd - len(reps)) + reps
+    check_size(tuple(r * n for r, n in zip(reps, shape)), "tile result")
     spread = tuple(d for pair in ((1, n) for n in shape) for d in pair)
     wide = tuple(d for pair in zip(reps, shape) for d in pair)
     y = ops.broadcast_to(ops.reshape(x, spread), wide)
@@ -173,6 +180,7 @@ def repeat(x, repeats, axis=None):
         a = _axis(axis, len(shape), "repeat")
     r = raw(repeats)
     if type(r) is int and r >= 0:
+        check_size(shape[:a] + (shape[a] * r,) + shape[a + 1:], "repeat result")
         spread = shape[:a + 1] + (1,) + shape[a + 1:]
         wide = shape[:a + 1] + (r,) + shape[a + 1:]
         y = ops.broadcast_to(ops.reshape(x, spread), wide)
@@ -180,12 +188,18 @@ def repeat(x, repeats, axis=None):
     counts = np.asarray(r if type(r) is np.ndarray else _int_tuple(r, "repeat", "repeats"), dtype=float)
     if counts.shape != (shape[a],) or np.any(counts < 0) or np.any(counts != np.floor(counts)):
         raise error("value", f"repeat: repeats must be an int or {shape[a]} non-negative ints (one per entry)")
+    check_size(shape[:a] + (int(counts.sum()),) + shape[a + 1:], "repeat result")
     return ops.gather(x, np.repeat(np.arange(shape[a], dtype=float), counts.astype(int)), a)
 
 
 def _indices(idx, size, who):
     """Whole-number indices in [-size, size), as non-negative floats, or dg's index error."""
-    v = np.asarray(raw(idx), dtype=float)
+    v = raw(idx)
+    if type(v) is tuple and all(type(raw(i)) in (int, float) for i in v):
+        v = tuple(raw(i) for i in v)
+    elif type(v) not in (np.ndarray, int, float) or isinstance(v, bool):
+        raise error("type", f"{who}: indices must be a tensor of whole numbers, got {type_name(v)}")
+    v = np.asarray(v, dtype=float)
     if v.size and not np.all(v == np.floor(v)):
         raise error("type", f"{who}: indices must be whole numbers")
     if v.size and (v.min() < -size or v.max() >= size):
@@ -241,11 +255,11 @@ def segment_sum(data, segment_ids, num_segments):
     shape = _tensor_shape(data, "segment_sum")
     n = raw(num_segments)
     if type(n) is not int or n < 0:
-        raise error("value", f"segment_sum: num_segments must be a non-negative int, got {n!r}")
-    v = np.asarray(raw(segment_ids), dtype=float)
-    if v.size and (v.min() < 0):
-        raise error("index", f"segment_sum: segment id {int(v.min())} is negative")
-    idx = _indices(v, n, "segment_sum")
+        raise error("value", f"segment_sum: num_segments must be a non-negative int, got {brief(n)}")
+    check_size((n,) + tuple(shape[1:]), "segment_sum result")
+    idx = _indices(segment_ids, n, "segment_sum")
+    if idx.size and np.any(np.asarray(raw(segment_ids), dtype=float) < 0):
+        raise error("index", "segment_sum: a segment id is negative")
     if idx.ndim != 1 or not shape:
         raise error("shape", "segment_sum: segment_ids must be a vector, one id per row of data")
     return _rows_added(data, idx, (n,) + tuple(shape[1:]), "segment_sum")
@@ -258,7 +272,7 @@ def top_k(x, k):
     k = raw(k)
     if not shape or type(k) is not int or not 0 <= k <= shape[-1]:
         raise error("value", f"top_k: k must be an int in [0, {shape[-1] if shape else 0}] for a tensor of shape "
-                             f"{fmt_shape(shape)}, got {k!r}")
+                             f"{fmt_shape(shape)}, got {brief(k)}")
     idx = ops.index(ops.argsort(ops.neg(x), -1), (Ellipsis, slice(0, k)))
     return ops.take_along(x, idx, -1), idx
 

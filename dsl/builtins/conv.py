@@ -13,8 +13,9 @@ from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import error
 from ..ops.core import fmt_shape
+from ..ops.shape import check_size
 from ..primitives.windows import out_sizes, windows, windows_t
-from ..values import type_name
+from ..values import brief, type_name
 
 
 # ---------------------------------------------------------------- arguments
@@ -33,7 +34,7 @@ def _ints(v, n, who, name, least):
     if len(items) != n or any(type(raw(i)) not in (int, float) or isinstance(raw(i), bool)
                               or raw(i) != int(raw(i)) or raw(i) < least for i in items):
         raise error("value", f"{who}: {name} must be an int of at least {least} or a tuple of {n} of them "
-                             f"(one per spatial axis), got {v!r}")
+                             f"(one per spatial axis), got {brief(v)}")
     return tuple(int(raw(i)) for i in items)
 
 
@@ -51,11 +52,11 @@ def _padding(padding, n, sizes, kernel, stride, dilation, who):
                 total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
                 pads.append((total // 2, total - total // 2))
             return tuple(pads)
-        raise error("value", f"{who}: padding must be \"valid\", \"same\", an int or pairs, got {p!r}")
+        raise error("value", f"{who}: padding must be \"valid\", \"same\", an int or pairs, got {brief(p)}")
     if type(p) is tuple and p and all(type(raw(q)) is tuple for q in p):
         if len(p) != n or any(len(q) != 2 for q in p):
             raise error("value", f"{who}: padding as pairs needs one (before, after) pair per spatial axis "
-                                 f"({n}), got {p!r}")
+                                 f"({n}), got {brief(p)}")
         return tuple(_ints(tuple(q), 2, who, "each padding pair", 0) for q in p)
     return tuple((q, q) for q in _ints(p, n, who, "padding", 0))
 
@@ -71,7 +72,7 @@ def _pad_trailing(x, pads, value):
             for width in (lo, hi):
                 side = list(np.shape(peek(x)))
                 side[axis] = width
-                parts.append(np.full(tuple(side), value))
+                parts.append(np.full(check_size(tuple(side), "padding"), value))
             x = ops.cat((parts[0], x, parts[1]), axis)
     return x
 
@@ -136,7 +137,11 @@ def conv_transpose(x, w, stride=1, padding=0, output_padding=0, dilation=1, grou
     kernel = tuple(ws[2:])
     stride = _ints(stride, n, "conv_transpose", "stride", 1)
     dilation = _ints(dilation, n, "conv_transpose", "dilation", 1)
-    pads = ((0, 0),) * n if raw(padding) == "valid" else _padding(padding, n, (), (), (), (), "conv_transpose")
+    p = raw(padding)
+    if type(p) is str and p != "valid":
+        raise error("value", f"conv_transpose: padding must be \"valid\", an int or pairs (PyTorch's), "
+                             f"got {brief(p)}")
+    pads = ((0, 0),) * n if type(p) is str else _padding(padding, n, (), (), (), (), "conv_transpose")
     extra = _ints(output_padding, n, "conv_transpose", "output_padding", 0)
     if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
         raise error("value", f"conv_transpose: output_padding {extra} must be smaller than the stride or the "
@@ -167,7 +172,7 @@ def _pool(x, window, stride, padding, who, value):
     n = len(win) if type(win) is tuple else len(xs) - 2
     if n < 1 or len(xs) < n + 1:
         raise error("shape", f"{who}: an input of shape {fmt_shape(xs)} has no spatial axes for a window "
-                             f"{win!r} (x is (N, C, *spatial); a window per spatial axis, or one int for all)")
+                             f"{brief(win)} (x is (N, C, *spatial); a window per spatial axis, or one int for all)")
     kernel = _ints(window, n, who, "window", 1)
     stride = kernel if raw(stride) is None else _ints(stride, n, who, "stride", 1)
     dilation = (1,) * n
@@ -206,8 +211,8 @@ def pad(x, pad_width, mode="constant", constant_values=0.0):
     shape = _shape(x, "pad", "x")
     nd = len(shape)
     m = raw(mode)
-    if m not in _MODES:
-        raise error("value", f"pad: mode must be one of {', '.join(_MODES)}, got {m!r}")
+    if type(m) is not str or m not in _MODES:
+        raise error("value", f"pad: mode must be one of {', '.join(_MODES)}, got {brief(m)}")
     p = raw(pad_width)
     if type(p) is tuple and len(p) == nd and nd and all(type(raw(q)) is tuple for q in p):
         pads = tuple(_ints(tuple(q), 2, "pad", "each pair of pad_width", 0) for q in p)

@@ -13,12 +13,24 @@ from .. import ops
 from ..autodiff.stage import perform
 from ..autodiff.tape import peek, raw
 from ..errors import error
-from ..ops.core import fmt_shape, normalize_axis
+from ..ops.core import fmt_shape, normalize_axis, to_float
 from ..primitives import random as R
 from ..values import type_name
 from .tensors import _count, _shape
 
 SQRT_HALF = math.sqrt(0.5)
+
+
+def _param(v, who, name):
+    """A numeric parameter: a number or a tensor (big ints as floats, bools as 0 and 1), or dg's
+    type error."""
+    p = peek(v)
+    t = type(p)
+    if t is np.ndarray:
+        return v if p.dtype.kind == "f" or type(v) is not np.ndarray else p.astype(float)
+    if t in (float, int, bool) or isinstance(p, np.generic):
+        return v if type(v) is not t else to_float(p)
+    raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
 
 
 def _shape_of(*params):
@@ -56,21 +68,25 @@ def make(interp):
 
     def uniform(lo=0.0, hi=1.0, shape=None, key=None):
         """uniform(lo=0, hi=1, shape=none, key=none): floats uniform in [lo, hi)."""
+        lo, hi = _param(lo, "uniform", "lo"), _param(hi, "uniform", "hi")
         u = R.uniform01(fresh(key, "uniform"), draw_shape(shape, lo, hi))
         return ops.add(lo, ops.mul(ops.sub(hi, lo), u))
 
     def normal(mean=0.0, std=1.0, shape=None, key=None):
         """normal(mean=0, std=1, shape=none, key=none): normal floats."""
+        mean, std = _param(mean, "normal", "mean"), _param(std, "normal", "std")
         z = R.normal01(fresh(key, "normal"), draw_shape(shape, mean, std))
         return ops.add(mean, ops.mul(std, z))
 
     def exponential(scale=1.0, shape=None, key=None):
         """exponential(scale=1, shape=none, key=none): exponential floats of mean scale (numpy's)."""
+        scale = _param(scale, "exponential", "scale")
         u = R.uniform01(fresh(key, "exponential"), draw_shape(shape, scale))
         return ops.mul(scale, ops.neg(ops.log1p(ops.neg(u))))
 
     def bernoulli(p=0.5, shape=None, key=None):
         """bernoulli(p=0.5, shape=none, key=none): 1.0 with probability p, else 0.0."""
+        p = _param(p, "bernoulli", "p")
         u = R.uniform01(fresh(key, "bernoulli"), draw_shape(shape, p))
         return ops.where(ops.order("<", u, p), 1.0, 0.0)
 
@@ -81,6 +97,7 @@ def make(interp):
     def categorical(logits, axis=-1, shape=None, key=None):
         """categorical(logits, axis=-1, shape=none, key=none): class indices drawn with probabilities
         softmax(logits) along axis (the Gumbel-max trick, as JAX's)."""
+        logits = _param(logits, "categorical", "logits")
         full = np.shape(peek(logits))
         if not full:
             raise error("shape", "categorical needs logits with at least one axis (the classes)")
@@ -120,6 +137,8 @@ def make(interp):
             raise error("type", f"choice: replace must be true or false, got {type_name(raw(replace))}")
         if not raw(replace) and size > n:
             raise error("value", f"choice: {size} draws without replacement from {n} entries")
+        if raw(p) is not None:
+            p = _param(p, "choice", "p")
         if raw(p) is not None and np.shape(peek(p)) != (n,):
             raise error("shape", f"choice: p must have one probability per entry ({n}), got shape "
                                  f"{fmt_shape(np.shape(peek(p)))}")
@@ -138,10 +157,12 @@ def make(interp):
 
     def gamma(a, scale=1.0, shape=None, key=None):
         """gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a (numpy's)."""
+        a, scale = _param(a, "gamma", "a"), _param(scale, "gamma", "scale")
         return ops.mul(scale, R.gamma01(fresh(key, "gamma"), a, draw_shape(shape, a, scale)))
 
     def beta(a, b, shape=None, key=None):
         """beta(a, b, shape=none, key=none): beta floats in [0, 1]."""
+        a, b = _param(a, "beta", "a"), _param(b, "beta", "b")
         ka, kb = R.split(fresh(key, "beta"), 2)
         out = draw_shape(shape, a, b)
         x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
@@ -149,6 +170,7 @@ def make(interp):
 
     def dirichlet(alpha, shape=(), key=None):
         """dirichlet(alpha, shape=(), key=none): probability vectors (the last axis sums to 1)."""
+        alpha = _param(alpha, "dirichlet", "alpha")
         dims = np.shape(peek(alpha))
         if len(dims) != 1:
             raise error("shape", f"dirichlet needs alpha as a vector of concentrations, got shape {fmt_shape(dims)}")
@@ -157,10 +179,12 @@ def make(interp):
 
     def poisson(lam=1.0, shape=None, key=None):
         """poisson(lam=1, shape=none, key=none): counts (as floats) of mean lam."""
+        lam = _param(lam, "poisson", "lam")
         return R.poisson01(fresh(key, "poisson"), lam, draw_shape(shape, lam))
 
     def truncated_normal(lo, hi, shape=None, key=None):
         """truncated_normal(lo, hi, shape=none, key=none): standard normal floats in [lo, hi]."""
+        lo, hi = _param(lo, "truncated_normal", "lo"), _param(hi, "truncated_normal", "hi")
         u = R.uniform01(fresh(key, "truncated_normal"), draw_shape(shape, lo, hi))
         a = ops.erf(ops.mul(lo, SQRT_HALF))
         b = ops.erf(ops.mul(hi, SQRT_HALF))

@@ -171,8 +171,8 @@ def gamma01(key, a, shape=()):
     full = _lead(key) + tuple(shape)
     a = np.broadcast_to(np.asarray(a, dtype=float), full).reshape(_lead(key) + (-1,)) if full else \
         np.asarray(a, dtype=float).reshape(_lead(key) + (1,))
-    if np.any(~(a > 0)):
-        raise error("value", "gamma needs a shape parameter a > 0")
+    if np.any(~(a > 0) | ~np.isfinite(a)):
+        raise error("value", "gamma needs a finite shape parameter a > 0")
     n = _sized(shape)
     d = np.where(a < 1.0, a + 1.0, a) - 1.0 / 3.0
     c = 1.0 / np.sqrt(9.0 * d)
