@@ -154,6 +154,19 @@ def test_against_jax():
                  "let a = avg_pool(x, 2, stride=1)", x=x)
     np.testing.assert_array_equal(interp.get("m"), pooled)
     np.testing.assert_allclose(interp.get("a"), summed, rtol=1e-12)
+    # gradients of pooling and padding (no ties among random entries)
+    cot_m, cot_a = RNG.normal(size=np.shape(pooled)), RNG.normal(size=np.shape(summed))
+
+    def pools(x):
+        m = lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 2), (1, 1, 2, 2), ((0, 0), (0, 0), (1, 1), (0, 0)))
+        a = lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 1, 1), "VALID") / 4
+        p = jnp.pad(x, ((0, 0), (1, 0), (2, 1), (0, 3)), mode="reflect")
+        return jnp.sum(m * cot_m) + jnp.sum(a * cot_a) + jnp.sum(p * p)
+    want = jax.grad(pools)(x)
+    interp = run("let g = grad(fn(x) => sum(max_pool(x, (3, 2), stride=2, padding=((1, 1), (0, 0))) * cm) + "
+                 "sum(avg_pool(x, 2, stride=1) * ca) + sum(pad(x, ((0, 0), (1, 0), (2, 1), (0, 3)), "
+                 "mode=\"reflect\") ** 2))(x)", x=x, cm=cot_m, ca=cot_a)
+    np.testing.assert_allclose(interp.get("g"), want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("src, kind, words", [

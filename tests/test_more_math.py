@@ -96,6 +96,16 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)
 
 
+def test_digamma_agrees_with_jax_in_value_and_gradient():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x = np.array([0.3, 1.0, 2.5, 7.0, 40.0, -0.5, -2.3])
+    r = ev("(digamma(v), grad(fn(t) => sum(digamma(t)))(v))", v=x)
+    np.testing.assert_allclose(r[0], np.asarray(jax.scipy.special.digamma(x)), rtol=1e-13)
+    want = jax.grad(lambda t: jax.numpy.sum(jax.scipy.special.digamma(t)))(x)
+    np.testing.assert_allclose(r[1], np.asarray(want), rtol=1e-12)
+
+
 def test_special_functions_at_known_values_and_digammas_derivative():
     euler = 0.5772156649015329
     r = ev("(erf(erfinv(x * 0.2)), erfinv([1.0, -1.0, 0.0, 2.0]), lgamma([1.0, 0.5, 10.0, 0.0, -2.0]), "
