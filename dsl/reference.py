@@ -2,7 +2,7 @@
 index of builtins), made from their docstrings.
 
     python -m dsl.reference            rewrite the generated part of docs/reference.md, and docs/builtins.md
-    python -m dsl.reference --check    exit 1 if either is out of date (tests/test_reference.py runs this)
+    python -m dsl.reference --check    exit 1 if either is out of date (tests/docs/test_reference.py runs this)
 
 The language part of the reference is written by hand; the two generated parts (section 5,
 the builtins, and section 9, the standard library) each sit between a pair of marker lines,

@@ -21,6 +21,14 @@ from dsl.errors import DgError
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The tests live in folders by subject; the helpers (gradcheck, the fuzz harness) beside this file,
+# and a few test modules share helpers with others (`from test_jit_loops import ops_of`): every
+# folder is importable from every test.
+for _folder in [Path(__file__).resolve().parent, *sorted(p for p in Path(__file__).resolve().parent.iterdir()
+                                                        if p.is_dir() and p.name != "fuzz_corpus")]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
 
 def run_dg(src, filename="<test>", **interp_kwargs):
     """Run dg source in a fresh Interpreter; return what it printed."""

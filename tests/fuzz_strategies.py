@@ -1,4 +1,4 @@
-"""Hypothesis strategies that make dg inputs for the fuzz tests (tests/test_fuzz.py).
+"""Hypothesis strategies that make dg inputs for the fuzz tests (tests/fuzz/test_fuzz.py).
 
 - `soup()`: random text from dg's own tokens, brackets, quotes and junk.
 - `mutated_examples()`: the example programs with tokens deleted, duplicated,

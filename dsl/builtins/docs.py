@@ -3,7 +3,7 @@ the notebook kernel's inspector, the language server's hover and docs/reference.
 these by `python -m dsl.reference`) all read it; `make_builtins` makes each entry the builtin's
 docstring (as numpy's _add_newdocs). Each entry: the signature and its meaning; a line saying
 whether and in what it is differentiable; examples as `>>> dg expression` and what it shows,
-which tests/test_reference.py runs. Families of builtins keep their entries in docs_*.py.
+which tests/docs/test_reference.py runs. Families of builtins keep their entries in docs_*.py.
 """
 
 from .docs_conv import DOCS as CONV_DOCS, NAMES as CONV_NAMES

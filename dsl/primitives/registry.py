@@ -50,7 +50,7 @@ transformation, never a silent wrong answer (`rule_of`).
 Adding a primitive: (1) its forward kernel in dsl/ops/, which calls
 `tape.record(NAME, args, kw)` when an argument is boxed; (2) its entry, with
 `define(NAME, ...)` in the family module of dsl/primitives/; (3) its tests:
-tests/test_primitive_rules.py checks every registered rule against finite
+tests/autodiff/test_primitive_rules.py checks every registered rule against finite
 differences (vjp), against the vjp (jvp) and against a loop (batch), and fails
 for a primitive it has no inputs for. See docs/architecture.md.
 """

@@ -1,0 +1,206 @@
+"""The numpy functions dg added (SPEC section 5, "More math"): numpy's values, dg's types.
+Their derivatives are checked with every other primitive's in tests/autodiff/test_primitive_rules.py."""
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+
+X = np.array([[3.0, -1.5, 2.0, 2.0], [0.5, 4.0, -2.0, 0.5]])
+
+
+def ev(expr, **values):
+    """The value of a dg expression with `values` bound (x is X unless given)."""
+    i = dsl.Interpreter()
+    i.set("x", values.pop("x", X))
+    for k, v in values.items():
+        i.set(k, v)
+    return i.eval(expr)
+
+
+@pytest.mark.parametrize("expr,want", [
+    ("argmax(x)", int(np.argmax(X))), ("argmin(x)", int(np.argmin(X))),
+    ("argmax(x, axis=1)", np.argmax(X, axis=1)), ("argmin(x, axis=0)", np.argmin(X, axis=0)),
+    ("sort(x)", np.sort(X)), ("sort(x, axis=0)", np.sort(X, axis=0)),
+    ("argsort(x)", np.argsort(X, kind="stable")), ("argsort(x, axis=0)", np.argsort(X, axis=0, kind="stable")),
+    ("floor(x)", np.floor(X)), ("ceil(x)", np.ceil(X)), ("round(x)", np.round(X)), ("sign(x)", np.sign(X)),
+    ("log1p(abs(x))", np.log1p(np.abs(X))), ("expm1(x)", np.expm1(X)),
+    ("var(x)", np.var(X)), ("var(x, axis=1)", np.var(X, axis=1)), ("std(x, axis=0)", np.std(X, axis=0)),
+    ("prod(x)", np.prod(X)), ("prod(x, axis=0)", np.prod(X, axis=0)), ("cumsum(x)", np.cumsum(X)),
+    ("cumsum(x, axis=1)", np.cumsum(X, axis=1)), ("norm(x)", np.linalg.norm(X)),
+    ("norm(x, axis=1)", np.linalg.norm(X, axis=1)), ("einsum(\"ij,kj->ik\", x, x)", X @ X.T),
+    ("einsum(\"ij\", x)", X), ("einsum(\"ji\", x)", X.T), ("einsum(\"ij->\", x)", X.sum()),
+])
+def test_numpy_values(expr, want):
+    got = ev(expr)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert type(got) is (int if type(want) is int else float if np.ndim(want) == 0 else np.ndarray)
+
+
+def test_rounding_is_half_to_even_and_positions_index():
+    assert list(ev("round([0.5, 1.5, 2.5, -0.5])")) == [0.0, 2.0, 2.0, -0.0]
+    assert list(ev("x[0][argsort(x[0])]")) == sorted(X[0])
+    assert ev("x[1][argmax(x[1])]") == 4.0
+
+
+def test_sort_is_stable_and_its_gradient_follows_the_entries_back():
+    i = dsl.Interpreter()
+    i.run("let g = grad(fn(v) => sum(sort(v) * [1.0, 2.0, 3.0, 4.0]))([3.0, 1.0, 3.0, 0.0])")
+    # sorted: 0.0 (from 3), 1.0 (from 1), 3.0 (from 0), 3.0 (from 2): each gets its rank's weight
+    assert list(i.get("g")) == [3.0, 2.0, 4.0, 1.0]
+
+
+@pytest.mark.parametrize("expr,kind,words", [
+    ("argmax(zeros((0,)))", "value", "empty"), ("sort(3.0)", "shape", "at least one axis"),
+    ("einsum(\"ij,jk\", x)", "type", "names 2 operands but 1 was given"),
+    ("einsum(\"ii->i\", x)", "shape", "has sizes 2 and 4"), ("einsum(\"i...\", x)", "value", "no '...'"),
+    ("einsum(\"ijk\", x)", "shape", "names 3 axes"), ("einsum(3, x)", "type", "spec"),
+    ("einsum(\"ij,ij->i\", x, transpose(x))", "shape", "has sizes"),
+])
+def test_errors(expr, kind, words):
+    with pytest.raises(DgError) as info:
+        ev(expr)
+    assert info.value.kind == kind and words in str(info.value)
+
+
+# ---------------------------------------------------------------- numpy's trigonometric and logistic functions
+MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos", 0.6), ("atan(x)", "arctan", 2.0),
+        ("sinh(x)", "sinh", 2.0), ("cosh(x)", "cosh", 2.0), ("asinh(x)", "arcsinh", 2.0),
+        ("acosh(x + 2.5)", "arccosh", 1.0), ("atanh(x)", "arctanh", 0.6),
+        ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
+        ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0),
+        ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0)]
+
+
+@pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
+def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(expr, name, scale):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    fns = {"log_sigmoid": lambda x: jax.nn.log_sigmoid(x * 30.0), "logit": lambda x: jax.scipy.special.logit(x * 0.4 + 0.5),
+           "arctan2": lambda x: jnp.arctan2(x, x * x - 0.3), "logaddexp": lambda x: jnp.logaddexp(x * 100.0, x),
+           "arccosh": lambda x: jnp.arccosh(x + 2.5), "erfinv": jax.scipy.special.erfinv,
+           "xlogy": lambda x: jax.scipy.special.xlogy(x * x, x + 1.5),
+           "gammaln": lambda x: jax.scipy.special.gammaln(x * 3.0)}
+    f = fns[name] if name in fns else getattr(jnp, name)
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, 6) * scale
+    interp = dsl.Interpreter(seed=0)
+    interp.set("x0", x)
+    interp.run(f"fn f(x) {{ return {expr} }}\nlet r = (f(x0), grad(fn(x) => sum(f(x)))(x0),\n"
+               f"         vmap(grad(grad(fn(x) => f(x))))(x0), jit(f)(x0))")
+    value, g, g2, jitted = interp.get("r")
+    np.testing.assert_allclose(value, np.asarray(f(x)), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(g, np.asarray(jax.grad(lambda v: jnp.sum(f(v)))(x)), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(g2, np.asarray(jax.vmap(jax.grad(jax.grad(f)))(x)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)
+
+
+def test_digamma_agrees_with_jax_in_value_and_gradient():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x = np.array([0.3, 1.0, 2.5, 7.0, 40.0, -0.5, -2.3])
+    r = ev("(digamma(v), grad(fn(t) => sum(digamma(t)))(v))", v=x)
+    np.testing.assert_allclose(r[0], np.asarray(jax.scipy.special.digamma(x)), rtol=1e-13)
+    want = jax.grad(lambda t: jax.numpy.sum(jax.scipy.special.digamma(t)))(x)
+    np.testing.assert_allclose(r[1], np.asarray(want), rtol=1e-12)
+
+
+def test_special_functions_at_known_values_and_digammas_derivative():
+    euler = 0.5772156649015329
+    r = ev("(erf(erfinv(x * 0.2)), erfinv([1.0, -1.0, 0.0, 2.0]), lgamma([1.0, 0.5, 10.0, 0.0, -2.0]), "
+           "digamma([1.0, 0.5, -0.5]), grad(digamma)(1.0), vmap(grad(lgamma))([2.0, 3.0]), xlogy([0.0, 2.0], [0.0, e]))")
+    np.testing.assert_allclose(r[0], X * 0.2, rtol=1e-15, atol=1e-16)
+    assert list(r[1][:3]) == [np.inf, -np.inf, 0.0] and np.isnan(r[1][3])
+    np.testing.assert_allclose(r[2], [0.0, 0.5 * np.log(np.pi), np.log(362880.0), np.inf, np.inf], rtol=1e-14)
+    np.testing.assert_allclose(r[3], [-euler, -euler - 2 * np.log(2), -euler - 2 * np.log(2) + 2], rtol=1e-14, atol=1e-15)
+    assert abs(r[4] - np.pi ** 2 / 6) < 1e-13                    # trigamma(1)
+    np.testing.assert_allclose(r[5], [1 - euler, 1.5 - euler], rtol=1e-14)
+    assert list(r[6]) == [0.0, 2.0]
+    with pytest.raises(DgError) as info:
+        ev("grad(grad(digamma))(1.0)")
+    assert info.value.kind == "grad" and "Trigamma" in info.value.message
+
+
+# ---------------------------------------------------------------- numpy's array functions, composed
+ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x: np_.flip(x, 1)),
+          ("roll(x, 1, 1)", lambda np_, x: np_.roll(x, 1, 1)), ("roll(x, -4)", lambda np_, x: np_.roll(x, -4)),
+          ("diff(x)", lambda np_, x: np_.diff(x)), ("diff(x, 2, 0)", lambda np_, x: np_.diff(x, 2, 0)),
+          ("cumprod(x)", lambda np_, x: np_.cumprod(x)), ("cumprod(x, 1)", lambda np_, x: np_.cumprod(x, 1)),
+          ("meshgrid(x[0], x[1, :2])[0]", lambda np_, x: np_.meshgrid(x[0], x[1, :2])[0]),
+          ("meshgrid(x[0], x[1, :2], indexing=\"ij\")[1]", lambda np_, x: np_.meshgrid(x[0], x[1, :2], indexing="ij")[1]),
+          ("tile(x, (2, 1, 2))", lambda np_, x: np_.tile(x, (2, 1, 2))),
+          ("repeat(x, 2, axis=1)", lambda np_, x: np_.repeat(x, 2, axis=1)), ("repeat(x, 3)", lambda np_, x: np_.repeat(x, 3)),
+          ("repeat(x, (1, 0, 2), axis=0)", lambda np_, x: np_.repeat(x, np.array([1, 0, 2]), axis=0, total_repeat_length=3)
+           if np_ is not np else np.repeat(x, [1, 0, 2], axis=0)),
+          ("take_along_axis(x, [[1.0], [0.0], [3.0]], 1)",
+           lambda np_, x: np_.take_along_axis(x, np.array([[1], [0], [3]]), 1)),
+          ("scatter_add(x, [0.0, 2.0, 0.0], x * x)", lambda np_, x: _scatter_add(np_, x, [0, 2, 0], x * x)),
+          ("segment_sum(x, [1.0, 0.0, 1.0], 3)", lambda np_, x: _scatter_add(np_, np_.zeros((3, 4)), [1, 0, 1], x)),
+          ("top_k(x, 2)[0]", lambda np_, x: -np_.sort(-x, axis=-1)[:, :2]),
+          ("einsum(\"ii->i\", x[:, 0:3])", lambda np_, x: np_.einsum("ii->i", x[:, 0:3])),
+          ("einsum(\"ij,jj\", x[:, 0:3], x[:, 1:4])", lambda np_, x: np_.einsum("ij,jj", x[:, 0:3], x[:, 1:4]))]
+
+
+def _scatter_add(np_, x, idx, v):
+    """x with the rows of v added at rows idx: numpy's add.at, JAX's .at[].add."""
+    if np_ is np:
+        out = np.array(x, dtype=float)
+        np.add.at(out, idx, v)
+        return out
+    return x.at[np.array(idx)].add(v)
+
+
+@pytest.mark.parametrize("expr, ref", ARRAYS, ids=[a[0] for a in ARRAYS])
+def test_array_functions_give_numpys_values_and_jaxs_gradients(expr, ref):
+    x = np.random.default_rng(9).normal(size=(3, 4))
+    interp = dsl.Interpreter(seed=0)
+    interp.set("x0", x)
+    interp.set("c", np.random.default_rng(10).normal(size=np.shape(ref(np, x))))
+    interp.run(f"fn f(x) {{ return {expr} }}\nlet r = (f(x0), grad(fn(x) => sum(f(x) * c))(x0), jit(f)(x0),\n"
+               f"         vmap(f)(stack((x0, x0 * 2.0))))")
+    value, g, jitted, mapped = interp.get("r")
+    np.testing.assert_allclose(value, ref(np, x), rtol=1e-14)
+    np.testing.assert_allclose(jitted, value, rtol=1e-15)
+    np.testing.assert_allclose(mapped[1], ref(np, x * 2.0), rtol=1e-14)
+    from gradcheck import numeric_grad
+    c = interp.get("c")
+    np.testing.assert_allclose(g, numeric_grad(lambda v: float(np.sum(ref(np, v) * c)), [x], 0), rtol=1e-6, atol=1e-7)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    want = jax.grad(lambda v: jax.numpy.sum(ref(jax.numpy, v) * c))(x)
+    np.testing.assert_allclose(g, np.asarray(want), rtol=1e-12, atol=1e-13)
+
+
+def test_indices_and_ties_of_the_index_functions():
+    r = ev("(top_k([3.0, 1.0, 3.0, 2.0], 2), take_along_axis(x, [[-1.0], [0.0]], 1), "
+           "segment_sum(ones((4, 2)), [0.0, 0.0, 0.0, 2.0], 4), repeat([1.0, 2.0], (0, 3)))")
+    assert [list(v) for v in r[0]] == [[3.0, 3.0], [0.0, 2.0]]       # ties: the lower index first
+    assert list(r[1][:, 0]) == [2.0, 0.5]
+    assert r[2].tolist() == [[3.0, 3.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+    assert list(r[3]) == [2.0, 2.0, 2.0]
+    for src, kind, words in [("segment_sum(ones(3), [0.0, 1.0, 5.0], 2)", "index", "out of range"),
+                             ("scatter_add(ones((2, 2)), [0.0], ones((2, 2)))", "shape", "they need shape (1, 2)"),
+                             ("take_along_axis(x, [1.0, 0.0], 1)", "shape", "as many axes"),
+                             ("top_k(x, 9)", "value", "k must be an int in [0, 4]"),
+                             ("repeat(x, (1, 2))", "value", "one per entry"), ("tile(x, -1)", "value", "reps")]:
+        with pytest.raises(DgError) as info:
+            ev(src)
+        assert info.value.kind == kind and words in info.value.message, src
+
+
+def test_the_array_tests():
+    r = ev("(isnan([1.0, nan, inf]), isfinite([1.0, nan, -inf]), allclose(x, x + 1e-9), allclose(x, x + 1.0), "
+           "isnan(nan))")
+    assert list(r[0]) == [False, True, False] and list(r[1]) == [True, False, False]
+    assert r[2:] == (True, False, True)
+
+
+def test_array_functions_refuse_what_is_not_a_tensor_in_dgs_words():
+    for src, words in [("flip((1, 2))", "flip needs a tensor, got tuple"), ("diff((1.0, 2.0))", "diff needs a tensor"),
+                       ("isfinite({})", "isfinite needs a number or a tensor"),
+                       ("qr((1, 2), eye(2))", "qr: mode must be a string")]:
+        with pytest.raises(DgError) as info:
+            ev(src)
+        assert words in info.value.message
+    assert ev("isfinite(10 ** 30)") is True      # an int, however long, is finite

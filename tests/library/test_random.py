@@ -1,0 +1,180 @@
+"""Random keys and distributions: the generator against Random123's known answers, keys as
+values (the same key, the same numbers; split streams apart), the distributions' moments on
+many draws, pathwise derivatives, the same numbers under jit and vmap, a draw in a jitted loop
+staged once, and dg's errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+from dsl.primitives.random import philox
+from gradcheck import check
+
+from test_jit_loops import ops_of
+
+N = 200_000
+
+
+def run(src, **values):
+    """An interpreter that has run src with `values` bound."""
+    interp = dsl.Interpreter(seed=0)
+    for name, v in values.items():
+        interp.set(name, v)
+    interp.run(src, "t.dg")
+    return interp
+
+
+def ev(expr):
+    """The value of one expression."""
+    return run(f"let r = {expr}").get("r")
+
+
+def test_philox_gives_random123s_known_answers():
+    m = 0xFFFFFFFF
+    for key, ctr, want in [((0, 0), (0, 0, 0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+                           ((m, m), (m, m, m, m), (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+                           ((0xa4093822, 0x299f31d0), (0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344),
+                            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]:
+        assert tuple(int(w) for w in philox(*key, *ctr)) == want
+
+
+def test_a_key_is_a_value_the_same_key_gives_the_same_numbers():
+    r = ev("(rng(42), rng(2 ** 40 + 5), uniform(shape=(4,), key=rng(1)), uniform(shape=(4,), key=rng(1)), "
+           "uniform(shape=(4,), key=rng(2)), split(rng(1)), split(rng(1), 3), fold_in(rng(1), 7))")
+    assert list(r[0]) == [0.0, 42.0] and list(r[1]) == [256.0, 5.0]
+    assert np.array_equal(r[2], r[3]) and not np.any(r[2] == r[4])
+    assert r[5].shape == (2, 2) and r[6].shape == (3, 2) and np.array_equal(r[5], r[6][:2])
+    assert not np.array_equal(r[5][0], r[5][1]) and not np.array_equal(r[7], r[5][0])
+    # a longer draw extends a shorter one: each number depends on the key and its position only
+    # (a few numbers are made in Python ints, many in numpy arrays: the same words)
+    longer, shorter, many, few = ev("(uniform(shape=(40,), key=rng(3)), uniform(shape=(5,), key=rng(3)), "
+                                    "split(rng(3), 30), split(rng(3), 3))")
+    assert np.array_equal(longer[:5], shorter) and np.array_equal(many[:3], few)
+
+
+def test_without_a_key_draws_follow_the_interpreters_seed():
+    a = run("seed(5)\nlet x = (normal(shape=(3,)), uniform())\nseed(5)\nlet y = (normal(shape=(3,)), uniform())")
+    assert np.array_equal(a.get("x")[0], a.get("y")[0]) and a.get("x")[1] == a.get("y")[1]
+    b = run("let x = normal(shape=(3,))\nlet y = normal(shape=(3,))")
+    assert not np.any(b.get("x") == b.get("y"))
+
+
+def _moments(x):
+    return float(np.mean(x)), float(np.var(x))
+
+
+@pytest.mark.parametrize("expr, mean, var", [
+    (f"uniform(-1.0, 3.0, ({N},), key=k)", 1.0, 16.0 / 12),
+    (f"normal(2.0, 0.5, ({N},), key=k)", 2.0, 0.25),
+    (f"exponential(2.0, ({N},), key=k)", 2.0, 4.0),
+    (f"bernoulli(0.3, ({N},), key=k)", 0.3, 0.21),
+    (f"gamma(0.5, 2.0, ({N},), key=k)", 1.0, 2.0),
+    (f"gamma(3.0, shape=({N},), key=k)", 3.0, 3.0),
+    (f"beta(2.0, 3.0, ({N},), key=k)", 0.4, 6.0 / 150),
+    (f"poisson(3.0, ({N},), key=k)", 3.0, 3.0),
+    (f"poisson(50.0, ({N},), key=k)", 50.0, 50.0),
+    (f"truncated_normal(-1.0, 2.0, ({N},), key=k)", None, None),
+    (f"dirichlet([1.0, 2.0, 3.0], ({N},), key=k)[:, 2]", 0.5, 0.5 * 0.5 / 7),
+])
+def test_distributions_have_their_moments(expr, mean, var):
+    x = run(f"let k = rng(11)\nlet r = {expr}").get("r")
+    if mean is None:        # a standard normal cut to [-1, 2]: moments from its density
+        pdf = lambda t: math.exp(-t * t / 2) / math.sqrt(2 * math.pi)      # noqa: E731
+        z = 0.5 * (math.erf(2 / math.sqrt(2)) - math.erf(-1 / math.sqrt(2)))
+        mean = (pdf(-1.0) - pdf(2.0)) / z
+        var = 1 + (-1.0 * pdf(-1.0) - 2.0 * pdf(2.0)) / z - mean ** 2
+        assert x.min() >= -1.0 and x.max() <= 2.0
+    m, v = _moments(x)
+    assert abs(m - mean) < 5 * math.sqrt(var / N)
+    assert abs(v - var) < 0.02 * var
+
+
+def test_discrete_draws_have_their_frequencies():
+    r = ev(f"(categorical([0.0, 1.0, 2.0], shape=({N},), key=rng(1)), choice(4, ({N},), p=[0.1, 0.2, 0.3, 0.4], "
+           f"key=rng(2)), choice(5, (5,), replace=false, key=rng(3)), permutation(6, key=rng(4)), "
+           f"permutation(tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), key=rng(5)), choice(10, ({N},), key=rng(6)))")
+    probs = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    np.testing.assert_allclose(np.bincount(r[0].astype(int)) / N, probs, atol=0.005)
+    np.testing.assert_allclose(np.bincount(r[1].astype(int)) / N, [0.1, 0.2, 0.3, 0.4], atol=0.005)
+    assert sorted(r[2]) == [0, 1, 2, 3, 4] and sorted(r[3]) == [0, 1, 2, 3, 4, 5]
+    assert sorted(map(tuple, r[4])) == [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]
+    np.testing.assert_allclose(np.bincount(r[5].astype(int)) / N, np.full(10, 0.1), atol=0.005)
+
+
+def test_derivatives_are_pathwise():
+    interp = run(f"let k = rng(3)\n"
+                 f"let g = grad(fn(m, s) => mean(normal(m, s, ({N},), key=k)), argnums=(0, 1))(1.0, 2.0)\n"
+                 f"let z = mean(normal(0.0, 1.0, ({N},), key=k))\n"
+                 f"let gs = grad(fn(s) => sum(gamma(2.0, s, (3,), key=k)))(1.5)\n"
+                 f"let draws = gamma(2.0, 1.0, (3,), key=k)")
+    assert interp.get("g")[0] == pytest.approx(1.0, abs=1e-12)
+    assert interp.get("g")[1] == pytest.approx(interp.get("z"), abs=1e-12)
+    assert interp.get("gs") == pytest.approx(float(np.sum(interp.get("draws"))), rel=1e-12)
+    check("truncated_normal(x[0], x[1], (5,), key=k) + uniform(x[0], x[1], (5,), key=k)", prelude="let k = rng(7)",
+          x=np.array([-0.5, 1.2]))
+    check("exponential(x, (4,), key=k) * normal(x, x * x, (4,), key=k)", prelude="let k = rng(8)", x=0.7)
+    with pytest.raises(DgError) as info:
+        run("let k = rng(1)\nlet g = grad(fn(a) => sum(gamma(a, shape=(3,), key=k)))(2.0)")
+    assert info.value.kind == "grad" and "shape parameter a" in info.value.message
+
+
+def test_jit_and_vmap_give_the_same_numbers(capfd):
+    interp = run("fn f(k, m) { return normal(m, 1.0, (3,), key=k) + gamma(2.0, shape=(3,), key=fold_in(k, 1)) }\n"
+                 "let keys = split(rng(9), 4)\n"
+                 "let mapped = vmap(f, in_axes=(0, none), explain=true)(keys, 0.5)\n"
+                 "let looped = stack((f(keys[0], 0.5), f(keys[1], 0.5), f(keys[2], 0.5), f(keys[3], 0.5)))\n"
+                 "let jitted = jit(f)(keys[2], 0.5)\n"
+                 "let per_mean = vmap(fn(m) => f(keys[0], m))([0.0, 1.0])\n"
+                 "let rates = vmap(fn(lam, a) => (poisson(lam, (2,), key=keys[0]), gamma(a, shape=(2,), key=keys[1])))"
+                 "([1.0, 30.0], [0.5, 4.0])\n"
+                 "let rates_looped = ((poisson(1.0, (2,), key=keys[0]), gamma(0.5, shape=(2,), key=keys[1])),\n"
+                 "                    (poisson(30.0, (2,), key=keys[0]), gamma(4.0, shape=(2,), key=keys[1])))\n"
+                 "fn g() { return uniform(shape=(2,)) + normal() }\n"
+                 "seed(3)\nlet eager = (g(), g())\nseed(3)\nlet fast = jit(g)\nlet staged = (fast(), fast())")
+    assert "once per example" not in capfd.readouterr().err
+    np.testing.assert_array_equal(interp.get("mapped"), interp.get("looped"))
+    np.testing.assert_array_equal(interp.get("jitted"), interp.get("looped")[2])
+    per_mean = interp.get("per_mean")
+    np.testing.assert_allclose(per_mean[1] - per_mean[0], 1.0, rtol=1e-12)     # one key: the same noise
+    rates, looped = interp.get("rates"), interp.get("rates_looped")
+    for i in range(2):
+        np.testing.assert_array_equal(rates[0][i], looped[i][0])
+        np.testing.assert_array_equal(rates[1][i], looped[i][1])
+    for a, b in zip(interp.get("eager"), interp.get("staged")):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_keyed_draw_in_a_jitted_loop_is_staged_once():
+    interp = run("fn walk(x, k) {\n  for i in range(300) {\n    let pair = split(k)\n    k = pair[0]\n"
+                 "    x = x * 0.9 + normal(0.0, 0.1, (3,), key=pair[1]) + uniform(shape=(3,), key=fold_in(k, i))\n"
+                 "  }\n  return sum(x * x)\n}\nlet fast = jit(value_and_grad(walk))")
+    fast, walk = interp.lookup("fast"), interp.lookup("walk")
+    x, k = np.ones(3), np.array([0.0, 7.0])
+    want = interp.lookup("value_and_grad")(walk)(x, k)
+    for _ in range(2):
+        got = fast(x, k)
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert "Loop" in ops_of(fast)
+
+
+@pytest.mark.parametrize("src, kind, words", [
+    ("uniform(key=[1.0, 2.0, 3.0])", "type", "key must be a random key"),
+    ("uniform(key=[1.5, 2.0])", "value", "two whole numbers"),
+    ("normal(key=3)", "type", "key must be a random key"),
+    ("gamma(-1.0, key=rng(1))", "value", "a > 0"),
+    ("poisson(-1.0, key=rng(1))", "value", "rate"),
+    ("choice(3, (4,), replace=false)", "value", "4 draws without replacement from 3"),
+    ("choice(3, p=[0.5, 0.5])", "shape", "one probability per entry"),
+    ("rng(-1)", "value", "non-negative"),
+    ("rng(2 ** 64)", "value", "below 2^64"),
+    ("fold_in(rng(1), 0.5)", "value", "whole number"),
+    ("dirichlet(1.0)", "shape", "vector of concentrations"),
+    ("normal([0.0, 1.0], [1.0, 2.0, 3.0])", "shape", "do not broadcast"),
+])
+def test_bad_input_is_a_dg_error(src, kind, words):
+    with pytest.raises(DgError) as info:
+        run(f"let r = {src}")
+    assert info.value.kind == kind and words in info.value.message
