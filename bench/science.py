@@ -156,26 +156,28 @@ def run(smoke):
     n, d, s = cfg["n"], cfg["d"], cfg["samples"]
     note = "; ".join(notes)
     return [
-        make_row(f"GP likelihood and gradient, n={n}: cholesky against loops", "ms/call", ms["gp"],
+        make_row("GP likelihood and gradient: cholesky against loops", "ms/call", ms["gp"],
                  {"the same as loops": ms["gp_loops"], **ref("gp")}, ms["gp"] / ms["gp_loops"], "the same as loops",
                  "<= 0.1x the loops", None if smoke else ms["gp_loops"] >= 10 * ms["gp"],
-                 "jit(value_and_grad) of the negative log marginal likelihood" + (f"; {note}" if note else "")),
-        make_row(f"Newton step, d={d}: solve against loops", "ms/call", ms["newton"],
+                 f"jit(value_and_grad) of the negative log marginal likelihood of {n} points"
+                 + (f"; {note}" if note else "")),
+        make_row("Newton step: solve against loops", "ms/call", ms["newton"],
                  {"the same as loops": ms["newton_loops"], **ref("newton")}, ms["newton"] / ms["newton_loops"],
                  "the same as loops", "<= 0.1x the loops",
                  None if smoke else ms["newton_loops"] >= 10 * ms["newton"],
-                 f"jit of one step of L2-regularised logistic regression (grad, hessian, solve); the hessian, the "
-                 f"same in both, takes most of it: the solve alone is {solve_ms['solve']:.3g} ms against "
+                 f"jit of one step of L2-regularised logistic regression in {d} dimensions (grad, hessian, "
+                 f"solve); the hessian, the same in both, takes most of it: the solve alone is {solve_ms['solve']:.3g} ms against "
                  f"{solve_ms['loops']:.3g} ms as loops"),
-        make_row(f"HMC with keys, {s} samples, first call", "ms", first, dict(firsts),
+        make_row("HMC with keys, first call", "ms", first, dict(firsts),
                  first / firsts["without keys, first call"], "without keys, first call", "-", None,
-                 "jit's first call: staging, compiling and running once; with keys carried by the loop the "
-                 "sampling loop stages once, without keys (draws from the interpreter's stream, effects) it is "
+                 f"{s} samples; jit's first call: staging, compiling and running once; with keys carried by "
+                 "the loop the sampling loop stages once, without keys (draws from the interpreter's stream, effects) it is "
                  "written out"),
-        make_row(f"HMC with keys, {s} samples, later calls", "ms/call", ms["hmc"], ref("hmc"),
+        make_row("HMC with keys, later calls", "ms/call", ms["hmc"], ref("hmc"),
                  ms["hmc"] / ms["jax hmc"] if "jax hmc" in ms else None, "jax.jit" if "jax hmc" in ms else None,
-                 "-", None, "10 leapfrog steps per sample on a correlated 2-d Gaussian"),
-        make_row(f"CNN loss and gradient, batch {cfg['batch']}", "ms/call", ms["cnn"], ref("cnn"),
+                 "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian"),
+        make_row("CNN loss and gradient", "ms/call", ms["cnn"], ref("cnn"),
                  ms["cnn"] / ms["jax cnn"] if "jax cnn" in ms else None, "jax.jit" if "jax cnn" in ms else None,
-                 "-", None, "two 3x3 convolutions (8 and 16 channels) on 8x8 images, max_pool, a dense layer"),
+                 "-", None, f"a batch of {cfg['batch']}: two 3x3 convolutions (8 and 16 channels) on 8x8 images, "
+                 "max_pool, a dense layer"),
     ]

@@ -42,6 +42,11 @@ EXPECTED = [
     "jit(grad(grad(grad))) through a loop, first call",
     "jit(grad(grad(grad))) through a loop, later calls",
     "training loop, jitted adam step",
+    "GP likelihood and gradient: cholesky against loops",
+    "Newton step: solve against loops",
+    "HMC with keys, first call",
+    "HMC with keys, later calls",
+    "CNN loss and gradient",
 ]
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.
 POSITIVE = [name for name in EXPECTED if name not in ("dg run imports", "memory growth (training loop)")]
