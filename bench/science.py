@@ -166,13 +166,13 @@ def run(smoke):
                  "the same as loops", "<= 0.1x the loops",
                  None if smoke else ms["newton_loops"] >= 10 * ms["newton"],
                  f"jit of one step of L2-regularised logistic regression in {d} dimensions (grad, hessian, "
-                 f"solve); the hessian, the same in both, takes most of it: the solve alone is {solve_ms['solve']:.3g} ms against "
-                 f"{solve_ms['loops']:.3g} ms as loops"),
+                 f"solve); the hessian, the same in both, takes most of it: the solve alone is "
+                 f"{solve_ms['solve']:.3g} ms against {solve_ms['loops']:.3g} ms as loops"),
         make_row("HMC with keys, first call", "ms", first, dict(firsts),
                  first / firsts["without keys, first call"], "without keys, first call", "-", None,
                  f"{s} samples; jit's first call: staging, compiling and running once; with keys carried by "
-                 "the loop the sampling loop stages once, without keys (draws from the interpreter's stream, effects) it is "
-                 "written out"),
+                 "the loop the sampling loop stages once, without keys (draws from the interpreter's stream, "
+                 "effects) it is written out"),
         make_row("HMC with keys, later calls", "ms/call", ms["hmc"], ref("hmc"),
                  ms["hmc"] / ms["jax hmc"] if "jax hmc" in ms else None, "jax.jit" if "jax hmc" in ms else None,
                  "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian"),
