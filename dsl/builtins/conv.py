@@ -78,20 +78,25 @@ def _pad_trailing(x, pads, value):
 
 
 # ---------------------------------------------------------------- convolution
+def _operands(x, w, groups, who, layout):
+    """The shapes of a convolution's input and kernel, x with a batch axis (and whether it had
+    none), the number of spatial axes and the groups, after the checks both convolutions share."""
+    ws = _shape(w, who, "the kernel w")
+    n = len(ws) - 2
+    if not 1 <= n <= 3:
+        raise error("shape", f"{who}: the kernel w is {layout} over 1, 2 or 3 spatial axes, got a tensor of "
+                             f"shape {fmt_shape(ws)}")
+    xs = tuple(_shape(x, who, "the input x"))
+    unbatched = len(xs) == n + 1
+    if unbatched:
+        x, xs = ops.reshape(x, (1,) + xs), (1,) + xs
+    return x, xs, ws, n, unbatched, _ints(groups, 1, who, "groups", 1)[0]
+
+
 def conv(x, w, stride=1, padding="valid", dilation=1, groups=1):
     """conv(x, w, stride=1, padding="valid", dilation=1, groups=1): the convolution (cross-correlation)
     of x (N, C_in, *spatial) with w (C_out, C_in / groups, *kernel), as PyTorch's conv1d/2d/3d."""
-    ws = _shape(w, "conv", "the kernel w")
-    n = len(ws) - 2
-    if not 1 <= n <= 3:
-        raise error("shape", f"conv: the kernel w is (C_out, C_in / groups, *kernel) over 1, 2 or 3 spatial "
-                             f"axes, got a tensor of shape {fmt_shape(ws)}")
-    xs = _shape(x, "conv", "the input x")
-    unbatched = len(xs) == n + 1
-    if unbatched:
-        x = ops.reshape(x, (1,) + tuple(xs))
-        xs = (1,) + tuple(xs)
-    g = _ints(groups, 1, "conv", "groups", 1)[0]
+    x, xs, ws, n, unbatched, g = _operands(x, w, groups, "conv", "(C_out, C_in / groups, *kernel)")
     if len(xs) != n + 2 or xs[1] != ws[1] * g or ws[0] % g:
         raise error("shape", f"conv: an input of shape {fmt_shape(xs)} against a kernel of shape {fmt_shape(ws)}"
                              f"{f' in {g} groups' if g > 1 else ''}: the input must be (N, {ws[1] * g}, "
@@ -119,17 +124,7 @@ def conv(x, w, stride=1, padding="valid", dilation=1, groups=1):
 def conv_transpose(x, w, stride=1, padding=0, output_padding=0, dilation=1, groups=1):
     """conv_transpose(x, w, stride=1, padding=0, output_padding=0, dilation=1, groups=1): the transposed
     convolution of x (N, C_in, *spatial) with w (C_in, C_out / groups, *kernel), as PyTorch's."""
-    ws = _shape(w, "conv_transpose", "the kernel w")
-    n = len(ws) - 2
-    if not 1 <= n <= 3:
-        raise error("shape", f"conv_transpose: the kernel w is (C_in, C_out / groups, *kernel) over 1, 2 or 3 "
-                             f"spatial axes, got a tensor of shape {fmt_shape(ws)}")
-    xs = _shape(x, "conv_transpose", "the input x")
-    unbatched = len(xs) == n + 1
-    if unbatched:
-        x = ops.reshape(x, (1,) + tuple(xs))
-        xs = (1,) + tuple(xs)
-    g = _ints(groups, 1, "conv_transpose", "groups", 1)[0]
+    x, xs, ws, n, unbatched, g = _operands(x, w, groups, "conv_transpose", "(C_in, C_out / groups, *kernel)")
     if len(xs) != n + 2 or xs[1] != ws[0] or ws[0] % g:
         raise error("shape", f"conv_transpose: an input of shape {fmt_shape(xs)} against a kernel of shape "
                              f"{fmt_shape(ws)}: the input must be (N, {ws[0]}, {', '.join(['...'] * n)}) and "

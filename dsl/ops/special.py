@@ -64,18 +64,24 @@ def _poles(x):
     return (x <= 0) & (x == np.floor(x))
 
 
+def _shifted(z, power):
+    """z moved up to at least 10 by the recurrence, and the sum of 1 / z^power over the steps (what
+    psi, or psi', loses on the way: psi(z) = psi(z + 1) - 1 / z, psi'(z) = psi'(z + 1) + 1 / z^2)."""
+    shift = np.zeros(z.shape)
+    for _ in range(10):
+        low = z < 10.0
+        shift = np.where(low, shift + 1.0 / z ** power, shift)
+        z = np.where(low, z + 1.0, z)
+    return z, shift
+
+
 def _digamma_vector(x):
     """psi(x) = d ln Gamma(x) / dx: the reflection formula below 1/2, the recurrence up to 10,
     then the asymptotic series (its first omitted term below 1e-13 there)."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         reflect = x < 0.5
-        z = np.where(reflect, 1.0 - x, x)
-        shift = np.zeros(z.shape)
-        for _ in range(10):
-            low = z < 10.0
-            shift = np.where(low, shift + 1.0 / z, shift)
-            z = np.where(low, z + 1.0, z)
+        z, shift = _shifted(np.where(reflect, 1.0 - x, x), 1)
         i2 = 1.0 / (z * z)
         series = i2 * (1.0 / 12 - i2 * (1.0 / 120 - i2 * (1.0 / 252 - i2 * (1.0 / 240 - i2 * (1.0 / 132
                                                                                    - i2 * 691.0 / 32760)))))
@@ -90,12 +96,7 @@ def _trigamma_vector(x):
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         reflect = x < 0.5
-        z = np.where(reflect, 1.0 - x, x)
-        shift = np.zeros(z.shape)
-        for _ in range(10):
-            low = z < 10.0
-            shift = np.where(low, shift + 1.0 / (z * z), shift)
-            z = np.where(low, z + 1.0, z)
+        z, shift = _shifted(np.where(reflect, 1.0 - x, x), 2)
         i1, i2 = 1.0 / z, 1.0 / (z * z)
         series = i1 + 0.5 * i2 + i1 * i2 * (1.0 / 6 - i2 * (1.0 / 30 - i2 * (1.0 / 42 - i2 * (1.0 / 30
                                                                                      - i2 * 5.0 / 66))))
