@@ -106,11 +106,15 @@ def _wait(worker, done):
     interrupted = False
     while not done.is_set():
         try:
-            done.wait()
+            done.wait(1.0 if interrupted else None)
         except KeyboardInterrupt:
             if interrupted:
                 raise
             interrupted = True
+        if interrupted and not done.is_set():
+            # raised again while the worker runs on: an asynchronous exception that lands in a
+            # destructor or a weakref callback is printed and dropped, and the program went on
+            # (a runaway loop then never stopped)
             import ctypes       # here, not at the top: every `dg run` would pay for it
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident),
                                                        ctypes.py_object(KeyboardInterrupt))
