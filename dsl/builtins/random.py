@@ -43,6 +43,17 @@ def _shape_of(*params):
                     + " do not broadcast together") from None
 
 
+def _population(x, who):
+    """What a permutation or a choice draws from: (n, true) for an int n (0..n-1), (its rows, false)
+    for a tensor. Only the type is peeked: a staged tensor's values stay free of guards."""
+    v = peek(x)
+    if type(v) in (int, float) and not isinstance(v, bool):
+        return _count(raw(x), f"{who} needs an int or a tensor"), True
+    if type(v) is not np.ndarray or not v.shape:
+        raise error("type", f"{who} needs an int or a tensor with at least one axis, got {type_name(v)}")
+    return v.shape[0], False
+
+
 def _check_key(key, who):
     """A key argument: a tensor whose last axis holds the two words (its values are checked where
     they are known, by the primitives)."""
@@ -110,27 +121,14 @@ def make(interp):
 
     def permutation(x, key=None):
         """permutation(x, key=none): an int n gives 0..n-1 shuffled; a tensor, its rows shuffled."""
-        v = raw(x)
-        n = _count(v, "permutation needs an int or a tensor") if type(v) in (int, float) else None
-        if n is None:
-            shape = np.shape(peek(x))
-            if type(peek(x)) is not np.ndarray or not shape:
-                raise error("type", f"permutation needs an int or a tensor with at least one axis, got "
-                                    f"{type_name(peek(x))}")
-            n = shape[0]
+        n, count = _population(x, "permutation")
         order = ops.argsort(R.uniform01(fresh(key, "permutation"), (n,)))
-        return order if type(v) in (int, float) else ops.gather(x, order, 0)
+        return order if count else ops.gather(x, order, 0)
 
     def choice(a, shape=(), replace=True, p=None, key=None):
         """choice(a, shape=(), replace=true, p=none, key=none): entries of a (rows of a tensor, or
         0..a-1 for an int), uniformly or with probabilities p."""
-        v = raw(a)
-        n = _count(v, "choice needs an int or a tensor") if type(v) in (int, float) else None
-        if n is None:
-            dims = np.shape(peek(a))
-            if type(peek(a)) is not np.ndarray or not dims:
-                raise error("type", f"choice needs an int or a tensor with at least one axis, got {type_name(peek(a))}")
-            n = dims[0]
+        n, count = _population(a, "choice")
         out = _shape(shape)
         size = math.prod(out)
         if type(raw(replace)) is not bool:
@@ -150,7 +148,7 @@ def make(interp):
         else:   # the first `size` of the entries ordered by Gumbel-perturbed log-probabilities
             scores = gumbel(k, (n,)) if raw(p) is None else ops.add(ops.ln(p), gumbel(k, (n,)))
             idx = ops.reshape(ops.index(ops.argsort(ops.neg(scores)), (slice(0, size),)), out)
-        if type(v) in (int, float):
+        if count:
             return idx
         rows = ops.gather(a, ops.reshape(idx, (size,)), 0)
         return ops.reshape(rows, tuple(out) + tuple(np.shape(peek(a)))[1:])
