@@ -7,6 +7,12 @@ from . import arrays, conv, data, files, help, linalg, plot, progress, random
 from .docs import DOCS
 
 
+# What Python's signatures say about the builtins' functions: facts about code objects, never
+# about a program or an interpreter, so every interpreter may read them (an interpreter's start
+# is otherwise mostly inspect.signature).
+_SIGNATURES = {}
+
+
 def make_builtins(interp):
     """Every builtin, bound to `interp` where it needs the interpreter's state, with its
     documentation from dsl/builtins/docs.py as its docstring."""
@@ -23,31 +29,26 @@ def make_builtins(interp):
     names.update(help.make(interp), **plot.make(interp))
     public = {}
     for name, fn in names.items():
-        public[name] = wrapped = _public(fn)
+        public[name] = wrapped = _public(fn, _SIGNATURES)
         wrapped.__doc__ = DOCS.get(name)
     public.update(core.CONSTANTS)       # values, not functions: help.doc_of finds their entries
     return public
 
 
-def _public(fn):
+def _public(fn, facts):
     """`fn` as a program sees it. Wrong arguments are a `type` DgError wherever the call comes
     from (a program, or a builtin such as tree_map or grad calling its argument), and a
     primitive's `span` parameter (its source location, which the operators pass) is neither a
     positional nor a keyword argument a program can give."""
     from ..compiler import call_error
     from ..ops.core import int_axis
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):     # still a wrapper of its own: its docstring is set on it
+    got = _facts(fn, facts)
+    if got is None:                     # still a wrapper of its own: its docstring is set on it
         def plain(*args, **kwargs):
             return fn(*args, **kwargs)
         plain.__name__ = plain.__qualname__ = getattr(fn, "__name__", "builtin")
         return plain
-    hidden = "span" in sig.parameters
-    public = [p for p in sig.parameters.values() if p.name != "span"]
-    most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in public)
-    # an `axis` given as an int-valued float is that int from here on (what grad & co record)
-    at = next((i for i, p in enumerate(public) if p.name == "axis"), None)
+    sig, hidden, most, at = got
 
     def builtin(*args, **kwargs):
         if hidden and (len(args) > most or "span" in kwargs):
@@ -61,7 +62,34 @@ def _public(fn):
             return fn(*args, **kwargs)
         except TypeError as exc:        # a DgError when the arguments do not fit, else re-raised
             raise call_error(builtin, args, kwargs, exc, None) from None
-    builtin.__signature__ = sig.replace(parameters=public)
+    builtin.__signature__ = sig
     builtin.__name__ = builtin.__qualname__ = fn.__name__
     builtin.__doc__ = fn.__doc__
     return builtin
+
+
+def _facts(fn, facts):
+    """(public signature, has a hidden span, most positional arguments, index of `axis`) of
+    `fn`, or None when it has no signature. Closures made by one factory share a code object
+    and, for constant defaults, the very same default objects: reading a signature costs more
+    than the rest of an interpreter's start, so it is read once per code object and defaults."""
+    code = getattr(fn, "__code__", None)
+    defaults = (fn.__defaults__ or (), tuple((fn.__kwdefaults__ or {}).values())) if code else None
+    if code in facts:
+        known, got = facts[code]
+        if len(known[0]) == len(defaults[0]) and len(known[1]) == len(defaults[1]) and all(
+                a is b for a, b in zip(known[0] + known[1], defaults[0] + defaults[1])):
+            return got
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        got = None
+    else:
+        public = [p for p in sig.parameters.values() if p.name != "span"]
+        most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in public)
+        # an `axis` given as an int-valued float is that int from here on (what grad & co record)
+        at = next((i for i, p in enumerate(public) if p.name == "axis"), None)
+        got = (sig.replace(parameters=public), "span" in sig.parameters, most, at)
+    if code is not None:
+        facts[code] = (defaults, got)
+    return got
