@@ -3,8 +3,8 @@
 The `Interpreter` methods `eval`, `get`, `set`, `function`, `grad`,
 `value_and_grad`, `define` and `tape` delegate here (docs/python.md).
 
-Conversions, Python -> dg: numpy arrays are copied as float64 (bool arrays stay
-bool); numpy scalars become Python numbers; lists and tuples become tuples;
+Conversions, Python -> dg: numpy arrays are copied (float32, float16 and bool
+arrays keep their type, others become float64); numpy scalars become Python numbers; lists and tuples become tuples;
 dicts become maps; `dsl.Struct`s keep their type; Python callables become host
 functions. dg -> Python: tensors come back as fresh numpy arrays, maps as
 dicts, tuples as tuples, structs as `dsl.Struct`, and dg functions as Python
@@ -100,15 +100,18 @@ def _plain(value):
 
 
 def _array_to_dg(a, interp=None):
-    """A numpy array as a dg tensor: a float64 copy, or a bool copy (within the interpreter's limits)."""
+    """A numpy array as a dg tensor: a copy, float32, float16 and bool ones in their own type and the
+    others as float64 (dg's indices and labels are floats), within the interpreter's limits."""
     check_size(a.shape, "tensor", interp.max_tensor_elements if interp is not None else None)
     kind = a.dtype.kind
     if kind == "b":
         return np.array(a, dtype=bool, copy=True)
+    if kind == "f" and a.dtype in (np.float32, np.float16):
+        return np.array(a, copy=True)
     if kind in "iuf":
         return np.array(a, dtype=np.float64, copy=True)
     raise error("type", f"cannot convert a numpy array of dtype {a.dtype} to a dg tensor",
-                hint="dg tensors hold float64 numbers (or bools)")
+                hint="dg tensors hold floats, ints or bools")
 
 
 def _scalar_to_dg(x):

@@ -23,7 +23,7 @@ BUILTINS = frozenset("""
     flip roll diff cumprod meshgrid isnan isfinite allclose tile repeat take_along_axis scatter_add segment_sum top_k
     pi e inf nan tan asin acos atan atan2 sinh cosh asinh acosh atanh log_sigmoid logit logaddexp
     xlogy erfinv lgamma digamma
-    tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
+    astype dtype tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
     shape ndim size reshape transpose cat stack gather where clamp
     neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign floor softmax log_softmax
     logsumexp cross_entropy layer_norm batch_norm sum mean max min maximum minimum matmul ssm_scan

@@ -77,8 +77,12 @@ def _element(x, fmt=None):
     """One tensor element."""
     if isinstance(x, (bool, np.bool_)):
         return "true" if x else "false"
+    if isinstance(x, np.integer):       # an int tensor's entries print as ints
+        return format(int(x), fmt) if fmt is not None else str(int(x))
     if fmt is not None:
         return format(float(x), fmt)
+    if type(x) is np.float32 or type(x) is np.float16:
+        return str(x)                   # the shortest text that reads back in that type: 0.1, not 0.100000001
     return repr(float(x))
 
 
@@ -147,7 +151,7 @@ def display_tensor(a):
     v = raw(a)
     body = np.array2string(v, separator=", ", precision=8, max_line_width=LINE_WIDTH, threshold=ELIDE_OVER,
                            edgeitems=EDGE, formatter={"bool": lambda b: "true" if b else "false"})
-    kind = " bool" if v.dtype.kind == "b" else ""
+    kind = "" if v.dtype == np.float64 else " " + v.dtype.name
     shape = "(" + ", ".join(str(n) for n in v.shape) + ("," if v.ndim == 1 else "") + ")"
     return f"tensor{kind} {shape}\n{body}"
 

@@ -561,6 +561,10 @@ def _reverse(nodes, seeds, check):
                 pv = p.v
                 if type(pg) is not float and (type(pv) is float or type(pv) is Box and type(peek(pv)) is float):
                     pg = as_float(pg)
+                elif type(pg) is np.ndarray and type(pv) is np.ndarray and pg.dtype is not pv.dtype:
+                    pg = same_float_dtype(pg, pv)
+                elif type(pg) is Box or type(pv) is Box:
+                    pg = _same_float_dtype_recorded(pg, pv)
                 # a cotangent passed through unchanged (Add, a reshape of nothing) was not made by this
                 # rule: whoever made it was checked
                 if check and culprit is None and (pg is not g or owning) and not (
@@ -596,6 +600,27 @@ def plain_finite(g):
     if t is OneSlot:
         return plain_finite(g.g)
     return True
+
+
+FLOAT_DTYPES = frozenset(np.dtype(n) for n in ("float16", "float32", "float64"))
+
+
+def same_float_dtype(g, like):
+    """A cotangent or tangent array `g` in the float type of the array `like` it belongs to (a
+    gradient has its value's dtype: a rule's float64 constant must not make float32 work float64)."""
+    if like.dtype in FLOAT_DTYPES and g.dtype != like.dtype:
+        return g.astype(like.dtype)
+    return g
+
+
+def _same_float_dtype_recorded(g, like):
+    """same_float_dtype where the cotangent or the value is recorded by an outer trace (jit,
+    a derivative of a derivative): the cast is recorded there too."""
+    gv, lv = peek(g), peek(like)
+    if type(gv) is np.ndarray and type(lv) is np.ndarray and lv.dtype in FLOAT_DTYPES and gv.dtype != lv.dtype:
+        from ..ops import astype     # ops imports this module
+        return astype(g, lv.dtype)
+    return g
 
 
 def as_float(g):

@@ -379,7 +379,8 @@ def _shaped(rows, out_shape, primal):
         if not is_differentiable_leaf(leaf):
             out.append(None)
         elif r is None or type(r) is tuple:     # no output reached it
-            out.append(np.zeros(tuple(out_shape) + np.shape(peek(leaf))))
+            lv = peek(leaf)
+            out.append(np.zeros(tuple(out_shape) + np.shape(lv), lv.dtype if type(lv) is np.ndarray else float))
         else:
             out.append(O.reshape(r, tuple(out_shape) + np.shape(peek(leaf))))
     return unflatten(spec, out)

@@ -10,7 +10,7 @@ flattens trees into leaves and back.
 import numpy as np
 
 from ..values import Struct
-from .tape import Box, SlotGrad, float_leaf, peek, strip_unstaged
+from .tape import Box, SlotGrad, float_leaf, peek, same_float_dtype, strip_unstaged
 
 
 def is_container(v):
@@ -48,7 +48,7 @@ def zero_of(v):
     """The zero cotangent of one leaf: 0.0, zeros of its shape, or none."""
     v = peek(v)
     if type(v) is np.ndarray:
-        return np.zeros(v.shape) if v.dtype.kind == "f" else None
+        return np.zeros(v.shape, v.dtype) if v.dtype.kind == "f" else None
     if type(v) is float or type(v) is np.float64:
         return 0.0
     return None
@@ -79,7 +79,7 @@ def cotangent_value(g, primal):
     """
     pv = peek(primal)
     if type(pv) is np.ndarray and type(g) is np.ndarray and pv.dtype.kind == "f":
-        return g        # the common case: a tensor argument and its gradient
+        return g if g.dtype is pv.dtype else same_float_dtype(g, pv)   # the common case: a tensor and its gradient
     root = [None]
     stack = [(g, pv, root, 0)]
     built = []      # (primal container, its filled items, where it goes), parents before children

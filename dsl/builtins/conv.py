@@ -65,6 +65,8 @@ def _pad_trailing(x, pads, value):
     """x with `pads` (a pair per trailing axis) of constant `value` around its trailing axes."""
     shape = np.shape(peek(x))
     nd = len(shape)
+    v = peek(x)
+    kind = v.dtype if type(v) is np.ndarray and v.dtype.kind == "f" else np.float64   # float32 stays float32
     for i, (lo, hi) in enumerate(pads):
         axis = nd - len(pads) + i
         if lo or hi:
@@ -72,7 +74,7 @@ def _pad_trailing(x, pads, value):
             for width in (lo, hi):
                 side = list(np.shape(peek(x)))
                 side[axis] = width
-                parts.append(np.full(check_size(tuple(side), "padding"), value))
+                parts.append(np.full(check_size(tuple(side), "padding"), value, kind))
             x = ops.cat((parts[0], x, parts[1]), axis)
     return x
 

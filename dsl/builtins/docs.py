@@ -15,6 +15,7 @@ from .docs_math import ARRAYS, DOCS as MATH_DOCS, FUNCTIONS as MATH_FUNCTIONS, N
 SECTIONS = [
     ("Creating tensors", ["tensor", "zeros", "ones", "full", "eye", "arange", "linspace", "zeros_like",
                           "ones_like", "rand", "randn", "seed"]),
+    ("Element types", ["dtype", "astype"]),
     ("Shapes and indexing", ["shape", "ndim", "size", "reshape", "transpose", "cat", "stack", "gather",
                              "where", "clamp"]),
     ("Constants", NUMBER_NAMES),
@@ -40,50 +41,52 @@ _UNARY = "Differentiable: yes."
 
 DOCS = {
     # ---------------------------------------------------------------- creating tensors
-    "tensor": """tensor(x): a float tensor from a number, a tensor, or nested tuples of them.
+    "tensor": """tensor(x, dtype=none): a float tensor from a number, a tensor, or nested tuples of them
+(with dtype, a tensor of that element type).
 Differentiable: yes, in the numbers and tensors it is made of.
 >>> tensor(((1, 2), (3, 4)))
 [[1.0, 2.0], [3.0, 4.0]]""",
-    "zeros": """zeros(shape): a tensor of zeros; a shape is an int or a tuple of ints.
+    "zeros": """zeros(shape, dtype=none): a tensor of zeros; a shape is an int or a tuple of ints. The
+functions that make tensors take dtype= ("float32", "int64", ...; float64 without it).
 Differentiable: no (it has no differentiable input).
 >>> zeros((2, 3))
 [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]""",
-    "ones": """ones(shape): a tensor of ones.
+    "ones": """ones(shape, dtype=none): a tensor of ones.
 Differentiable: no.
 >>> ones(3)
 [1.0, 1.0, 1.0]""",
-    "full": """full(shape, v): a tensor with every entry v.
+    "full": """full(shape, v, dtype=none): a tensor with every entry v.
 Differentiable: yes, in v.
 >>> full((2,), 7.5)
 [7.5, 7.5]""",
-    "eye": """eye(n): the n-by-n identity matrix.
+    "eye": """eye(n, dtype=none): the n-by-n identity matrix.
 Differentiable: no.
 >>> eye(2)
 [[1.0, 0.0], [0.0, 1.0]]""",
     "arange": """arange(stop), arange(start, stop), arange(start, stop, step): evenly spaced values in
-[start, stop), as numpy's arange (floats).
+[start, stop), as numpy's arange (floats; dtype="int64" for ints).
 Differentiable: no.
 >>> arange(4)
 [0.0, 1.0, 2.0, 3.0]
 >>> arange(1, 2, 0.25)
 [1.0, 1.25, 1.5, 1.75]""",
-    "linspace": """linspace(a, b, n): n evenly spaced numbers from a to b, both included.
+    "linspace": """linspace(a, b, n, dtype=none): n evenly spaced numbers from a to b, both included.
 Differentiable: yes, in a and b.
 >>> linspace(0.0, 1.0, 5)
 [0.0, 0.25, 0.5, 0.75, 1.0]""",
-    "zeros_like": """zeros_like(x): zeros with x's shape (a float for a number).
+    "zeros_like": """zeros_like(x, dtype=none): zeros with x's shape and float type (a float for a number).
 Differentiable: no.
 >>> zeros_like([1.0, 2.0])
 [0.0, 0.0]""",
-    "ones_like": """ones_like(x): ones with x's shape.
+    "ones_like": """ones_like(x, dtype=none): ones with x's shape and float type.
 Differentiable: no.
 >>> ones_like([[1.0], [2.0]])
 [[1.0], [1.0]]""",
-    "rand": """rand(shape): uniform random numbers in [0, 1), from the interpreter's seeded generator.
+    "rand": """rand(shape, dtype=none): uniform random numbers in [0, 1), from the interpreter's seeded generator.
 Differentiable: no.
 >>> shape(rand((2, 3)))
 (2, 3)""",
-    "randn": """randn(shape): standard normal random numbers, from the interpreter's seeded generator.
+    "randn": """randn(shape, dtype=none): standard normal random numbers, from the interpreter's seeded generator.
 Differentiable: no.
 >>> shape(randn(5))
 (5,)""",
@@ -92,6 +95,24 @@ numbers on every machine).
 Differentiable: no.
 >>> seed(1) == none
 true""",
+    # ---------------------------------------------------------------- element types
+    "dtype": '''dtype(x): the name of x's element type: "float64", "float32", "float16", "int64", "int32"
+or "bool" for a tensor; "float64", "int64" and "bool" for a float, an int and a bool.
+Differentiable: no.
+>>> dtype(zeros(3, dtype="float32"))
+"float32"
+>>> dtype(argmax([1.0, 3.0]))
+"int64"''',
+    "astype": '''astype(x, dtype): x as a tensor of the element type dtype names ("float16", "float32",
+"float64", "int32", "int64" or "bool"), numpy's cast: floats to ints round toward zero. A tensor's
+type spreads by numpy 2's promotion (float32 with float64 is float64, a number takes the tensor's
+type); literals and constructors give float64 unless told otherwise.
+Differentiable: yes, between float types (the gradient comes back in x's type); a cast to ints or
+bools passes no gradient.
+>>> astype([1.7, -1.7], "int64")
+[1, -1]
+>>> dtype(astype([1.0], "float32") * 2.0)
+"float32"''',
     # ---------------------------------------------------------------- shapes and indexing
     "shape": """shape(x): the shape of a tensor as a tuple of ints (() for a number).
 Differentiable: no.

@@ -5,7 +5,9 @@ NAMES = ["rng", "split", "fold_in", "uniform", "normal", "exponential", "bernoul
          "choice", "gamma", "beta", "dirichlet", "poisson", "truncated_normal"]
 
 _KEY = """Without key, the draw takes a fresh key from the interpreter's stream (seed(n) restarts
-it); with key=k it is a function of k: the same key, the same numbers, under jit and vmap too."""
+it); with key=k it is a function of k: the same key, the same numbers, under jit and vmap too.
+dtype="float32" (or "float16") draws in that type; without it the draw has the float type its
+tensor parameters promote to (float64 for numbers)."""
 
 DOCS = {
     "rng": """rng(seed): a random key: the tensor [seed // 2^32, seed % 2^32] of a whole number seed in
@@ -24,17 +26,17 @@ index), so that a loop can draw with fold_in(key, i) without carrying a key alon
 Differentiable: no.
 >>> fold_in(rng(0), 1) == fold_in(rng(0), 2)
 [false, false]""",
-    "uniform": f"""uniform(lo=0, hi=1, shape=none, key=none): floats uniform in [lo, hi); shape none is
+    "uniform": f"""uniform(lo=0, hi=1, shape=none, key=none, dtype=none): floats uniform in [lo, hi); shape none is
 the broadcast shape of lo and hi. {_KEY}
 Differentiable: yes, in lo and hi (pathwise: lo + (hi - lo) * u).
 >>> shape(uniform(-1.0, 1.0, (2, 3), key=rng(0)))
 (2, 3)""",
-    "normal": f"""normal(mean=0, std=1, shape=none, key=none): normal floats (numpy's normal(loc, scale,
+    "normal": f"""normal(mean=0, std=1, shape=none, key=none, dtype=none): normal floats (numpy's normal(loc, scale,
 size)); shape none is the broadcast shape of mean and std. {_KEY}
 Differentiable: yes, in mean and std (pathwise: mean + std * z).
 >>> normal(3.0, 0.0, key=rng(0))
 3.0""",
-    "exponential": f"""exponential(scale=1, shape=none, key=none): exponential floats of mean scale
+    "exponential": f"""exponential(scale=1, shape=none, key=none, dtype=none): exponential floats of mean scale
 (numpy's). {_KEY}
 Differentiable: yes, in scale.
 >>> exponential(2.0, (3,), key=rng(0)) >= 0.0
@@ -60,18 +62,18 @@ or without replacement (numpy's Generator.choice). {_KEY}
 Differentiable: yes, in a tensor a.
 >>> choice(tensor([5.0, 6.0]), (3,), p=[0.0, 1.0], key=rng(0))
 [6.0, 6.0, 6.0]""",
-    "gamma": f"""gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a > 0 and
+    "gamma": f"""gamma(a, scale=1, shape=none, key=none, dtype=none): gamma floats of shape parameter a > 0 and
 scale (numpy's gamma; mean a * scale), by Marsaglia and Tsang's method. {_KEY}
 Differentiable: yes, in scale; in a, a grad error (the implicit reparameterisation JAX uses is
 not implemented; stop_gradient(a) if a is not learnt).
 >>> gamma(2.0, 0.0, key=rng(0))
 0.0""",
-    "beta": f"""beta(a, b, shape=none, key=none): beta floats in [0, 1] (mean a / (a + b)), as
+    "beta": f"""beta(a, b, shape=none, key=none, dtype=none): beta floats in [0, 1] (mean a / (a + b)), as
 x / (x + y) of two gamma draws. {_KEY}
 Differentiable: no (as gamma's, in a and b).
 >>> beta(2.0, 3.0, key=rng(0)) < 1.0
 true""",
-    "dirichlet": f"""dirichlet(alpha, shape=(), key=none): probability vectors of concentrations alpha
+    "dirichlet": f"""dirichlet(alpha, shape=(), key=none, dtype=none): probability vectors of concentrations alpha
 (a vector), of shape shape + shape(alpha), each summing to 1. {_KEY}
 Differentiable: no (as gamma's, in alpha).
 >>> abs(sum(dirichlet([1.0, 2.0, 3.0], key=rng(0))) - 1.0) < 1e-12
@@ -81,7 +83,7 @@ true""",
 Differentiable: no (its derivative in lam is 0 almost everywhere).
 >>> poisson(0.0, (2,), key=rng(0))
 [0.0, 0.0]""",
-    "truncated_normal": f"""truncated_normal(lo, hi, shape=none, key=none): standard normal floats cut to
+    "truncated_normal": f"""truncated_normal(lo, hi, shape=none, key=none, dtype=none): standard normal floats cut to
 [lo, hi] (JAX's truncated_normal: the normal's inverse distribution function of a uniform between
 those of lo and hi). {_KEY}
 Differentiable: yes, in lo and hi (pathwise).

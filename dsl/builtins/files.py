@@ -8,7 +8,8 @@ The file format (version 1), all integers little-endian:
     data_len         u64, length of the tensor data
     crc32            u32, zlib.crc32 of header + data
     header           UTF-8 JSON describing the tree
-    data             raw tensor buffers: float64 ('<f8') or bool (one byte each)
+    data             raw tensor buffers, little-endian: float64, float32, float16, int64,
+                     int32 or bool (one byte each), as the tensor's dtype names
 
 The JSON is a tree of nodes {"t": kind, ...}: ints as hexadecimal strings
 (any size), floats as Python's repr (exact, with nan and inf), strings, bools,
@@ -43,7 +44,8 @@ from ..values import Struct, StructDef, type_name, a_type_name
 MAGIC = b"DGCKPT\r\n"
 VERSION = 1
 _PREFIX = _struct.Struct("<8sIQQI")
-_DTYPES = {"float64": np.dtype("<f8"), "bool": np.dtype("bool")}
+_DTYPES = {"float64": np.dtype("<f8"), "float32": np.dtype("<f4"), "float16": np.dtype("<f2"),
+           "int64": np.dtype("<i8"), "int32": np.dtype("<i4"), "bool": np.dtype("bool")}
 MAX_NESTING = 1000           # containers inside containers; deeper trees are refused both ways
 MAX_FILE_BYTES = 1 << 30     # load and load_csv read at most 1 GiB: /dev/zero or an endless pipe stops there
 
@@ -120,7 +122,7 @@ def _encode(v, buffers, offset, path, depth=0):
     if v is None:
         return {"t": "none"}, offset
     if t is np.ndarray:
-        kind = "bool" if v.dtype.kind == "b" else "float64"
+        kind = v.dtype.name if v.dtype.name in _DTYPES else "float64"
         data = np.ascontiguousarray(v, dtype=_DTYPES[kind]).tobytes()
         buffers.append(data)
         node = {"t": "tensor", "dtype": kind, "shape": list(v.shape), "offset": offset, "nbytes": len(data)}
@@ -243,7 +245,7 @@ def _decode_tensor(node, data):
     _need(count * _DTYPES[kind].itemsize == nbytes, "a tensor whose size does not match its shape")
     check_size(tuple(shape))
     arr = np.frombuffer(data, dtype=_DTYPES[kind], count=count, offset=offset)
-    return arr.reshape(shape).astype(np.float64 if kind == "float64" else bool)
+    return arr.reshape(shape).astype(_DTYPES[kind].newbyteorder("="))
 
 
 def decode(blob):

@@ -16,7 +16,7 @@ from ..errors import error
 from ..ops.core import fmt_shape, normalize_axis, to_float
 from ..primitives import random as R
 from ..values import type_name
-from .tensors import _count, _shape
+from .tensors import _count, _float_dtype, _shape
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -31,6 +31,19 @@ def _param(v, who, name):
     if t in (float, int, bool) or isinstance(p, np.generic):
         return v if type(v) is not t else to_float(p)
     raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
+
+
+def _in_type(u, dtype, who, *params):
+    """A draw in the float type `dtype` names, or else in the one its tensor parameters promote to
+    (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion."""
+    if dtype is not None:
+        kind = _float_dtype(dtype, who)
+    else:
+        kinds = [peek(p).dtype for p in params if type(peek(p)) is np.ndarray and peek(p).dtype.kind == "f"]
+        kind = np.result_type(*kinds) if kinds else None
+    if kind is None or kind == np.float64 and dtype is None:
+        return u
+    return ops.astype(u, kind)
 
 
 def _shape_of(*params):
@@ -77,22 +90,22 @@ def make(interp):
         """The shape asked for, or the parameters' broadcast shape."""
         return _shape_of(*params) if raw(shape) is None else _shape(shape)
 
-    def uniform(lo=0.0, hi=1.0, shape=None, key=None):
+    def uniform(lo=0.0, hi=1.0, shape=None, key=None, dtype=None):
         """uniform(lo=0, hi=1, shape=none, key=none): floats uniform in [lo, hi)."""
         lo, hi = _param(lo, "uniform", "lo"), _param(hi, "uniform", "hi")
-        u = R.uniform01(fresh(key, "uniform"), draw_shape(shape, lo, hi))
+        u = _in_type(R.uniform01(fresh(key, "uniform"), draw_shape(shape, lo, hi)), dtype, "uniform", lo, hi)
         return ops.add(lo, ops.mul(ops.sub(hi, lo), u))
 
-    def normal(mean=0.0, std=1.0, shape=None, key=None):
+    def normal(mean=0.0, std=1.0, shape=None, key=None, dtype=None):
         """normal(mean=0, std=1, shape=none, key=none): normal floats."""
         mean, std = _param(mean, "normal", "mean"), _param(std, "normal", "std")
-        z = R.normal01(fresh(key, "normal"), draw_shape(shape, mean, std))
+        z = _in_type(R.normal01(fresh(key, "normal"), draw_shape(shape, mean, std)), dtype, "normal", mean, std)
         return ops.add(mean, ops.mul(std, z))
 
-    def exponential(scale=1.0, shape=None, key=None):
+    def exponential(scale=1.0, shape=None, key=None, dtype=None):
         """exponential(scale=1, shape=none, key=none): exponential floats of mean scale (numpy's)."""
         scale = _param(scale, "exponential", "scale")
-        u = R.uniform01(fresh(key, "exponential"), draw_shape(shape, scale))
+        u = _in_type(R.uniform01(fresh(key, "exponential"), draw_shape(shape, scale)), dtype, "exponential", scale)
         return ops.mul(scale, ops.neg(ops.log1p(ops.neg(u))))
 
     def bernoulli(p=0.5, shape=None, key=None):
@@ -153,37 +166,39 @@ def make(interp):
         rows = ops.gather(a, ops.reshape(idx, (size,)), 0)
         return ops.reshape(rows, tuple(out) + tuple(np.shape(peek(a)))[1:])
 
-    def gamma(a, scale=1.0, shape=None, key=None):
+    def gamma(a, scale=1.0, shape=None, key=None, dtype=None):
         """gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a (numpy's)."""
         a, scale = _param(a, "gamma", "a"), _param(scale, "gamma", "scale")
-        return ops.mul(scale, R.gamma01(fresh(key, "gamma"), a, draw_shape(shape, a, scale)))
+        g = R.gamma01(fresh(key, "gamma"), a, draw_shape(shape, a, scale))
+        return ops.mul(scale, _in_type(g, dtype, "gamma", a, scale))
 
-    def beta(a, b, shape=None, key=None):
+    def beta(a, b, shape=None, key=None, dtype=None):
         """beta(a, b, shape=none, key=none): beta floats in [0, 1]."""
         a, b = _param(a, "beta", "a"), _param(b, "beta", "b")
         ka, kb = R.split(fresh(key, "beta"), 2)
         out = draw_shape(shape, a, b)
         x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
-        return ops.div(x, ops.add(x, y))
+        return _in_type(ops.div(x, ops.add(x, y)), dtype, "beta", a, b)
 
-    def dirichlet(alpha, shape=(), key=None):
+    def dirichlet(alpha, shape=(), key=None, dtype=None):
         """dirichlet(alpha, shape=(), key=none): probability vectors (the last axis sums to 1)."""
         alpha = _param(alpha, "dirichlet", "alpha")
         dims = np.shape(peek(alpha))
         if len(dims) != 1:
             raise error("shape", f"dirichlet needs alpha as a vector of concentrations, got shape {fmt_shape(dims)}")
         g = R.gamma01(fresh(key, "dirichlet"), alpha, tuple(_shape(shape)) + dims)
-        return ops.div(g, ops.sum_(g, -1, True))
+        return _in_type(ops.div(g, ops.sum_(g, -1, True)), dtype, "dirichlet", alpha)
 
     def poisson(lam=1.0, shape=None, key=None):
         """poisson(lam=1, shape=none, key=none): counts (as floats) of mean lam."""
         lam = _param(lam, "poisson", "lam")
         return R.poisson01(fresh(key, "poisson"), lam, draw_shape(shape, lam))
 
-    def truncated_normal(lo, hi, shape=None, key=None):
+    def truncated_normal(lo, hi, shape=None, key=None, dtype=None):
         """truncated_normal(lo, hi, shape=none, key=none): standard normal floats in [lo, hi]."""
         lo, hi = _param(lo, "truncated_normal", "lo"), _param(hi, "truncated_normal", "hi")
-        u = R.uniform01(fresh(key, "truncated_normal"), draw_shape(shape, lo, hi))
+        u = _in_type(R.uniform01(fresh(key, "truncated_normal"), draw_shape(shape, lo, hi)), dtype,
+                     "truncated_normal", lo, hi)
         a = ops.erf(ops.mul(lo, SQRT_HALF))
         b = ops.erf(ops.mul(hi, SQRT_HALF))
         z = ops.div(ops.erfinv(ops.add(a, ops.mul(u, ops.sub(b, a)))), SQRT_HALF)

@@ -18,13 +18,16 @@ def make(interp):
         """seed(n): restart the random generator, so runs repeat exactly."""
         return perform(interp.staging, interp.reseed, (_count(n, "seed needs a non-negative int"),))
 
-    def rand(shape):
+    def rand(shape, dtype=None):
         """rand(shape): uniform numbers in [0, 1)."""
-        return perform(interp.staging, lambda s: interp.rng.random(s), (_shape(shape),))
+        kind = _float_dtype(dtype, "rand")
+        return perform(interp.staging, lambda s: interp.rng.random(s).astype(kind, copy=False), (_shape(shape),))
 
-    def randn(shape):
+    def randn(shape, dtype=None):
         """randn(shape): standard normal numbers."""
-        return perform(interp.staging, lambda s: interp.rng.standard_normal(s), (_shape(shape),))
+        kind = _float_dtype(dtype, "randn")
+        return perform(interp.staging, lambda s: interp.rng.standard_normal(s).astype(kind, copy=False),
+                       (_shape(shape),))
 
     return {
         "tensor": tensor, "zeros": zeros, "ones": ones, "full": full, "eye": eye, "arange": arange,
@@ -46,6 +49,7 @@ def make(interp):
         "log_sigmoid": ops.log_sigmoid, "logit": ops.logit, "atan2": ops.atan2, "logaddexp": ops.logaddexp,
         "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": ops.xlogy,
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
+        "astype": astype, "dtype": dtype,
     }
 
 
@@ -116,8 +120,36 @@ def matmul(a, b):
     return ops.matmul(a, b)
 
 
-def tensor(x):
+def _float_dtype(dtype, who):
+    """A dtype argument that must name a float type."""
+    kind = ops.dtype_arg(dtype, who)
+    if kind.kind != "f":
+        raise error("value", f"{who} draws floats: its dtype is \"float16\", \"float32\" or \"float64\", "
+                             f"not \"{kind.name}\"")
+    return kind
+
+
+def astype(x, dtype):
+    """astype(x, dtype): x as a tensor of another element type."""
+    return ops.astype(x, ops.dtype_arg(dtype, "astype"))
+
+
+def dtype(x):
+    """dtype(x): the name of x's element type."""
+    return ops.dtype_name(x)
+
+
+def _as(v, dtype, who):
+    """A new tensor `v` in the type a dtype argument names (none: as it is)."""
+    if dtype is None:
+        return v
+    return v.astype(ops.dtype_arg(dtype, who), copy=False)
+
+
+def tensor(x, dtype=None):
     """tensor(x): a float tensor from a number, a tensor, or nested tuples of them."""
+    if dtype is not None:
+        return ops.astype(tensor(x), ops.dtype_arg(dtype, "tensor"))
     v = peek(x)
     t = type(v)
     if t is ndarray:
@@ -137,33 +169,34 @@ def tensor(x):
     raise error("type", f"tensor() takes numbers, tensors or tuples of them, not {a_type_name(v)}")
 
 
-def zeros(shape):
+def zeros(shape, dtype=None):
     """zeros(shape)."""
-    return np.zeros(_shape(shape))
+    return np.zeros(_shape(shape), ops.dtype_arg(dtype, "zeros"))
 
 
-def ones(shape):
+def ones(shape, dtype=None):
     """ones(shape)."""
-    return np.ones(_shape(shape))
+    return np.ones(_shape(shape), ops.dtype_arg(dtype, "ones"))
 
 
-def full(shape, v):
+def full(shape, v, dtype=None):
     """full(shape, v): a tensor filled with v."""
     fill = peek(v)
     if type(fill) not in (int, float, bool):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
+    kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
-        return ops.add(np.zeros(_shape(shape)), v)
-    return np.full(_shape(shape), to_float(fill))
+        return ops.add(np.zeros(_shape(shape), kind), v)
+    return np.full(_shape(shape), fill if kind.kind in "ib" else to_float(fill), kind)
 
 
-def eye(n):
+def eye(n, dtype=None):
     """eye(n): the n-by-n identity."""
     n = check_shape_arg(n, "size")
     if len(n) != 1:
         raise error("type", "eye takes one int")
     check_size((n[0], n[0]))
-    return np.eye(n[0])
+    return np.eye(n[0], dtype=ops.dtype_arg(dtype, "eye"))
 
 
 def _number(v, who):
@@ -174,7 +207,7 @@ def _number(v, who):
     return to_float(v)
 
 
-def arange(*args):
+def arange(*args, dtype=None):
     """arange(stop), arange(start, stop), arange(start, stop, step), like numpy."""
     if not 1 <= len(args) <= 3:
         raise error("type", f"arange takes 1 to 3 numbers, got {len(args)}")
@@ -186,28 +219,32 @@ def arange(*args):
     if n < 0:
         raise error("value", "arange needs finite bounds")
     check_size((n,))
+    kind = ops.dtype_arg(dtype, "arange")
     if n == 0:              # numpy refuses some empty ranges with huge bounds
-        return np.zeros((0,))
-    return np.arange(start, stop, step, dtype=np.float64)
+        return np.zeros((0,), kind)
+    return _as(np.arange(start, stop, step, dtype=np.float64), dtype, "arange")
 
 
-def linspace(a, b, n):
+def linspace(a, b, n, dtype=None):
     """linspace(a, b, n): n evenly spaced numbers from a to b inclusive."""
     count = _count(n, "linspace needs a non-negative int count")
     check_size((count,))
     if type(a) is Box or type(b) is Box:     # the points move with the bounds: differentiable in both
-        return record("Linspace", (a, b, count))
-    return np.linspace(_number(a, "linspace"), _number(b, "linspace"), count)
+        out = record("Linspace", (a, b, count))
+        return out if dtype is None else ops.astype(out, ops.dtype_arg(dtype, "linspace"))
+    return _as(np.linspace(_number(a, "linspace"), _number(b, "linspace"), count), dtype, "linspace")
 
 
-def zeros_like(x):
+def zeros_like(x, dtype=None):
     """zeros_like(x): zeros with x's shape."""
-    return np.zeros(np.shape(to_tensor(peek(x))))
+    like = to_tensor(peek(x))
+    return np.zeros(like.shape, like.dtype if dtype is None else ops.dtype_arg(dtype, "zeros_like"))
 
 
-def ones_like(x):
+def ones_like(x, dtype=None):
     """ones_like(x): ones with x's shape."""
-    return np.ones(np.shape(to_tensor(peek(x))))
+    like = to_tensor(peek(x))
+    return np.ones(like.shape, like.dtype if dtype is None else ops.dtype_arg(dtype, "ones_like"))
 
 
 def shape(x):

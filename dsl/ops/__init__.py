@@ -22,3 +22,4 @@ from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to, unb
 from .nn import softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan
 from .structs import field, set_field, item, set_item, unpack, struct_slot, map_slot
 from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int
+from .dtypes import astype, cast, dtype_arg, dtype_name

@@ -13,7 +13,7 @@ from ..autodiff.tape import nondiff, record, record1, record2, record_const, rec
 from . import shape as _shape
 from .shape import check_size
 from .structs import unpack
-from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, is_num, ndarray,
+from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, error, fmt_shape, is_num, ndarray,
                    norm, peek, raw, brief_int, to_float, type_name, a_type_name)
 
 # Ints have at most 4,300 digits, the most Python converts to text: every int can then be
@@ -70,7 +70,7 @@ def _arith(ufunc, verb, a, b):
             a = int(a)
         if type(b) is bool:
             b = int(b)
-        x, y = as_operand(a, verb), as_operand(b, verb)
+        x, y = as_operands(a, b, verb)
         check_broadcast(x, y, verb)
         return norm(ufunc(x, y))
     raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}")

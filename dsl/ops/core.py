@@ -10,6 +10,7 @@ np.seterr(all="ignore")   # IEEE results (inf, nan) are dg's semantics, not warn
 
 ndarray = np.ndarray
 FLOAT = np.float64
+FLOAT_DTYPE = np.dtype(FLOAT)
 INT64_MAX = 2 ** 63 - 1
 MAX_AXES = 32           # numpy allows 64; more than 32 axes is surely a mistake
 
@@ -20,14 +21,16 @@ def fmt_shape(shape):
 
 
 def norm(r):
-    """Turn numpy scalars into Python floats/bools, so scalar fast paths stay fast."""
+    """Turn numpy scalars into Python floats, ints and bools, so scalar fast paths stay fast."""
     t = type(r)
     if t is ndarray:
         return r
     if t is np.bool_:
         return bool(r)
-    if isinstance(r, (np.floating, np.integer)):
+    if isinstance(r, np.floating):
         return float(r)
+    if isinstance(r, np.integer):       # an entry or a sum of an int tensor is an int, as in numpy
+        return int(r)
     return r
 
 
@@ -49,6 +52,19 @@ def as_operand(v, what):
     if t is np.float64 or t is np.bool_:
         return v
     raise error("type", f"cannot {what} {a_type_name(v)}")
+
+
+def as_operands(a, b, what):
+    """as_operand of both operands of a binary operation, a bool tensor becoming the float type of
+    a float tensor beside it (a mask times float32 stays float32), else float64."""
+    x, y = as_operand(a, what), as_operand(b, what)
+    if type(y) is ndarray and y.dtype.kind == "f" and y.dtype is not FLOAT_DTYPE and type(a) is ndarray \
+            and a.dtype.kind == "b":
+        x = a.astype(y.dtype)
+    elif type(x) is ndarray and x.dtype.kind == "f" and x.dtype is not FLOAT_DTYPE and type(b) is ndarray \
+            and b.dtype.kind == "b":
+        y = b.astype(x.dtype)
+    return x, y
 
 
 def _big_int_to_float(v):
@@ -156,5 +172,5 @@ def check_shape_arg(shape, what="shape"):
 
 
 __all__ = ["Box", "raw", "peek", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
-           "is_num", "as_operand", "shape_of", "check_broadcast", "to_tensor",
+           "is_num", "as_operand", "as_operands", "shape_of", "check_broadcast", "to_tensor",
            "normalize_axis", "check_shape_arg"]

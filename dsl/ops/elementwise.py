@@ -6,8 +6,9 @@ import numpy as np
 
 from ..autodiff import tape
 from ..autodiff.tape import nondiff, record, record1
+from .dtypes import result_like
 from .shape import check_size
-from .core import (Box, FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw,
+from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
 
 SQRT_TWO = math.sqrt(2.0)
@@ -26,7 +27,7 @@ def _unary(op, name, scalar, vector):
         if t is Box:
             return record1(op, x, span)
         if t is ndarray:
-            return norm(vector(as_operand(x, name)))
+            return result_like(vector(as_operand(x, name)), x)
         if t is bool or isinstance(x, np.generic):
             return prim(float(x))
         raise error("type", f"{name} needs a number or tensor, got {type_name(x)}")
@@ -177,7 +178,7 @@ def _binary_elementwise(op, name, ufunc):
     def prim(a, b, span=None):
         if type(a) is Box or type(b) is Box:
             return record(op, (a, b), None, span)
-        x, y = as_operand(a, f"take the {name} of"), as_operand(b, f"take the {name} of")
+        x, y = as_operands(a, b, f"take the {name} of")
         check_broadcast(x, y, f"take the {name} of")
         return norm(ufunc(x, y))
 
@@ -207,7 +208,7 @@ def where(c, a, b, span=None):
     if _bools(a) and _bools(b):     # choosing between masks gives a mask, as in numpy
         x, y = a, b
     else:
-        x, y = as_operand(a, "select"), as_operand(b, "select")
+        x, y = as_operands(a, b, "select")
     cond = c if type(c) is not ndarray or c.dtype.kind == "b" else c != 0
     shapes = [np.shape(cond), np.shape(x), np.shape(y)]
     try:

@@ -237,8 +237,9 @@ def ssm_scan(a, b, x, span=None):
     check_size(shape, "result of ssm_scan")
     av = np.broadcast_to(av, shape)
     u = np.broadcast_to(bv * xv, shape)
-    h = np.empty(shape)
-    prev = np.zeros(shape[1:])
+    kind = np.result_type(av, u)
+    h = np.empty(shape, kind)
+    prev = np.zeros(shape[1:], kind)
     for t in range(shape[0]):
         prev = av[t] * prev + u[t]
         h[t] = prev

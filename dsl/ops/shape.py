@@ -333,7 +333,7 @@ def index_add(g, key, shape, span=None):
     """zeros(shape) with g added at key: the cotangent of indexing (repeats accumulate)."""
     if type(g) is Box:
         return record("IndexAdd", (g,), {"key": key, "shape": shape}, span)
-    out = np.zeros(shape)
+    out = np.zeros(shape, _float_type_of(g))
     if any(k is None for k in key):     # new axes of length 1 (basic indexing only: make_key refuses index tensors)
         out[key] = g
     elif any(type(k) is ndarray for k in key):
@@ -341,6 +341,11 @@ def index_add(g, key, shape, span=None):
     else:
         out[key] = g
     return out
+
+
+def _float_type_of(g):
+    """The float type of a cotangent (float64 for numbers and non-float tensors)."""
+    return g.dtype if type(g) is ndarray and g.dtype.kind == "f" else FLOAT
 
 
 def row(x, i, span=None):
@@ -358,7 +363,7 @@ def row_add(g, i, shape, span=None):
     """zeros(shape) with g at row i: the cotangent of row(x, i)."""
     if type(g) is Box or type(i) is Box:
         return record("RowAdd", (g, i), {"shape": shape}, span)
-    out = np.zeros(shape)
+    out = np.zeros(shape, _float_type_of(g))
     out[i] = g
     return out
 
@@ -368,14 +373,26 @@ def _set_index_forward(x, v, key=None):
     return set_index(x, key, v)
 
 
+def _stored_type(x, val):
+    """The float or int type of x after storing val in it."""
+    t = type(val)
+    if t is float or t is int or t is bool:
+        return x.dtype if x.dtype.kind in "fi" and not (t is float and x.dtype.kind == "i") else FLOAT
+    if t is ndarray and val.dtype.kind in "fi" and x.dtype.kind in "fi":
+        return np.result_type(x.dtype, val.dtype)
+    return x.dtype if x.dtype.kind == "f" else FLOAT
+
+
 def set_index(x, key, v, span=None):
     """A copy of tensor x with x[key] = v (value semantics)."""
     if type(x) is Box or type(v) is Box:
         return record("SetIndex", (x, v), {"key": key}, span)
     val = raw(v)
     # a bool tensor stays bool when given bools or a bool tensor (as numpy), else it becomes float
+    # the result's type is what x and v promote to (numpy 2's rules: a number takes x's type), except
+    # that a bool tensor given numbers becomes a float one (dg's numbers are floats)
     keep = x.dtype.kind == "b" and (type(val) is bool or getattr(val, "dtype", None) == np.bool_)
-    out = np.array(x, dtype=bool if keep else FLOAT)
+    out = np.array(x, dtype=bool if keep else _stored_type(x, val))
     try:
         out[key] = val
     except ValueError:

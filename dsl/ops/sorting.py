@@ -70,9 +70,10 @@ def put_along(g, idx, axis, shape, span=None):
     """zeros(shape) with g added at the positions idx along axis: the transpose of take_along."""
     if type(g) is Box or type(idx) is Box:
         return record("PutAlong", (g, idx), {"axis": axis, "shape": shape}, span)
-    out = np.zeros(shape)
+    g = to_tensor(g)
+    out = np.zeros(shape, g.dtype if g.dtype.kind == "f" else np.float64)
     i = np.asarray(idx).astype(np.intp)
     grids = list(np.indices(i.shape, sparse=True))
     grids[axis % len(shape)] = i
-    np.add.at(out, tuple(grids), to_tensor(g))
+    np.add.at(out, tuple(grids), g)
     return out

@@ -9,7 +9,7 @@ in are bound here.
 """
 
 from ..autodiff import tape
-from . import (arith, compare, control, decompositions, elementwise, linalg, loops, matrix, nn, order,  # noqa: F401
+from . import (arith, compare, control, decompositions, dtypes, elementwise, linalg, loops, matrix, nn, order,  # noqa: F401
                random, reduce, shape, structs, windows)
 from .namespaces import EAGER, TRACED
 

@@ -63,7 +63,7 @@ def _uncol(x, vector):
 
 def _triangle(n, lower):
     """The mask of a triangle (the diagonal included)."""
-    return np.tril(np.ones((n, n))) if lower else np.triu(np.ones((n, n)))
+    return np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
 
 
 def _leading_batch(kernel, **fixed):

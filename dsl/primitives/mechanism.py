@@ -268,7 +268,8 @@ def plain_pullback(prim):
 
     It leaves out the general loop's work per node: choosing a namespace, building the tuple of
     wanted arguments and of cotangents, and looping over them (a third of an RNN's backward pass)."""
-    from ..autodiff.tape import Box, OneSlot, REFCOUNTS_EXACT, accumulate, as_float, plain_finite, set_owned
+    from ..autodiff.tape import (Box, OneSlot, REFCOUNTS_EXACT, accumulate, as_float, plain_finite, same_float_dtype,
+                                 set_owned)
     from .namespaces import EAGER
     if prim.partials is not None:
         rules, n = None, len(prim.partials)
@@ -276,7 +277,7 @@ def plain_pullback(prim):
         rules, n = prim.vjp, len(prim.vjp)
     xs = ", ".join(f"x{i}" for i in range(n))
     env = {"ns": EAGER, "np": np, "shape_of": shape_of, "is_mask": _is_mask, "Box": Box, "OneSlot": OneSlot,
-           "ACC": accumulate, "AS_FLOAT": as_float, "FINITE": plain_finite, "set_owned": set_owned}
+           "ACC": accumulate, "AS_FLOAT": as_float, "SAME_DTYPE": same_float_dtype, "FINITE": plain_finite, "set_owned": set_owned}
     lines = ["def step(g, node, check):", "    args = node.args"]
     if rules is not None:       # a rule per argument: their number is the primitive's arity
         lines += [f"    if len(args) != {n}:", "        return None"]
@@ -306,6 +307,8 @@ def plain_pullback(prim):
         lines += [pad + line for line in (
             f"if type(x{i}) is float and type(r) is not float:",
             "    r = AS_FLOAT(r)",
+            f"elif type(r) is np.ndarray and type(x{i}) is np.ndarray and r.dtype is not x{i}.dtype:",
+            f"    r = SAME_DTYPE(r, x{i})",
             f"if check and (r is not g{' or owning' if owning else ''}) and not FINITE(r):",
             "    bad = True",
             f"q = p{i}.g",

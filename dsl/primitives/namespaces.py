@@ -151,7 +151,7 @@ def index_add(g, key, shape):
 
 def set_index(x, key, v):
     """A copy of x with x[key] = v."""
-    out = np.array(x, dtype=np.float64)
+    out = np.array(x, dtype=x.dtype if type(x) is np.ndarray and x.dtype.kind == "f" else np.float64)
     out[key] = v
     return out
 
@@ -198,7 +198,7 @@ EAGER = SimpleNamespace(
     unbroadcast=O.unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
     matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=O.nz,
-    zeros=np.zeros, eager=True,
+    zeros=np.zeros, astype=O.cast, eager=True,
 )
 
 
@@ -215,6 +215,7 @@ TRACED = SimpleNamespace(
     row_add=O.row_add,
     set_index=O.set_index, cat=O.cat, stack=O.stack, matmul=O.matmul, softmax=O.softmax,
     log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, zeros=np.zeros, eager=False,
+    astype=lambda x, name: O.astype(x, O.dtype_arg(name, "astype")),
 )
 
 

@@ -56,7 +56,7 @@ def windows_t(g, sizes=(), kernel=(), stride=(), dilation=()):
     n = len(kernel)
     lead = g.shape[:g.ndim - 2 * n]
     out = g.shape[g.ndim - 2 * n:g.ndim - n]
-    x = np.zeros(lead + tuple(sizes))
+    x = np.zeros(lead + tuple(sizes), g.dtype)
     every = (slice(None),) * len(lead)
     for offset in itertools.product(*(range(k) for k in kernel)):
         place = tuple(slice(j * d, j * d + s * (o - 1) + 1, s) for j, d, s, o in zip(offset, dilation, stride, out))

@@ -108,6 +108,9 @@ CASES = [
     ("svd(x, compute_uv=false)", dict(x=r(3, 2))), ("svd(x, full_matrices=false)[0] ** 2", dict(x=r(3, 2))),
     ("svd(x, full_matrices=false)[2] ** 2", dict(x=r(2, 3))), ("qr(x)[0] ** 2", dict(x=r(3, 2))),
     ("qr(x)[1] ** 2", dict(x=r(3, 2))), ("pinv(x)", dict(x=r(3, 2))),
+    # a cast (float64 to float64 here: central differences in float64; tests/library/test_dtypes.py
+    # checks the casts between float types)
+    ("astype(x, \"float64\") * y", dict(x=r(3), y=r(2, 3))), ("sum(astype(x * y, \"float64\"), axis=0)", dict(x=r(3, 2), y=r(2))),
 ]
 
 DEFS = "fn set_first(t, v) { let u = t\n u[0] = v\n return u }\n"
@@ -215,7 +218,8 @@ def _perturbed(v):
 NONDIFF = ["x > y", "x < y", "x >= y", "x <= y", "x == y", "x != y", "floor(x)", "sign(x)", "x // y",
            "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y", "ceil(x) + round(y)",
            "argsort(x) + y", "argmax(reshape(x, (2, 2)), axis=1)[1] + argmin(y) + y",
-           "argmax(x) + y", "stop_gradient(x) * y", "slogdet(reshape(x, (2, 2)))[0] + y"]
+           "argmax(x) + y", "stop_gradient(x) * y", "slogdet(reshape(x, (2, 2)))[0] + y",
+           "astype(x * 3.0, \"int64\") + y"]
 
 
 @pytest.mark.parametrize("expr", NONDIFF)
