@@ -11,7 +11,7 @@ generator's state of the first run.
 from ..errors import error
 from . import tape
 from .forward import _check_tangent, push
-from .tape import Trace, as_float, peek
+from .tape import Trace, peek
 from .transforms import Transformed, _describe, _enter, _fname
 from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
 
@@ -46,7 +46,7 @@ def linearize(f, primals, opts=None, generator=None):
                 continue
             t = tape.PUSHFORWARDS[node.op](tape._ns(node.v, node.args, ts), ts, node.v, node.args, node.kw)
             if t is not None:
-                known[id(node)] = as_float(t) if type(peek(node.v)) is float and type(t) is not float else t
+                known[id(node)] = tape.tangent_like(t, node.v)
         return unflatten(spec, [_tangent_of(leaf, mine, known) for leaf, mine in zip(leaves, ours)])
 
     return value, Transformed(f"the linear function of {who}", f_jvp, (f,))

@@ -339,7 +339,7 @@ class ForwardTrace(Trace):
         if t is None:
             return out
         box = Box(out, self, op, (), (), None, span)
-        box.t = as_float(t) if type(t) is not float and type(peek(out)) is float else t
+        box.t = tangent_like(t, out)
         return box
 
 
@@ -621,6 +621,18 @@ def _same_float_dtype_recorded(g, like):
         from ..ops import astype     # ops imports this module
         return astype(g, lv.dtype)
     return g
+
+
+def tangent_like(t, out):
+    """A rule's tangent `t` of the value `out` as the value is: a float for a float, and an array
+    in the value's float type (a rule's float64 constant must not widen a float32 tangent)."""
+    if type(t) is not float and type(peek(out)) is float:
+        return as_float(t)
+    if type(t) is np.ndarray and type(out) is np.ndarray:
+        return t if t.dtype is out.dtype else same_float_dtype(t, out)
+    if type(t) is Box or type(out) is Box:
+        return _same_float_dtype_recorded(t, out)
+    return t
 
 
 def as_float(g):

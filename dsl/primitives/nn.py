@@ -68,9 +68,10 @@ def _indices(targets):
 
 
 def _one_hot(ns, targets, logits_shape):
-    """Class indices as one-hot rows of the logits' shape."""
+    """Class indices as one-hot rows of the logits' shape: a mask, which arithmetic with the
+    logits reads as 1.0 and 0.0 of their float type."""
     column = ns.reshape(targets, shape_of(targets) + (1,))
-    return ns.where(ns.equal(column, np.arange(logits_shape[-1])), 1.0, 0.0)
+    return ns.equal(column, np.arange(logits_shape[-1]))
 
 
 def _cross_entropy_jvp(ns, tangents, ans, args, kw):

@@ -35,6 +35,8 @@ def _close(got, want, what, tol=2e-3):
     """float32 result against float64, relative to the float64 result's scale."""
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     assert got.shape == want.shape, what
+    assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: {got} against {want}"
+    got, want = np.nan_to_num(got), np.nan_to_num(want)
     scale = 1.0 + (np.max(np.abs(want)) if want.size else 0.0)
     assert np.all(np.abs(got - want) <= tol * scale), f"{what}: {got} against {want}"
 
@@ -68,6 +70,33 @@ def test_float32_values_and_gradients_stay_float32(expr, args):
         if isinstance(a32[i], np.ndarray):
             assert isinstance(g, np.ndarray) and g.dtype == np.float32, f"d/d{names[i]} of {expr} is {g.dtype}"
         _close(g, w, f"d/d{names[i]} of {expr}", tol=5e-3)
+
+
+@pytest.mark.parametrize("expr,args", CASES, ids=IDS)
+def test_float32_tangents_and_batches_stay_float32(expr, args):
+    names = list(args)
+    a64 = list(args.values())
+    a32 = [_f32(v) for v in a64]
+    if not any(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in a32):
+        pytest.skip("no float tensor argument")
+    interp = _interp(expr, names)
+    f, jvp, vmap = (interp.lookup(n) for n in ("f", "jvp", "vmap"))
+    rng = np.random.default_rng(5)
+    dirs = [rng.standard_normal(np.shape(v)) if isinstance(v, np.ndarray) else 0.0 for v in a64]
+    t64 = jvp(f, tuple(a64), tuple(dirs))[1]
+    t32 = jvp(f, tuple(a32), tuple(_f32(d) for d in dirs))[1]
+    _dtype_ok(t32, expr, a32, "the tangent")
+    _close(t32, t64, f"tangent of {expr}", tol=5e-3)
+    # a batch of two examples: the first argument mapped, the others shared
+    first = next(i for i, v in enumerate(a32) if isinstance(v, np.ndarray) and v.dtype == np.float32)
+    axes = tuple(0 if i == first else None for i in range(len(a32)))
+    batch64 = list(a64)
+    batch64[first] = np.stack([a64[first], a64[first] * 0.5])
+    batch32 = [_f32(v) for v in batch64]
+    b64 = vmap(f, axes)(*batch64)
+    b32 = vmap(f, axes)(*batch32)
+    _dtype_ok(b32, expr, a32, "the batch")
+    _close(b32, b64, f"vmap of {expr}", tol=5e-3)
 
 
 # ---------------------------------------------------------------- every transformation
