@@ -101,6 +101,7 @@ def run(smoke):
     w0 = np.zeros(cfg["d"])
     gp, gp_loops = jit(vg(get("gp_nll"))), jit(vg(get("gp_nll_loops")))
     newton, newton_loops = jit(get("newton_step")), jit(get("newton_step_loops"))
+    derivatives = jit(get("newton_derivatives"))
     v1, g1 = gp(p0, x, y)
     v2, g2 = gp_loops(p0, x, y)
     _close(v1, v2, "the GP's likelihood")
@@ -125,6 +126,7 @@ def run(smoke):
     cnn(net, images, labels)
     fns = {"gp": lambda: gp(p0, x, y), "gp_loops": lambda: gp_loops(p0, x, y),
            "newton": lambda: newton(w0, a, t), "newton_loops": lambda: newton_loops(w0, a, t),
+           "derivatives": lambda: derivatives(w0, a, t),
            "hmc": lambda: hmc(q0, key, cfg["samples"]), "cnn": lambda: cnn(net, images, labels)}
     notes, firsts = [], {}
     jax = jax_or_none()
@@ -166,8 +168,14 @@ def run(smoke):
                  "the same as loops", "<= 0.1x the loops",
                  None if smoke else ms["newton_loops"] >= 10 * ms["newton"],
                  f"jit of one step of L2-regularised logistic regression in {d} dimensions (grad, hessian, "
-                 f"solve); the hessian, the same in both, takes most of it: the solve alone is "
-                 f"{solve_ms['solve']:.3g} ms against {solve_ms['loops']:.3g} ms as loops"),
+                 f"solve). Floor: the grad and hessian, the same in both steps, take {ms['derivatives']:.3g} ms "
+                 f"alone, {ms['derivatives'] / ms['newton_loops']:.2f}x the loops' step, so no solve can bring "
+                 f"the step to 0.1x; the solve is the next row"),
+        make_row("Newton's solve against loops", "ms/call", solve_ms["solve"], {"the same as loops": solve_ms["loops"]},
+                 solve_ms["solve"] / solve_ms["loops"], "the same as loops", "<= 0.1x the loops",
+                 None if smoke else solve_ms["loops"] >= 10 * solve_ms["solve"],
+                 f"jit of solve(h, g) against Gaussian elimination and back substitution as dg loops, "
+                 f"the {d}x{d} hessian of the step above"),
         make_row("HMC with keys, first call", "ms", first, dict(firsts),
                  first / firsts["without keys, first call"], "without keys, first call", "-", None,
                  f"{s} samples; jit's first call: staging, compiling and running once; with keys carried by "
