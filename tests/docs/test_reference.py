@@ -79,7 +79,7 @@ def test_a_changed_docstring_makes_the_reference_out_of_date(monkeypatch):
 
 def test_every_stdlib_function_is_in_the_reference_with_its_comment():
     text = reference.Path(reference.__file__).resolve().parent.parent.joinpath("docs", "reference.md").read_text()
-    for entry in ("`nn.linear(n_in, n_out, init=\"he\")`", "`optim.adam(params, grads, state, lr, b1=0.9, b2=0.999",
+    for entry in ("`nn.linear(n_in, n_out, init=\"he\", dtype=\"float64\")`", "`optim.adam(params, grads, state, lr, b1=0.9, b2=0.999",
                   "`struct nn.Linear { w, b }`"):
         assert entry in text
     assert "(undocumented)" not in text

@@ -264,3 +264,33 @@ def test_checkpoints_and_python_keep_the_element_types(tmp_path):
     np.testing.assert_array_equal(back["a"], np.array([0.1, 2.0], np.float32))
     interp.set("p", np.array([0.25, 0.5], np.float32))
     assert interp.eval("dtype(p)") == "float32" and interp.get("p").dtype == np.float32
+
+
+def test_a_float32_model_trains_with_the_stdlib_and_stays_float32():
+    interp = dsl.Interpreter(seed=0)
+    interp.run('''
+import nn
+import optim
+seed(0)
+let x = randn((64, 2), dtype="float32")
+let y = astype(x[:, 0] * x[:, 1] > 0.0, "float32")
+let model = nn.mlp((2, 16, 1), dtype="float32")
+fn loss(m) { return nn.bce_with_logits(nn.mlp_apply(m, x)[:, 0], y) }
+let state = optim.adam_init(model)
+let first = loss(model)
+let step = jit(fn(m, s) {
+    let l, g = value_and_grad(loss)(m)
+    let m2, s2 = optim.adam(m, g, s, 0.05)
+    return m2, s2, l
+})
+for i in range(100) {
+    let m2, s2, l = step(model, state)
+    model = m2
+    state = s2
+}
+let last = loss(model)
+''')
+    assert interp.eval("last") < 0.5 * interp.eval("first")
+    leaves = interp.eval("tree_leaves((model, state))")
+    floats = [v for v in leaves if isinstance(v, np.ndarray)]
+    assert floats and all(v.dtype == np.float32 for v in floats)
