@@ -187,7 +187,7 @@ def diagonal(a):
     """diagonal(a): the diagonal of each matrix (the last two axes)."""
     shape = _ndim(a, "diagonal", 2)
     m, n = shape[-2:]
-    return ops.sum_(ops.mul(a, np.eye(m, n)), -1 if m <= n else -2)
+    return ops.sum_(ops.mul(a, np.eye(m, n, dtype=bool)), -1 if m <= n else -2)
 
 
 def trace(a):
@@ -199,7 +199,7 @@ def diag(v):
     """diag(v): a square matrix with v on its diagonal; of a matrix, its diagonal (numpy's)."""
     shape = _ndim(v, "diag", 1)
     if len(shape) == 1:
-        return ops.mul(ops.reshape(v, shape + (1,)), np.eye(shape[0]))
+        return ops.mul(ops.reshape(v, shape + (1,)), np.eye(shape[0], dtype=bool))
     if len(shape) == 2:
         return diagonal(v)
     raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")

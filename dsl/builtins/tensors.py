@@ -74,7 +74,7 @@ def einsum(spec, *xs):
                 return ops.einsum(spec, *xs)        # the spec does not fit: einsum's own error
             if shape[first] != shape[second]:
                 raise error("shape", f"einsum: the axis {c!r} has sizes {shape[first]} and {shape[second]}")
-            mask = np.eye(shape[first]).reshape(tuple(shape[first] if k in (first, second) else 1
+            mask = np.eye(shape[first], dtype=bool).reshape(tuple(shape[first] if k in (first, second) else 1
                                                       for k in range(len(shape))))
             xs[i] = ops.sum_(ops.mul(xs[i], mask), second)
             sub = sub[:second] + sub[second + 1:]

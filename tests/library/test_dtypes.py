@@ -214,6 +214,8 @@ def _eval(src):
     ('dtype(exp(zeros(2, dtype="float32")))', "float32"), ('dtype(erf(zeros(2, dtype="float32")))', "float32"),
     ('dtype(cat((zeros(2, dtype="float32"), zeros(2, dtype="float32"))))', "float32"),
     ('let x = zeros(3, dtype="float32")\nx[0] = 2.0\ndtype(x)', "float32"),
+    ('dtype(diag(ones(2, dtype="float32")))', "float32"), ('dtype(diagonal(eye(2, dtype="float32")))', "float32"),
+    ('dtype(einsum("ii->i", eye(2, dtype="float32")))', "float32"),
     ("type(arange(3, dtype=\"int64\")[1])", "int"), ('sum(arange(4, dtype="int64"))', 6),
     ('astype([1.7, -1.7, 2.5], "int64")[1]', -1), ('str(astype([1.7, -2.5], "int64"))', "[1, -2]"),
     ('str(astype([0.1, 2.0], "float32"))', "[0.1, 2.0]"), ('str(astype([0.0, 2.0], "bool"))', "[false, true]"),
