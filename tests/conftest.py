@@ -103,7 +103,12 @@ SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_
               "test_load_csv_with_a_hundred_thousand_columns", "test_a_jitted_adam_step",
               "test_standard_output_on_a_full_device", "test_closed_standard_", "test_dg_run_does_not_import",
               "test_pygmentize_", "test_python_dash_m_dsl", "test_pipe_closed_early", "test_arguments_that_are_not_utf8",
-              "test_a_deferred_numerics_check", "test_every_plain_step_is_exercised")
+              "test_a_deferred_numerics_check", "test_every_plain_step_is_exercised",
+              # these start a Python process
+              "test_deep_nesting_under_a_small_recursion_limit", "test_a_top_level_let_may_shadow_the_builtin",
+              "test_a_save_removes_the_temporary_files_of_killed_saves", "test_console_script_is_installed",
+              "test_no_traceback_for_any_program_error", "test_importing_dsl_loads_no_ui",
+              "test_dg_files_pick_this_lexer")
 
 
 def pytest_collection_modifyitems(config, items):

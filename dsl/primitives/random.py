@@ -224,8 +224,14 @@ def poisson01(key, lam, shape=()):
         with np.errstate(divide="ignore", invalid="ignore"):
             quick = (us >= 0.07) & (v <= vr)
             sure_no = (k < 0) | ((us < 0.013) & (v > us))
-            log_ok = (np.log(v) + np.log(inv_alpha) - np.log(a_ / (us * us) + b)
-                      <= -safe + k * loglam - _lgamma(np.maximum(k, 0.0) + 1.0))
+            # the exact test, with its ln k!, only where the quick ones leave the answer open
+            # (ln k! entry by entry costs more than the rest of a round)
+            need = pending & ~small & ~quick & ~sure_no
+            log_ok = np.zeros(need.shape, dtype=bool)
+            if need.any():
+                kn, un, iv, bn, an = k[need], us[need], inv_alpha[need], b[need], a_[need]
+                log_ok[need] = (np.log(v[need]) + np.log(iv) - np.log(an / (un * un) + bn)
+                                <= -safe[need] + kn * loglam[need] - _lgamma(kn + 1.0))
         big_ok = quick | (~sure_no & log_ok)
         return np.where(small, done_small, big_ok), np.where(small, count, k)
     out = _rounds(key, n, POISSON, attempt, "poisson").reshape(full)

@@ -45,7 +45,7 @@ def test_help_of_a_struct_lists_its_fields_and_comment():
 
 def test_help_of_a_stdlib_function_and_module():
     text = run("import nn\nhelp(nn.linear)")
-    assert text.startswith('fn linear(n_in, n_out, init="he")\nA Linear layer')
+    assert text.startswith('fn linear(n_in, n_out, init="he", dtype="float64")\nA Linear layer')
     module = run("import optim\nhelp(optim)")
     assert module.startswith("module optim\noptim: gradient-descent optimizers")
     assert "adam_init" in module
