@@ -9,8 +9,11 @@ from .docs import DOCS
 
 # What Python's signatures say about the builtins' functions: facts about code objects, never
 # about a program or an interpreter, so every interpreter may read them (an interpreter's start
-# is otherwise mostly inspect.signature).
+# is otherwise mostly inspect.signature). A builtin that needs no interpreter (a module-level
+# function, no closure) is wrapped once per name, and that wrapper, which holds nothing an
+# interpreter changes, is every interpreter's.
 _SIGNATURES = {}
+_SHARED = {}
 
 
 def make_builtins(interp):
@@ -28,9 +31,15 @@ def make_builtins(interp):
     names.update(data.make(interp), **files.make(interp), **progress.make(interp))
     names.update(help.make(interp), **plot.make(interp))
     public = {}
+    shared = _SHARED
     for name, fn in names.items():
-        public[name] = wrapped = _public(fn, _SIGNATURES)
-        wrapped.__doc__ = DOCS.get(name)
+        wrapped = shared.get((name, fn)) if getattr(fn, "__closure__", True) is None else None
+        if wrapped is None:
+            wrapped = _public(fn, _SIGNATURES)
+            wrapped.__doc__ = DOCS.get(name)
+            if getattr(fn, "__closure__", True) is None:
+                shared[(name, fn)] = wrapped
+        public[name] = wrapped
     public.update(core.CONSTANTS)       # values, not functions: help.doc_of finds their entries
     return public
 
