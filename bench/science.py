@@ -178,9 +178,9 @@ def run(smoke):
                  f"the {d}x{d} hessian of the step above"),
         make_row("HMC with keys, first call", "ms", first, dict(firsts),
                  first / firsts["without keys, first call"], "without keys, first call", "-", None,
-                 f"{s} samples; jit's first call: staging, compiling and running once; with keys carried by "
-                 "the loop the sampling loop stages once, without keys (draws from the interpreter's stream, "
-                 "effects) it is written out"),
+                 f"{s} samples; jit's first call: staging, compiling and running once; the sampling loop "
+                 "stages once with keys carried by the loop and without keys (draws from the interpreter's "
+                 "stream)"),
         make_row("HMC with keys, later calls", "ms/call", ms["hmc"], ref("hmc"),
                  ms["hmc"] / ms["jax hmc"] if "jax hmc" in ms else None, "jax.jit" if "jax hmc" in ms else None,
                  "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian"),

@@ -140,13 +140,16 @@ class StageTrace(Trace):
         self.seen.add(box.g)
         self.box(peek(box.v), "Guard", (box,), (None,), None, tape.get_span())
 
-    def effect(self, staging, fn, args, kw):
-        """Perform an effect now (through any outer stage too) and record it, to happen on every run."""
+    def effect(self, staging, fn, args, kw, inside=False):
+        """Perform an effect now (through any outer stage too, unless `inside`: the effect stays in
+        what this trace records) and record it, to happen on every run."""
         plain = [tape.strip_unstaged(a) for a in args]
         parents = tuple(a if type(a) is Box and a.trace is self else None for a in plain)
         unboxed = tuple(a.v if p is not None else a for a, p in zip(plain, parents))
-        out = fn(*unboxed, **kw) if self.dry else perform(staging, fn, unboxed, kw)
-        box = self.box(out, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": staging},
+        out = fn(*unboxed, **kw) if self.dry or inside else perform(staging, fn, unboxed, kw)
+        # an effect kept inside (a loop's body) is performed by whatever runs the recording, never
+        # recorded by a trace that stages that run: an empty staging list
+        box = self.box(out, "Effect", parents, unboxed, {"fn": fn, "kw": kw, "staging": () if inside else staging},
                        tape.get_span())
         if is_staged_leaf(out):
             return box
@@ -163,6 +166,20 @@ class StageTrace(Trace):
         parts = [self.box(v, "EffectLeaf", (box, None), (None, i), None, span) if is_staged_leaf(v) else v
                  for i, v in enumerate(leaves)]
         return unflatten(spec, parts)
+
+
+class Draw:
+    """An effect that only pulls numbers from an interpreter's random generator (a keyless draw,
+    rand, randn): a look ahead at a loop's body may perform it and then put the generator back
+    (dsl/jit/rolling.py), so that the rolled loop draws what the loop as written draws."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kw):
+        return self.fn(*args, **kw)
 
 
 def perform(staging, fn, args, kw=None):

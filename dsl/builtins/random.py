@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..autodiff.stage import perform
+from ..autodiff.stage import Draw, perform
 from ..autodiff.tape import peek, raw
 from ..errors import error
 from ..ops.core import fmt_shape, normalize_axis, to_float
@@ -84,7 +84,7 @@ def make(interp):
         """The key to draw with: the one given, or the next of the interpreter's stream."""
         if key is not None:     # not raw(key): that would make jit guard on the key's value
             return _check_key(key, who)
-        return perform(interp.staging, lambda: interp.rng.integers(0, 2 ** 32, size=2).astype(float), ())
+        return perform(interp.staging, Draw(lambda: interp.rng.integers(0, 2 ** 32, size=2).astype(float)), ())
 
     def draw_shape(shape, *params):
         """The shape asked for, or the parameters' broadcast shape."""

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .. import ops
-from ..autodiff.stage import perform
+from ..autodiff.stage import Draw, perform
 from ..autodiff.tape import Box, peek, raw, record
 from ..errors import error
 from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
@@ -21,12 +21,13 @@ def make(interp):
     def rand(shape, dtype=None):
         """rand(shape): uniform numbers in [0, 1)."""
         kind = _float_dtype(dtype, "rand")
-        return perform(interp.staging, lambda s: interp.rng.random(s).astype(kind, copy=False), (_shape(shape),))
+        return perform(interp.staging, Draw(lambda s: interp.rng.random(s).astype(kind, copy=False)),
+                       (_shape(shape),))
 
     def randn(shape, dtype=None):
         """randn(shape): standard normal numbers."""
         kind = _float_dtype(dtype, "randn")
-        return perform(interp.staging, lambda s: interp.rng.standard_normal(s).astype(kind, copy=False),
+        return perform(interp.staging, Draw(lambda s: interp.rng.standard_normal(s).astype(kind, copy=False)),
                        (_shape(shape),))
 
     return {

@@ -12,9 +12,10 @@ from its second iteration:
    and tensor of the function's variables (the loop's state) replaced by an
    argument of that trace: the body as a program P from one state to the next
    (a Body: dsl/jit/loop_body.py; the frame as leaves: dsl/jit/frames.py).
-   Nothing it does escapes: an effect (print, a random draw) or a value of an
+   Nothing it does escapes: an effect (print, the clock) or a value of an
    outer trace met by the body (a closure's captured value) abandons the look
-   ahead, and so does anything that is not the same before and after (a
+   ahead (a draw from the interpreter's generator is performed and the generator
+   put back, outside a derivative: Lookahead.effect), and so does anything that is not the same before and after (a
    function, a tensor whose shape grows, a `break`), except ints: where only ints
    changed (counters), it looks ahead again with them staged as state too.
 3. Otherwise the loop's remaining iterations are one Loop step over the state,
@@ -81,8 +82,17 @@ class Lookahead(S.StageTrace):
         return super().process(op, args, unboxed, parents, kw, span)
 
     def effect(self, staging, fn, args, kw):
-        """An effect in the body: it must happen on each iteration, so the loop is written out."""
-        raise NotRollable("the body has an effect (print, a random draw, the clock)")
+        """An effect in the body must happen on each iteration, and once: the loop is written out,
+        except for a draw from the interpreter's generator where no derivative is taken through
+        the loop: the look ahead performs it on a generator it puts back afterwards
+        (Roller._look_ahead), and the body's program performs it on each iteration, in order."""
+        if type(fn) is not S.Draw:
+            raise NotRollable("the body has an effect (print, the clock, a file)")
+        if self.derived:
+            # a derivative's pass back through the loop runs its body again, which would draw anew
+            raise NotRollable("the body draws from the interpreter's random stream under a derivative "
+                              "(a draw with key= rolls)")
+        return super().effect(staging, fn, args, kw, inside=True)
 
 
 
@@ -227,6 +237,7 @@ class Roller:
         look = Lookahead(derived=differentiated)     # under grad, the loop's rule differentiates P
         saved = snapshot(f)
         counter = self.interp.limits.steps
+        drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
         item = look.box(item, "Arg", (), (), None, None)
         args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
         staging = self.interp.staging
@@ -247,6 +258,7 @@ class Roller:
             staging.pop()
             restore(f, saved)
             self.interp.limits.steps = counter
+            self.interp.rng.bit_generator.state = drawn
         if not same_layout(layout, layout_after) or len(after) != len(state):
             changed = None if counters else changed_ints(layout, layout_after)
             return changed or self._written_out(self._what_changed(layout, layout_after))

@@ -160,6 +160,57 @@ def test_a_keyed_draw_in_a_jitted_loop_is_staged_once():
     assert "Loop" in ops_of(fast)
 
 
+KEYLESS = """
+fn walk(x) {
+    for i in range(300) {
+        x = x * 0.9 + normal(0.0, 0.1, (3,)) + uniform(shape=(3,)) * 0.01 + rand(3) * 0.001 - randn(3) * 0.001
+    }
+    return sum(x * x)
+}
+fn walk_while(x) {
+    let i = 0
+    while i < 200 {
+        x = x * 0.9 + normal(0.0, 0.1, (3,))
+        i += 1
+    }
+    return sum(x * x)
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["walk", "walk_while"])
+def test_a_keyless_draw_in_a_jitted_loop_is_staged_once_and_draws_the_eager_numbers(name):
+    interp = run(KEYLESS + f"let fast = jit({name})")
+    fast, slow, reseed = interp.lookup("fast"), interp.lookup(name), interp.lookup("seed")
+    x = np.ones(3)
+    reseed(4)
+    want = [slow(x), slow(x)]           # two calls: the second goes on where the first stopped
+    reseed(4)
+    got = [fast(x), fast(x)]            # the first call stages, the second runs the compiled program
+    assert got == want
+    assert "Loop" in ops_of(fast)
+    reseed(4)
+    assert fast(x) == want[0]
+
+
+def test_a_keyless_draw_in_a_loop_under_grad_gives_the_gradient_of_what_was_drawn():
+    interp = run(KEYLESS + "let g = jit(grad(walk))")
+    g, walk, reseed = interp.lookup("g"), interp.lookup("walk"), interp.lookup("seed")
+    x, h = np.array([0.3, -0.2, 0.1]), 1e-6
+    reseed(9)
+    got = g(x)
+    want = []
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = h
+        reseed(9)
+        up = walk(x + e)
+        reseed(9)
+        down = walk(x - e)
+        want.append((up - down) / (2 * h))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("src, kind, words", [
     ("uniform(key=[1.0, 2.0, 3.0])", "type", "key must be a random key"),
     ("uniform(key=[1.5, 2.0])", "value", "two whole numbers"),
