@@ -181,11 +181,19 @@ class _Kept:
         self.staged, self.code = staged, compile_program(staged, "vmapped")
 
 
+def _first(v):
+    """The first example of a batched leaf."""
+    if v.ndim == 1 and v.dtype.kind in "iu":
+        return v[0:1].reshape(())
+    return norm(v[0])
+
+
 def _stage_first(f, spec, leaves, batched, interp, shared_effects):
     """f staged on the first example; effects make it run per example instead (unless shared)."""
     # an example of a batch of numbers is a Python float, as indexing gives it (not numpy's scalar)
     # an int shared by every example is a constant of the staged program: guarded where jit stages it
-    example = [norm(peek(v)[0]) if b else tape.raw(v) if type(peek(v)) is int else peek(v)
+    # (an example of a batch of ints stays a 0-d int tensor: a Python int would be that constant)
+    example = [_first(peek(v)) if b else tape.raw(v) if type(peek(v)) is int else peek(v)
                for v, b in zip(leaves, batched)]
     program = _stage_dry(f, unflatten(spec, example), interp, any(S.differentiated(v) for v in leaves))
     if program.effects and not shared_effects:

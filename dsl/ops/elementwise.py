@@ -218,8 +218,8 @@ def where(c, a, b, span=None):
                              + ", ".join(fmt_shape(s) for s in shapes)) from None
     check_size(out, "result of where")
     r = np.where(cond, x, y)
-    if r.dtype.kind in "iu":
-        r = r.astype(FLOAT)     # where(c, 1, 0): floats, not numpy ints
+    if r.dtype.kind in "iu" and not any(type(v) is ndarray and v.dtype.kind in "iu" for v in (x, y)):
+        r = r.astype(FLOAT)     # where(c, 1, 0): floats, not numpy ints (an int tensor keeps its ints)
     if r.ndim == 0 and type(cond) is not ndarray and type(x) is not ndarray and type(y) is not ndarray:
         return r.item()         # numbers in, a number out, as every elementwise operation on numbers
     return r

@@ -220,6 +220,10 @@ def _eval(src):
     ('astype([1.7, -1.7, 2.5], "int64")[1]', -1), ('str(astype([1.7, -2.5], "int64"))', "[1, -2]"),
     ('str(astype([0.1, 2.0], "float32"))', "[0.1, 2.0]"), ('str(astype([0.0, 2.0], "bool"))', "[false, true]"),
     ('[10.0, 20.0, 30.0][arange(2, dtype="int64") + 1]', None),
+    ('dtype(where([true, false], arange(2, dtype="int64"), 0))', "int64"), ("dtype(where([true, false], 1, 0))", "float64"),
+    ('str(vmap(fn(v) => v * 2)(arange(3, dtype="int64")))', "[0, 2, 4]"),
+    ('let t = [10.0, 20.0, 30.0]\nstr(vmap(fn(v) => t[v])(arange(3, dtype="int64")))', "[10.0, 20.0, 30.0]"),
+    ('let f = jit(fn(v) => v[1] * 2 + sum(v))\nf(arange(3, dtype="int64")) + f(arange(3, dtype="int64") + 5)', 35),
 ])
 def test_dtypes_of_constructors_casts_and_promotion(src, want):
     lines = src.split("\n")
