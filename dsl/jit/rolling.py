@@ -67,9 +67,14 @@ class NotRollable(Exception):
 
 
 class Lookahead(S.StageTrace):
-    """The staging trace of one iteration run ahead: nothing may escape it."""
+    """The staging trace of one iteration run ahead: nothing may escape it. `draws`: whether a
+    keyless draw may be staged in the body (see `effect`)."""
 
-    __slots__ = ()
+    __slots__ = ("draws",)
+
+    def __init__(self, derived=False, draws=False):
+        super().__init__(derived=derived)
+        self.draws = draws
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace or call Python."""
@@ -83,15 +88,16 @@ class Lookahead(S.StageTrace):
 
     def effect(self, staging, fn, args, kw):
         """An effect in the body must happen on each iteration, and once: the loop is written out,
-        except for a draw from the interpreter's generator where no derivative is taken through
-        the loop: the look ahead performs it on a generator it puts back afterwards
-        (Roller._look_ahead), and the body's program performs it on each iteration, in order."""
+        except for a draw from the interpreter's generator in a `for` loop no derivative is taken
+        through: the look ahead performs it on a generator it puts back afterwards
+        (Roller._look_ahead), and the body's program performs it on each iteration, in order.
+        Elsewhere a draw would be drawn twice: a derivative's pass back runs the body again, and
+        a while loop's last iteration, stopped by a guard partway, runs again as written."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
-        if self.derived:
-            # a derivative's pass back through the loop runs its body again, which would draw anew
-            raise NotRollable("the body draws from the interpreter's random stream under a derivative "
-                              "(a draw with key= rolls)")
+        if not self.draws:
+            raise NotRollable("the body draws from the interpreter's random stream in a while loop or under "
+                              "a derivative (a draw with key= rolls)")
         return super().effect(staging, fn, args, kw, inside=True)
 
 
@@ -203,7 +209,8 @@ class Roller:
         if nested and (forward or items is None or top.dry):
             return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
                                      "one, or it is a while loop, or vmap looks at it")
-        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse))
+        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
+                                 draws=items is not None and not (forward or reverse))
         if staged is None:
             return False
         body, state, layout, _ = staged
@@ -218,23 +225,23 @@ class Roller:
                                                         nested=nested), body)
         return True if items is not None else body.ran
 
-    def stage_body(self, f, item, skip, state, layout, differentiated):
+    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
         staged as state too where it changes some: (Body, state, layout, counters), or None."""
         counters = frozenset()
-        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters)
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
-            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
         return None if body is None else (body, state, layout, counters)
 
-    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters):
+    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
-        look = Lookahead(derived=differentiated)     # under grad, the loop's rule differentiates P
+        look = Lookahead(derived=differentiated, draws=draws)     # under grad, the loop's rule differentiates P
         saved = snapshot(f)
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again

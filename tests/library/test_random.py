@@ -178,10 +178,9 @@ fn walk_while(x) {
 """
 
 
-@pytest.mark.parametrize("name", ["walk", "walk_while"])
-def test_a_keyless_draw_in_a_jitted_loop_is_staged_once_and_draws_the_eager_numbers(name):
-    interp = run(KEYLESS + f"let fast = jit({name})")
-    fast, slow, reseed = interp.lookup("fast"), interp.lookup(name), interp.lookup("seed")
+def test_a_keyless_draw_in_a_jitted_for_loop_is_staged_once_and_draws_the_eager_numbers():
+    interp = run(KEYLESS + "let fast = jit(walk)")
+    fast, slow, reseed = interp.lookup("fast"), interp.lookup("walk"), interp.lookup("seed")
     x = np.ones(3)
     reseed(4)
     want = [slow(x), slow(x)]           # two calls: the second goes on where the first stopped
@@ -191,6 +190,54 @@ def test_a_keyless_draw_in_a_jitted_loop_is_staged_once_and_draws_the_eager_numb
     assert "Loop" in ops_of(fast)
     reseed(4)
     assert fast(x) == want[0]
+
+
+BRANCHING = """
+fn stop_early(x) {
+    let s = 0.0
+    for i in range(200) {
+        let z = normal()
+        if z > 2.0 { break }
+        s = s + z * x + uniform()
+    }
+    return s
+}
+fn by_threshold(x) {
+    let s = 0.0
+    for i in range(200) {
+        if uniform() < x { s = s + normal() } else { s = s - 0.1 }
+    }
+    return s
+}
+fn until_large(x) {
+    let s = 0.0
+    let n = 0
+    while n < 300 {
+        let z = normal()
+        s = s + z * x
+        if z > 2.5 { break }
+        n += 1
+    }
+    return s
+}
+"""
+
+
+@pytest.mark.parametrize("name, args", [
+    ("stop_early", (1.0, 1.0)),         # a break taken on a later iteration: staged again, written out
+    ("by_threshold", (2.0, 0.5)),       # a branch that goes another way on the second call
+    ("walk_while", (np.ones(3), np.ones(3))),   # a while loop draws as written
+    ("until_large", (1.0, 1.0)),        # (its last iteration, stopped by the break, would draw twice)
+])
+def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_numbers(name, args):
+    interp = run(KEYLESS + BRANCHING + f"let fast = jit({name})")
+    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", name, "seed", "uniform"))
+    reseed(5)
+    want = [slow(a) for a in args] + [draw()]
+    reseed(5)
+    got = [fast(a) for a in args] + [draw()]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_a_keyless_draw_in_a_loop_under_grad_gives_the_gradient_of_what_was_drawn():
