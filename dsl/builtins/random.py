@@ -175,7 +175,8 @@ def make(interp):
     def beta(a, b, shape=None, key=None, dtype=None):
         """beta(a, b, shape=none, key=none): beta floats in [0, 1]."""
         a, b = _param(a, "beta", "a"), _param(b, "beta", "b")
-        ka, kb = R.split(fresh(key, "beta"), 2)
+        keys = R.split(fresh(key, "beta"), 2)      # a staged pair under jit or vmap: read row by row
+        ka, kb = ops.index(keys, (0,)), ops.index(keys, (1,))
         out = draw_shape(shape, a, b)
         x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
         return _in_type(ops.div(x, ops.add(x, y)), dtype, "beta", a, b)

@@ -276,3 +276,12 @@ def test_bad_input_is_a_dg_error(src, kind, words):
     with pytest.raises(DgError) as info:
         run(f"let r = {src}")
     assert info.value.kind == kind and words in info.value.message
+
+
+def test_beta_without_a_key_batches_and_stages():
+    # its two keys come from one split, a staged pair under vmap or jit
+    interp = run("seed(2)\nlet a = vmap(fn(x) => beta(x, 2.0))([1.5, 0.75])\n"
+                 "let b = jit(fn(x) => beta(x, 2.0))(1.5)\nlet c = jit(fn(x) => beta(x, 2.0, key=rng(3)))(1.5)")
+    a, b = interp.get("a"), interp.get("b")
+    assert a.shape == (2,) and np.all((a > 0) & (a < 1)) and 0 < b < 1
+    assert interp.get("c") == ev("beta(1.5, 2.0, key=rng(3))")
