@@ -1,4 +1,4 @@
-"""Element types of tensors (reference 5.2): their names, promotion, and the cast between them.
+"""Element types of tensors (reference section 3): their names, and the cast between them.
 
 A tensor holds float64 numbers unless a program asks for another type by name: "float16",
 "float32", "float64", "int32", "int64" or "bool", as numpy names them. Numbers (dg's ints and
@@ -11,7 +11,7 @@ import numpy as np
 from ..autodiff.tape import FLOAT_DTYPES as FLOATS, Box, peek, record
 from ..errors import error
 from ..values import type_name
-from .core import ndarray, norm
+from .core import ndarray, norm, to_float
 
 NAMES = ("float16", "float32", "float64", "int32", "int64", "bool")
 DTYPES = {name: np.dtype(name) for name in NAMES}
@@ -51,11 +51,6 @@ def dtype_name(x):
     raise error("type", f"dtype takes a number or a tensor, got {type_name(v)}")
 
 
-def is_float_dtype(dt):
-    """Whether a numpy dtype is one of dg's float types."""
-    return dt in FLOATS
-
-
 def astype(x, dtype, span=None):
     """x as a tensor of element type `dtype` (a numpy dtype): numpy's cast (floats to ints
     round toward zero; NaN and out-of-range values give what numpy gives). A float-to-float
@@ -67,16 +62,17 @@ def astype(x, dtype, span=None):
 
 def cast(v, dtype):
     """The kernel of Astype: a plain number or array as a tensor of the type named `dtype`."""
-    name = dtype
     t = type(v)
     if t is not ndarray and t not in (int, float, bool) and not isinstance(v, np.generic):
         raise error("type", f"astype needs a number or tensor, got {type_name(v)}")
-    if t is int and name not in ("float16", "float32", "float64"):
-        info = np.iinfo(DTYPES[name]) if name != "bool" else None
-        if info is not None and not info.min <= v <= info.max:
-            raise error("value", f"{v} does not fit in {name}")
+    if t is int and dtype in ("int32", "int64"):       # numpy would wrap it around, or refuse in Python's words
+        info = np.iinfo(DTYPES[dtype])
+        if not info.min <= v <= info.max:
+            raise error("value", f"{v} does not fit in {dtype}")
+    if t is int and dtype not in ("int32", "int64"):
+        v = to_float(v)         # numpy holds an int past int64 as a Python object (inf beyond floats)
     with np.errstate(all="ignore"):
-        return np.asarray(v).astype(DTYPES[name])
+        return np.asarray(v).astype(DTYPES[dtype])
 
 
 def result_like(r, x):

@@ -21,6 +21,7 @@ def _astype_jvp(ns, tangents, ans, args, kw):
     return ns.astype(t, kw["dtype"])
 
 
-define("Astype", O.cast, linear=True, keeps_nan=True,
+# not keeps_nan: a NaN cast to an int type is not a NaN
+define("Astype", O.cast, linear=True,
        vjp=(_astype_vjp,), jvp=_astype_jvp,
        batch=lambda ns, args, batched, kw: ns.astype(args[0], kw["dtype"]))
