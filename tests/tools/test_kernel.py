@@ -127,7 +127,7 @@ def test_complete_and_inspect(kernel):
     assert reply["found"] and reply["data"]["text/plain"].startswith("grad(f, argnums=0, has_aux=false): ")
     kc.inspect("nn.linear(3, 4)", 5)
     reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
-    assert reply["found"] and reply["data"]["text/plain"].startswith('fn linear(n_in, n_out, init="he")')
+    assert reply["found"] and reply["data"]["text/plain"].startswith('fn linear(n_in, n_out, init="he", dtype="float64")')
     kc.inspect("nothing_here", 3)
     assert kc.get_shell_msg(timeout=TIMEOUT)["content"]["found"] is False
 

@@ -146,7 +146,7 @@ def test_hover_shows_docstrings_signatures_and_comments(tmp_path):
         assert (await s.hover(uri, 13, line.index("dense") + 1)).startswith("```dg\nfn dense(layer, x)\n```\n\nThe layer applied to x.")
         assert "print(a, b, ...," in await s.hover(uri, 13, 1)
         assert "Differentiable:" in await s.hover(uri, 13, line.index("ones") + 1)
-        assert 'fn linear(n_in, n_out, init="he")' in await s.hover(uri, 13, line.index("linear") + 2)
+        assert 'fn linear(n_in, n_out, init="he", dtype="float64")' in await s.hover(uri, 13, line.index("linear") + 2)
         assert "struct Linear { weight, bias }" in await s.hover(uri, 11, 9)
         assert "parameter layer" in await s.hover(uri, 7, 16)
         assert await s.hover(uri, 7, 23) is None        # layer.weight: a parameter's fields are not known
