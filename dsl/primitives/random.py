@@ -172,7 +172,8 @@ def gamma01(key, a, shape=()):
     a = np.broadcast_to(np.asarray(a, dtype=float), full).reshape(_lead(key) + (-1,)) if full else \
         np.asarray(a, dtype=float).reshape(_lead(key) + (1,))
     if np.any(~(a > 0) | ~np.isfinite(a)):
-        raise error("value", "gamma needs a finite shape parameter a > 0")
+        raise error("value", "gamma needs a finite shape parameter a > 0 (beta and dirichlet draw gamma "
+                             "numbers of their parameters: each must be finite and > 0)")
     n = _sized(shape)
     d = np.where(a < 1.0, a + 1.0, a) - 1.0 / 3.0
     c = 1.0 / np.sqrt(9.0 * d)
