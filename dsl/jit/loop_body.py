@@ -260,13 +260,16 @@ class Driver:
     loop stops at (a guard, a result it cannot vouch for) runs as run_code runs it, by the
     owner's code for one iteration (exactly, or raising what it raises), and the loop goes on."""
 
-    __slots__ = ("program", "n", "name", "_loops")
+    __slots__ = ("program", "n", "name", "_loops", "draws")
 
     def __init__(self, program, carried, name):
         self.program = program      # inputs: the item, `carried` state leaves, fixed values
         self.n = carried
         self.name = name
         self._loops = {}            # (keeps a history, keeps extra outputs) -> compiled loop
+        # the body draws from the interpreter's generator (a keyless draw): an iteration stopped
+        # partway must put the generator back before it runs again, so iterations run one by one
+        self.draws = any(type((step[4] or {}).get("fn")) is S.Draw for step in program.effects)
 
     def _loop(self, kept, extra):
         """The compiled loop appending to `kept` and `extra` where they are not None."""
@@ -292,13 +295,18 @@ class Driver:
         compiled loop runs in pieces, each until the limits' next look, so that a loop of 10 ** 12
         iterations is stopped at its line like any other."""
         loop, limits, start, n = self._loop(kept, extra), body.key.interp.limits, 0, len(items)
-        unlimited = limits.next_check == NEVER
+        unlimited = limits.next_check == NEVER and not self.draws
+        drawn = body.key.interp.rng.bit_generator if self.draws else None
         while True:
             end = n if unlimited else min(n, start + max(int(min(limits.next_check - limits.steps, n)), 1))
+            if drawn is not None:
+                end, before = start + 1, drawn.state
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
             if failed is not None:
+                if drawn is not None:
+                    drawn.state = before    # the iteration runs again, and draws again what it drew
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     raise failed        # as run_code would raise it (the compiled loop checks what it checks)
                 state = self._step(owner, items[start], state, fixed, kept, extra)
@@ -314,13 +322,18 @@ class Driver:
         the failing one started from). Each is a step of the run's limits: the compiled loop runs
         at most until the limits' next look (Body.count_step)."""
         loop, limits, k = self._loop(kept, extra), body.key.interp.limits, 0
+        drawn = body.key.interp.rng.bit_generator if self.draws else None
         while True:
             chunk = limits.next_check - limits.steps
             chunk = int(chunk) if chunk < 2 ** 62 else 2 ** 62
+            if drawn is not None:
+                chunk, before = 1, drawn.state
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
             if failed is not None:
+                if drawn is not None:
+                    drawn.state = before    # the iteration runs again as written, and draws again
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     return k, state     # the iteration that goes another way (run_code would raise it too)
                 try:

@@ -88,16 +88,16 @@ class Lookahead(S.StageTrace):
 
     def effect(self, staging, fn, args, kw):
         """An effect in the body must happen on each iteration, and once: the loop is written out,
-        except for a draw from the interpreter's generator in a `for` loop no derivative is taken
+        except for a draw from the interpreter's generator in a loop no derivative is taken
         through: the look ahead performs it on a generator it puts back afterwards
-        (Roller._look_ahead), and the body's program performs it on each iteration, in order.
-        Elsewhere a draw would be drawn twice: a derivative's pass back runs the body again, and
-        a while loop's last iteration, stopped by a guard partway, runs again as written."""
+        (Roller._look_ahead), and the body's program performs it on each iteration, in order (an
+        iteration stopped partway puts the generator back before it runs again: loop_body.Driver).
+        Under a derivative the pass back runs the body again, which would draw anew."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
         if not self.draws:
-            raise NotRollable("the body draws from the interpreter's random stream in a while loop or under "
-                              "a derivative (a draw with key= rolls)")
+            raise NotRollable("the body draws from the interpreter's random stream under a derivative "
+                              "(a draw with key= rolls)")
         return super().effect(staging, fn, args, kw, inside=True)
 
 
@@ -210,7 +210,7 @@ class Roller:
             return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
                                      "one, or it is a while loop, or vmap looks at it")
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=items is not None and not (forward or reverse))
+                                 draws=not (forward or reverse))
         if staged is None:
             return False
         body, state, layout, _ = staged

@@ -223,13 +223,13 @@ fn until_large(x) {
 """
 
 
-@pytest.mark.parametrize("name, args", [
-    ("stop_early", (1.0, 1.0)),         # a break taken on a later iteration: staged again, written out
-    ("by_threshold", (2.0, 0.5)),       # a branch that goes another way on the second call
-    ("walk_while", (np.ones(3), np.ones(3))),   # a while loop draws as written
-    ("until_large", (1.0, 1.0)),        # (its last iteration, stopped by the break, would draw twice)
-])
-def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_numbers(name, args):
+@pytest.mark.parametrize("name, args, rolled", [
+    ("stop_early", (1.0, 1.0), None),       # a break taken on a later iteration: staged again
+    ("by_threshold", (2.0, 0.5), None),     # a branch that goes another way on the second call
+    ("walk_while", (np.ones(3), np.ones(3)), True),     # a while loop
+    ("until_large", (1.0, 1.0), True),      # its last iteration, stopped by the break after a draw, runs
+])                                          # again as written from a generator put back
+def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_numbers(name, args, rolled):
     interp = run(KEYLESS + BRANCHING + f"let fast = jit({name})")
     fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", name, "seed", "uniform"))
     reseed(5)
@@ -238,6 +238,8 @@ def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_num
     got = [fast(a) for a in args] + [draw()]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+    if rolled is not None:
+        assert ("Loop" in ops_of(fast)) == rolled
 
 
 def test_a_keyless_draw_in_a_loop_under_grad_gives_the_gradient_of_what_was_drawn():
