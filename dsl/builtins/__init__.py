@@ -83,6 +83,8 @@ def _facts(fn, facts):
     and, for constant defaults, the very same default objects: reading a signature costs more
     than the rest of an interpreter's start, so it is read once per code object and defaults."""
     code = getattr(fn, "__code__", None)
+    if hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        code = None                     # its signature is another function's: read it each time
     defaults = (fn.__defaults__ or (), tuple((fn.__kwdefaults__ or {}).values())) if code else None
     if code in facts:
         known, got = facts[code]
