@@ -9,8 +9,9 @@ from .. import ops as O
 from ..cycles import gc_paused
 from ..errors import DgError, error
 from .. import primitives  # noqa: F401  (fills the rule tables)
-from . import tape
-from .tape import Box, Trace, backward, peek, record
+from . import reverse_pass, tape
+from .reverse_pass import backward
+from .tape import Box, Trace, peek, record
 from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, flatten_open, is_container,
                     is_differentiable_leaf, opened, rebuild, strip, unflatten)
 
@@ -267,7 +268,7 @@ def vjp(f, primals, opts=None, has_aux=False):
             if mine and leaf.op != "Input":
                 seeds.append((leaf, float(c) if type(peek(leaf.v)) is float and type(c) is int else c))
         if seeds:
-            tape.backward_from(trace, seeds)
+            reverse_pass.backward_from(trace, seeds)
         grads = _take(params)
         got = dict(zip(nums, grads))
         return tuple(got[i] if i in by_arg else None for i in range(len(primals)))

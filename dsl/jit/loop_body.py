@@ -5,7 +5,8 @@ loop compiled whole."""
 
 from ..autodiff import stage as S
 from ..limits import NEVER
-from ..autodiff.tape import USER_CODE, ForwardTrace, finite, peek
+from ..autodiff.reverse_pass import finite
+from ..autodiff.tape import USER_CODE, ForwardTrace, peek
 from ..autodiff.trees import zero_of
 from ..primitives.loops import LoopGuardFailed, pullback, split_tangents, stage_pullback, with_tangents
 from .codegen import compile_loop, compile_program, outputs_checked, run_code

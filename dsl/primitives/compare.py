@@ -8,7 +8,8 @@ there, as in JAX. Their batching is elementwise (or an axis moved past the batch
 """
 
 from .. import ops as O
-from ..autodiff.tape import finite, nondiff
+from ..autodiff.reverse_pass import finite
+from ..autodiff.tape import nondiff
 from ..ops.compare import ORDER_OPS, order
 from ..ops.nn import class_indices
 from .arith import ELEMENTWISE

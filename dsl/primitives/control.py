@@ -11,7 +11,7 @@ runs its function.
 """
 
 from .. import ops as O
-from ..autodiff import tape
+from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import Box, Trace, peek
 from ..autodiff.trees import children, cotangent_value, flatten_like, is_container, is_differentiable_leaf, unflatten
 from ..errors import error
@@ -163,7 +163,7 @@ def _checkpoint_rule(ns, g, ans, leaves, kw, wanted):
     out = _replay(kw, boxed)
     seeds = [(box, cot) for box, cot in _pair_leaves(out, cotangent_value(g, ans))
              if type(box) is Box and box.trace is trace and cot is not None]
-    tape.backward_from(trace, seeds)
+    reverse_pass.backward_from(trace, seeds)
     grads = [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
     trace.release()
     return grads

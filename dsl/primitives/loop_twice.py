@@ -21,7 +21,7 @@ the kernels take each iteration through the primitives (`back_reversed`, `back_a
 that the transformation records every one, exactly.
 """
 
-from ..autodiff import tape
+from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import STAGE, Box, SlotGrad, Trace
 from ..autodiff.trees import cotangent_value, zero_of
 from ..ops.structs import unpack
@@ -55,7 +55,7 @@ def back_reversed(body, item, state, cnext, u):
     cparams = as_parameters(trace, cnext, (True,) * len(cnext))
     outs = pullback(body, item, params, cparams)
     seeds = [(o, g) for o, g in zip(outs, u) if type(o) is Box and o.trace is trace and g is not None]
-    tape.backward_from(trace, seeds)
+    reverse_pass.backward_from(trace, seeds)
     unext = [_cotangent(p, c, trace) for p, c in zip(cparams, cnext)]
     sbar = [_cotangent(p, x, trace) for p, x, d in zip(params, state, body.diff) if d]
     trace.release()

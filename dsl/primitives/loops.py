@@ -37,7 +37,7 @@ its reverse rule needs.
 """
 
 from ..autodiff import stage as S
-from ..autodiff import tape
+from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.structs import unpack
@@ -75,7 +75,7 @@ class History(list):
 def pullback(body, item, state, cts):
     """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
     trace, params, seeds = _iteration_tape(body, item, state, cts, False)
-    tape.backward_from(trace, seeds)
+    reverse_pass.backward_from(trace, seeds)
     grads = _cotangents(body, trace, params, state)
     trace.release()
     return grads
@@ -327,7 +327,7 @@ def _loop_rule(ns, g, ans, state, kw, wanted):
         out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"], wanted=None if nested else tuple(wanted),
                                 nested=nested)
     back = unpack(out) if type(out) is Box else out
-    if kw.get("check") and not all(tape.finite(peek(c)) for c in back):
+    if kw.get("check") and not all(reverse_pass.finite(peek(c)) for c in back):
         kw["culprit"] = _culprit(body, kw["items"], kept, cts)
     it = iter(back)
     grads = []
@@ -351,7 +351,7 @@ def _culprit(body, items, kept, cts):
     for k in range(len(items) - 1, -1, -1):
         state = [peek(x) for x in kept[k]]
         trace, params, seeds = _iteration_tape(body, items[k], state, ct, True)
-        found = tape._reverse(trace.nodes, seeds, True)
+        found = reverse_pass._reverse(trace.nodes, seeds, True)
         if found is not None:
             return found
         ct = _cotangents(body, trace, params, state)

@@ -190,7 +190,7 @@ def float_pullback(prim):
     The reverse pass calls it for scalar code, where the general pullback would spend most of
     its time finding out that everything is a float, and the pass's own loop over the arguments
     most of the rest."""
-    from ..autodiff.tape import accumulate
+    from ..autodiff.reverse_pass import accumulate
     from .namespaces import EAGER
     partials, n = prim.partials, len(prim.partials)
     xs = ", ".join(f"x{i}" for i in range(n))
@@ -268,8 +268,8 @@ def plain_pullback(prim):
 
     It leaves out the general loop's work per node: choosing a namespace, building the tuple of
     wanted arguments and of cotangents, and looping over them (a third of an RNN's backward pass)."""
-    from ..autodiff.tape import (Box, OneSlot, REFCOUNTS_EXACT, accumulate, as_float, plain_finite, same_float_dtype,
-                                 set_owned)
+    from ..autodiff.reverse_pass import accumulate, plain_finite
+    from ..autodiff.tape import Box, OneSlot, REFCOUNTS_EXACT, as_float, same_float_dtype, set_owned
     from .namespaces import EAGER
     if prim.partials is not None:
         rules, n = None, len(prim.partials)

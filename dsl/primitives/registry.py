@@ -33,7 +33,7 @@ Derived: `reads_output` (a rule reads the primitive's own result: its memory may
 be reused, see dsl/ops/elision.py). Declared, since code cannot show them: `linear`
 (its rules read only operands' shapes); `user_code`, a reverse rule that runs the
 user's code (custom_vjp, checkpoint, host functions, staged loops), whose effects a
-second backward pass would repeat (tape.backward_from); `guards`, a kernel that
+second backward pass would repeat (reverse_pass.backward_from); `guards`, a kernel that
 checks a staged program's guards (a rolled loop's body), which decides whether a
 recording applies even where nothing reads its result (stage.program_of keeps it);
 `keeps_nan`, a NaN in any argument stays a NaN in the result (or is dropped whole, as
