@@ -170,8 +170,8 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
     # the primals are arguments (not constants) of what is staged, so its program serves every call
     mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), (0, None) if has_aux else 0,
                   interp=interp, cache=cache, shared_effects=True)
-    kind = leaf.dtype if type(leaf) is np.ndarray and leaf.dtype.kind == "f" else float   # float32 directions
-    cols = mapped.call(tuple(args), dict(kwargs), np.eye(n, dtype=kind).reshape((n,) + shape))   # .call: no frame
+    directions = np.eye(n, dtype=O.float_type(leaf)).reshape((n,) + shape)     # float32 ones for float32
+    cols = mapped.call(tuple(args), dict(kwargs), directions)   # .call: no frame
     cols, aux = cols if has_aux else (cols, None)
     leaves, spec = flatten(cols)
     blocks, out_shapes = [], []

@@ -381,7 +381,7 @@ def _shaped(rows, out_shape, primal):
             out.append(None)
         elif r is None or type(r) is tuple:     # no output reached it
             lv = peek(leaf)
-            out.append(np.zeros(tuple(out_shape) + np.shape(lv), lv.dtype if type(lv) is np.ndarray else float))
+            out.append(np.zeros(tuple(out_shape) + np.shape(lv), O.float_type(lv)))
         else:
             out.append(O.reshape(r, tuple(out_shape) + np.shape(peek(leaf))))
     return unflatten(spec, out)

@@ -33,11 +33,12 @@ def make_builtins(interp):
     public = {}
     shared = _SHARED
     for name, fn in names.items():
-        wrapped = shared.get((name, fn)) if getattr(fn, "__closure__", True) is None else None
+        alone = getattr(fn, "__closure__", True) is None     # a module-level function
+        wrapped = shared.get((name, fn)) if alone else None
         if wrapped is None:
             wrapped = _public(fn, _SIGNATURES)
             wrapped.__doc__ = DOCS.get(name)
-            if getattr(fn, "__closure__", True) is None:
+            if alone:
                 shared[(name, fn)] = wrapped
         public[name] = wrapped
     public.update(core.CONSTANTS)       # values, not functions: help.doc_of finds their entries

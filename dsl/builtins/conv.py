@@ -12,7 +12,7 @@ import numpy as np
 from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import error
-from ..ops.core import fmt_shape
+from ..ops.core import float_type, fmt_shape
 from ..ops.shape import check_size
 from ..primitives.windows import out_sizes, windows, windows_t
 from ..values import brief, type_name
@@ -63,10 +63,9 @@ def _padding(padding, n, sizes, kernel, stride, dilation, who):
 
 def _pad_trailing(x, pads, value):
     """x with `pads` (a pair per trailing axis) of constant `value` around its trailing axes."""
-    shape = np.shape(peek(x))
-    nd = len(shape)
     v = peek(x)
-    kind = v.dtype if type(v) is np.ndarray and v.dtype.kind == "f" else np.float64   # float32 stays float32
+    nd = np.ndim(v)
+    kind = float_type(v)        # float32 stays float32
     for i, (lo, hi) in enumerate(pads):
         axis = nd - len(pads) + i
         if lo or hi:

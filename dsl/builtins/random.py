@@ -34,16 +34,15 @@ def _param(v, who, name):
 
 
 def _in_type(u, dtype, who, *params):
-    """A draw in the float type `dtype` names, or else in the one its tensor parameters promote to
-    (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion."""
+    """A float64 draw `u` in the float type `dtype` names, or else in the one its parameters promote
+    to (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion."""
     if dtype is not None:
         kind = _float_dtype(dtype, who)
     else:
-        kinds = [peek(p).dtype for p in params if type(peek(p)) is np.ndarray and peek(p).dtype.kind == "f"]
-        kind = np.result_type(*kinds) if kinds else None
-    if kind is None or kind == np.float64 and dtype is None:
-        return u
-    return ops.astype(u, kind)
+        # numbers take the tensors' type (weak, as in numpy 2), so only float tensors decide it
+        floats = [v.dtype for v in map(peek, params) if type(v) is np.ndarray and v.dtype.kind == "f"]
+        kind = np.result_type(*floats) if floats else np.float64
+    return u if kind == np.float64 else ops.astype(u, kind)
 
 
 def _shape_of(*params):

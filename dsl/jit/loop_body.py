@@ -296,7 +296,7 @@ class Driver:
         compiled loop runs in pieces, each until the limits' next look, so that a loop of 10 ** 12
         iterations is stopped at its line like any other."""
         loop, limits, start, n = self._loop(kept, extra), body.key.interp.limits, 0, len(items)
-        unlimited = limits.next_check == NEVER and not self.draws
+        unlimited = limits.next_check == NEVER
         drawn = body.key.interp.rng.bit_generator if self.draws else None
         while True:
             end = n if unlimited else min(n, start + max(int(min(limits.next_check - limits.steps, n)), 1))

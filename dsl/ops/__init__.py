@@ -21,5 +21,5 @@ from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to, unb
                     make_key, index, gather, index_add, set_index, check_size, row, row_add)
 from .nn import softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan
 from .structs import field, set_field, item, set_item, unpack, struct_slot, map_slot
-from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int
+from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int, float_type
 from .dtypes import astype, cast, dtype_arg, dtype_name

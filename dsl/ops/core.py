@@ -54,6 +54,12 @@ def as_operand(v, what):
     raise error("type", f"cannot {what} {a_type_name(v)}")
 
 
+def float_type(v):
+    """The float type a value's cotangent, padding or zeros take: a float tensor's own, else float64
+    (numbers, int and bool tensors)."""
+    return v.dtype if type(v) is ndarray and v.dtype.kind == "f" else FLOAT_DTYPE
+
+
 def as_operands(a, b, what):
     """as_operand of both operands of a binary operation, a bool tensor becoming the float type of
     a float tensor beside it (a mask times float32 stays float32), else float64."""
@@ -172,5 +178,5 @@ def check_shape_arg(shape, what="shape"):
 
 
 __all__ = ["Box", "raw", "peek", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
-           "is_num", "as_operand", "as_operands", "shape_of", "check_broadcast", "to_tensor",
+           "is_num", "as_operand", "as_operands", "float_type", "shape_of", "check_broadcast", "to_tensor",
            "normalize_axis", "check_shape_arg"]

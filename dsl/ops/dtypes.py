@@ -65,12 +65,11 @@ def cast(v, dtype):
     t = type(v)
     if t is not ndarray and t not in (int, float, bool) and not isinstance(v, np.generic):
         raise error("type", f"astype needs a number or tensor, got {type_name(v)}")
-    if t is int and dtype in ("int32", "int64"):       # numpy would wrap it around, or refuse in Python's words
-        info = np.iinfo(DTYPES[dtype])
-        if not info.min <= v <= info.max:
-            raise error("value", f"{v} does not fit in {dtype}")
-    if t is int and dtype not in ("int32", "int64"):
-        v = to_float(v)         # numpy holds an int past int64 as a Python object (inf beyond floats)
+    if t is int:
+        if dtype not in ("int32", "int64"):
+            v = to_float(v)     # numpy holds an int past int64 as a Python object (inf beyond floats)
+        elif not np.iinfo(DTYPES[dtype]).min <= v <= np.iinfo(DTYPES[dtype]).max:
+            raise error("value", f"{v} does not fit in {dtype}")     # numpy would wrap it, or refuse in Python's words
     with np.errstate(all="ignore"):
         return np.asarray(v).astype(DTYPES[dtype])
 

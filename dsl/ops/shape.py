@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autodiff.tape import REVERSE, record
 from . import reduce as _reduce       # reduce imports this module only inside functions
-from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, error, fmt_shape, ndarray, norm, normalize_axis,
+from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, error, float_type, fmt_shape, ndarray, norm, normalize_axis,
                    shape_of,
                    peek, raw, to_tensor, type_name, a_type_name)
 
@@ -333,7 +333,7 @@ def index_add(g, key, shape, span=None):
     """zeros(shape) with g added at key: the cotangent of indexing (repeats accumulate)."""
     if type(g) is Box:
         return record("IndexAdd", (g,), {"key": key, "shape": shape}, span)
-    out = np.zeros(shape, _float_type_of(g))
+    out = np.zeros(shape, float_type(g))
     if any(k is None for k in key):     # new axes of length 1 (basic indexing only: make_key refuses index tensors)
         out[key] = g
     elif any(type(k) is ndarray for k in key):
@@ -341,11 +341,6 @@ def index_add(g, key, shape, span=None):
     else:
         out[key] = g
     return out
-
-
-def _float_type_of(g):
-    """The float type of a cotangent (float64 for numbers and non-float tensors)."""
-    return g.dtype if type(g) is ndarray and g.dtype.kind == "f" else FLOAT
 
 
 def row(x, i, span=None):
@@ -363,7 +358,7 @@ def row_add(g, i, shape, span=None):
     """zeros(shape) with g at row i: the cotangent of row(x, i)."""
     if type(g) is Box or type(i) is Box:
         return record("RowAdd", (g, i), {"shape": shape}, span)
-    out = np.zeros(shape, _float_type_of(g))
+    out = np.zeros(shape, float_type(g))
     out[i] = g
     return out
 
@@ -380,7 +375,7 @@ def _stored_type(x, val):
         return x.dtype if x.dtype.kind in "fi" and not (t is float and x.dtype.kind == "i") else FLOAT
     if t is ndarray and val.dtype.kind in "fi" and x.dtype.kind in "fi":
         return np.result_type(x.dtype, val.dtype)
-    return x.dtype if x.dtype.kind == "f" else FLOAT
+    return float_type(x)
 
 
 def set_index(x, key, v, span=None):

@@ -8,7 +8,7 @@ derivative: each entry's gradient goes back to the place it was sorted from.
 import numpy as np
 
 from ..autodiff.tape import nondiff, record
-from .core import Box, FLOAT, error, fmt_shape, normalize_axis, to_tensor
+from .core import Box, FLOAT, error, float_type, fmt_shape, normalize_axis, to_tensor
 
 
 def _tensor(x, name):
@@ -71,7 +71,7 @@ def put_along(g, idx, axis, shape, span=None):
     if type(g) is Box or type(idx) is Box:
         return record("PutAlong", (g, idx), {"axis": axis, "shape": shape}, span)
     g = to_tensor(g)
-    out = np.zeros(shape, g.dtype if g.dtype.kind == "f" else np.float64)
+    out = np.zeros(shape, float_type(g))
     i = np.asarray(idx).astype(np.intp)
     grids = list(np.indices(i.shape, sparse=True))
     grids[axis % len(shape)] = i

@@ -151,7 +151,7 @@ def index_add(g, key, shape):
 
 def set_index(x, key, v):
     """A copy of x with x[key] = v."""
-    out = np.array(x, dtype=x.dtype if type(x) is np.ndarray and x.dtype.kind == "f" else np.float64)
+    out = np.array(x, dtype=O.float_type(x))
     out[key] = v
     return out
 
