@@ -358,3 +358,16 @@ def test_a_bad_seed_is_refused_when_the_interpreter_is_made(seed, kind):
 def test_source_and_file_names_that_are_not_strings_are_type_errors(call):
     with pytest.raises(TypeError, match="must be a str"):
         call(dsl.Interpreter())
+
+
+def test_a_plain_interpreter_keeps_no_tape_as_dg_run_does_while_the_repl_keeps_the_tapes_it_shows(monkeypatch):
+    interp = dsl.Interpreter()          # as fast as `dg run`: nothing kept after a gradient
+    interp.run("fn f(x) { return x * x }")
+    assert interp.grad("f")(3.0) == 6.0
+    assert interp.last_tape is None and interp.tape() == []
+    from dsl import cli
+    assert cli.make_interpreter({}).grad_options.keep_tape is False
+    repl = pytest.importorskip("dsl.repl")
+    opened = []
+    monkeypatch.setattr(repl, "run_repl", lambda i: opened.append(i) or 0)
+    assert cli._repl({}, []) == 0 and opened[0].grad_options.keep_tape is True
