@@ -17,7 +17,7 @@ from .errors import DgError, error, located
 from .ops.core import ndarray
 from .ops import elision
 from .ops.elision import UFUNCS as reuse_ops, reuse_left
-from .printing import format_value
+from .format_spec import format_value
 from .values import UNBOUND, Function, StructDef, is_callable_value, type_name, a_type_name
 
 

@@ -34,7 +34,7 @@ from .parser import parse
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
 from .ops.arith import MAX_INT_DIGITS, too_long
-from .ops.shape import check_size
+from .ops.core import check_size
 from .values import UNBOUND, Function, Module, Struct, StructDef, a_type_name, is_callable_value
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

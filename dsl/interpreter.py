@@ -187,8 +187,8 @@ class Interpreter:
             tape.set_span(None)      # nodes recorded before any dg call site have no location
             need = self.limits.recursion_limit()     # a deep run needs more; restored after it
             RECURSION.raise_to(need)
-        saved_max = ops.shape.max_elements()
-        ops.shape.set_max_elements(self.max_tensor_elements)
+        saved_max = ops.core.max_elements()
+        ops.core.set_max_elements(self.max_tensor_elements)
         policy = sandbox.enter(self.files)
         try:
             return fn(*args, **kwargs)
@@ -200,7 +200,7 @@ class Interpreter:
             raise error("limit", "out of memory", tape.get_span()) from None
         finally:
             sandbox.leave(policy)
-            ops.shape.set_max_elements(saved_max)     # a nested interpreter's limit ends with its call
+            ops.core.set_max_elements(saved_max)     # a nested interpreter's limit ends with its call
             if outermost:
                 self.limits.depth = 0
                 RECURSION.release(need)

@@ -1,11 +1,9 @@
 """How dg values print (reference section 3): `print`, `str`, f-strings and the REPL echo."""
 
-import re
-
 import numpy as np
 
 from .autodiff.tape import raw
-from .values import Function, Module, Struct, StructDef
+from .errors import error
 
 LINE_WIDTH = 80          # a tensor whose one-line form is longer prints a row per line
 ELIDE_OVER = 1000        # tensors with more elements print with `...`
@@ -37,15 +35,9 @@ def show(v, nested=False):
         return "(" + ", ".join(show(x, True) for x in v) + ")"
     if t is dict:
         return "{" + ", ".join(f"{show(k, True)}: {show(x, True)}" for k, x in v.items()) + "}"
-    if t is Struct:
-        fields = ", ".join(f"{f}={show(x, True)}" for f, x in zip(v.sdef.fields, v.vals))
-        return f"{v.sdef.name}({fields})"
-    if t is StructDef:
-        return f"<struct {v.name}>"
-    if t is Function:
-        return f"<fn {v.name}>"
-    if t is Module:
-        return f"<module {v.name}>"
+    text = getattr(v, "dg_text", None)     # structs, struct types, functions, modules (values.py)
+    if text is not None:
+        return text(lambda x: show(x, True))
     if t is range:
         return repr(v)
     if getattr(v, "dg_iterable", False):
@@ -61,7 +53,6 @@ def _long_int(v):
     try:
         return str(v)
     except ValueError:
-        from .errors import error
         raise error("value", f"an int of about {int(v.bit_length() * 0.30103):,} digits is too long to "
                              "show as text (Python's limit is 4300 digits); float(x) shows its size") from None
 
@@ -154,32 +145,3 @@ def display_tensor(a):
     kind = "" if v.dtype == np.float64 else " " + v.dtype.name
     shape = "(" + ", ".join(str(n) for n in v.shape) + ("," if v.ndim == 1 else "") + ")"
     return f"tensor{kind} {shape}\n{body}"
-
-
-NUMERIC_CODES = set("bcdoxXneEfFgG%")
-
-
-def format_value(v, spec):
-    """An f-string field: Python's format-spec mini-language applied to numbers
-    (and to each element of a tensor); other values print as `str` does."""
-    v = raw(v)
-    if not spec:
-        return show(v)
-    if any(len(n) > 5 or int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec)):
-        from .errors import error
-        raise error("limit", f"the format spec '{spec[:40]}' asks for a width or precision over "
-                             f"{MAX_FORMAT_WIDTH:,}")
-    t = type(v)
-    try:
-        if t is bool or t is np.bool_:
-            # a numeric presentation type formats the bool as the int it is, as Python does ({true:d} -> 1)
-            return format(int(v) if spec[-1:] in NUMERIC_CODES else show(v), spec)
-        if t is int or t is float or t is np.float64:
-            return format(v, spec)
-        if t is np.ndarray:
-            return show_tensor(v, spec)
-        return format(show(v), spec)
-    except (ValueError, OverflowError) as exc:      # {-1:c}, {2**40:c}, {10**400:e}
-        from .errors import error
-        from .values import a_type_name
-        raise error("value", f"bad format spec '{spec}' for {a_type_name(v)}: {exc}") from None

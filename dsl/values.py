@@ -9,6 +9,10 @@ import json
 
 import numpy as np
 
+from .autodiff.tape import peek, raw
+from .errors import error
+from .printing import show
+
 
 class Cell:
     """A variable captured by a closure (or a module-level name)."""
@@ -43,7 +47,6 @@ class StructDef:
         self.span = span        # where it is declared (help() shows the comment above), if known
 
     def __call__(self, *args, **kwargs):
-        from .errors import error
         n = len(self.fields)
         if len(args) > n:
             raise error("type", f"{self.name} has {n} field{'s' * (n != 1)} "
@@ -65,6 +68,10 @@ class StructDef:
 
     def __repr__(self):
         return f"<struct {self.name}>"
+
+    def dg_text(self, show):
+        """How print shows it (printing.show asks each value that has this)."""
+        return repr(self)
 
 
 _MISSING = object()
@@ -104,15 +111,18 @@ class Struct:
             raise AttributeError(f"struct has no field {name!r}") from None
 
     def __eq__(self, other):
-        from .ops.compare import values_equal
         return isinstance(other, Struct) and values_equal(self, other)
 
     def __hash__(self):
         return hash((self.sdef.name, self.sdef.fields))
 
     def __repr__(self):
-        from .printing import show
         return show(self)
+
+    def dg_text(self, show):
+        """`Name(field=value, ...)`, each value as `show` gives it."""
+        fields = ", ".join(f"{f}={show(x)}" for f, x in zip(self.sdef.fields, self.vals))
+        return f"{self.sdef.name}({fields})"
 
 
 def make_struct(name, **fields):
@@ -136,6 +146,10 @@ class Function:
     def __repr__(self):
         return f"<fn {self.name}>"
 
+    def dg_text(self, show):
+        """How print shows it."""
+        return repr(self)
+
 
 class Module:
     """An imported dg module: its top-level names, read as `mod.name`."""
@@ -149,6 +163,10 @@ class Module:
 
     def __repr__(self):
         return f"<module {self.name}>"
+
+    def dg_text(self, show):
+        """How print shows it."""
+        return repr(self)
 
 
 def is_callable_value(v):
@@ -167,7 +185,6 @@ def a_type_name(v):
 def brief(v):
     """An option's value as an error message shows it: numbers, strings and tuples of them as
     written in dg (repr, true, none), anything else by its type's name."""
-    from .autodiff.tape import peek
     v = peek(v)
     t = type(v)
     if t is bool:
@@ -185,7 +202,6 @@ def brief(v):
 
 def type_name(v):
     """The name `type(x)` gives for a value (reference section 3)."""
-    from .autodiff.tape import peek
     v = peek(v)
     t = type(v)
     if t is bool or t is np.bool_:
@@ -215,3 +231,34 @@ def type_name(v):
     if is_callable_value(v):
         return "function"
     return t.__name__
+
+
+def values_equal(a, b):
+    """Structural equality of two dg values; tensors inside must match in shape and elements."""
+    a, b = raw(a), raw(b)
+    ta, tb = type(a), type(b)
+    if ta is np.ndarray or tb is np.ndarray:
+        return ta is tb and a.shape == b.shape and bool(np.array_equal(a, b))
+    if ta is tuple or tb is tuple:
+        return ta is tb and len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
+    if ta is dict or tb is dict:
+        if ta is not tb or len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if k not in b or not values_equal(v, b[k]):
+                return False
+        return True
+    if ta is Struct or tb is Struct:
+        return (ta is tb and a.sdef.name == b.sdef.name and a.sdef.fields == b.sdef.fields
+                and all(values_equal(x, y) for x, y in zip(a.vals, b.vals)))
+    if ta in (Function, StructDef, Module) or tb in (Function, StructDef, Module) or callable(a):
+        return a is b
+    if a is None or b is None:
+        return a is b
+    num_a = ta in (int, float, bool) or isinstance(a, np.generic)
+    num_b = tb in (int, float, bool) or isinstance(b, np.generic)
+    if num_a and num_b:
+        return bool(a == b)
+    if num_a or num_b:
+        return False
+    return ta is tb and a == b

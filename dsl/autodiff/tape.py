@@ -352,14 +352,14 @@ USER_CODE = set()   # primitives whose reverse rule runs the user's code (custom
 GUARDED = set()     # primitives whose kernel checks a staged program's guards (Loop): see stage.program_of
 
 
+EAGER = TRACED = None     # the namespaces rules run in (dsl/primitives/namespaces.py), bound with the tables
+RULE_OF = None            # registry.rule_of: a primitive's rule or the loud error for a missing one, bound with them
+
+
 def _missing(op, kind, span):
     """Raise the loud error for a primitive without the rule a transformation needs."""
-    from ..primitives.registry import rule_of
-    rule_of(op, kind, span)
+    RULE_OF(op, kind, span)
     raise AssertionError(op)
-
-
-EAGER = TRACED = None     # the namespaces rules run in (dsl/primitives/namespaces.py), bound with the tables
 
 
 def _ns(out, args, more):
@@ -411,8 +411,7 @@ def _same_float_dtype_recorded(g, like):
     a derivative of a derivative): the cast is recorded there too."""
     gv, lv = peek(g), peek(like)
     if type(gv) is np.ndarray and type(lv) is np.ndarray and lv.dtype in FLOAT_DTYPES and gv.dtype != lv.dtype:
-        from ..ops import astype     # ops imports this module
-        return astype(g, lv.dtype)
+        return record("Astype", (g,), {"dtype": lv.dtype.name})      # ops.astype, recorded
     return g
 
 
@@ -436,6 +435,6 @@ def as_float(g):
     if type(g) is Box:
         if type(peek(g)) is not np.ndarray:
             return g
-        from ..ops import index, reshape     # recorded at the outer level: a read of the one element
-        return index(reshape(g, (1,)), (0,))
+        # recorded at the outer level, as ops.index(ops.reshape(g, (1,)), (0,)): a read of the one element
+        return record("Index", (record("Reshape", (g,), {"shape": (1,)}),), {"key": (0,), "op": "Index"})
     return float(g.reshape(())) if type(g) is np.ndarray else float(g)

@@ -9,7 +9,7 @@ from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import DgError, error
 from ..ops.core import fmt_shape, normalize_axis, to_float
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from ..values import brief, type_name
 
 

@@ -13,7 +13,7 @@ from .. import ops
 from ..autodiff.tape import peek, raw
 from ..errors import error
 from ..ops.core import float_type, fmt_shape
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from ..primitives.windows import out_sizes, windows, windows_t
 from ..values import brief, type_name
 

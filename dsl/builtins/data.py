@@ -17,7 +17,7 @@ from ..autodiff.stage import perform
 from ..autodiff.tape import Box, raw
 from ..errors import DgError, error
 from ..ops.core import ndarray, to_float
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from ..values import a_type_name, type_name
 from .files import read_limited, read_path
 

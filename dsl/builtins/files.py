@@ -37,7 +37,7 @@ from ..autodiff.stage import perform
 from ..autodiff.tape import raw
 from ..errors import error
 from ..ops.arith import too_long
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from ..printing import show
 from ..values import Struct, StructDef, type_name, a_type_name
 

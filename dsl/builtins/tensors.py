@@ -7,7 +7,7 @@ from ..autodiff.stage import Draw, perform
 from ..autodiff.tape import Box, peek, raw, record
 from ..errors import error
 from ..ops.core import check_shape_arg, ndarray, to_float, to_tensor
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from ..values import a_type_name, type_name
 
 

@@ -303,7 +303,7 @@ def mixes_custom_rules(body, forward, reverse):
 
 def write_back(f, layout, skip, state, out, body):
     """Put the final state of a Loop step over the body (`out`) into the frame's variables."""
-    from ..ops.structs import unpack
+    from ..ops.slots import unpack
     final = unpack(out) if type(out) is Box else out
     changed = body.changed
     write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)

@@ -14,12 +14,13 @@ from .elementwise import (exp, ln, log2, sin, cos, sqrt, abs_, tanh, sigmoid, re
                           tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log_sigmoid, logit, atan2,
                           logaddexp)
 from .special import erfinv, lgamma, digamma, trigamma, xlogy
-from .reduce import sum_, mean, max_, min_, logsumexp, keep_axes, count, var, prod, cumsum, cumprod
+from .reduce import unbroadcast, sum_, mean, max_, min_, logsumexp, keep_axes, count, var, prod, cumsum, cumprod
 from .sorting import argmax, argmin, argsort, sort, take_along, put_along
 from .linalg import einsum
-from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to, unbroadcast,
-                    make_key, index, gather, index_add, set_index, check_size, row, row_add)
+from .shape import (reshape, transpose, swap_last, cat, stack, broadcast_to,
+                    make_key, index, gather, index_add, set_index, row, row_add)
 from .nn import softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan
-from .structs import field, set_field, item, set_item, unpack, struct_slot, map_slot
-from .core import to_tensor, fmt_shape, shape_of, to_float, brief_int, float_type
+from .slots import unpack, struct_slot, map_slot
+from .structs import field, set_field, item, set_item
+from .core import check_size, to_tensor, fmt_shape, shape_of, to_float, brief_int, float_type
 from .dtypes import astype, cast, dtype_arg, dtype_name

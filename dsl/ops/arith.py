@@ -10,9 +10,8 @@ import operator
 import numpy as np
 
 from ..autodiff.tape import nondiff, record, record1, record2, record_const, record_floats
-from . import shape as _shape
-from .shape import check_size
-from .structs import unpack
+from .core import check_size, max_elements
+from .slots import unpack
 from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, error, fmt_shape, is_num, ndarray,
                    norm, peek, raw, brief_int, to_float, type_name, a_type_name)
 
@@ -316,7 +315,7 @@ def matmul(a, b, span=None):
     if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == FLOAT and b.dtype == FLOAT:
         # the common case, without the general checks below (the product's size still is one)
         m, n = a.shape[0], b.shape[1]
-        limit = _shape.max_elements()
+        limit = max_elements()
         if limit is not None and max(m * n, m, n) > limit:
             check_size((m, n), "matmul result")
         return np.matmul(a, b)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..autodiff.tape import Box, nondiff, peek
-from ..values import Function, Module, Struct, StructDef
+from ..values import values_equal
 from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
 
 ORDER_OPS = {"<": "Less", "<=": "LessEqual", ">": "Greater", ">=": "GreaterEqual"}
@@ -104,37 +104,6 @@ def any_(a, rows=False):
     if rows:
         return np.reshape(a, (np.shape(a)[0], -1)).any(axis=1)
     return bool(np.any(a))
-
-
-def values_equal(a, b):
-    """Structural equality of two dg values; tensors inside must match in shape and elements."""
-    a, b = raw(a), raw(b)
-    ta, tb = type(a), type(b)
-    if ta is ndarray or tb is ndarray:
-        return ta is tb and a.shape == b.shape and bool(np.array_equal(a, b))
-    if ta is tuple or tb is tuple:
-        return ta is tb and len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
-    if ta is dict or tb is dict:
-        if ta is not tb or len(a) != len(b):
-            return False
-        for k, v in a.items():
-            if k not in b or not values_equal(v, b[k]):
-                return False
-        return True
-    if ta is Struct or tb is Struct:
-        return (ta is tb and a.sdef.name == b.sdef.name and a.sdef.fields == b.sdef.fields
-                and all(values_equal(x, y) for x, y in zip(a.vals, b.vals)))
-    if ta in (Function, StructDef, Module) or tb in (Function, StructDef, Module) or callable(a):
-        return a is b
-    if a is None or b is None:
-        return a is b
-    num_a = ta in (int, float, bool) or isinstance(a, np.generic)
-    num_b = tb in (int, float, bool) or isinstance(b, np.generic)
-    if num_a and num_b:
-        return bool(a == b)
-    if num_a or num_b:
-        return False
-    return ta is tb and a == b
 
 
 def truth(c, what="a condition"):

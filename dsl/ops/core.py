@@ -1,5 +1,7 @@
 """Helpers shared by the primitives: result normalisation, operand checks, messages."""
 
+import contextvars
+
 import numpy as np
 
 from ..autodiff.tape import Box, peek, raw
@@ -107,8 +109,7 @@ def check_broadcast(a, b, verb):
         out = np.broadcast_shapes(sa, sb)
     except ValueError:
         raise error("shape", f"cannot {verb} tensors of shapes {fmt_shape(sa)} and {fmt_shape(sb)}") from None
-    from .shape import check_size      # broadcasting can make a result far larger than either operand
-    check_size(out, "result")
+    check_size(out, "result")      # broadcasting can make a result far larger than either operand
 
 
 def to_tensor(v, what="a tensor"):
@@ -180,3 +181,31 @@ def check_shape_arg(shape, what="shape"):
 __all__ = ["Box", "raw", "peek", "error", "type_name", "ndarray", "FLOAT", "fmt_shape", "norm", "to_float", "brief_int",
            "is_num", "as_operand", "as_operands", "float_type", "shape_of", "check_broadcast", "to_tensor",
            "normalize_axis", "check_shape_arg"]
+
+
+# The largest tensor a program may allocate: the running interpreter's limit, set by
+# Interpreter.call_in_run. A context variable, so that interpreters in two threads keep their own.
+_max_elements = contextvars.ContextVar("dg_max_elements", default=None)
+max_elements, set_max_elements = _max_elements.get, _max_elements.set
+
+
+def check_size(shape, what="tensor", limit=None):
+    """Refuse to allocate a tensor larger than the interpreter's limit (or `limit`), or with more
+    than MAX_AXES axes."""
+    if len(shape) > MAX_AXES:
+        raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(shape)}")
+    n = 1
+    for s in shape:
+        if s < 0:
+            raise error("value", f"a {what} cannot have a negative size, got shape {fmt_shape(shape)}")
+        n *= s
+    # an axis longer than the limit is refused even when another axis is empty: numpy cannot make it
+    longest = max(shape, default=0)
+    if limit is None:
+        limit = max_elements()
+    if limit is not None and max(n, longest) > limit:
+        size = f"{n:,} elements" if n > limit else f"an axis of length {longest:,}"
+        raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {size}, more than "
+                             f"the limit of {limit:,} elements",
+                    hint="raise it with --max-tensor or Interpreter(max_tensor_elements=...)")
+    return shape

@@ -7,7 +7,7 @@ import numpy as np
 from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import nondiff, record, record1
 from .dtypes import result_like
-from .shape import check_size
+from .core import check_size
 from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
 

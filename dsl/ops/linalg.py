@@ -6,7 +6,7 @@ import numpy as np
 
 from ..autodiff.tape import record
 from .core import Box, error, fmt_shape, peek, to_tensor, type_name
-from .shape import check_size
+from .core import check_size
 
 _SPEC = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)*(->[a-zA-Z]*)?$")
 

@@ -4,7 +4,8 @@ softmax, log_softmax, cross_entropy, layer_norm, batch_norm, ssm_scan."""
 import numpy as np
 
 from ..autodiff.tape import REVERSE, nondiff, peek, record, top_trace
-from .shape import check_size, stack
+from .core import check_size
+from .shape import stack
 from .core import (Box, FLOAT, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float, to_tensor,
                    type_name)
 

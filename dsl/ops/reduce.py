@@ -1,17 +1,18 @@
-"""Reductions: sum, mean, max, min, logsumexp, over all axes or the given ones."""
+"""Reductions: sum, mean, max, min, logsumexp, over all axes or the given ones; and unbroadcast,
+the sum over broadcast axes that gradient rules use."""
 
 import math
 
 import numpy as np
 
 from ..autodiff.tape import record
-from .core import Box, error, fmt_shape, norm, normalize_axis, peek, to_tensor, type_name
+from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, peek, shape_of, to_tensor, type_name
+from .shape import reshape, stack
 
 
 def _operand(x, name):
     """A reduction's operand: tensors as they are, a tuple of numbers/tensors stacked."""
     if type(peek(x)) is tuple:
-        from .shape import stack
         return stack(x)
     return x
 
@@ -65,7 +66,6 @@ logsumexp = _reduction("LogSumExp", "logsumexp", _logsumexp, False)
 
 def keep_axes(g, shape, axis, keepdims):
     """Reshape a reduced cotangent so it broadcasts against the input's shape."""
-    from .shape import reshape
     if keepdims or axis is None and not shape:
         return g
     if axis is None:
@@ -86,7 +86,7 @@ def count(shape, axis):
     return n
 
 
-__all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "type_name"]
+__all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "type_name", "unbroadcast"]
 
 
 # ---------------------------------------------------------------- more reductions (numpy's semantics)
@@ -134,3 +134,24 @@ def cumprod(x, axis=0, span=None):
         return record("CumProd", (x,), {"axis": axis}, span)
     v = to_tensor(x, "a tensor to cumprod")
     return np.cumprod(v, axis=normalize_axis(axis, v.ndim, False))
+
+
+def unbroadcast(g, shape):
+    """Sum a cotangent over the axes that broadcasting added or stretched, back to `shape`."""
+    gshape = shape_of(g)
+    if gshape == shape:
+        return g
+    if shape == ():
+        return sum_(g)
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and gshape[i + lead] != 1)
+    if type(g) is ndarray:     # a plain cotangent (no outer differentiation): numpy directly
+        if axes:
+            g = np.add.reduce(g, axis=axes)
+        return g if g.shape == shape else g.reshape(shape)
+    if axes:
+        g = sum_(g, axes)
+    if shape_of(g) != shape:
+        g = reshape(g, shape)
+    return g

@@ -1,44 +1,14 @@
 """Shape primitives: reshape, transpose, cat, stack, indexing, gather, and the
-broadcasting helpers the gradient rules use (broadcast_to, unbroadcast, index_add)."""
+broadcasting helpers the gradient rules use (broadcast_to, index_add)."""
 
-import contextvars
 import math
 
 import numpy as np
 
 from ..autodiff.tape import REVERSE, record
-from . import reduce as _reduce       # reduce imports this module only inside functions
-from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, error, float_type, fmt_shape, ndarray, norm, normalize_axis,
-                   shape_of,
+from .slots import unpack
+from .core import (brief_int, Box, FLOAT, MAX_AXES, check_shape_arg, check_size, error, float_type, fmt_shape, ndarray, norm, normalize_axis,
                    peek, raw, to_tensor, type_name, a_type_name)
-
-# The largest tensor a program may allocate: the running interpreter's limit, set by
-# Interpreter.call_in_run. A context variable, so that interpreters in two threads keep their own.
-_max_elements = contextvars.ContextVar("dg_max_elements", default=None)
-max_elements, set_max_elements = _max_elements.get, _max_elements.set
-
-
-def check_size(shape, what="tensor", limit=None):
-    """Refuse to allocate a tensor larger than the interpreter's limit (or `limit`), or with more
-    than MAX_AXES axes."""
-    if len(shape) > MAX_AXES:
-        raise error("limit", f"a {what} may have at most {MAX_AXES} axes, got {len(shape)}")
-    n = 1
-    for s in shape:
-        if s < 0:
-            raise error("value", f"a {what} cannot have a negative size, got shape {fmt_shape(shape)}")
-        n *= s
-    # an axis longer than the limit is refused even when another axis is empty: numpy cannot make it
-    longest = max(shape, default=0)
-    if limit is None:
-        limit = max_elements()
-    if limit is not None and max(n, longest) > limit:
-        size = f"{n:,} elements" if n > limit else f"an axis of length {longest:,}"
-        raise error("limit", f"a {what} of shape {fmt_shape(shape)} has {size}, more than "
-                             f"the limit of {limit:,} elements",
-                    hint="raise it with --max-tensor or Interpreter(max_tensor_elements=...)")
-    return shape
-
 
 # ---------------------------------------------------------------- reshape / transpose
 def reshape(x, shape, span=None):
@@ -104,7 +74,6 @@ def _tensors(items, name):
     if not items:
         raise error("value", f"{name} needs at least one tensor")
     if type(boxed) is Box:          # a recorded tuple (a differentiated argument): read its elements
-        from .structs import unpack
         return list(unpack(boxed))
     return list(items)
 
@@ -184,28 +153,6 @@ def broadcast_to(x, shape, span=None):
     if np.shape(x) == shape:
         return x
     return np.broadcast_to(x, shape)
-
-
-def unbroadcast(g, shape):
-    """Sum a cotangent over the axes that broadcasting added or stretched, back to `shape`."""
-    gshape = shape_of(g)
-    if gshape == shape:
-        return g
-    sum_ = _reduce.sum_
-    if shape == ():
-        return sum_(g)
-    lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
-                                      if s == 1 and gshape[i + lead] != 1)
-    if type(g) is ndarray:     # a plain cotangent (no outer differentiation): numpy directly
-        if axes:
-            g = np.add.reduce(g, axis=axes)
-        return g if g.shape == shape else g.reshape(shape)
-    if axes:
-        g = sum_(g, axes)
-    if shape_of(g) != shape:
-        g = reshape(g, shape)
-    return g
 
 
 # ---------------------------------------------------------------- indexing

@@ -5,12 +5,14 @@ the transformations read (registry._install): the kernels `record` calls (tape.I
 the uniform reverse and forward rules (tape.PULLBACKS, tape.PUSHFORWARDS), the float
 fast path of elementwise primitives (tape.FLOAT_PULLBACKS), the plain-array fast path
 (tape.PLAIN_PULLBACKS) and the batching rules (tape.BATCHES). The namespaces rules run
-in are bound here.
+in, and the loud error for a missing rule, are bound here.
 """
 
 from ..autodiff import tape
 from . import (arith, compare, control, decompositions, dtypes, elementwise, linalg, loops, matrix, nn, order,  # noqa: F401
                random, reduce, shape, structs, windows)
 from .namespaces import EAGER, TRACED
+from .registry import rule_of
 
 tape.EAGER, tape.TRACED = EAGER, TRACED
+tape.RULE_OF = rule_of

@@ -24,7 +24,7 @@ that the transformation records every one, exactly.
 from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import STAGE, Box, SlotGrad, Trace
 from ..autodiff.trees import cotangent_value, zero_of
-from ..ops.structs import unpack
+from ..ops.slots import unpack
 from .registry import define
 
 

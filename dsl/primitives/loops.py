@@ -40,7 +40,7 @@ from ..autodiff import stage as S
 from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
-from ..ops.structs import unpack
+from ..ops.slots import unpack
 from .batching import Lanes, Unbatchable, batch_size
 from .loop_twice import _back_added_kernel, back_with_history, history_top, iterations, loop_back_rule, over_stage
 from .registry import define

@@ -20,7 +20,7 @@ import numpy as np
 from ..autodiff.tape import Box
 from ..errors import error
 from ..ops.core import fmt_shape, shape_of
-from ..ops.shape import check_size
+from ..ops.core import check_size
 from .registry import define
 
 MASK = np.uint64(0xFFFFFFFF)

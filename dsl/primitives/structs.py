@@ -4,7 +4,7 @@ parent's structured cotangent; the tangent of a read is that slot of the parent'
 
 from ..autodiff.tape import OneSlot
 from ..autodiff.trees import children, is_container
-from ..ops.structs import map_slot, struct_slot
+from ..ops.slots import map_slot, struct_slot
 from .batching import Lanes, Unbatched
 from .registry import define
 
