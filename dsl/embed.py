@@ -31,6 +31,8 @@ from .autodiff.transforms import grad as make_grad
 from .autodiff.transforms import value_and_grad as make_value_and_grad
 from .errors import DgError, error
 from .parser import parse
+from .primitives.batching import batch_size
+from .primitives.registry import define
 from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
 from .ops.arith import MAX_INT_DIGITS, too_long
@@ -296,7 +298,6 @@ def host_vjp(g, ans, leaves, kw, wanted):
     return [o if w else None for o, w in zip(out, wanted)]
 
 
-
 def _gradient_leaf(g, host, i):
     """A leaf of a gradient a host's vjp returned: none, a float or a float tensor (an int becomes a
     float); anything else is a `grad` error naming the host function."""
@@ -311,6 +312,28 @@ def _gradient_leaf(g, host, i):
                                 f"large for a float as a gradient of argument {i}", tape.get_span()) from None
     raise error("grad", f"the gradient rule of the host function '{host.name}' returned {a_type_name(g)} as a "
                         f"gradient of argument {i}, where a number or a tensor was expected", tape.get_span())
+
+
+# ---------------------------------------------------------------- the HostCall step
+def _host_kernel(*leaves, host=None, spec=None, kwargs=None):
+    """Call the host function again, which records on any outer trace."""
+    return host(*unflatten(spec, leaves), **kwargs)
+
+
+def _host_batch(ns, args, batched, kw):
+    """A host function is Python code: called once per example, the results stacked."""
+    size = batch_size(args, batched)
+    outs = [_host_kernel(*[ops.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
+            for i in range(size)]
+    return ops.stack(tuple(outs))
+
+
+def _host_rule(ns, g, ans, leaves, kw, wanted):
+    """HostCall's reverse rule: the host's own vjp (host_vjp)."""
+    return host_vjp(g, ans, leaves, kw, wanted)
+
+
+define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_code=True, can_fail=True)
 
 
 # ---------------------------------------------------------------- the Interpreter methods

@@ -1,6 +1,6 @@
 """User-given derivative rules: custom_vjp(f, bwd) and custom_jvp(f, jvp) (reference section 6).
 
-Each records one step (CustomVjp, CustomJvp: dsl/primitives/control.py) whose kernel calls the
+Each records one step (CustomVjp, CustomJvp, declared below with their rules) whose kernel calls the
 function again, so that an outer differentiation records its own step and the user's rule gives
 the derivative at every level. The other mode follows from the rule: forward mode through
 custom_vjp is the gradient of u -> <bwd(u), t>, reverse mode through custom_jvp the gradient of
@@ -9,11 +9,14 @@ t -> <jvp(primals, t), g>, both exact where the user's rule is linear in u or t,
 
 import numpy as np
 
+from .. import ops as O
 from ..errors import error
+from ..primitives.registry import define
 from . import tape
 from .tape import Box, peek, record
-from .trees import children, flatten, is_container
-from .transforms import Transformed, _describe, _fname, _reads_trace
+from .trees import (children, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf, opened,
+                    unflatten, zero_like_tree, zero_of)
+from .transforms import Transformed, _describe, _fname, _reads_trace, grad
 
 
 # ---------------------------------------------------------------- custom_vjp
@@ -111,3 +114,113 @@ def custom_jvp(f, rule):
 
 
 __all__ = ["custom_vjp", "custom_jvp"]
+
+
+# ---------------------------------------------------------------- the CustomVjp step and its rules
+def _custom_vjp_kernel(*leaves, spec=None, kwargs=None, bwd=None, fn=None, call=None):
+    """The function itself, through custom_vjp's call again (so outer levels record their own node)."""
+    return call(*unflatten(spec, leaves), **kwargs)
+
+
+def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
+    """Call the user's backward function and split its answer over the argument leaves."""
+    spec, bwd = kw["spec"], kw["bwd"]
+    args = unflatten(spec, leaves)
+    result = bwd(*args, ans, cotangent_value(g, ans))
+    if len(args) == 1:
+        # JAX's bwd always returns a tuple: accept its 1-tuple too, unless the argument is itself
+        # a 1-tuple (then (g,) is that tuple's own gradient)
+        if _one_tuple(result) and not _one_tuple(args[0]):
+            result = peek(result)[0]
+        result = (result,)
+    elif type(peek(result)) is not tuple or len(peek(result)) != len(args):
+        raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
+                            f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
+    out = []
+    for arg_spec, grad_tree in zip(spec[1], peek(result)):
+        try:
+            out += flatten_like(arg_spec, grad_tree)
+        except ValueError:
+            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
+                                f"whose structure does not match its argument") from None
+    for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
+        if w:
+            _check_like(leaf, o, kw["fn"])
+            if type(o) is int and type(peek(leaf)) is float:
+                out[i] = O.to_float(o)    # the gradient of a float is a float (inf past float's range)
+    return [o if w else None for o, w in zip(out, wanted)]
+
+
+def _custom_vjp_jvp(ns, tangents, ans, leaves, kw):
+    """J t, where bwd gives the transpose of J: the gradient of u -> <bwd(u), t> (bwd is linear in u).
+
+    So forward mode through custom_vjp uses the user's rule too, as reverse mode does."""
+    wanted = tuple(t is not None for t in tangents)
+
+    def pairing(u):
+        # every recorded structure in u opened, nested ones too: bwd reads each leaf on grad's tape
+        grads = _custom_vjp_rule(ns, opened(u), ans, leaves, kw, wanted)
+        total = 0.0
+        for d, t in zip(grads, tangents):
+            if d is not None and t is not None:
+                for dl, tl in zip(flatten(d)[0], flatten(t)[0]):
+                    if dl is not None and tl is not None:
+                        total = O.add(total, O.sum_(O.mul(dl, tl)))
+        return total
+
+    return grad(pairing)(zero_like_tree(ans))
+
+
+define("CustomVjp", _custom_vjp_kernel, vjp_all=_custom_vjp_rule, jvp=_custom_vjp_jvp, user_code=True, can_fail=True)
+
+
+# ---------------------------------------------------------------- the CustomJvp step and its rules
+def _custom_jvp_kernel(*leaves, spec=None, kwargs=None, rule=None, fn=None, call=None):
+    """The function itself, through custom_jvp's call again (so outer levels record their own node)."""
+    return call(*unflatten(spec, leaves), **kwargs)
+
+
+def _custom_jvp_jvp(ns, tangents, ans, leaves, kw):
+    """The user's rule on (primals, tangents): a float leaf without a tangent gets zeros, as JAX
+    instantiates its symbolic zeros; a leaf that has none (an int, a string) gets none."""
+    full = [t if t is not None else (zero_of(x) if is_differentiable_leaf(x) else None)
+            for t, x in zip(tangents, leaves)]
+    return _rule_tangent(kw, leaves, full, ans)
+
+
+def _rule_tangent(kw, leaves, tangents, ans):
+    """The output's tangent from the user's rule, checked to be a pair whose tangent fits the output."""
+    spec, fn = kw["spec"], kw["fn"]
+    pair = kw["rule"](unflatten(spec, leaves), unflatten(spec, tangents))
+    if type(peek(pair)) is not tuple or len(peek(pair)) != 2:
+        raise error("grad", f"the derivative rule of custom_jvp({_fname(fn)}) must return a pair (value, "
+                            f"tangent), but returned {_describe(pair)}")
+    tangent = peek(pair)[1] if type(pair) is Box else pair[1]
+    _check_like(ans, tangent, fn, "derivative rule", "tangent")
+    return tangent
+
+
+def _custom_jvp_vjp(ns, g, ans, leaves, kw, wanted):
+    """The transpose of t -> rule(primals, t)'s tangent, which is linear in t: the gradient of
+    t -> <that tangent, g>, at t = 0 (exact anywhere, as the map is linear)."""
+    g = cotangent_value(g, ans)
+    idx = [i for i, w in enumerate(wanted) if w]
+
+    def pairing(*ts):
+        tangents = [zero_of(x) if is_differentiable_leaf(x) else None for x in leaves]
+        for i, t in zip(idx, ts):
+            tangents[i] = t
+        total = 0.0
+        for tl, gl in zip(flatten(_rule_tangent(kw, leaves, tangents, ans))[0], flatten(g)[0]):
+            if tl is not None and gl is not None:
+                total = O.add(total, O.sum_(O.mul(tl, gl)))
+        return total
+
+    grads = grad(pairing, tuple(range(len(idx))))(*[zero_of(peek(leaves[i])) for i in idx])
+    out = [None] * len(leaves)
+    for i, d in zip(idx, grads):
+        out[i] = d
+    return out
+
+
+define("CustomJvp", _custom_jvp_kernel, vjp_all=_custom_jvp_vjp, jvp=_custom_jvp_jvp, user_code=True, can_fail=True)

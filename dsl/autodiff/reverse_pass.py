@@ -8,19 +8,18 @@ import sys
 import numpy as np
 
 from ..errors import error
+from ..ops.arith import add
+from ..ops.compare import truth
 from ..values import Struct
 from . import tape
 from .tape import (REFCOUNTS_EXACT, Box, OneSlot, SlotGrad, _missing,
                    _same_float_dtype_recorded, as_float, get_span, nondiff, peek, same_float_dtype, set_owned,
                    set_span, strip_unstaged)
-
-
-_add = None     # ops.add, bound on first use (ops imports this module)
+from .trees import children, cotangent_value, is_container, opened, to_slotgrad
 
 
 def accumulate(old, new):
     """Sum two cotangents of one value (fan-out), including structured ones."""
-    global _add
     if type(new) is OneSlot:        # one read of a structure: add into that slot
         sg = SlotGrad(new.total) if old is None else old if type(old) is SlotGrad else _to_slots(old)
         slot = sg.slots[new.index]
@@ -40,9 +39,7 @@ def accumulate(old, new):
         merged = SlotGrad(len(old.slots))
         merged.slots = [accumulate(x, y) for x, y in zip(old.slots, new.slots)]
         return merged
-    if _add is None:
-        from ..ops.arith import add as _add
-    return _add(old, new)
+    return add(old, new)
 
 
 def _structured(g):
@@ -53,8 +50,40 @@ def _structured(g):
 
 def _to_slots(g):
     """A structured cotangent as a SlotGrad (a recorded one opened: its leaves read on the outer trace)."""
-    from .trees import opened, to_slotgrad
     return to_slotgrad(opened(g) if type(g) is Box else g)
+
+
+def pull_back(fn, leaves, wanted, cot, check):
+    """The cotangents of the `wanted` leaves for the cotangent `cot` of fn(*leaves): reverse mode
+    run on a trace of its own, nested in any outer one (the rules that call a function again:
+    Checkpoint, a reverse rule transposed from a forward one)."""
+    trace = tape.Trace(check)
+    boxed = []
+    for leaf, want in zip(leaves, wanted):
+        if want:
+            b = Box(leaf, trace, "Parameter", (), (), None, get_span())
+            trace.nodes.append(b)
+            boxed.append(b)
+        else:
+            boxed.append(leaf)
+    try:
+        out = fn(*boxed)
+        seeds = [(box, c) for box, c in _pair_leaves(out, cot)
+                 if type(box) is Box and box.trace is trace and c is not None]
+        backward_from(trace, seeds)
+        return [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
+    finally:
+        trace.release()
+
+
+def _pair_leaves(out, cot):
+    """Pair the leaves of an output tree with the leaves of its cotangent tree."""
+    if type(out) is not Box and is_container(out):
+        pairs = []
+        for o, c in zip(children(out), children(cot)):
+            pairs += _pair_leaves(o, c)
+        return pairs
+    return [(out, cot)]
 
 
 def backward(trace, out, seed):
@@ -232,7 +261,6 @@ def _finite(g):
             continue
         v = strip_unstaged(g)
         if type(v) is Box:      # staged: the check runs with the program, its outcome a guard
-            from ..ops.compare import truth
             if not truth(nondiff("AllFinite", (v,))):
                 return False
             continue

@@ -9,6 +9,7 @@ flattens trees into leaves and back.
 
 import numpy as np
 
+from ..ops.slots import unpack
 from ..values import Struct
 from .tape import Box, SlotGrad, float_leaf, peek, same_float_dtype, strip_unstaged
 
@@ -116,7 +117,6 @@ def flatten_open(tree):
     """`flatten`, with recorded containers opened: a Box holding a struct, map or tuple (a
     differentiated argument) is read element by element on its tape (StructField, MapLookup),
     so that its leaves are leaves here (jit and vmap stage leaves, not whole structures)."""
-    from ..ops.slots import unpack
     return _flatten(tree, unpack)
 
 
@@ -166,7 +166,6 @@ def flatten_like(spec, tree):
     if type(tree) is Box:
         # a recorded structure (a tangent or cotangent an outer grad differentiates): its items
         # are read on its tape, so that the derivative through them is kept
-        from ..ops.slots import unpack
         while type(tree) is Box and is_container(peek(tree)):
             tree = unpack(tree)
     items = children(tree) if is_container(tree) else None

@@ -25,8 +25,11 @@ import sys
 import numpy as np
 
 from .. import ops as O
+from ..autodiff.reverse_pass import accumulate, plain_finite, pull_back
+from ..autodiff.tape import Box, OneSlot, REFCOUNTS_EXACT, as_float, same_float_dtype, set_owned
 from ..autodiff.trees import cotangent_value, zero_of
 from ..ops.core import shape_of
+from .namespaces import EAGER
 
 ONE = "one"             # a partial derivative of exactly 1 (Add, Sub's first argument)
 MINUS_ONE = "minus one"  # exactly -1 (Sub's second argument, Neg)
@@ -190,8 +193,6 @@ def float_pullback(prim):
     The reverse pass calls it for scalar code, where the general pullback would spend most of
     its time finding out that everything is a float, and the pass's own loop over the arguments
     most of the rest."""
-    from ..autodiff.reverse_pass import accumulate
-    from .namespaces import EAGER
     partials, n = prim.partials, len(prim.partials)
     xs = ", ".join(f"x{i}" for i in range(n))
     env = {"E": EAGER, "np": np, "ACC": accumulate}
@@ -268,9 +269,6 @@ def plain_pullback(prim):
 
     It leaves out the general loop's work per node: choosing a namespace, building the tuple of
     wanted arguments and of cotangents, and looping over them (a third of an RNN's backward pass)."""
-    from ..autodiff.reverse_pass import accumulate, plain_finite
-    from ..autodiff.tape import Box, OneSlot, REFCOUNTS_EXACT, as_float, same_float_dtype, set_owned
-    from .namespaces import EAGER
     if prim.partials is not None:
         rules, n = None, len(prim.partials)
     else:
@@ -339,7 +337,6 @@ def transposed(jvp):
     """A reverse rule from a forward rule linear in the tangents: the gradient of t -> <jvp(t), g>
     at t = 0, run by dg's own reverse mode (so an outer transformation records it too)."""
     def vjp_all(ns, g, ans, args, kw, wanted):
-        from ..autodiff.transforms import grad     # reverse mode itself, which imports the primitives
         g = cotangent_value(g, ans)
         idx = [i for i, w in enumerate(wanted) if w]
 
@@ -349,7 +346,7 @@ def transposed(jvp):
                 tangents[i] = t
             return O.sum_(O.mul(jvp(ns, tuple(tangents), ans, args, kw), g))
 
-        grads = grad(pairing, tuple(range(len(idx))))(*[zero_of(args[i]) for i in idx])
+        grads = pull_back(pairing, [zero_of(args[i]) for i in idx], [True] * len(idx), 1.0, True)
         out = [None] * len(args)
         for i, d in zip(idx, grads):
             out[i] = d
