@@ -17,7 +17,7 @@ from .errors import DgError, error, located
 from .ops.core import ndarray
 from .ops import elision
 from .ops.elision import UFUNCS as reuse_ops, reuse_left
-from .format_spec import format_value
+from .format_spec import fstring_text
 from .values import UNBOUND, Function, StructDef, is_callable_value, type_name, a_type_name
 
 
@@ -341,23 +341,6 @@ def _fstring(e, ctx):
             return tape.nondiff("FString", values, {"parts": parts, "span": e.span})
         return fstring_text(parts, values, e.span)
     return ev
-
-
-def fstring_text(parts, values, span):
-    """An f-string's text from its parts and the values of its fields."""
-    out = []
-    it = iter(values)
-    for part_ev, text, field_span in parts:
-        if part_ev is None:
-            out.append(text)
-        else:
-            try:
-                out.append(format_value(next(it), text))
-            except DgError as exc:
-                raise located(exc, field_span)
-    if sum(map(len, out)) > ops.MAX_SEQUENCE:    # f"{s}{s}" in a loop would eat the memory
-        raise error("limit", f"an f-string longer than {ops.MAX_SEQUENCE:,} characters", span)
-    return "".join(out)
 
 
 def field_failed(exc, o, e, builtins):

@@ -26,7 +26,7 @@ from .ast import ExprStmt
 from .autodiff import tape
 from .autodiff.tape import Box, peek, raw, record
 from .autodiff.trees import cotangent_value, flatten, is_differentiable_leaf, unflatten
-from .autodiff.transforms import Transformed
+from .autodiff.transformed import Transformed
 from .autodiff.transforms import grad as make_grad
 from .autodiff.transforms import value_and_grad as make_value_and_grad
 from .errors import DgError, error

@@ -1,11 +1,12 @@
-"""An f-string's `{expr:spec}` field: Python's format-spec mini-language applied to dg values."""
+"""An f-string's text: each `{expr:spec}` field by Python's format-spec mini-language applied to dg values."""
 
 import re
 
 import numpy as np
 
 from .autodiff.tape import raw
-from .errors import error
+from .errors import DgError, error, located
+from .ops.arith import MAX_SEQUENCE
 from .printing import MAX_FORMAT_WIDTH, show, show_tensor
 from .values import a_type_name
 
@@ -33,3 +34,20 @@ def format_value(v, spec):
         return format(show(v), spec)
     except (ValueError, OverflowError) as exc:      # {-1:c}, {2**40:c}, {10**400:e}
         raise error("value", f"bad format spec '{spec}' for {a_type_name(v)}: {exc}") from None
+
+
+def fstring_text(parts, values, span):
+    """An f-string's text from its parts and the values of its fields."""
+    out = []
+    it = iter(values)
+    for part_ev, text, field_span in parts:
+        if part_ev is None:
+            out.append(text)
+        else:
+            try:
+                out.append(format_value(next(it), text))
+            except DgError as exc:
+                raise located(exc, field_span)
+    if sum(map(len, out)) > MAX_SEQUENCE:    # f"{s}{s}" in a loop would eat the memory
+        raise error("limit", f"an f-string longer than {MAX_SEQUENCE:,} characters", span)
+    return "".join(out)

@@ -16,7 +16,8 @@ from . import tape
 from .tape import Box, peek, record
 from .trees import (children, cotangent_value, flatten, flatten_like, is_container, is_differentiable_leaf, opened,
                     unflatten, zero_like_tree, zero_of)
-from .transforms import Transformed, _describe, _fname, _reads_trace, grad
+from .transformed import Transformed, describe, fname
+from .transforms import _reads_trace, grad
 
 
 # ---------------------------------------------------------------- custom_vjp
@@ -46,13 +47,13 @@ def _custom(f, rule, op, who, key, rule_words, what):
         if type(out) is Box and out.op == op and _reads_trace(out.v, top):
             # the rule gives derivatives for the arguments only: a differentiated value that f
             # reads through its closure would silently get none (JAX refuses this too)
-            raise error("grad", f"{who}({_fname(f)}) reads a value that is being differentiated through its "
+            raise error("grad", f"{who}({fname(f)}) reads a value that is being differentiated through its "
                                 f"closure or a keyword argument, but its {rule_words} only gives {what} for "
                                 f"its positional arguments",
                         hint="pass that value to the function as a positional argument")
         return out
 
-    return Transformed(f"{who}({_fname(f)})", call, (f, rule))
+    return Transformed(f"{who}({fname(f)})", call, (f, rule))
 
 
 def _as_positional(f, args, kwargs):
@@ -69,7 +70,7 @@ def _as_positional(f, args, kwargs):
 def _keyword_error(f, who, rule):
     """A differentiated value passed by keyword to a custom_vjp or custom_jvp function that is not a
     dg function."""
-    return error("grad", f"{who}({_fname(f)}) got a value that is being differentiated as a keyword "
+    return error("grad", f"{who}({fname(f)}) got a value that is being differentiated as a keyword "
                          f"argument, but its {rule} only gives derivatives for positional ones",
                  hint="pass that value to the function as a positional argument")
 
@@ -82,7 +83,7 @@ def _check_like(primal, grad_tree, fn, rule="backward function", what="gradient"
     rp, rg = peek(primal), peek(grad_tree)
     if rg is None:
         return
-    who = f"the {rule} of {'custom_vjp' if what == 'gradient' else 'custom_jvp'}({_fname(fn)})"
+    who = f"the {rule} of {'custom_vjp' if what == 'gradient' else 'custom_jvp'}({fname(fn)})"
     whose = "its argument" if what == "gradient" else "the function's result"
     if is_container(rp):
         same = type(rg) is type(rp) and len(children(rg)) == len(children(rp)) and (
@@ -93,7 +94,7 @@ def _check_like(primal, grad_tree, fn, rule="backward function", what="gradient"
         for p, g in zip(children(rp), children(rg)):
             _check_like(p, g, fn, rule, what)
     elif _numeric(rp) and (not _numeric(rg) or np.shape(rg) != np.shape(rp)):
-        raise error("grad", f"{who} returned {_describe(rg)} as the {what} of {_describe(rp)}")
+        raise error("grad", f"{who} returned {describe(rg)} as the {what} of {describe(rp)}")
 
 
 def _one_tuple(v):
@@ -134,14 +135,14 @@ def _custom_vjp_rule(ns, g, ans, leaves, kw, wanted):
             result = peek(result)[0]
         result = (result,)
     elif type(peek(result)) is not tuple or len(peek(result)) != len(args):
-        raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) must return a tuple "
-                            f"of {len(args)} gradients, one per argument, but returned {_describe(result)}")
+        raise error("grad", f"the backward function of custom_vjp({fname(kw['fn'])}) must return a tuple "
+                            f"of {len(args)} gradients, one per argument, but returned {describe(result)}")
     out = []
     for arg_spec, grad_tree in zip(spec[1], peek(result)):
         try:
             out += flatten_like(arg_spec, grad_tree)
         except ValueError:
-            raise error("grad", f"the backward function of custom_vjp({_fname(kw['fn'])}) returned a gradient "
+            raise error("grad", f"the backward function of custom_vjp({fname(kw['fn'])}) returned a gradient "
                                 f"whose structure does not match its argument") from None
     for i, (o, leaf, w) in enumerate(zip(out, leaves, wanted)):     # a number or tensor: same shape back
         if w:
@@ -193,8 +194,8 @@ def _rule_tangent(kw, leaves, tangents, ans):
     spec, fn = kw["spec"], kw["fn"]
     pair = kw["rule"](unflatten(spec, leaves), unflatten(spec, tangents))
     if type(peek(pair)) is not tuple or len(peek(pair)) != 2:
-        raise error("grad", f"the derivative rule of custom_jvp({_fname(fn)}) must return a pair (value, "
-                            f"tangent), but returned {_describe(pair)}")
+        raise error("grad", f"the derivative rule of custom_jvp({fname(fn)}) must return a pair (value, "
+                            f"tangent), but returned {describe(pair)}")
     tangent = peek(pair)[1] if type(pair) is Box else pair[1]
     _check_like(ans, tangent, fn, "derivative rule", "tangent")
     return tangent

@@ -13,8 +13,9 @@ import numpy as np
 from .. import ops as O
 from ..errors import error
 from .tape import Box, ForwardTrace, as_float, get_span, peek
-from .transforms import (Options, Transformed, _argnums, _describe, _fname, _has_aux, check_differentiable, grad,
-                         output_shape)
+from .transformed import Transformed, describe, fname
+from .transforms import Options, _argnums, _has_aux, check_differentiable, grad, jacobian, output_shape
+from .vmap import vmap
 from .trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
 
 
@@ -26,16 +27,16 @@ def _check_tangent(primal, tangent, who, where):
     if not is_differentiable_leaf(p):
         if type(p) is int and type(t) in (int, float) and t == 0:
             return None
-        raise error("grad", f"{who}: {where} is {_describe(p)}, which has no tangent (got {_describe(t)})",
+        raise error("grad", f"{who}: {where} is {describe(p)}, which has no tangent (got {describe(t)})",
                     hint=f"write it as a float literal, e.g. {O.to_float(p)!r}" if type(p) is int else
                     "give none as its tangent")
     if type(p) is np.ndarray:
         if type(t) not in (np.ndarray, float, int) or np.shape(t) != p.shape:
             raise error("shape", f"{who}: the tangent of {where} must be a tensor of shape "
-                                 f"{O.fmt_shape(p.shape)}, got {_describe(t)}")
+                                 f"{O.fmt_shape(p.shape)}, got {describe(t)}")
         return tangent if type(t) is np.ndarray else np.full(p.shape, O.to_float(t))
     if type(t) not in (float, int):
-        raise error("type", f"{who}: the tangent of {where} (a float) must be a number, got {_describe(t)}")
+        raise error("type", f"{who}: the tangent of {where} (a float) must be a number, got {describe(t)}")
     return tangent if type(t) is float else float(t)
 
 
@@ -89,12 +90,12 @@ def _split(out, trace):
 
 def jvp(f, primals, tangents, opts=None):
     """jvp(f, primals, tangents): (f(*primals), tangent of the output), by forward mode."""
-    who = f"jvp({_fname(f)})"
+    who = f"jvp({fname(f)})"
     p, t = peek(primals), peek(tangents)
     if type(p) is not tuple or type(t) is not tuple:
         bad = "primals" if type(p) is not tuple else "tangents"
         raise error("type", f"{who}: {bad} must be a tuple with one entry per argument, got "
-                            f"{_describe(p if bad == 'primals' else t)}",
+                            f"{describe(p if bad == 'primals' else t)}",
                     hint="write jvp(f, (x,), (v,)) for a function of one argument")
     if len(p) != len(t):
         raise error("type", f"{who}: {len(p)} primal{'s' * (len(p) != 1)} but {len(t)} "
@@ -112,7 +113,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None, has_au
     of its unit directions at once (vmap over the basis). A result that is a tree gives a tree like
     it, each leaf holding that leaf's Jacobian (out_shape + in_shape), as jacrev does. With the
     interpreter, f's effects (print, random draws) are recorded as it is staged, and happen on each call."""
-    who = who or f"{name}({_fname(f)})"
+    who = who or f"{name}({fname(f)})"
     has_aux = _has_aux(has_aux, who)
     caches = {}         # (argument, leaf) -> the staged column function's programs, kept between calls
 
@@ -164,7 +165,6 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
         t, aux = t if has_aux else (t, None)
         leaves, spec = flatten(t)
         return leaves, (spec, [np.shape(peek(x)) for x in leaves]), aux
-    from .vmap import vmap
     n = int(np.prod(shape))
     O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
     # the primals are arguments (not constants) of what is staged, so its program serves every call
@@ -189,7 +189,7 @@ def _aux_split(pair, who):
     v = peek(pair)
     if type(v) is not tuple or len(v) != 2:
         raise error("type", f"{who} with has_aux=true needs a function that returns a pair (value, aux), "
-                            f"but it returned {_describe(v)}")
+                            f"but it returned {describe(v)}")
     return opened(pair) if type(pair) is not tuple else pair
 
 
@@ -224,7 +224,6 @@ def _assemble(arg, i, blocks, j, out_shape):
 
 def jacrev(f, argnums=0, opts=None):
     """jacrev(f, argnums): the Jacobian by reverse mode (today's jacobian)."""
-    from .transforms import jacobian
     return jacobian(f, argnums, opts, name="jacrev")
 
 
@@ -234,7 +233,7 @@ def hessian(f, argnums=0, opts=None, interp=None, has_aux=False):
     are trees like it; for several argnums, a tuple of tuples."""
     # the inner grad speaks as hessian too (its errors are about the function given to hessian),
     # and adds no call frame of its own: the stack shows one `in hessian(f)`
-    who = f"hessian({_fname(f)})"
+    who = f"hessian({fname(f)})"
     has_aux = _has_aux(has_aux, who)
     inner = grad(f, argnums, opts or Options(), name="hessian", has_aux=has_aux)
     outer = jacfwd(inner.call, argnums, opts, who=who, interp=interp, has_aux=has_aux)

@@ -12,14 +12,15 @@ from ..errors import error
 from . import tape
 from .forward import _check_tangent, push
 from .tape import Trace, peek
-from .transforms import Transformed, _describe, _enter, _fname
+from .transformed import Transformed, describe, fname
+from .transforms import _enter
 from .trees import flatten, flatten_like, is_container, is_differentiable_leaf, unflatten, zero_of
 
 
 def linearize(f, primals, opts=None, generator=None):
     """(f(*primals), f_jvp), f_jvp(*tangents) giving the output's tangent. `generator()` gives
     the interpreter's random generator, whose state a rerun of f starts from."""
-    who = f"linearize({_fname(f)})"
+    who = f"linearize({fname(f)})"
     trace = Trace(False)
     state = generator().bit_generator.state if generator else None
     nums = tuple(i for i, v in enumerate(primals) if is_differentiable_leaf(v) or is_container(peek(v)))
@@ -64,7 +65,7 @@ def _checked(primals, tangents, who):
             tleaves = flatten_like(pspec, t)
         except ValueError:
             raise error("type", f"the linear function of {who}: the tangent of argument {i} must have "
-                                f"the structure of the primal, got {_describe(t)}") from None
+                                f"the structure of the primal, got {describe(t)}") from None
         tleaves = [_check_tangent(a, b, who, f"a leaf of argument {i}") for a, b in zip(pleaves, tleaves)]
         out.append(unflatten(pspec, tleaves) if any(x is not None for x in tleaves) else None)
     return out

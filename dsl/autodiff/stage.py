@@ -491,4 +491,16 @@ def _brief(v):
     return repr(v)
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated"]
+def batched_outputs(program, batched):
+    """Which of the program's outputs depend on its batched inputs (a step's result does where
+    any of its arguments does), without running it."""
+    flags = [False] * program.nslots
+    for slot, b in zip(program.inputs, batched):
+        flags[slot] = b
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if kind != "guard" and out is not None and out >= 0:
+            flags[out] = any(r >= 0 and flags[r] for r in refs)
+    return [r >= 0 and flags[r] for r in program.out_refs]
+
+
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs"]

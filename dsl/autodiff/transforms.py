@@ -7,11 +7,14 @@ import numpy as np
 
 from .. import ops as O
 from ..cycles import gc_paused
-from ..errors import DgError, error
+from ..errors import error
+from ..printing import show
 from .. import primitives  # noqa: F401  (fills the rule tables)
 from . import reverse_pass, tape
 from .reverse_pass import backward
 from .tape import Box, Trace, peek, record
+from .transformed import Transformed, describe, fname
+from .vmap import vmap
 from .trees import (children, contains_box, cotangent_value, flatten, flatten_like, flatten_open, is_container,
                     is_differentiable_leaf, opened, rebuild, strip, unflatten)
 
@@ -47,48 +50,12 @@ class Options:
         self.keep(nodes, label, owned=True)
 
 
-class Transformed:
-    """A function made by grad & co: callable from dg and Python alike."""
-
-    __slots__ = ("name", "call", "wraps", "frame")
-
-    def __init__(self, name, call, wraps=(), frame=True):
-        self.name = name
-        self.call = call
-        self.wraps = wraps      # the functions it calls (jit guards what they read)
-        self.frame = frame      # whether errors show a frame for it (an internal helper shows none)
-
-    def __call__(self, *args, **kwargs):
-        if not self.frame:
-            return self.call(*args, **kwargs)
-        try:
-            return self.call(*args, **kwargs)
-        except DgError as exc:
-            # the error report then shows where the gradient was asked for, even
-            # when it comes from the backward pass, after f has returned
-            exc.exit_function(self.name)
-            raise
-
-    def __repr__(self):
-        return f"<fn {self.name}>"
-
-
-def _fname(f):
-    """A function's name for messages (a builtin's Python name `len_` is dg's `len`)."""
-    name = getattr(f, "name", None)
-    if name:
-        return name
-    name = getattr(f, "__name__", "f")
-    return name.rstrip("_") or name
-
-
 def _argnums(argnums, nargs, who):
     """Normalise argnums (an int or a tuple of ints) against the number of arguments."""
     argnums = tape.concrete(argnums)
     single = type(argnums) is int
     nums = (argnums,) if single else argnums
     if type(nums) is not tuple or not nums or any(type(i) is not int for i in nums):
-        from ..printing import show
         raise error("type", f"{who}: argnums must be an int or a tuple of ints, got {show(argnums, nested=True)}")
     out = []
     for i in nums:
@@ -101,26 +68,17 @@ def _argnums(argnums, nargs, who):
     return tuple(out), single
 
 
-def _describe(v):
-    """Say what kind of value v is, with the shape for tensors."""
-    v = peek(v)
-    if type(v) is np.ndarray:
-        return f"a {'bool ' if v.dtype.kind == 'b' else ''}tensor of shape {O.fmt_shape(v.shape)}"
-    from ..values import a_type_name
-    return a_type_name(v)
-
-
 def check_differentiable(v, i, who):
     """Argument i may be differentiated: a float, a tensor or a structure of them, never an int
     or a bool (grad, jacfwd and the rest say so alike)."""
     rv = peek(v)
     if type(rv) is int or type(rv) is bool:
         raise error("grad", f"{who}: cannot differentiate with respect to argnums={i}, "
-                            f"which is {_describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
+                            f"which is {describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
                     hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
     if not (is_differentiable_leaf(rv) or is_container(rv)):
         raise error("grad", f"{who}: cannot differentiate with respect to argnums={i}, "
-                            f"which is {_describe(rv)}")
+                            f"which is {describe(rv)}")
 
 
 def _enter(trace, args, nums, who):
@@ -152,7 +110,7 @@ def _seed(value, who):
     if t is np.ndarray and v.size == 1 and v.dtype.kind == "f":
         return np.ones(v.shape)
     raise error("grad", f"{who} needs a function that returns a single number, but it returned "
-                        f"{_describe(v)}",
+                        f"{describe(v)}",
                 hint="reduce the result with sum(...) or mean(...), or use jacobian(f) for every derivative")
 
 
@@ -175,7 +133,7 @@ def _take_aux(result, trace, who):
     v = peek(result)
     if type(v) is not tuple or len(v) != 2:
         raise error("type", f"{who} with has_aux=true needs a function that returns a pair (value, aux), "
-                            f"but it returned {_describe(v)}")
+                            f"but it returned {describe(v)}")
     value, aux = opened(result) if type(result) is Box else result
     leaves, spec = flatten_open(aux)
     return value, unflatten(spec, [_below(x, trace) for x in leaves])
@@ -192,7 +150,7 @@ def _has_aux(v, who):
     """The has_aux option: true or false."""
     v = tape.concrete(v)
     if type(v) is not bool:
-        raise error("type", f"{who}: has_aux must be true or false, got {_describe(v)}")
+        raise error("type", f"{who}: has_aux must be true or false, got {describe(v)}")
     return v
 
 
@@ -208,7 +166,7 @@ def value_and_grad(f, argnums=0, opts=None, name="value_and_grad", has_aux=False
     """value_and_grad(f, argnums): a function returning (f(...), gradient); with has_aux, f returns
     (value, aux) and the function ((value, aux), gradient)."""
     opts = opts or Options()
-    who = f"{name}({_fname(f)})"
+    who = f"{name}({fname(f)})"
     has_aux = _has_aux(has_aux, who)
 
     def call(*args, **kwargs):
@@ -233,7 +191,7 @@ def vjp(f, primals, opts=None, has_aux=False):
 
     The tape stays with the pullback, which may be called any number of times."""
     opts = opts or Options()
-    who = f"vjp({_fname(f)})"
+    who = f"vjp({fname(f)})"
     has_aux = _has_aux(has_aux, who)
     trace = Trace(opts.check_numerics)
     nums = tuple(i for i, v in enumerate(primals)
@@ -313,7 +271,7 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
     like it, each leaf holding the Jacobian of that leaf (shaped out_shape + in_shape, a tree like
     the argument for a structured one), as JAX nests them."""
     opts = opts or Options()
-    who = who or f"{name}({_fname(f)})"
+    who = who or f"{name}({fname(f)})"
     has_aux = _has_aux(has_aux, who)
 
     def call(*args, **kwargs):
@@ -346,7 +304,7 @@ def output_shape(value, who):
     v = peek(value)
     if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
         raise error("grad", f"{who} needs a function that returns a number, a tensor or a structure of them, "
-                            f"but it returned {_describe(v)}")
+                            f"but it returned {describe(v)}")
     return np.shape(v)
 
 
@@ -362,7 +320,6 @@ def _rows(trace, params, out, out_shape):
         return [[None] * len(flatten(strip(p.v))[0]) for p in params]
     if not out_shape:
         return [[_with_row(leaf) for leaf in leaves] for leaves in row(1.0)]
-    from .vmap import vmap
     seeds = np.eye(m).reshape((m,) + tuple(out_shape))
     return vmap(row).call(seeds)     # .call: an internal vmap adds no frame to error reports
 
@@ -441,7 +398,7 @@ def checkpoint(f, opts=None, generator=None):
             return f(*args, **kwargs)
         return out
 
-    return Transformed(f"checkpoint({_fname(f)})", call, (f,))
+    return Transformed(f"checkpoint({fname(f)})", call, (f,))
 
 
 

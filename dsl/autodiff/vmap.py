@@ -18,11 +18,15 @@ from .. import ops as O
 from ..errors import error
 from ..values import Struct
 from ..ops.core import norm
-from ..primitives.batching import Unbatchable, Unbatched
+from ..jit.jit import cells_hold, reads, signature
+from ..printing import show
+from ..primitives.loops import LoopGuardFailed
+from ..primitives.namespaces import TRACED
+from ..primitives.batching import PerExample, Unbatchable, Unbatched, spread
 from . import stage as S
 from . import tape
 from .tape import Box, peek
-from .transforms import Transformed, _describe, _fname
+from .transformed import Transformed, describe, fname
 from ..jit.codegen import compile_program, run_code
 from .trees import children, flatten, flatten_open, is_container, opened, rebuild, unflatten
 
@@ -36,7 +40,7 @@ def vmap(f, in_axes=0, out_axes=0, explain=False, interp=None, cache=None, share
     `shared_effects` (jacfwd, which maps a function over the directions of its derivative) an
     effect that no batched value reaches (a print of the primal) happens once, as it would in
     one run of the function."""
-    who = f"vmap({_fname(f)})"
+    who = f"vmap({fname(f)})"
 
     def call(*args):
         axes = _in_axes(in_axes, args, who)
@@ -80,7 +84,7 @@ def _no_examples(f, spec, leaves, batched, interp, who):
     for v in leaves_out:
         v = peek(v)
         if not (type(v) is np.ndarray or type(v) in (float, int, bool) or isinstance(v, np.generic)):
-            raise error("type", f"{who} over a batch of 0 examples: the function returns {_describe(v)}, "
+            raise error("type", f"{who} over a batch of 0 examples: the function returns {describe(v)}, "
                                 f"which has no empty batch")
         v = np.asarray(v)
         empty.append(np.zeros((0,) + v.shape, v.dtype))
@@ -126,7 +130,6 @@ def _kept_for(f, spec, leaves, batched, interp, cache, args, axes, shared_effect
     signature, axes, whether a derivative is taken through the call (which records custom_vjp
     as itself: _stage_dry) and whether jit is staging it (which rolls loops vmap alone writes
     out: dsl/jit/rolling.py)."""
-    from ..jit.jit import cells_hold, reads, signature
     jitting = interp is not None and any(type(t) is S.StageTrace and not t.dry for t in interp.staging)
     # an int is a constant of the kept program: its value is part of the key, and where jit stages
     # it (as a value of its own recording) a guard ties that recording to it
@@ -174,8 +177,8 @@ class _Kept:
         except Unbatchable:
             self.code = False
             return
-        if any(type(c) is Box or type(c) is _PerExample for step in staged.steps for c in step[3]) \
-                or any(type(c) is _PerExample for c in staged.out_consts):
+        if any(type(c) is Box or type(c) is PerExample for step in staged.steps for c in step[3]) \
+                or any(type(c) is PerExample for c in staged.out_consts):
             self.code = False       # it holds a value another transformation traces, or a non-number
             return
         self.staged, self.code = staged, compile_program(staged, "vmapped")
@@ -214,7 +217,7 @@ def _in_axes(in_axes, args, who):
         raise error("type", f"{who}: in_axes has {len(axes)} entries but the function was called with "
                             f"{len(args)} argument{'s' * (len(args) != 1)}")
     raise error("type", f"{who}: in_axes must be an int, none, or a tuple of them (one per argument), "
-                        f"got {_describe(axes)}")
+                        f"got {describe(axes)}")
 
 
 def _concrete_tree(tree):
@@ -237,9 +240,8 @@ def _spread_axes(axes, tree, who, what):
     same = is_container(a) and type(v) is type(a) and len(children(v)) == len(children(a)) and (
         type(a) is not dict or set(a) == set(v)) and (type(a) is not Struct or a.sdef is v.sdef)
     if not same:
-        from ..printing import show
         raise error("type", f"{who}: {what} is {show(axes, nested=True)}, which does not match the structure "
-                            f"of the value it maps ({_describe(v)}{_keys(v)})",
+                            f"of the value it maps ({describe(v)}{_keys(v)})",
                     hint="give an int or none for a whole argument, or a tuple, map or struct shaped like it")
     if type(a) is dict:     # keys are matched by name, in whatever order the axes give them
         a = {k: a[k] for k in v}
@@ -271,7 +273,7 @@ def _leaves_and_axes(args, axes, who):
                 v = peek(leaf)
                 if type(v) is not np.ndarray or v.ndim == 0:
                     raise error("type", f"{who}: in_axes maps argument {i} (counting from 0) over axis {axis}, but it holds "
-                                        f"{_describe(v)}",
+                                        f"{describe(v)}",
                                 hint="give none for arguments (or parts of them) shared by every example")
                 if not -v.ndim <= axis < v.ndim:
                     raise error("shape", f"{who}: axis {axis} is out of range for argument {i} (counting from 0), a tensor of "
@@ -315,7 +317,6 @@ def replay_leaves(program, leaves, batched, own=False):
     and, with `own` (a program vmap staged on an example of a call's arguments), the arguments'
     other leaves too: ints among them, which that program holds as constants (guarded where jit
     stages them), are not inputs."""
-    from ..primitives.namespaces import TRACED
     env = [None] * program.nslots
     flags = [False] * program.nslots
     if own:
@@ -359,30 +360,17 @@ def replay_leaves(program, leaves, batched, own=False):
     return values, [r >= 0 and flags[r] for r in program.out_refs]
 
 
-def batched_outputs(program, batched):
-    """Which of the program's outputs depend on its batched inputs (a step's result does where
-    any of its arguments does), without running it."""
-    flags = [False] * program.nslots
-    for slot, b in zip(program.inputs, batched):
-        flags[slot] = b
-    for kind, op, refs, consts, kw, span, out in program.steps:
-        if kind != "guard" and out is not None and out >= 0:
-            flags[out] = any(r >= 0 and flags[r] for r in refs)
-    return [r >= 0 and flags[r] for r in program.out_refs]
-
-
 def _stage_dry(f, example_args, interp, derived=False):
     """Stage f on one example without letting its effects out: output and random draws are undone.
     `derived`: the arguments hold values being differentiated, which the example is stripped of.
     A loop staged as one step whose body went another way on a later iteration is written out,
     and f staged again (as jit does: dsl/jit/jit.py)."""
-    from ..primitives.loops import LoopGuardFailed
     while True:
         held = S.Held(interp) if interp is not None else None
         try:
             program, _ = S.stage(f, example_args, staging=interp.staging if interp is not None else None,
                                  dry=True, derived=derived,
-                                 keep=(interp.grad_options, f"the recording vmap staged of {_fname(f)} on one "
+                                 keep=(interp.grad_options, f"the recording vmap staged of {fname(f)} on one "
                                                             f"example") if interp is not None else None)
         except LoopGuardFailed as failed:
             if interp is None or failed.loop in interp.unrolled_loops:
@@ -413,32 +401,6 @@ def _with_batch(v, is_batched, size):
     return v if is_batched else spread(v, size)
 
 
-def spread_where(values, wanted, batched, size):
-    """The values, each that `wanted` marks and `batched` does not (None: no value is) repeated
-    for every example."""
-    if batched is None:
-        batched = (False,) * len(values)
-    return [spread(v, size) if w and not b else v for v, w, b in zip(values, wanted, batched)]
-
-
-def spread(v, size):
-    """An unbatched leaf repeated for every example, on a new axis 0 (a string or none: a tuple)."""
-    pv = peek(v)
-    if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
-        return O.broadcast_to(O.to_tensor(v) if type(v) is not Box and type(pv) is not np.ndarray else v,
-                              (size,) + np.shape(pv))
-    return _PerExample((v,) * size)
-
-
-class _PerExample:
-    """An output leaf that is not a number or tensor (a string, none): a tuple of every example's."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v):
-        self.v = v
-
-
 # ---------------------------------------------------------------- once per example
 def _per_example(f, spec, leaves, batched, size):
     """f run on each example in turn, the results stacked leaf by leaf."""
@@ -455,7 +417,7 @@ def _per_example(f, spec, leaves, batched, size):
         if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
             stacked.append(O.stack(tuple(column)))
         else:
-            stacked.append(_PerExample(tuple(column)))
+            stacked.append(PerExample(tuple(column)))
     return unflatten(out_spec, stacked)
 
 
@@ -477,14 +439,14 @@ def _out_axes(out, out_axes, size, who):
         axes = (axes,) * len(leaves)
     moved = []
     for v, a in zip(leaves, axes):
-        if type(v) is _PerExample:
+        if type(v) is PerExample:
             moved.append(v.v)
             continue
         if a is None:
             moved.append(O.index(v, (0,)))
             continue
         if type(a) is not int:
-            raise error("type", f"{who}: out_axes must be an int, none, or a tuple of them, got {_describe(a)}")
+            raise error("type", f"{who}: out_axes must be an int, none, or a tuple of them, got {describe(a)}")
         nd = peek(v).ndim
         if not -nd <= a < nd:
             raise error("shape", f"{who}: out_axes={a} is out of range for a result with {nd} "
@@ -500,4 +462,4 @@ def _say(interp, text):
     print(text, file=sys.stderr)
 
 
-__all__ = ["vmap", "replay_leaves", "batched_outputs", "spread", "spread_where"]
+__all__ = ["vmap", "replay_leaves"]

@@ -7,7 +7,7 @@ library is written; a module by the comment at the top of its file. `describe` g
 """
 
 from ..autodiff.tape import peek
-from ..autodiff.transforms import Transformed
+from ..autodiff.transformed import Transformed
 from ..printing import show
 from ..values import Function, Module, StructDef, a_type_name
 from .docs import DOCS, SECTIONS

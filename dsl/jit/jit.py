@@ -37,7 +37,7 @@ import numpy as np
 
 from ..autodiff import stage as S
 from ..autodiff.tape import Box, peek
-from ..autodiff.transforms import Transformed, _fname
+from ..autodiff.transformed import Transformed, fname
 from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError
@@ -203,7 +203,7 @@ class Jitted:
             outer_notes, interp.loop_notes = interp.loop_notes, []
         try:
             program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
-                                      keep=(interp.grad_options, f"the recording jit staged of {_fname(self.f)}")
+                                      keep=(interp.grad_options, f"the recording jit staged of {fname(self.f)}")
                                       if interp else None, ints=self.ints)
         finally:
             if interp is not None:
@@ -269,7 +269,7 @@ class Jitted:
         """Count stagings for new signatures: past RESTAGES, say once (explain or not) what to do."""
         self.restages += 1
         if self.restages == RESTAGES:
-            print(f"dg: jit({_fname(self.f)}) has been staged {RESTAGES} times for new signatures "
+            print(f"dg: jit({fname(self.f)}) has been staged {RESTAGES} times for new signatures "
                   f"(the last: {why.split(': ', 1)[1]}): each string, bool, tensor shape or struct type it "
                   f"is called with makes a new one, and so does each value of an int it uses as a shape, "
                   f"an index or a loop's length; floats, tensors and ints used in arithmetic do not. Keep "
@@ -279,13 +279,13 @@ class Jitted:
     def _say(self, text):
         """Explain (with explain=true or --explain-jit) on standard error."""
         if self.explain or (self.interp is not None and getattr(self.interp, "explain_jit", False)):
-            print(f"jit({_fname(self.f)}): {text}", file=sys.stderr)
+            print(f"jit({fname(self.f)}): {text}", file=sys.stderr)
 
 
 def jit(f, explain=False, interp=None):
     """jit(f): f, compiled per argument signature; the same results, output and random draws."""
     state = Jitted(f, interp, explain)
-    return Transformed(f"jit({_fname(f)})", state, (f,))
+    return Transformed(f"jit({fname(f)})", state, (f,))
 
 
 # ---------------------------------------------------------------- signatures

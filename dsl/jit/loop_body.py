@@ -8,7 +8,10 @@ from ..limits import NEVER
 from ..autodiff.reverse_pass import finite
 from ..autodiff.tape import USER_CODE, ForwardTrace, peek
 from ..autodiff.trees import zero_of
-from ..primitives.loops import LoopGuardFailed, pullback, split_tangents, stage_pullback, with_tangents
+from ..autodiff.vmap import replay_leaves
+from ..primitives.batching import spread_where
+from ..primitives.loop_iteration import pullback
+from ..primitives.loops import LoopGuardFailed, split_tangents, stage_pullback, with_tangents
 from .codegen import compile_loop, compile_program, outputs_checked, run_code
 from .optimize import plan
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
@@ -130,7 +133,6 @@ class Body:
         key = (batched, size)
         found = self._batched.get(key)
         if found is None:
-            from ..autodiff.vmap import replay_leaves, spread_where
             trace = S.StageTrace(derived=True)
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state)]
             values, reached = replay_leaves(self.forward, args, (False, *batched))

@@ -12,7 +12,8 @@ with respect to the state, so it replays the iteration from its state."""
 from ..autodiff import stage as S
 from ..ops.arith import add
 from ..primitives.loop_twice import back_added, back_reversed
-from ..primitives.loops import pullback, stage_pullback
+from ..primitives.loop_iteration import pullback
+from ..primitives.loops import stage_pullback
 from .codegen import compile_loop
 from .split import on_residuals
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autodiff import tape
 from ..autodiff.tape import Box, peek
-from ..autodiff.transforms import Transformed, _describe, _fname
+from ..autodiff.transformed import Transformed, describe, fname
 from ..autodiff.trees import children, is_container, rebuild
 from ..errors import error
 from ..values import Struct
@@ -26,7 +26,7 @@ def static_argnums_of(nums, who):
     single = type(nums) is int
     nums = (nums,) if single else nums
     if type(nums) is not tuple or any(type(i) is not int for i in nums):
-        raise error("type", f"{who}: static_argnums must be an int or a tuple of ints, got {_describe(nums)}")
+        raise error("type", f"{who}: static_argnums must be an int or a tuple of ints, got {describe(nums)}")
     return nums
 
 
@@ -41,7 +41,7 @@ class StaticJitted:
         self.by_value = OrderedDict()       # the static arguments' key -> Jitted
 
     def __call__(self, *args, **kwargs):
-        who = f"jit({_fname(self.f)})"
+        who = f"jit({fname(self.f)})"
         n = len(args)
         picked = []
         for i in self.nums:
@@ -68,7 +68,7 @@ def _filled(f, values, n):
         full = [values[i] if i in values else next(it) for i in range(n)]
         return f(*full, **kwargs)
     # the static values are among what jit checks is unchanged (a function's captured variables)
-    return Transformed(_fname(f), call, (f,) + tuple(values.values()), frame=False)
+    return Transformed(fname(f), call, (f,) + tuple(values.values()), frame=False)
 
 
 def _constant(v, i, who):
@@ -104,7 +104,7 @@ def _key(v):
 
 def jit_static(f, nums, explain, interp):
     """jit(f, static_argnums=nums)."""
-    return Transformed(f"jit({_fname(f)})", StaticJitted(f, nums, interp, explain), (f,))
+    return Transformed(f"jit({fname(f)})", StaticJitted(f, nums, interp, explain), (f,))
 
 
 __all__ = ["jit_static", "static_argnums_of"]

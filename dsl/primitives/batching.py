@@ -7,6 +7,7 @@ axis 0 of its result, so that rules compose without tracking where batches are.
 import numpy as np
 
 from .. import ops as O
+from ..autodiff.tape import Box, peek
 from ..ops.core import shape_of
 
 ELEMENTWISE = "elementwise"     # a primitive's batch field: by the generic elementwise rule below
@@ -100,5 +101,31 @@ def batch_behind(ns, x, moved):
     return ns.transpose(x, tuple(range(1, moved + 1)) + (0,) + tuple(range(moved + 1, nd)))
 
 
-__all__ = ["Unbatchable", "Lanes", "Unbatched", "elementwise", "batch_size", "broadcast_batch", "batched_key", "batch_first",
+def spread_where(values, wanted, batched, size):
+    """The values, each that `wanted` marks and `batched` does not (None: no value is) repeated
+    for every example."""
+    if batched is None:
+        batched = (False,) * len(values)
+    return [spread(v, size) if w and not b else v for v, w, b in zip(values, wanted, batched)]
+
+
+def spread(v, size):
+    """An unbatched leaf repeated for every example, on a new axis 0 (a string or none: a tuple)."""
+    pv = peek(v)
+    if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
+        return O.broadcast_to(O.to_tensor(v) if type(v) is not Box and type(pv) is not np.ndarray else v,
+                              (size,) + np.shape(pv))
+    return PerExample((v,) * size)
+
+
+class PerExample:
+    """An output leaf that is not a number or tensor (a string, none): a tuple of every example's."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+__all__ = ["PerExample", "spread", "spread_where", "Unbatchable", "Lanes", "Unbatched", "elementwise", "batch_size", "broadcast_batch", "batched_key", "batch_first",
            "batch_behind", "ELEMENTWISE"]

@@ -10,8 +10,10 @@ there, as in JAX. Their batching is elementwise (or an axis moved past the batch
 from .. import ops as O
 from ..autodiff.reverse_pass import finite
 from ..autodiff.tape import nondiff
+from ..format_spec import fstring_text
 from ..ops.compare import ORDER_OPS, order
 from ..ops.nn import class_indices
+from ..printing import show
 from .arith import ELEMENTWISE
 from .registry import define
 
@@ -49,13 +51,11 @@ define("StopGradient", lambda x: x, differentiable=False, emit="{0}",
 # text of staged values, made when the program runs (no batching: under vmap, per example)
 def _fstring(*values, parts=None, span=None):
     """An f-string's text."""
-    from ..compiler import fstring_text
     return fstring_text(parts, values, span)
 
 
 def _str(x):
     """str(x)."""
-    from ..printing import show
     return show(x)
 
 

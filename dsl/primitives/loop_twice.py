@@ -24,7 +24,9 @@ that the transformation records every one, exactly.
 from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import STAGE, Box, SlotGrad, Trace
 from ..autodiff.trees import cotangent_value, zero_of
+from ..ops.arith import add
 from ..ops.slots import unpack
+from .loop_iteration import as_parameters, pullback
 from .registry import define
 
 
@@ -41,15 +43,12 @@ def over_stage(values, top):
 # ---------------------------------------------------------------- one iteration, exactly
 def back_added(body, item, state, h, cts):
     """c_k = Q(s_k, c_{k+1}) + s̄_k through the primitives."""
-    from ..ops.arith import add
-    from .loops import pullback
     return [add(c, x) for c, x in zip(pullback(body, item, state, cts), h)]
 
 
 def back_reversed(body, item, state, cnext, u):
     """(u_{k+1}, s̄_k): the pullback of one iteration's pullback Q at (s_k, c_{k+1}), given the
     cotangents u_k of its result, through the primitives (an outer trace records them)."""
-    from .loops import as_parameters, pullback
     trace = Trace(False)
     params = as_parameters(trace, state, body.diff)
     cparams = as_parameters(trace, cnext, (True,) * len(cnext))
@@ -146,7 +145,6 @@ def back_with_history(body, items, kept, cts, top):
     history_top(kept, cts)."""
     if top is None:
         return body.walks().back(items, kept, list(cts))
-    from .loops import pullback
     ct, kept_cts = list(cts), [None] * len(items)
     for k in range(len(items) - 1, -1, -1):
         kept_cts[k] = tuple(ct)

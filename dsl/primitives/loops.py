@@ -38,10 +38,11 @@ its reverse rule needs.
 
 from ..autodiff import stage as S
 from ..autodiff import reverse_pass, tape
-from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, Trace, peek
+from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
 from ..ops.slots import unpack
-from .batching import Lanes, Unbatchable, batch_size
+from .batching import Lanes, Unbatchable, batch_size, spread_where
+from .loop_iteration import _cotangents, _iteration_tape, pullback
 from .loop_twice import _back_added_kernel, back_with_history, history_top, iterations, loop_back_rule, over_stage
 from .registry import define
 
@@ -70,43 +71,6 @@ class History(list):
         super().__init__()
         self.residuals = []
         self.body = body
-
-
-def pullback(body, item, state, cts):
-    """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
-    trace, params, seeds = _iteration_tape(body, item, state, cts, False)
-    reverse_pass.backward_from(trace, seeds)
-    grads = _cotangents(body, trace, params, state)
-    trace.release()
-    return grads
-
-
-def _iteration_tape(body, item, state, cts, check):
-    """One iteration replayed on a fresh reverse tape from `state` (its float leaves as Parameters):
-    the tape, the arguments given, and (output, cotangent) seeds for its reverse pass."""
-    trace = Trace(check)
-    params = as_parameters(trace, state, body.diff)
-    outs = S.run(body.forward, [item, *params])
-    diff_outs = [o for o, d in zip(outs, body.diff) if d]
-    seeds = [(o, c) for o, c in zip(diff_outs, cts) if type(o) is Box and o.trace is trace and c is not None]
-    return trace, params, seeds
-
-
-def as_parameters(trace, values, diff):
-    """The values, those `diff` marks boxed as Parameters of reverse trace `trace`."""
-    out = []
-    for x, d in zip(values, diff):
-        if d:
-            x = Box(x, trace, "Parameter", (), (), None, None)
-            trace.nodes.append(x)
-        out.append(x)
-    return out
-
-
-def _cotangents(body, trace, params, state):
-    """The cotangents a reverse pass left on an iteration's Parameters (zeros where none reached)."""
-    return [cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None else zero_of(x)
-            for p, x, d in zip(params, state, body.diff) if d]
 
 
 def stage_pullback(body, item, state, cts):
@@ -302,7 +266,6 @@ def _loop_back_plain(kept, *cts, body=None, items=(), wanted=None, spread=None, 
 
 def _spread_history(kept, diff, size):
     """One example's history with its float leaves repeated along a batch of `size`."""
-    from ..autodiff.vmap import spread_where
     out = History()
     out.extend(spread_where(entry, diff, None, size) for entry in kept)
     return out
@@ -367,12 +330,11 @@ def _loop_batch(ns, args, batched, kw):
     start); under reverse mode (a history kept) every float leaf is, so that the pullback of
     the batched body gives each example its own cotangents. An int counter stays unbatched
     (Lanes). P's control flow decided by a batched value makes vmap run per example."""
-    from ..autodiff.vmap import batched_outputs, spread_where
     body, items, history = kw["body"], kw["items"], kw["history"]
     size = batch_size(args, batched)
     flags = [b or bool(history and d) for b, d in zip(batched, body.diff)]
     while True:
-        more = [f or r for f, r in zip(flags, batched_outputs(body.forward, (False, *flags)))]
+        more = [f or r for f, r in zip(flags, S.batched_outputs(body.forward, (False, *flags)))]
         if more == flags:
             break
         flags = more
@@ -389,7 +351,6 @@ def _loop_back_batch(ns, args, batched, kw):
     """vmap of a loop's reverse pass: LoopBack over the Body the batched loop ran, from each
     example's cotangents; a history of one example (the loop did not depend on the batch, the
     cotangents do) is spread over the batch as the pass starts."""
-    from ..autodiff.vmap import spread_where
     if kw.get("history"):
         raise Unbatchable("a loop's reverse pass under two reverse levels has no batching rule (loop_twice.py)")
     kept, cts = args[0], args[1:]
@@ -423,5 +384,5 @@ def state_diff(state):
     return tuple(is_differentiable_leaf(peek(x)) for x in state)
 
 
-__all__ = ["LoopGuardFailed", "History", "state_diff", "pullback", "stage_pullback", "split_tangents",
+__all__ = ["LoopGuardFailed", "History", "state_diff", "stage_pullback", "split_tangents",
            "with_tangents"]
