@@ -23,7 +23,7 @@ def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dsl' has no attribute {name!r}")
-    from importlib import import_module
+    from importlib import import_module     # start-up: the lazy exports above exist for it
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

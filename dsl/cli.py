@@ -10,6 +10,8 @@ import sys
 
 from .errors import OutputFailed
 from .source_files import read_source
+from .errors import DgError
+from . import __version__
 
 USAGE = """\
 usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard input)
@@ -120,8 +122,8 @@ def parse_options(args, *positionals):
 
 def make_interpreter(settings, argv=(), keep_tape=False):
     """An Interpreter configured from command-line settings."""
-    from .interpreter import DEFAULT_MAX_TENSOR, Interpreter
-    from .limits import DEFAULT_MAX_DEPTH
+    from .interpreter import DEFAULT_MAX_TENSOR, Interpreter    # start-up: `dg --version` and `dg --help` load no numpy
+    from .limits import DEFAULT_MAX_DEPTH     # start-up, as the line above
     interp = Interpreter(
         seed=settings.get("--seed"),
         check_numerics=not settings.get("--no-check-numerics", False),
@@ -200,7 +202,6 @@ def _dispatch(args):
         sys.stdout.write(USAGE)
         return 0
     if args and args[0] == "--version":
-        from . import __version__
         sys.stdout.write(f"dg {__version__}\n")
         return 0
     settings, ns = parse_options(args, "rest")
@@ -240,7 +241,6 @@ def _dispatch(args):
 
 def _report(exc):
     """Print a program error the reference section 7 way, or an internal error with its traceback."""
-    from .errors import DgError
     if isinstance(exc, DgError):
         sys.stderr.write(str(exc.settle()) + "\n")
     else:
@@ -309,7 +309,7 @@ def _repl(settings, rest):
     if rest:
         raise UsageError(f"unexpected arguments for the REPL: {' '.join(rest)}")
     try:
-        from .repl import run_repl
+        from .repl import run_repl     # start-up: prompt_toolkit only for the REPL
     except ImportError:
         sys.stdout.write(USAGE)
         return 0
@@ -319,7 +319,7 @@ def _repl(settings, rest):
 def _lsp():
     """Serve the language server protocol (needs pygls: the `lsp` extra)."""
     try:
-        from .lsp import main as serve
+        from .lsp import main as serve     # start-up: the language server's modules only for `dg lsp`
     except ImportError as exc:
         sys.stderr.write(f"dg lsp needs pygls ({exc}): pip install 'dg-lang[lsp]'\n")
         return 1

@@ -6,6 +6,8 @@ none yet (try blocks cost nothing in CPython 3.11 until something raises).
 Statements and functions are compiled in dsl/statements.py.
 """
 
+import inspect
+
 import numpy as np
 
 from . import ast as A
@@ -13,12 +15,15 @@ from . import ops
 from .autodiff import tape
 from .autodiff.tape import Box, peek, raw
 from .jit.both_ways import both_operands, looking_ahead
-from .errors import DgError, error, located
+from .errors import DgError, error, located, source_text
 from .ops.core import ndarray
 from .ops import elision
 from .ops.elision import UFUNCS as reuse_ops, reuse_left
 from .format_spec import fstring_text
-from .values import UNBOUND, Function, StructDef, is_callable_value, type_name, a_type_name
+from .printing import show
+from .suggest import closest, name_hint
+from .cells import UNBOUND
+from .values import Function, Module, Struct, StructDef, is_callable_value, type_name, a_type_name
 
 
 # ---------------------------------------------------------------- variables
@@ -343,11 +348,23 @@ def _fstring(e, ctx):
     return ev
 
 
+def field_hint(obj, name, obj_text, builtins):
+    """The hint for `obj.name` that failed: a close field or module name, or, for a builtin
+    read as a field of a value that has no fields (`t.shape`), the call that was meant."""
+    v = peek(obj)
+    if type(v) is Struct:
+        best = closest(name, v.sdef.fields)
+        return f"did you mean '.{best}'?" if best else None
+    if type(v) is Module:
+        return name_hint(name, [n for n, cell in v.cells.items() if not n.startswith("_")])
+    if name in builtins:
+        return f"did you mean {name}({obj_text or '...'})?"
+    return None
+
+
 def field_failed(exc, o, e, builtins):
     """The error of reading field e.name of o (None: o itself failed), with a hint, located at e."""
     if o is not None and exc.hint is None and exc.kind in ("key", "name", "type"):
-        from .statements import source_text
-        from .suggest import field_hint
         exc.hint = field_hint(o, e.name, source_text(e.obj.span), builtins)
     return located(exc, e.span)
 
@@ -432,7 +449,6 @@ def call_error(fn, args, kwargs, exc, span):
     """Explain a failed call: not callable, or a wrong number or name of arguments."""
     if not is_callable_value(fn):
         return error("type", f"{a_type_name(fn)} cannot be called", span)
-    import inspect
     name = getattr(fn, "name", None) or getattr(fn, "__name__", "function")
     name = name.rstrip("_") or name        # the Python function len_ is dg's len
     try:
@@ -456,7 +472,6 @@ def call_error(fn, args, kwargs, exc, span):
 
 def _show_default(v):
     """A default value as dg writes it."""
-    from .printing import show
     return show(v, nested=True)
 
 
@@ -527,8 +542,8 @@ def _call(e, ctx):
 
 
 def _lambda(e, ctx):
-    from .statements import compile_function
-    return compile_function(e, ctx)
+    """A lambda: compiled by the statement compiler, through the context (statements.Ctx)."""
+    return ctx.function(e)
 
 
 _EXPR = {

@@ -33,7 +33,7 @@ def give_back_memory():
     tape's many small tensors) for reuse, so the process would stay its peak size."""
     gc.collect()
     try:
-        import ctypes
+        import ctypes       # start-up: only after a computation was stopped part way
         libc = ctypes.CDLL(None)
         trim = getattr(libc, "malloc_trim", None)
     except (OSError, AttributeError):

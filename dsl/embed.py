@@ -37,7 +37,9 @@ from .syntax_errors import KEYWORDS
 from .tape_view import tape_rows
 from .ops.arith import MAX_INT_DIGITS, too_long
 from .ops.core import check_size
-from .values import UNBOUND, Function, Module, Struct, StructDef, a_type_name, is_callable_value
+from .cells import UNBOUND
+from .values import Function, Module, Struct, StructDef, a_type_name, is_callable_value
+from .compiler import call_value
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -182,7 +184,6 @@ def strip_array(a):
 # ---------------------------------------------------------------- calling dg from Python
 def call_dg(interp, fn, args, kwargs):
     """Call a dg callable on dg values as a run of `interp`: limits armed, errors settled."""
-    from .compiler import call_value
     if interp is None:
         return call_value(fn, args, kwargs, None)
     return interp.call_in_run(call_value, fn, args, kwargs, None)

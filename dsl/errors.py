@@ -59,6 +59,13 @@ class Span:
         return f"Span({self.where()})"
 
 
+def source_text(span):
+    """The source text a one-line span covers ('' when it is not on one line)."""
+    if span is None or span.source is None or span.end_line != span.line:
+        return ""
+    return span.source.line(span.line)[span.column - 1:span.end_column - 1]
+
+
 class OutputFailed(Exception):
     """The program's output could not be written (a closed pipe or stream, a full disk): a problem
     of where the output goes, not of the program, so not a DgError. `dg` reports it in one line."""

@@ -8,8 +8,10 @@ registered (entry point `pygments.lexers`) under the aliases `dgl` and
 
 import re
 
+from pygments import format as render
+from pygments.formatters import Terminal256Formatter
 from pygments.lexer import RegexLexer, bygroups, include, words
-from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text,
+from pygments.token import (Comment, Generic, Keyword, Name, Number, Operator, Punctuation, String, Text,
                             Whitespace)
 
 KEYWORDS = ("let", "fn", "return", "if", "else", "while", "for", "in", "struct", "import", "as",
@@ -151,7 +153,6 @@ _MARK_LINE = re.compile(r"^( *\| *)([\^~\-]+.*)$")
 def error_tokens(text, lexer):
     """(token, text) pairs of a formatted dg error: its source lines lexed as dg input is,
     the header and the caret as errors, the location and call stack as comments."""
-    from pygments.token import Generic
     for line in text.split("\n"):
         source, mark = _SOURCE_LINE.match(line), _MARK_LINE.match(line)
         if line.startswith("error["):
@@ -176,7 +177,5 @@ def error_tokens(text, lexer):
 def paint_error(text, builtins=BUILTINS):
     """A formatted dg error with terminal colours (pygments' default style, which is the
     REPL input's), for a terminal."""
-    from pygments import format as render
-    from pygments.formatters import Terminal256Formatter
     lexer = DgLexer.with_builtins(builtins)()
     return render(error_tokens(text, lexer), Terminal256Formatter(style="default")).rstrip("\n")

@@ -27,7 +27,11 @@ from .source_files import read_source
 from .resources import stdlib_dir
 from .sandbox import FileAccess
 from .statements import compile_program
-from .values import UNBOUND, Module
+from .cells import UNBOUND
+from .values import Module
+from . import embed
+from .cells import Cell
+from .suggest import name_hint
 
 def _default_max_tensor():
     """A quarter of the machine's memory, in float64 elements (2**28 if it cannot be read)."""
@@ -263,14 +267,12 @@ class Interpreter:
         if cell is None or cell.v is UNBOUND:
             if name in self.builtins:
                 return self.builtins[name]
-            from .suggest import name_hint
             raise error("name", f"'{name}' is not defined",
                         hint=name_hint(name, [*self.builtins, *self.names()]))
         return cell.v
 
     def bind(self, name, value):
         """Set a top-level name to a dg value."""
-        from .values import Cell
         cell = self.main.cells.get(name)
         if cell is None:
             self.main.cells[name] = Cell(value)
@@ -280,43 +282,35 @@ class Interpreter:
     # -- embedding: Python values in and out (dsl/embed.py, docs/python.md) --
     def eval(self, expr):
         """The value of one dg expression, converted to Python."""
-        from . import embed
         _check_text(expr, None)
         return embed.evaluate(self, expr)
 
     def get(self, name):
         """A top-level name's value, converted to Python (arrays are copies)."""
-        from . import embed
         return embed.get(self, name)
 
     def set(self, name, value):
         """Bind a top-level name to a Python value (converted; arrays are copied)."""
-        from . import embed
         embed.set_(self, name, value)
 
     def function(self, name):
         """A dg function as a Python callable that converts arguments and results."""
-        from . import embed
         return embed.function(self, name)
 
     def grad(self, name, argnums=0):
         """A Python callable returning the gradient of dg function `name`, shaped like the arguments."""
-        from . import embed
         return embed.grad(self, name, argnums)
 
     def value_and_grad(self, name, argnums=0):
         """A Python callable returning (value, gradient) of dg function `name`."""
-        from . import embed
         return embed.value_and_grad(self, name, argnums)
 
     def define(self, name, fn, vjp=None):
         """Make Python callable `fn` a dg function; `vjp(*args, out, g)` makes it differentiable."""
-        from . import embed
         embed.define(self, name, fn, vjp)
 
     def tape(self):
         """The most recent gradient computation's tape as rows (dsl.tape_view.TapeRow)."""
-        from . import embed
         return embed.tape_of(self)
 
 

@@ -86,11 +86,11 @@ class DgMagics(Magics):
         try:
             opts, code = parse_options(line)
         except OptionError as exc:
-            from IPython.core.error import UsageError
+            from IPython.core.error import UsageError      # optional dependency (the notebook extra)
             raise UsageError(str(exc)) from None
         if cell is not None:
             if code:
-                from IPython.core.error import UsageError
+                from IPython.core.error import UsageError      # optional dependency (the notebook extra)
                 raise UsageError(f"%%dg takes only options on its first line, not {code!r}")
             code = cell
         return self._run(opts, code, "cell" if cell is not None else "line")
@@ -120,7 +120,7 @@ class DgMagics(Magics):
 def interpreter(shell=None):
     """The interpreter the magics of `shell` (default: the running IPython) share."""
     if shell is None:
-        from IPython import get_ipython
+        from IPython import get_ipython     # optional dependency (the notebook extra)
         shell = get_ipython()
     return shell.magics_manager.registry["DgMagics"].interp
 

@@ -32,6 +32,8 @@ from .repl import Repl, _resolve, complete, describe
 from .interpreter import Interpreter
 from .tape_view import tape_dot
 from .values import type_name
+import html
+import base64
 
 NAME = "dg"
 SMALL_TABLE = 400       # tensors of at most this many entries (1-d or 2-d) also show as an HTML table
@@ -49,7 +51,6 @@ def rich(value):
 
 def tensor_html(t):
     """A small tensor as an HTML table under a caption with its shape."""
-    import html
     rows = t.reshape(1, -1) if t.ndim == 1 else t
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(show(v.item(), nested=True))}</td>" for v in row) + "</tr>"
                     for row in rows)
@@ -283,7 +284,6 @@ class _Stream(io.TextIOBase):
 
 def _b64(data):
     """Base64 text of bytes, as Jupyter's image data is sent."""
-    import base64
     return base64.b64encode(data).decode("ascii")
 
 
@@ -297,7 +297,7 @@ def kernel_json():
 
 def install(args):
     """`python -m dsl.kernel install [--user | --sys-prefix | --prefix DIR]`; returns the exit code."""
-    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.kernelspec import KernelSpecManager     # start-up: only `install` needs it
     user, prefix = False, None
     rest = list(args)
     while rest:
@@ -325,7 +325,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["install"]:
         return install(argv[1:])
-    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.kernelapp import IPKernelApp     # start-up: only a running kernel needs the app
     IPKernelApp.launch_instance(argv=argv, kernel_class=DgKernel)
     return 0
 

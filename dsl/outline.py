@@ -16,7 +16,8 @@ from .builtins.help import comment_above
 from .errors import DgError, Span
 from .parser import parse
 from .resolver import Resolver
-from .statements import source_text
+from .errors import source_text
+from .resources import stdlib_dir
 
 
 @dataclass
@@ -239,7 +240,6 @@ class Outline:
 
 def module_path(name, beside):
     """Where `import name` finds its file: beside the importing file, then in the standard library."""
-    from .resources import stdlib_dir
     places = ([beside.parent] if beside is not None else []) + [Path(stdlib_dir())]
     for place in places:
         candidate = place / f"{name}.dg"

@@ -33,7 +33,7 @@ class Reject(Exception):
 
 
 try:
-    from .lalr_driver import Reject as DriverReject
+    from .lalr_driver import Reject as DriverReject     # optional: lark's internals as the driver reads them
 except Exception:       # noqa: BLE001 (a lark without the internals the driver reads: no fast path)
     DriverReject = Reject
 
@@ -56,7 +56,7 @@ def make_driver(lark):
     """The fast path over `lark`'s tables, or None where this lark's internals are not the ones
     dsl/lalr_driver.py reads (then lark's own parser does all the work, with the same results)."""
     try:
-        from . import lalr_driver
+        from . import lalr_driver      # optional: lark's internals as the driver reads them
         driver = lalr_driver.Driver(lark)
     except Exception:       # noqa: BLE001 (any way the internals differ: an import, an attribute, a shape)
         return None

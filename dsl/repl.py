@@ -35,7 +35,9 @@ from .printing import display_tensor, show
 from .source_files import read_source
 from .syntax_errors import KEYWORDS
 from .tape_view import format_tape, tape_dot
-from .values import UNBOUND, Function, Module, Struct, StructDef, type_name
+from .cells import UNBOUND
+from .values import Function, Module, Struct, StructDef, type_name
+from prompt_toolkit.application.current import get_app
 
 PROMPT = "dg> "
 CONTINUATION = "... "
@@ -465,7 +467,6 @@ def _key_bindings():
 
 def _only_indent_before_cursor():
     """Whether the current line holds only spaces before the cursor."""
-    from prompt_toolkit.application.current import get_app
     before = get_app().current_buffer.document.current_line_before_cursor
     return before != "" and before.strip() == ""
 

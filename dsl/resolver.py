@@ -9,7 +9,8 @@ names are noted for `dg check` and fail only when they run, as in Python.
 
 from . import ast as A
 from .errors import error
-from .values import Cell, UNBOUND
+from .cells import UNBOUND, Cell
+from .suggest import name_hint
 
 
 class Binding:
@@ -134,7 +135,6 @@ class Resolver:
 
     def _suggest(self, name):
         """"did you mean ..." with the names visible here."""
-        from .suggest import name_hint
         seen = set(self.builtins) | set(self.cells) | set(self.pending)
         for scope, _ in self.blocks:
             seen.update(scope)

@@ -1,12 +1,9 @@
-""""Did you mean ...": the hint a misspelled name or field gets.
+""""Did you mean ...": the hint a misspelled name gets (a field's is in compiler.py, which knows values).
 
 Only error paths call these, so a correct program pays nothing for them.
 """
 
 import difflib
-
-from .autodiff.tape import peek
-from .values import Module, Struct
 
 
 def closest(word, candidates):
@@ -25,17 +22,3 @@ def name_hint(name, candidates):
         return f"did you mean {PYTHON_CONSTANTS[name]}? (dg writes true, false and none in lower case)"
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None
-
-
-def field_hint(obj, name, obj_text, builtins):
-    """The hint for `obj.name` that failed: a close field or module name, or, for a builtin
-    read as a field of a value that has no fields (`t.shape`), the call that was meant."""
-    v = peek(obj)
-    if type(v) is Struct:
-        best = closest(name, v.sdef.fields)
-        return f"did you mean '.{best}'?" if best else None
-    if type(v) is Module:
-        return name_hint(name, [n for n, cell in v.cells.items() if not n.startswith("_")])
-    if name in builtins:
-        return f"did you mean {name}({obj_text or '...'})?"
-    return None

@@ -14,27 +14,6 @@ from .errors import error
 from .printing import show
 
 
-class Cell:
-    """A variable captured by a closure (or a module-level name)."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v=None):
-        self.v = v
-
-
-class _Unbound:
-    """The value of a declared name before its `let` has run."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "<unbound>"
-
-
-UNBOUND = _Unbound()
-
-
 class StructDef:
     """A struct type: its name and field names; calling it builds an instance."""
 

@@ -29,6 +29,7 @@ from .tape import Box, peek
 from .transformed import Transformed, describe, fname
 from ..jit.codegen import compile_program, run_code
 from .trees import children, flatten, flatten_open, is_container, opened, rebuild, unflatten
+import sys
 
 
 
@@ -458,7 +459,6 @@ def _out_axes(out, out_axes, size, who):
 
 def _say(interp, text):
     """Tell the user (explain=true) on standard error."""
-    import sys
     print(text, file=sys.stderr)
 
 

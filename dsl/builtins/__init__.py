@@ -5,6 +5,8 @@ import inspect
 from . import core, grads, tensors, trees
 from . import arrays, conv, data, files, help, linalg, plot, progress, random
 from .docs import DOCS
+from ..ops.core import int_axis
+from ..compiler import call_error
 
 
 # What Python's signatures say about the builtins' functions: facts about code objects, never
@@ -50,8 +52,6 @@ def _public(fn, facts):
     from (a program, or a builtin such as tree_map or grad calling its argument), and a
     primitive's `span` parameter (its source location, which the operators pass) is neither a
     positional nor a keyword argument a program can give."""
-    from ..compiler import call_error
-    from ..ops.core import int_axis
     got = _facts(fn, facts)
     if got is None:                     # still a wrapper of its own: its docstring is set on it
         def plain(*args, **kwargs):

@@ -11,7 +11,7 @@ from ..autodiff.tape import Box, nondiff, peek, raw
 from ..errors import error, write_output
 from ..ops.core import ndarray
 from ..printing import show
-from ..statements import iterate
+from ..targets import iterate
 from ..values import Struct, type_name, a_type_name
 from . import progress
 

@@ -20,6 +20,7 @@ from ..ops.core import ndarray, to_float
 from ..ops.core import check_size
 from ..values import a_type_name, type_name
 from .files import read_limited, read_path
+from ..printing import show
 
 
 def make(interp):
@@ -131,7 +132,6 @@ def _flag(v, what):
 
 def _show(v):
     """A value as dg prints it."""
-    from ..printing import show
     return show(v, True)
 
 

@@ -8,6 +8,8 @@ from ..autodiff import vmap as V
 from ..autodiff.tape import peek
 from ..errors import error
 from ..values import Function, is_callable_value, type_name
+from ..jit.static import jit_static, static_argnums_of
+from ..jit import jit as make_jit
 
 
 MAX_COMPILED = 256      # transformed functions `dg run --jit` keeps compiled
@@ -57,7 +59,6 @@ def make(interp):
         if hit is not None and _same_function(hit[0], v):
             cache.move_to_end(key)
             return hit[1]
-        from ..jit import jit as make_jit
         hit = cache[key] = (v, make_jit(make_it(), False, interp))
         cache.move_to_end(key)
         if len(cache) > MAX_COMPILED:
@@ -106,8 +107,6 @@ def make(interp):
         """jit(f): f compiled per argument signature into straight-line code: the same results,
         output and random draws; explain=true says when it stages f and why; static_argnums names
         arguments that are constants of the compiled code (compiled again for each value)."""
-        from ..jit import jit as make_jit
-        from ..jit.static import jit_static, static_argnums_of
         nums = static_argnums_of(static_argnums, "jit")
         if nums:
             return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp)

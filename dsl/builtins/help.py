@@ -11,6 +11,7 @@ from ..autodiff.transformed import Transformed
 from ..printing import show
 from ..values import Function, Module, StructDef, a_type_name
 from .docs import DOCS, SECTIONS
+from ..errors import error
 
 
 def comment_above(span):
@@ -105,7 +106,6 @@ def make(interp):
     def help_(*x):
         """help(x): the documentation of a builtin, function, struct or module."""
         if len(x) > 1:
-            from ..errors import error
             raise error("type", f"help takes one value, got {len(x)}")
         text = overview() if not x else describe(x[0], interp.builtins)
         return interp.builtins["print"](text)

@@ -15,6 +15,9 @@ from ..autodiff.stage import perform
 from ..autodiff.tape import raw
 from ..errors import error
 from ..values import type_name
+from .files import write_atomic
+from .. import sandbox
+from pathlib import Path
 
 EXTRA = "pip install 'dg-lang[plot]'"
 
@@ -22,9 +25,9 @@ EXTRA = "pip install 'dg-lang[plot]'"
 def _matplotlib():
     """pyplot on the Agg backend, or the error that names the extra."""
     try:
-        import matplotlib
+        import matplotlib      # optional dependency (the plot extra)
         matplotlib.use("Agg", force=True)
-        from matplotlib import pyplot
+        from matplotlib import pyplot      # optional, as above
     except ImportError:
         raise error("import", "plot needs matplotlib, which is not installed",
                     hint=f"install the plot extra: {EXTRA}") from None
@@ -118,7 +121,7 @@ def make(interp):
     def can_plot():
         """can_plot(): whether plot can draw here (matplotlib, the plot extra, is installed)."""
         try:
-            import matplotlib  # noqa: F401  (only whether it is there)
+            import matplotlib  # noqa: F401  (optional dependency: only whether it is there)
         except ImportError:
             return False
         return True
@@ -133,9 +136,6 @@ def _draw(x, y, label, options, target, show):
         return None
     png = figure_png(x, y, label, *options)
     if target is not None:
-        from pathlib import Path
-        from .. import sandbox
-        from .files import write_atomic
         path = sandbox.for_writing(Path(target).expanduser())
         try:
             write_atomic(path, png)

@@ -12,7 +12,7 @@ import sys
 
 from ..autodiff.tape import raw
 from ..errors import error
-from ..statements import iterate
+from ..targets import iterate
 from ..values import type_name
 
 REDRAW_SECONDS = 0.1
@@ -59,7 +59,7 @@ class Progress:
 
     def __init__(self, items, total, label, stream, live):
         """Wrap an iterable; a live bar is drawn at once."""
-        from tqdm import tqdm
+        from tqdm import tqdm      # optional dependency
         self.items = iter(items)
         self.bar = tqdm(total=total, desc=label or None, file=stream, disable=not live,
                         mininterval=REDRAW_SECONDS, leave=True, dynamic_ncols=True)

@@ -231,6 +231,8 @@ def linspace(a, b, n, dtype=None):
     count = _count(n, "linspace needs a non-negative int count")
     check_size((count,))
     if type(a) is Box or type(b) is Box:     # the points move with the bounds: differentiable in both
+        for bound in (a, b):
+            _number(peek(bound) if type(bound) is Box else bound, "linspace")   # the type only: peek reads no value
         out = record("Linspace", (a, b, count))
         return out if dtype is None else ops.astype(out, ops.dtype_arg(dtype, "linspace"))
     return _as(np.linspace(_number(a, "linspace"), _number(b, "linspace"), count), dtype, "linspace")

@@ -8,10 +8,12 @@ from ..autodiff import stage as S
 from ..autodiff.tape import peek
 from ..autodiff.trees import flatten_open, unflatten
 from ..primitives.registry import PRIMS
-from ..values import Cell
+from ..cells import Cell
 from .frames import restore, same_spec, same_static, set_slot, snapshot
 from .jit import _key
 from .rolling import Lookahead
+from ..ops.elementwise import where
+from ..ops.compare import logical_and, logical_or
 
 
 def _may_fail(node):
@@ -146,7 +148,6 @@ def both_operands(interp, op, left, right):
     look = looking_ahead(interp, left)
     if look is None:
         return None
-    from ..ops.compare import logical_and, logical_or
     start = len(look.nodes)
     try:
         r = right()
@@ -166,7 +167,6 @@ def _select(c, a, b):
     tensors of one kind."""
     if a is b:
         return a
-    from ..ops.elementwise import where
     pa, sa = flatten_open(a)
     pb, sb = flatten_open(b)
     if len(pa) != len(pb) or not same_spec(sa, sb):

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..autodiff import stage as S
 from ..autodiff.stage import GuardFailed, is_array_kind, kind_of, same
-from ..autodiff.reverse_pass import finite
+from ..ops.finite import finite
 from ..autodiff.tape import REFCOUNTS_EXACT
 from ..cycles import gc_paused
 from ..ops import elision

@@ -39,12 +39,13 @@ part of what a body was staged for), is not tried for a while (Backoff).
 
 from ..autodiff.tape import peek
 from ..errors import DgError
-from ..values import Cell, Function
+from ..cells import Cell
+from ..values import Function
 from ..primitives.loops import LoopGuardFailed, _loop_kernel
 from .backoff import Backoff
 from .jit import _key, cells_hold, reads_from
 from .frames import LEAF, frame_leaves, same_layout, same_static
-from .rolling import mixes_custom_rules, modes, write_back
+from .loop_modes import mixes_custom_rules, modes, write_back
 
 MIN_ITEMS = 16      # measured: a rolled run costs ~75 us, a scalar iteration written out 4-6 us
 KEPT = 4            # staged bodies kept per loop statement, the last used first

@@ -6,7 +6,7 @@ the loop."""
 from ..ast import Block, Break, Continue, For, If, Return, While
 from ..autodiff import stage as S
 from ..autodiff.trees import flatten_open, unflatten
-from ..values import Cell
+from ..cells import Cell
 
 LEAF = object()        # where a state leaf goes in a slot's description
 

@@ -41,7 +41,8 @@ from ..autodiff.transformed import Transformed, fname
 from ..primitives.loops import LoopGuardFailed
 from ..autodiff.trees import children, flatten, flatten_open, is_container, unflatten
 from ..errors import DgError
-from ..values import Cell, Function, Module, Struct
+from ..cells import Cell
+from ..values import Function, Module, Struct
 from .backoff import Backoff
 from .codegen import compile_program, run_code
 

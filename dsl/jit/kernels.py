@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from ..autodiff.reverse_pass import all_finite
+from ..ops.finite import all_finite
 from ..ops.elementwise import nz_kept
 from ..ops.reduce import float_mean as mean  # noqa: F401  (the Mean template's)
 from ..ops.arith import matmul_kernel as matmul  # noqa: F401  (MatMul's, for a batch of outer products)

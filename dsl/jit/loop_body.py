@@ -5,7 +5,7 @@ loop compiled whole."""
 
 from ..autodiff import stage as S
 from ..limits import NEVER
-from ..autodiff.reverse_pass import finite
+from ..ops.finite import finite
 from ..autodiff.tape import USER_CODE, ForwardTrace, peek
 from ..autodiff.trees import zero_of
 from ..autodiff.vmap import replay_leaves
@@ -15,6 +15,7 @@ from ..primitives.loops import LoopGuardFailed, split_tangents, stage_pullback, 
 from .codegen import compile_loop, compile_program, outputs_checked, run_code
 from .optimize import plan
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
+from .loop_walks import Walks
 
 
 class Body:
@@ -66,7 +67,6 @@ class Body:
     def walks(self):
         """The walks of this loop rolled under two reverse levels (dsl/jit/loop_walks.py)."""
         if self._walks is None:
-            from .loop_walks import Walks
             self._walks = Walks(self)
         return self._walks
 

@@ -52,11 +52,13 @@ way, keeping the staged body for its next runs (dsl/jit/eager_loops.py).
 """
 
 from ..autodiff import stage as S
-from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, peek
-from ..primitives.loops import state_diff
+from ..autodiff.tape import Box, peek
+from ..primitives.loops import _loop_kernel, state_diff
+from .eager_loops import EagerLoops
 from .frames import changed_ints, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
 from .jit import _key
 from .loop_body import Body
+from .loop_modes import mixes_custom_rules, modes, write_back
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
@@ -121,7 +123,7 @@ class Roller:
         self.short = (None, 0)
         # the loop outside jit, under a derivative (dsl/jit/eager_loops.py); `reads`: the
         # module-level Cells the enclosing function reads
-        self.eager = _eager(self, reads)
+        self.eager = EagerLoops(self, reads)
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
@@ -220,7 +222,6 @@ class Roller:
         if nested and body.user_rules:
             return self._written_out("its body calls a custom_vjp or custom_jvp function, under two reverse "
                                      "levels")
-        from ..primitives.loops import _loop_kernel
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)
         return True if items is not None else body.ran
@@ -293,50 +294,3 @@ class Roller:
                     f"changes from one iteration to the next (a function, a string, a structure of "
                     f"another shape)")
         return "a variable changes from one iteration to the next"
-
-
-def mixes_custom_rules(body, forward, reverse):
-    """Whether the body runs a custom_vjp under reverse mode inside forward mode: the reverse pass
-    would read the forward loop's history (see primitives/loops.py, _loop_jvp), so it is written out."""
-    return body.user_rules and any(r.level > t.level for r in reverse for t in forward)
-
-
-def write_back(f, layout, skip, state, out, body):
-    """Put the final state of a Loop step over the body (`out`) into the frame's variables."""
-    from ..ops.slots import unpack
-    final = unpack(out) if type(out) is Box else out
-    changed = body.changed
-    write_frame(f, layout, skip, [x if c else old for x, old, c in zip(final, state, changed)], changed)
-
-
-def _eager(roller, reads):
-    """The roller's EagerLoops (imported here: that module builds on this one)."""
-    from .eager_loops import EagerLoops
-    return EagerLoops(roller, reads)
-
-
-def modes(state, top=None):
-    """The forward and the reverse traces of the state's values, or None where the loop is not
-    rolled: two reverse levels, or a batched value; while jit or vmap stages (`top`, its trace),
-    a state it does not stage; outside them (eager_loops.py), a state no derivative is taken of,
-    or any staging trace."""
-    reverse, forward, staged = set(), set(), False
-    for x in state:
-        while type(x) is Box:
-            trace = x.trace
-            kind = trace.kind
-            if trace is top:
-                staged = True
-            elif kind is FORWARD:
-                forward.add(trace)
-            elif kind is REVERSE:
-                reverse.add(trace)
-            elif kind is not STAGE or top is None:
-                return None
-            x = x.v
-    # two reverse levels only while jit stages (dsl/primitives/loop_twice.py)
-    if len(reverse) > (2 if top is not None else 1) or not (staged if top is not None else forward or reverse):
-        return None
-    return forward, reverse
-
-

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 
-from ..autodiff import reverse_pass, tape
+from ..autodiff import tape
 from ..autodiff.tape import nondiff, record, record1
 from .dtypes import result_like
+from .finite import all_finite, finite
 from .core import check_size
 from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, error, fmt_shape, ndarray, norm, raw,
                    to_float, type_name)
@@ -144,14 +145,14 @@ def nz(a, b, r, span=None):
     (reference 6.7: a zero cotangent times an infinite local derivative, and in forward mode an
     infinite tangent times a zero derivative)."""
     if type(a) is Box or type(b) is Box or type(r) is Box:
-        if reverse_pass.finite(tape.peek(r)) and not (tape.staged(a) or tape.staged(b) or tape.staged(r)):
+        if finite(tape.peek(r)) and not (tape.staged(a) or tape.staged(b) or tape.staged(r)):
             # nz is r wherever r is finite, with derivative 1 in r: returning r is exact at this point
             # (to every order), and saves a node per rule at second order. A staged program is run
             # again on other values, so there the node is recorded
             return r
         return record("Nz", (a, b, r), None, span)
     if type(r) is ndarray:
-        if reverse_pass.all_finite(r):
+        if all_finite(r):
             return r
         zero = np.logical_or(np.equal(a, 0), np.equal(b, 0))
         return np.where(zero & ~np.isfinite(r), 0.0, r) if np.any(zero) else r

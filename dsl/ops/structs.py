@@ -5,10 +5,12 @@ recorded structure records StructField or MapLookup with its slot index."""
 import numpy as np
 
 from ..autodiff.tape import Box, peek, raw
-from ..values import Module, Struct, UNBOUND
+from ..cells import UNBOUND
+from ..values import Module, Struct
 from .core import error, ndarray, type_name, a_type_name
 from .shape import index as tensor_index, make_key, row, set_index
 from .slots import map_slot, struct_slot, unpack
+from ..printing import show
 
 MAP_KEY_TYPES = (str, int, bool)
 
@@ -142,7 +144,6 @@ def _position(m, key):
 
 def _show_key(key):
     """A key as dg would write it."""
-    from ..printing import show
     return show(key, nested=True)
 
 

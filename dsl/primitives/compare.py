@@ -8,7 +8,7 @@ there, as in JAX. Their batching is elementwise (or an axis moved past the batch
 """
 
 from .. import ops as O
-from ..autodiff.reverse_pass import finite
+from ..ops.finite import finite
 from ..autodiff.tape import nondiff
 from ..format_spec import fstring_text
 from ..ops.compare import ORDER_OPS, order

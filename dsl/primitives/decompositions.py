@@ -17,6 +17,7 @@ from ..errors import error
 from .matrix import _leading_batch, _linalg, _mT, _square
 from .mechanism import transposed
 from .registry import define
+from .matrix import triangular_solve
 
 
 def _row(w):
@@ -185,7 +186,6 @@ def _qr_parts(a, da):
         raise error("grad", f"qr of a wide matrix ({m} x {n}) has no derivative here: R's last columns are not "
                             f"determined by a square part alone (JAX has none either)",
                     hint="differentiate qr of the transpose, or of the first m columns")
-    from .matrix import triangular_solve
     q, r = qr_q(a), qr_r(a)
     da_rinv = _mT(triangular_solve(_mT(r), _mT(da), lower=True))        # dA R^-1
     qt = O.matmul(_mT(q), da_rinv)

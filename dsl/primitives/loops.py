@@ -40,6 +40,7 @@ from ..autodiff import stage as S
 from ..autodiff import reverse_pass, tape
 from ..autodiff.tape import FORWARD, REVERSE, STAGE, Box, SlotGrad, peek
 from ..autodiff.trees import cotangent_value, is_differentiable_leaf, zero_of
+from ..ops.finite import finite
 from ..ops.slots import unpack
 from .batching import Lanes, Unbatchable, batch_size, spread_where
 from .loop_iteration import _cotangents, _iteration_tape, pullback
@@ -290,7 +291,7 @@ def _loop_rule(ns, g, ans, state, kw, wanted):
         out = _loop_back_kernel(kept, *cts, body=body, items=kw["items"], wanted=None if nested else tuple(wanted),
                                 nested=nested)
     back = unpack(out) if type(out) is Box else out
-    if kw.get("check") and not all(reverse_pass.finite(peek(c)) for c in back):
+    if kw.get("check") and not all(finite(peek(c)) for c in back):
         kw["culprit"] = _culprit(body, kw["items"], kept, cts)
     it = iter(back)
     grads = []

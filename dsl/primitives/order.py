@@ -3,6 +3,7 @@
 from .. import ops as O
 from ..ops.core import normalize_axis, shape_of
 from .registry import define
+from .batching import broadcast_batch
 
 
 def _along(axis, example_ndim, default=None):
@@ -45,7 +46,6 @@ define("Sort", O.sort, linear=True,
 
 def _along_batch(ns, args, batched, kw):
     """take_along/put_along with the batch in front of the data and of the positions."""
-    from .batching import broadcast_batch
     data, idx = broadcast_batch(ns, args, batched)
     if "shape" in kw:
         axis = kw["axis"] % len(kw["shape"]) + 1       # a negative axis counts from the example's end

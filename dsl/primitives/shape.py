@@ -4,7 +4,8 @@ CatOp Stack, and Linspace. Their rules move cotangents and tangents the same way
 import numpy as np
 
 from .. import ops as O
-from ..ops.core import shape_of
+from ..autodiff.tape import Box, record
+from ..ops.core import shape_of, to_float
 from ..ops.shape import _cat, _set_index_forward, _stack
 from .batching import batch_behind, batch_first, batched_key, broadcast_batch
 from .registry import define
@@ -237,9 +238,11 @@ def _linspace_batch(ns, args, batched, kw):
 
 
 def _linspace_impl(a, b, n):
-    """linspace(a, b, n) on values unboxed at one level."""
-    from ..builtins.tensors import linspace
-    return linspace(a, b, n)
+    """linspace(a, b, n) on values unboxed at one level (the builtin has checked that the bounds
+    are numbers): recorded again where a bound is boxed by an outer level."""
+    if type(a) is Box or type(b) is Box:
+        return record("Linspace", (a, b, n))
+    return np.linspace(to_float(a), to_float(b), n)
 
 
 define("Linspace", _linspace_impl, linear=True, jvp=_linspace_jvp, batch=_linspace_batch,

@@ -206,7 +206,7 @@ def test_a_deferred_numerics_check_says_what_a_checking_pass_says(expr, x):
 def test_the_finiteness_test_of_a_tensor():
     # the numerics check's fast test: a sum, which is finite exactly when every entry is unless it
     # overflows; an overflowing sum of finite entries is then tested entry by entry
-    from dsl.autodiff.reverse_pass import all_finite
+    from dsl.ops.finite import BLAS_FROM, all_finite
     big = np.full(4, 1e308)
     assert all_finite(np.ones(7)) and all_finite(big) and all_finite(big[::2]) and all_finite(-big)
     for bad in (np.nan, np.inf, -np.inf):
@@ -216,8 +216,7 @@ def test_the_finiteness_test_of_a_tensor():
     assert not all_finite(np.array([np.inf, -np.inf]))
     assert all_finite(np.broadcast_to(2.0, (1000,)))
     # past BLAS_FROM entries the test is a dot of the tensor with itself: the same answers
-    from dsl.autodiff import reverse_pass
-    large = np.ones(reverse_pass.BLAS_FROM + 3)
+    large = np.ones(BLAS_FROM + 3)
     assert all_finite(large)
     large[-1] = 1e200        # the sum of squares overflows: tested entry by entry
     assert all_finite(large)
