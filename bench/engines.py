@@ -8,7 +8,7 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 def dg_program(name, keep_tape=False):
     """A fresh interpreter that has run bench/programs/NAME.dg, set up as `dg run` sets it up
-    (with keep_tape, as the REPL sets it up: loops under grad written out, dsl/jit/eager_loops.py)."""
+    (with keep_tape, as the REPL sets it up: loops under grad written out, dsl/transform/jit/eager_loops.py)."""
     import dsl
     # keep_tape=False and numerics checks on: what `dg run` uses (dsl/cli.py).
     interp = dsl.Interpreter(seed=0, keep_tape=keep_tape)

@@ -225,7 +225,7 @@ def _hvp_row(interp, jax, cfg, smoke, written):
     refs = {"eager": ms["dg eager"], "written out": ms["dg written out"], "first jit call": first,
             **({"jax.jit": ms["jax.jit"]} if "jax.jit" in ms else {})}
     note = [f"{steps:,} Euler steps; jvp(grad(loss)) along a Launch; the loop is one step each way; eager rolls "
-            f"it too (dsl/jit/eager_loops.py), an interpreter keeping tapes writes it out"]
+            f"it too (dsl/transform/jit/eager_loops.py), an interpreter keeping tapes writes it out"]
     note += [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else [MISSING_JAX]
     return make_row("projectile Hessian-vector product, jit", "ms/call", ms["dg jit"], refs,
                     ms["dg jit"] / ms["dg eager"], "eager", "none (informational)", None, "; ".join(note))
@@ -364,7 +364,7 @@ def _rows(what, size, ms, first, first_eager, jit_target, eager_target, smoke, n
         refs["torch"] = ms["torch"]
     jit_ratio, eager_ratio = ms["dg jit"] / floor, ms["dg eager"] / floor
     jax_note = [f"dg jit / jax.jit = {ms['dg jit'] / ms['jax.jit']:.2f}x"] if "jax.jit" in ms else []
-    # the eager call rolls its loop (dsl/jit/eager_loops.py), compiled: an uncompiled call is one
+    # the eager call rolls its loop (dsl/transform/jit/eager_loops.py), compiled: an uncompiled call is one
     # with the loop written out, as an interpreter keeping tapes runs it
     uncompiled = ms["dg written out"]
     first_ratio = first / uncompiled

@@ -42,7 +42,7 @@ def run(smoke):
     ops = 2 * n
     want = expected_grad(X, n)
     # the overhead of recording each operation: the loop written out, as an interpreter keeping
-    # tapes runs it; `dg run` rolls it into one compiled step (dsl/jit/eager_loops.py), shown beside
+    # tapes runs it; `dg run` rolls it into one compiled step (dsl/transform/jit/eager_loops.py), shown beside
     dchain = dg_program("scalar", keep_tape=True).lookup("dchain")
     rolled = dg_program("scalar").lookup("dchain")
     fns = {"dg": lambda: dchain(X, n), "dg rolled": lambda: rolled(X, n)}

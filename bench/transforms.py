@@ -80,7 +80,7 @@ def run(smoke):
     first_h = _first_call(lambda: jit(hess), lambda g: g(x), firsts) * 1e3
     first_s = _first_call(lambda: jit(second), lambda g: g(X0, links), firsts) * 1e3
     # a new hessian(f)'s first call: grad(f) staged on one seed and replayed by the batching rules,
-    # which its later calls run compiled (vmap keeps the program: dsl/autodiff/vmap.py)
+    # which its later calls run compiled (vmap keeps the program: dsl/transform/vmap.py)
     hessian, f = interp.lookup("hessian"), interp.lookup("f")
     uncompiled_h = _first_call(lambda: hessian(f), lambda h: h(x), firsts) * 1e3
     jax_h = {"jax.jit": ms["jax hessian"]} if "jax hessian" in ms else {}

@@ -12,8 +12,9 @@ Pygments lexer, say) does not pull in numpy and the interpreter.
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Interpreter": "interpreter", "DgError": "errors", "Struct": "values", "make_struct": "values",
-    "TapeRow": "tape_view", "tape_rows": "tape_view", "format_tape": "tape_view", "tape_dot": "tape_view",
+    "Interpreter": "runtime.interpreter", "DgError": "errors", "Struct": "core.values", "make_struct": "core.values",
+    "TapeRow": "runtime.tape_view", "tape_rows": "runtime.tape_view", "format_tape": "runtime.tape_view",
+    "tape_dot": "runtime.tape_view",
 }
 __all__ = list(_EXPORTS) + ["__version__"]
 

@@ -8,10 +8,9 @@ import argparse
 import os
 import sys
 
-from .errors import OutputFailed
-from .source_files import read_source
-from .errors import DgError
 from . import __version__
+from .base.source_files import read_source
+from .errors import DgError, OutputFailed
 
 USAGE = """\
 usage: dg run [OPTIONS] FILE [ARGS...]   run a script (FILE '-' reads standard input)
@@ -34,7 +33,7 @@ options:
                         separated by '{sep}' (import of the standard library always works)
 """.replace("{sep}", os.pathsep)
 
-MAX_DEPTH = 1_000_000   # dsl.limits.MAX_DEPTH (not imported: `dg run` loads only what it needs)
+MAX_DEPTH = 1_000_000   # dsl.base.limits.MAX_DEPTH (not imported: `dg run` loads only what it needs)
 
 
 class HelpRequested(Exception):
@@ -122,8 +121,8 @@ def parse_options(args, *positionals):
 
 def make_interpreter(settings, argv=(), keep_tape=False):
     """An Interpreter configured from command-line settings."""
-    from .interpreter import DEFAULT_MAX_TENSOR, Interpreter    # start-up: `dg --version` and `dg --help` load no numpy
-    from .limits import DEFAULT_MAX_DEPTH     # start-up, as the line above
+    from .runtime.interpreter import DEFAULT_MAX_TENSOR, Interpreter    # start-up: `dg --version` and `dg --help` load no numpy
+    from .base.limits import DEFAULT_MAX_DEPTH     # start-up, as the line above
     interp = Interpreter(
         seed=settings.get("--seed"),
         check_numerics=not settings.get("--no-check-numerics", False),

@@ -4,7 +4,7 @@
     %dg mean(w)                      run one line; its value comes back as a Python value
 
 Every cell and line shares one interpreter per IPython shell. Values cross
-with dsl.embed's conversions (numpy arrays both ways, dicts <-> maps, ...).
+with dsl.runtime.embed's conversions (numpy arrays both ways, dicts <-> maps, ...).
 A dg error fails the cell and shows in the dg format (reference section 7)
 without a Python traceback, and so does an interrupted cell (one line): IPython
 asks exceptions for `_render_traceback_`, which `DgError` and `Interrupted` provide.
@@ -13,9 +13,9 @@ For a notebook written wholly in dg, the dg kernel (dsl/kernel.py) is the better
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .embed import check_name, to_dg, to_py
 from .errors import DgError, error
-from .interpreter import Interpreter
+from .runtime.embed import check_name, to_dg, to_py
+from .runtime.interpreter import Interpreter
 
 USAGE = """\
 %dg [OPTIONS] CODE     run one line of dg; returns the value of its last expression

@@ -22,16 +22,16 @@ import tempfile
 from ipykernel.kernelbase import Kernel
 
 from . import __version__
-from .builtins.help import describe as documentation
-from .cycles import give_back_memory
+from .base.cycles import give_back_memory
+from .core.printing import show
+from .core.values import type_name
 from .errors import DgError
+from .frontend.parser import is_complete
 from .highlight import paint_error
-from .parser import is_complete
-from .printing import show
-from .repl import Repl, _resolve, complete, describe
-from .interpreter import Interpreter
-from .tape_view import tape_dot
-from .values import type_name
+from .repl import _resolve, Repl, complete, describe
+from .runtime.builtins.help import describe as documentation
+from .runtime.interpreter import Interpreter
+from .runtime.tape_view import tape_dot
 import html
 import base64
 

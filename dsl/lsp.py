@@ -24,10 +24,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from . import __version__
-from .builtins.help import doc_of, readable
-from .interpreter import Interpreter
+from .frontend.syntax_errors import KEYWORDS
 from .outline import Decl, Outline, module_path
-from .syntax_errors import KEYWORDS
+from .runtime.builtins.help import doc_of, readable
+from .runtime.interpreter import Interpreter
 
 _MEMBER = re.compile(r"([A-Za-z_]\w*)\.(\w*)$")
 _MAP_KEY = re.compile(r'([A-Za-z_]\w*)\[\s*"([^"\\]*)$')

@@ -11,13 +11,12 @@ top-level code (a training loop, say) never starts because an editor opened a fi
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ast as A
-from .builtins.help import comment_above
-from .errors import DgError, Span
-from .parser import parse
-from .resolver import Resolver
-from .errors import source_text
-from .resources import stdlib_dir
+from .base.resources import stdlib_dir
+from .errors import DgError, Span, source_text
+from .frontend import ast as A
+from .frontend.parser import parse
+from .frontend.resolver import Resolver
+from .runtime.builtins.help import comment_above
 
 
 @dataclass

@@ -24,19 +24,19 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
 
 from . import __version__
-from .autodiff.tape import peek
-from .cycles import give_back_memory
+from .base.cells import UNBOUND
+from .base.cycles import give_back_memory
+from .base.source_files import read_source
+from .core.ops import fmt_shape
+from .core.printing import display_tensor, show
+from .core.tape import peek
+from .core.values import Function, Module, Struct, StructDef, type_name
 from .errors import DgError
-from .builtins.help import describe as documentation
+from .frontend.parser import is_complete
+from .frontend.syntax_errors import KEYWORDS
 from .highlight import DgLexer, paint_error
-from .ops import fmt_shape
-from .parser import is_complete
-from .printing import display_tensor, show
-from .source_files import read_source
-from .syntax_errors import KEYWORDS
-from .tape_view import format_tape, tape_dot
-from .cells import UNBOUND
-from .values import Function, Module, Struct, StructDef, type_name
+from .runtime.builtins.help import describe as documentation
+from .runtime.tape_view import format_tape, tape_dot
 from prompt_toolkit.application.current import get_app
 
 PROMPT = "dg> "

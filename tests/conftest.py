@@ -72,9 +72,9 @@ def dg():
 
 @pytest.fixture
 def run_alone(monkeypatch):
-    """The items of the iterations a compiled loop stopped at and ran alone (dsl/jit/loop_body.py,
+    """The items of the iterations a compiled loop stopped at and ran alone (dsl/transform/jit/loop_body.py,
     Driver._step), for the loop tests of test_jit_loops.py and test_jit_while.py."""
-    from dsl.jit import loop_body
+    from dsl.transform.jit import loop_body
     items = []
     real = loop_body.Driver._step
 

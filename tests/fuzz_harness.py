@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 import dsl
-from dsl.autodiff.tape import Box
+from dsl.core.tape import Box
 from dsl.errors import KINDS, DgError
-from dsl.printing import show
-from dsl.values import Function, Module, Struct, StructDef
+from dsl.core.printing import show
+from dsl.core.values import Function, Module, Struct, StructDef
 
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
 

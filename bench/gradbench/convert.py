@@ -9,8 +9,8 @@ lists, maps and structs are objects, numbers, strings, bools and none stay.
 
 import numpy as np
 
-from dsl.autodiff.tape import raw
-from dsl.values import Struct
+from dsl.core.tape import raw
+from dsl.core.values import Struct
 
 
 def to_dg(value):

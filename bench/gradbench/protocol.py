@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import dsl
-from dsl.embed import call_dg
+from dsl.runtime.embed import call_dg
 from dsl.errors import DgError
 
 from .convert import to_dg, to_json

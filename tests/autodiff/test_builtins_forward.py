@@ -274,7 +274,7 @@ def test_matmul_gives_numpys_bits_for_outer_products(sa, sb):
                                    ", ".join(["0.5"] * 64), ", ".join(["0.5"] * 65)])
 def test_a_bracket_literal_of_numbers_is_what_stacking_them_gives(items):
     # short literals of floats and ints are made directly (the common case, without stack's checks)
-    from dsl import ops
+    from dsl.core import ops
     interp = dsl.Interpreter()
     interp.run(f"let nan = float(\"nan\")\nlet inf = float(\"inf\")\nlet t = [{items}]\nlet s = ({items},)")
     got, want = interp.lookup("t"), ops.stack(interp.lookup("s"))

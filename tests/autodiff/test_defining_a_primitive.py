@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.autodiff.tape import Box
+from dsl.core.tape import Box
 from dsl.errors import DgError
-from dsl.primitives.batching import ELEMENTWISE
-from dsl.primitives.registry import PRIMS, define, remove
+from dsl.core.primitives.batching import ELEMENTWISE
+from dsl.core.primitives.registry import PRIMS, define, remove
 
 
 def _softplus(x):
@@ -78,5 +78,5 @@ def test_removing_a_primitive_leaves_no_trace():
     define("Passing", lambda x: x)
     remove("Passing")
     assert "Passing" not in PRIMS
-    from dsl.autodiff import tape
+    from dsl.core import tape
     assert all("Passing" not in table for table in (tape.IMPLS, tape.PULLBACKS, tape.PUSHFORWARDS, tape.BATCHES))

@@ -251,7 +251,7 @@ def test_vmap_errors_name_the_problem_at_the_call(src, kind, words):
 # ---------------------------------------------------------------- jacfwd's kept programs, compiled
 def _compiles(monkeypatch):
     """Count the batched replays jacfwd compiles."""
-    import dsl.autodiff.vmap as V
+    import dsl.transform.vmap as V
     made = []
     real = V.compile_program
 
@@ -316,7 +316,7 @@ def test_vmap_keeps_what_it_staged_per_signature_and_stages_again_where_it_must(
     # staged once per signature and replayed (compiled from the second call); staged again where
     # a name f reads changed, where a branch on an unbatched value goes the other way, where a
     # derivative is taken through the call (custom_vjp's rule must then be recorded as itself)
-    import dsl.autodiff.vmap as V
+    import dsl.transform.vmap as V
     staged = []
     real = V._stage_dry
 

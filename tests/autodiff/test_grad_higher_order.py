@@ -130,7 +130,7 @@ fn outer(w) {
 def test_jacobian_and_hessian_take_one_backward_pass_for_every_row_at_once(monkeypatch):
     # issue 12 item 5: the unit seeds of all the rows go through one (batched) backward pass, not
     # one pass per row of the result
-    import dsl.autodiff.transforms as T
+    import dsl.transform.transforms as T
     passes = []
     real = T.backward
     monkeypatch.setattr(T, "backward", lambda *a, **k: passes.append(1) or real(*a, **k))

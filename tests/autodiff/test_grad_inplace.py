@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.autodiff import tape
-from dsl.primitives.namespaces import EAGER
+from dsl.core import tape
+from dsl.core.primitives.namespaces import EAGER
 
 RNG = np.random.default_rng(7)
 

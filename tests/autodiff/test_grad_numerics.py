@@ -206,7 +206,7 @@ def test_a_deferred_numerics_check_says_what_a_checking_pass_says(expr, x):
 def test_the_finiteness_test_of_a_tensor():
     # the numerics check's fast test: a sum, which is finite exactly when every entry is unless it
     # overflows; an overflowing sum of finite entries is then tested entry by entry
-    from dsl.ops.finite import BLAS_FROM, all_finite
+    from dsl.core.ops.finite import BLAS_FROM, all_finite
     big = np.full(4, 1e308)
     assert all_finite(np.ones(7)) and all_finite(big) and all_finite(big[::2]) and all_finite(-big)
     for bad in (np.nan, np.inf, -np.inf):

@@ -211,7 +211,7 @@ def test_normalisations_keep_their_forward_statistics_for_the_reverse_pass(expr,
     # an eager gradient reads the mean and 1 / sqrt(var + eps) the forward kernel kept (it does
     # not compute them again); a second derivative, whose inner level sees boxed values, computes
     # them on the outer trace; both against central differences, with a random cotangent
-    import dsl.primitives.nn as N
+    import dsl.core.primitives.nn as N
     from gradcheck import check_second
     calls = []
     real = N._statistics

@@ -3,7 +3,7 @@
 import numpy as np
 
 import dsl
-from dsl.values import Struct
+from dsl.core.values import Struct
 
 
 def run(src):

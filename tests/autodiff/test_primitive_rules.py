@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.autodiff.stage import stage
-from dsl.primitives.registry import PRIMS
+from dsl.core.stage import stage
+from dsl.core.primitives.registry import PRIMS
 
 from gradcheck import assert_close, check
 
@@ -339,7 +339,7 @@ def test_float_pullback_agrees_with_the_general_rule(name):
     """The generated float step adds bit for bit the general pullback's cotangents into the
     arguments' nodes (SPEC 6.7's zeros, masked -0.0 as 0.0, the infinities) wherever it answers,
     answers for ordinary floats, and says whether one of them is not finite."""
-    from dsl.autodiff import tape
+    from dsl.core import tape
     trace = tape.Trace()
 
     def fast(g, ans, args, kinds):
@@ -425,7 +425,7 @@ PLAIN_CASES = CASES + [
 
 def _both_ways(grad, args, monkeypatch):
     """grad(*args) by the plain steps and by the general pullbacks, and what the steps took."""
-    from dsl.autodiff import tape
+    from dsl.core import tape
     counted = _Counted(tape.PLAIN_PULLBACKS)
     with np.errstate(all="ignore"):
         monkeypatch.setattr(tape, "PLAIN_PULLBACKS", counted)
@@ -463,7 +463,7 @@ def test_plain_steps_read_structures_as_the_general_pullbacks_do(monkeypatch):
 
 
 def test_every_plain_step_is_exercised_by_a_case(monkeypatch):
-    from dsl.autodiff import tape
+    from dsl.core import tape
     took = {"StructField", "MapLookup"}       # test_plain_steps_read_structures_as_the_general_pullbacks_do
     for expr, args in PLAIN_CASES:
         took.update(_gradient_both_ways(expr, args, monkeypatch)[2])

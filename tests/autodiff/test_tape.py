@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.autodiff import tape as T
+from dsl.core import tape as T
 from dsl.errors import DgError
 
 

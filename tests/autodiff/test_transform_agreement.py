@@ -3,7 +3,7 @@ nested ones, a tensor, a number) and through loops, branches, closures and neste
 grad against central differences, jvp (<grad, t>), a vjp pullback, jacfwd, jit(grad) and vmap(grad);
 Hessian-vector products by jvp of grad, by grad of <grad, t> and by differences of gradients, and
 under jit. Each program runs in an interpreter keeping tapes (loops written out) and in one that
-keeps none (loops rolled: dsl/jit/eager_loops.py). A sweep of this kind found a pullback that kept
+keeps none (loops rolled: dsl/transform/jit/eager_loops.py). A sweep of this kind found a pullback that kept
 one of two cotangents of a structure and jvp through custom_vjp dropping a nested struct's tangent."""
 
 import io

@@ -31,7 +31,7 @@ def fails(src):
 
 def plain(v):
     """A dg value as nested Python tuples, dicts and numpy arrays (a struct as a dict of its fields)."""
-    if isinstance(v, dsl.values.Struct):
+    if isinstance(v, dsl.core.values.Struct):
         return {name: plain(x) for name, x in zip(v.sdef.fields, v.vals)}
     if type(v) is tuple:
         return tuple(plain(x) for x in v)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.builtins.docs import DOCS
+from dsl.runtime.builtins.docs import DOCS
 
 ROOT = Path(__file__).resolve().parents[2]
 MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"

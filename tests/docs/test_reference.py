@@ -7,9 +7,9 @@ import pytest
 
 import dsl
 from dsl import reference
-from dsl.builtins import docs
-from dsl.builtins.docs import SECTIONS
-from dsl.builtins.help import doc_of
+from dsl.runtime.builtins import docs
+from dsl.runtime.builtins.docs import SECTIONS
+from dsl.runtime.builtins.help import doc_of
 from dsl.repl import Repl
 
 BUILTINS = dsl.Interpreter().builtins

@@ -1,4 +1,4 @@
-"""The lean lexer and LALR loop (dsl/lalr_driver.py) build exactly what lark's own parser builds."""
+"""The lean lexer and LALR loop (dsl/frontend/lalr_driver.py) build exactly what lark's own parser builds."""
 
 import contextlib
 import gc
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl import parser as P
+from dsl.frontend import parser as P
 from fuzz_harness import fuzz_examples
 from dsl.errors import DgError, Source, Span
 
@@ -160,7 +160,7 @@ def test_a_driver_that_cannot_be_built_means_no_fast_path(monkeypatch):
     import lark.parsers.lalr_analysis as analysis
     P._get_parser()
     monkeypatch.delattr(analysis, "Shift")      # as if lark had renamed what the driver reads
-    import dsl.lalr_driver as driver_module
+    import dsl.frontend.lalr_driver as driver_module
     monkeypatch.setattr(driver_module, "Shift", None)
     assert P.make_driver(P._parser) is None
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from dsl.parser import parse, is_complete
-from dsl import ast as A
+from dsl.frontend.parser import parse, is_complete
+from dsl.frontend import ast as A
 
 
 # ---------------------------------------------------------------- comments and termination

@@ -207,7 +207,7 @@ def test_big_ints_in_arithmetic_and_messages(a, op, b, use):
 
 def _checkpoint_bytes():
     """A valid checkpoint of a small tree, made by dg itself."""
-    from dsl.builtins import files
+    from dsl.runtime.builtins import files
     return files.encode({"w": np.arange(6.0).reshape(2, 3), "n": 3, "s": "text", "t": (1.0, True, None)})
 
 
@@ -216,7 +216,7 @@ def _checkpoint_bytes():
        st.booleans())
 def test_crafted_checkpoints_load_or_give_a_dg_error(tmp_path_factory, edits, fix_checksum):
     import zlib
-    from dsl.builtins import files
+    from dsl.runtime.builtins import files
     blob = bytearray(_checkpoint_bytes())
     for position, byte in edits:
         blob[position % len(blob)] = byte

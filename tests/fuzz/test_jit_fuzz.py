@@ -62,7 +62,7 @@ COMPOSITIONS = [
     ("jacfwd(jit(f), argnums=1)", "jacfwd(f, argnums=1)"),
     ("jacrev(jit(f), argnums=1)", "jacrev(f, argnums=1)"),
     ("grad(jit(grad(f)))", "grad(grad(f))"),
-    # two reverse levels under jit: loops rolled there (dsl/primitives/loop_twice.py)
+    # two reverse levels under jit: loops rolled there (dsl/core/primitives/loop_twice.py)
     ("jit(grad(grad(f)))", "grad(grad(f))"),
     ("jit(grad(fn(p, w, m, xs) => grad(f, argnums=(0, 1))(p, w, m, xs)[1] @ w + f(p, w, m, xs)))",
      "grad(fn(p, w, m, xs) => grad(f, argnums=(0, 1))(p, w, m, xs)[1] @ w + f(p, w, m, xs))"),

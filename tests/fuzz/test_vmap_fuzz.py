@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.errors import DgError
-from dsl.jit import rolling
+from dsl.transform.jit import rolling
 from fuzz_harness import fuzz_examples, long_run
 from test_jit_fuzz import Writer, leaves
 

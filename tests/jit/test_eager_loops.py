@@ -1,4 +1,4 @@
-"""A hot `for` loop under grad, outside jit, runs as one Loop step (dsl/jit/eager_loops.py) in an
+"""A hot `for` loop under grad, outside jit, runs as one Loop step (dsl/transform/jit/eager_loops.py) in an
 interpreter that keeps no tapes: the same numbers, output and errors as the loop written out,
 which an interpreter keeping tapes still does."""
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.errors import DgError
-from dsl.jit import eager_loops
-from dsl.jit.eager_loops import MIN_ITEMS, MISSES, SKIPPED
+from dsl.transform.jit import eager_loops
+from dsl.transform.jit.eager_loops import MIN_ITEMS, MISSES, SKIPPED
 from fuzz_harness import fuzz_examples, long_run
 from test_grad_fuzz import CHECKS, Writer
 from test_jit_loops import PROJECTILE, leaves

@@ -143,7 +143,7 @@ def test_a_loop_whose_trip_count_depends_on_the_data():
 
 
 def test_past_the_limit_the_function_runs_in_the_interpreter_and_says_why(capfd):
-    from dsl.jit.jit import MAX_PATHS
+    from dsl.transform.jit.jit import MAX_PATHS
     # range(int(x)) guards the int: each value is another path (a while loop would be one, rolled)
     src = ("fn steps(x) { let n = 0.0\n for i in range(int(x)) { n += 1.0 }\n return n }\n"
            "let js = jit(steps, explain=true)")
@@ -338,7 +338,7 @@ def test_results_the_program_makes_infinite_run_the_exact_code_first_for_a_while
     # interpreted, after the compiled code. The exact code is compiled once it is needed, and after
     # EXACT_AFTER such calls in a row it runs first, for EXACT_FOR calls, before the other is tried
     # again; the zero rule (where's gradient at -1 is 0, not NaN) holds on both ways
-    from dsl.jit import codegen
+    from dsl.backends import codegen
     i = interp("fn f(x) { return sum(ln(x[0:1]) * 2.0) + sum(where(x > 0.0, sqrt(x), 0.0)) }\n"
                "let g = grad(f)\nlet jg = jit(grad(f))", check_numerics=False)
     g, jg = i.lookup("g"), i.lookup("jg")
@@ -430,7 +430,7 @@ def test_a_kept_recording_keeps_no_boxes_and_nothing_the_collector_scans():
     # the recording's output description once held the staged struct of boxes, whose parents kept
     # every node of the staging alive (40 MB for a 1,000-step loop); steps held source spans,
     # which kept 40,000 steps in every full collection's work
-    from dsl.autodiff.tape import Box
+    from dsl.core.tape import Box
     # (a body that may leave the loop: jit writes it out, one copy of the body per iteration, as it
     # does every loop it cannot stage once)
     i = interp("struct P { a, b }\nfn loss(p, n) {\n  let s = 0.0\n"
@@ -454,7 +454,7 @@ def test_a_kept_recording_keeps_no_boxes_and_nothing_the_collector_scans():
 def test_a_call_of_plain_arguments_has_the_signature_of_the_general_path(args):
     # the fast path of a call with numbers, strings and tensors must key recordings as signature() does
     import importlib
-    J = importlib.import_module("dsl.jit.jit")
+    J = importlib.import_module("dsl.transform.jit.jit")
     flat = J._flat_call(args)
     if any(type(a) in (tuple, dict) for a in args):
         assert flat is None
@@ -539,7 +539,7 @@ def test_a_result_the_numerics_check_proves_finite_is_not_checked_again():
 
 
 def test_the_path_last_taken_is_tried_first_and_past_the_limit_misses_stop_trying(monkeypatch):
-    from dsl.jit.jit import MAX_PATHS, MISSES, SKIPPED, Jitted
+    from dsl.transform.jit.jit import MAX_PATHS, MISSES, SKIPPED, Jitted
     runs = []
     real = Jitted._run
 
@@ -568,7 +568,7 @@ def test_the_path_last_taken_is_tried_first_and_past_the_limit_misses_stop_tryin
 def test_the_fast_signature_of_plain_arguments_is_the_general_one():
     # jit builds the key of numbers, strings and tensors in one pass (_flat_call); it must be the
     # key signature() gives, or a call would miss (or worse, take) another signature's recording
-    from dsl.jit.jit import _flat_call, signature
+    from dsl.transform.jit.jit import _flat_call, signature
     cases = [(1.0, 2.0), (np.float64(1.5), np.ones((2, 3))), (3, True, "s", 1.0), (), (np.ones(2, dtype=bool),),
              (np.arange(3),), (0, False)]
     for args in cases:
@@ -581,7 +581,7 @@ def test_the_fast_signature_of_plain_arguments_is_the_general_one():
 def test_a_masks_product_is_left_unchecked_only_where_its_factors_reach_a_checked_value_unchanged():
     # r = a * b is NaN only where a or b is NaN or infinite: where each factor reaches a checked
     # value through operations that keep a non-finite value so, that check covers r
-    from dsl.jit.optimize import _implied
+    from dsl.backends.optimize import _implied
     inf = float("inf")
     kinds = ["float"] * 9
     steps = [("op", "Mul", (0, 1), (None, None), None, -1, 2),          # r = a * b: the mask's product
@@ -663,11 +663,11 @@ fn in_a_function(p, n) {
 
 
 def test_a_lambda_made_again_each_step_reuses_its_compiled_gradient():
-    from dsl.builtins.grads import MAX_COMPILED
+    from dsl.runtime.builtins.grads import MAX_COMPILED
     i = interp(TRAIN, jit=True)
     i.run("p = steps(p, 300)")
     # the 300 closures of `fn(q) => loss(q, x, y)` share an entry (two: the loop body is compiled
-    # again once it has run a few times, dsl/fusion.py, and the lambda with it)
+    # again once it has run a few times, dsl/runtime/fusion.py, and the lambda with it)
     assert len(i.compiled) <= 2
     want = interp(TRAIN).eval("steps(p, 300)")      # the same numbers as without jit
     np.testing.assert_allclose(i.get("p")["w"], want["w"], rtol=1e-12)
@@ -677,7 +677,7 @@ def test_a_lambda_made_again_each_step_reuses_its_compiled_gradient():
 
 
 def test_jit_keeps_recordings_for_a_bounded_number_of_signatures():
-    from dsl.jit.jit import MAX_SIGNATURES
+    from dsl.transform.jit.jit import MAX_SIGNATURES
     i = interp("let f = jit(fn(x, s) => x * len(s) + 1.0)")     # a string is part of the signature
     f = i.lookup("f")
     for n in range(3 * MAX_SIGNATURES):

@@ -1,4 +1,4 @@
-"""jit stages a `for` loop over a range once (dsl/jit/rolling.py, dsl/primitives/loops.py): the same
+"""jit stages a `for` loop over a range once (dsl/transform/jit/rolling.py, dsl/core/primitives/loops.py): the same
 results as the interpreter, the loop recorded as one step where it can be, written out where not."""
 
 import io
@@ -528,8 +528,8 @@ def test_rows_of_a_rolled_loop_under_other_transformations(outer):
 
 
 def test_row_rules_against_each_other_and_a_loop():
-    from dsl.primitives.namespaces import EAGER
-    from dsl.primitives.registry import PRIMS
+    from dsl.core.primitives.namespaces import EAGER
+    from dsl.core.primitives.registry import PRIMS
     rng = np.random.default_rng(7)
     x, g = rng.standard_normal((5, 3)), rng.standard_normal(3)
     row, add = PRIMS["Row"], PRIMS["RowAdd"]
@@ -652,7 +652,7 @@ def test_an_if_whose_branches_both_return_gives_a_where_of_what_they_return(monk
     # a piecewise function called in the body (both branches return) is rolled with the loop; a
     # recursive one is guarded inside its own branch (run both ways there too, its recursion would
     # go on to the depth limit)
-    from dsl.jit.both_ways import BothWays
+    from dsl.transform.jit.both_ways import BothWays
     running, reentered, both = set(), [], BothWays._both
 
     def spy(self, f, c, look):

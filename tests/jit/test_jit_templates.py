@@ -9,10 +9,10 @@ import string
 import numpy as np
 import pytest
 
-from dsl.autodiff.stage import kind_of
-from dsl.jit import kernels as _kernels
-from dsl.jit.codegen import _Writer, _expression     # the generated code's namespace and lines
-from dsl.primitives.registry import PRIMS
+from dsl.core.stage import kind_of
+from dsl.backends import kernels as _kernels
+from dsl.backends.codegen import _Writer, _expression     # the generated code's namespace and lines
+from dsl.core.primitives.registry import PRIMS
 
 NUMBERS = [0.0, -0.0, 1.5, -2.0, 3.0, math.inf, -math.inf, math.nan, True, False]
 

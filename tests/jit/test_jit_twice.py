@@ -1,5 +1,5 @@
-"""A loop rolled under two reverse levels while jit stages (dsl/primitives/loop_twice.py,
-dsl/jit/loop_walks.py): grad of grad through a loop is a few small staged bodies, and gives what
+"""A loop rolled under two reverse levels while jit stages (dsl/core/primitives/loop_twice.py,
+dsl/transform/jit/loop_walks.py): grad of grad through a loop is a few small staged bodies, and gives what
 the interpreter gives with the loop written out (its oracle here), on every program below, at
 special points, and under a further transformation."""
 

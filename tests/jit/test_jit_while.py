@@ -1,4 +1,4 @@
-"""jit stages a `while` loop once (dsl/jit/rolling.py, dsl/primitives/loops.py): one recording
+"""jit stages a `while` loop once (dsl/transform/jit/rolling.py, dsl/core/primitives/loops.py): one recording
 for every trip count, that runs until an iteration goes another way than the one staged (its
 condition turns false, a `break` is taken, a branch changes), and goes on as written from there;
 the same results as the interpreter, under every transformation."""
@@ -82,7 +82,7 @@ def test_a_while_loop_under_forward_mode(transform):
 def test_a_branch_that_changes_on_a_later_iteration_goes_on_as_written():
     # the loop stops where the branch goes the other way; the rest of the iterations, as written,
     # are the recording's, and a call that goes otherwise stages again (a branch that cannot run
-    # both ways: `%` is refused, dsl/jit/rolling.py BothWays)
+    # both ways: `%` is refused, dsl/transform/jit/rolling.py BothWays)
     src = ("fn f(x) {\n  let s = x\n  let k = 0\n"
            "  while k < 40 { if s > 2.0 { s = s * 0.5 % 100.0 } else { s = s * 1.3 + 0.1 }\n k += 1 }\n"
            "  return s\n}\nlet fast = jit(value_and_grad(f))\nlet slow = value_and_grad(f)")
@@ -151,7 +151,7 @@ def test_a_short_while_loop_run_many_times_in_one_staging_is_rolled_three_times_
            "    while k < 2 { s = s * 0.5\n k += 1 }\n    acc = acc + s\n    print(i)\n  }\n  return acc\n}\n"
            "let fast = jit(f)")
     i = interp(src)
-    from dsl.jit import rolling
+    from dsl.transform.jit import rolling
     tries = []
     real = rolling.Roller.roll_while
 

@@ -1,7 +1,7 @@
 """Loops under a derivative that are hard to run as one staged step: their index read by the loop
 variable, recursion, a gradient taken inside the body, custom rules, struct and map state, a
 rebound module-level name, branches, early exits and late errors. Each program gives the same
-numbers, output and errors rolled (an interpreter keeping no tape: dsl/jit/eager_loops.py),
+numbers, output and errors rolled (an interpreter keeping no tape: dsl/transform/jit/eager_loops.py),
 written out (one keeping tapes) and under jit; the cases marked `True` must actually roll, so
 that the comparison exercises the rolled path."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.jit import eager_loops
+from dsl.transform.jit import eager_loops
 
 # name -> (program setting `out`, whether its loop rolls outside jit). `GRAD` is replaced by the
 # derivative builtin in use: value_and_grad as written, jit(value_and_grad) for the jit run.

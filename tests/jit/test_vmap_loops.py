@@ -1,11 +1,11 @@
-"""vmap of a loop staged once (dsl/primitives/loops.py, `_loop_batch`): vmap's look at a function
+"""vmap of a loop staged once (dsl/core/primitives/loops.py, `_loop_batch`): vmap's look at a function
 records a `for` or `while` loop as one Loop step, and its batching rule runs the loop of vmap(P);
 the same results as running the function on each example, under grad, jvp, hessian and jit."""
 
 import numpy as np
 import pytest
 
-from dsl.jit import loop_body, rolling
+from dsl.transform.jit import loop_body, rolling
 from test_jit_loops import interp, ops_of, same, staged_and_compiled
 
 SPRING = """

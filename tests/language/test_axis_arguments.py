@@ -1,6 +1,6 @@
 """An axis given as an int-valued float (`axis=1.0`, accepted as the int it equals, as
 reference section 5 accepts int-valued floats for class indices) gives under every
-transformation what the int gives: grad & co record the int (dsl/builtins/__init__.py)."""
+transformation what the int gives: grad & co record the int (dsl/runtime/builtins/__init__.py)."""
 
 import numpy as np
 import pytest

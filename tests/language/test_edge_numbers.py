@@ -8,7 +8,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from dsl.printing import show
+from dsl.core.printing import show
 
 NAN, INF = 'float("nan")', 'float("inf")'
 

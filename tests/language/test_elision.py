@@ -1,4 +1,4 @@
-"""Temporary elision (dsl/ops/elision.py): `x @ w + b` may write into the product's memory,
+"""Temporary elision (dsl/core/ops/elision.py): `x @ w + b` may write into the product's memory,
 but only when nothing else can see that memory, on the tape or in the program."""
 
 import sys
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.autodiff.tape import Box, Trace
-from dsl.ops import elision
+from dsl.core.tape import Box, Trace
+from dsl.core.ops import elision
 
 from gradcheck import check
 
@@ -165,13 +165,13 @@ READING = ["Exp", "Sqrt", "Div", "Softmax", "LogSoftmax", "Sigmoid", "Pow", "Tan
 
 @pytest.mark.parametrize("op", NOT_READING)
 def test_rules_that_do_not_read_their_output_are_found(op):
-    from dsl.primitives.registry import reads_output
+    from dsl.core.primitives.registry import reads_output
     assert not reads_output(op)
 
 
 @pytest.mark.parametrize("op", READING)
 def test_rules_that_read_their_output_are_found(op):
-    from dsl.primitives.registry import reads_output
+    from dsl.core.primitives.registry import reads_output
     assert reads_output(op)
 
 

@@ -1,4 +1,4 @@
-"""A hot run of lets and assignments is compiled into one Python function (dsl/fusion.py): it
+"""A hot run of lets and assignments is compiled into one Python function (dsl/runtime/fusion.py): it
 computes, records, fails and reports exactly as the closures it replaces."""
 
 import io
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import fusion
+from dsl.runtime import fusion
 from dsl.errors import DgError, format_error
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.dg"))
@@ -124,7 +124,7 @@ PEAKS = [
     # each statement's two temporaries: let go of once used, not when the function returns
     ("fn f(x) { let a = sum((x * 2.0) * 3.0)\n let b = sum((x * 4.0) * 5.0)\n"
      " let c = sum((x * 6.0) * 7.0)\n return a + b + c }", 68.0),
-    # (y * 2.0) is fresh: + writes into it (dsl/ops/elision.py) rather than allocating
+    # (y * 2.0) is fresh: + writes into it (dsl/core/ops/elision.py) rather than allocating
     ("fn f(x) { let y = x\n for i in range(3) { y = (y * 2.0) + 1.0\n let z = (y * 1.0) - 1.0 }\n"
      " return sum(y) }", 15.0),
 ]

@@ -6,7 +6,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from dsl.resources import stdlib_dir
+from dsl.base.resources import stdlib_dir
 
 
 def write(root, files):
@@ -65,7 +65,7 @@ def test_file_beside_shadows_standard_library(tmp_path):
 def test_standard_library_used_when_no_local_file(tmp_path, monkeypatch):
     lib = tmp_path / "fake_stdlib"
     write(lib, {"mathy.dg": 'let where_from = "stdlib"\n'})
-    monkeypatch.setattr("dsl.interpreter.stdlib_dir", lambda: lib)
+    monkeypatch.setattr("dsl.runtime.interpreter.stdlib_dir", lambda: lib)
     write(tmp_path, {"app/main.dg": "import mathy\nprint(mathy.where_from)\n"})
     assert run_file(tmp_path / "app" / "main.dg") == "stdlib\n"
     write(tmp_path, {"app/mathy.dg": 'let where_from = "beside"\n'})

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dsl
-from dsl import sandbox
+from dsl.base import sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and ptys")
 

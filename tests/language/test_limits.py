@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.builtins import files
+from dsl.runtime.builtins import files
 from dsl.errors import DgError
 
 DEEP = "fn f(n) { if n == 0 { return 0 } return 1 + f(n - 1) }\nprint(f(100000))\n"
@@ -322,7 +322,8 @@ def test_the_command_line_refuses_impossible_limits(dg, args):
 
 
 def test_the_command_lines_depth_ceiling_is_the_interpreters():
-    from dsl import cli, limits
+    from dsl import cli
+    from dsl.base import limits
     assert cli.MAX_DEPTH == limits.MAX_DEPTH
 
 

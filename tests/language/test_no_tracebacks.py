@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.builtins import files
+from dsl.runtime.builtins import files
 from dsl.errors import DgError
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from dsl.sandbox import FileAccess
+from dsl.base.sandbox import FileAccess
 
 PRELUDE = """import nn
 struct S { a, b }

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dsl
-from dsl.builtins import files
+from dsl.runtime.builtins import files
 from dsl.errors import DgError
-from dsl.values import Struct, make_struct
+from dsl.core.values import Struct, make_struct
 
 
 def same(a, b):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.builtins import files
+from dsl.runtime.builtins import files
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -10,7 +10,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from dsl.primitives.random import philox
+from dsl.core.primitives.random import philox
 from gradcheck import check
 
 from test_jit_loops import ops_of

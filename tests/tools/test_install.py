@@ -134,7 +134,7 @@ def test_wheel_install_python_dash_m(wheel_env):
 
 
 def test_wheel_install_uses_packaged_resources(wheel_env):
-    code = ("import dsl, dsl.resources as r\n"
+    code = ("import dsl, dsl.base.resources as r\n"
             "print(dsl.__file__)\nprint(r.grammar_path())\nprint(r.stdlib_dir())")
     lines = _run([wheel_env["bin"] / "python", "-c", code], cwd=wheel_env["cwd"]).stdout.splitlines()
     package = Path(lines[0]).parent
@@ -161,7 +161,7 @@ def test_editable_install_runs_from_another_directory(editable_env):
 
 def test_editable_install_reads_the_checkout(editable_env):
     src = editable_env["src"]
-    code = ("import dsl, dsl.resources as r\n"
+    code = ("import dsl, dsl.base.resources as r\n"
             "print(dsl.__file__)\nprint(r.grammar_path())\nprint(r.stdlib_dir())")
     lines = _run([editable_env["bin"] / "python", "-c", code], cwd=editable_env["cwd"]).stdout.splitlines()
     assert Path(lines[0]) == src / "dsl" / "__init__.py"
@@ -183,7 +183,7 @@ def test_development_venv_runs_from_another_directory(tmp_path):
         pytest.skip("no dg script beside the running interpreter")
     result = _run([dg, "-c", PROGRAM], cwd=tmp_path)
     assert result.stdout == EXPECTED
-    code = "import dsl.resources as r\nprint(r.grammar_path())\nprint(r.stdlib_dir())"
+    code = "import dsl.base.resources as r\nprint(r.grammar_path())\nprint(r.stdlib_dir())"
     lines = _run([sys.executable, "-c", code], cwd=tmp_path).stdout.splitlines()
     assert Path(lines[0]).is_file() and Path(lines[0]).name == "dg.lark"
     assert (Path(lines[1]) / "nn.dg").is_file()

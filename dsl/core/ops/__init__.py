@@ -1,0 +1,28 @@
+"""Every primitive operation of dg, in one namespace.
+
+A primitive computes with numpy (or Python numbers on the scalar fast path)
+and, when an argument is a recorded Box, records one tape node. The gradient
+rules (dsl/core/primitives/) run on these same functions where a value is boxed (the
+TRACED namespace), so that their own work is recorded at higher order.
+"""
+
+from .arith import (BINARY, MAX_SEQUENCE, add, div, floordiv, matmul, matmul_kernel, mod, mul, neg, pos, pow,
+                    sub)
+from .compare import (COMPARE, any_, eq, isfinite, logical_and, logical_not, logical_or, ne, not_, order,
+                      truth, values_equal)
+from .core import brief_int, check_size, float_type, fmt_shape, shape_of, to_float, to_tensor
+from .dtypes import astype, cast, dtype_arg, dtype_name
+from .elementwise import (abs_, acos, acosh, asin, asinh, atan, atan2, atanh, ceil, clamp, cos, cosh, erf,
+                          exp, expm1, floor, gelu, ln, log1p, log2, log_sigmoid, logaddexp, logit, maximum,
+                          minimum, nz, nz_kept, relu, round_, sigmoid, sign, silu, sin, sinh, softplus, sqrt,
+                          tan, tanh, where)
+from .linalg import einsum
+from .nn import batch_norm, cross_entropy, layer_norm, log_softmax, softmax, ssm_scan
+from .reduce import (count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod, sum_, unbroadcast,
+                     var)
+from .shape import (broadcast_to, cat, gather, index, index_add, make_key, reshape, row, row_add, set_index,
+                    stack, swap_last, transpose)
+from .slots import map_slot, struct_slot, unpack
+from .sorting import argmax, argmin, argsort, put_along, sort, take_along
+from .special import digamma, erfinv, lgamma, trigamma, xlogy
+from .structs import field, item, set_field, set_item

@@ -1,0 +1,83 @@
+"""Element types of tensors (reference section 3): their names, and the cast between them.
+
+A tensor holds float64 numbers unless a program asks for another type by name: "float16",
+"float32", "float64", "int32", "int64" or "bool", as numpy names them. Numbers (dg's ints and
+floats) have no element type of their own: beside a tensor they take the tensor's, as Python
+scalars do in numpy 2 (NEP 50) and weakly typed values in JAX, so `x32 * 2.0` stays float32.
+"""
+
+import numpy as np
+
+from ...errors import error
+from ..tape import Box, FLOAT_DTYPES as FLOATS, peek, record
+from ..values import type_name
+from .core import ndarray, norm, to_float
+
+NAMES = ("float16", "float32", "float64", "int32", "int64", "bool")
+DTYPES = {name: np.dtype(name) for name in NAMES}
+
+
+def dtype_arg(name, who):
+    """A dtype argument (a name, or none for float64) as a numpy dtype, or a dg error."""
+    name = peek(name)
+    if name is None:
+        return DTYPES["float64"]
+    if type(name) is not str:
+        raise error("type", f"{who}'s dtype is a name such as \"float32\", got {type_name(name)}")
+    if name in DTYPES:
+        return DTYPES[name]
+    if name == "bfloat16":
+        raise error("value", f"{who}: bfloat16 is not a numpy type, and dg computes with numpy",
+                    hint="use \"float32\" or \"float16\"")
+    raise error("value", f"{who}: unknown dtype \"{name}\"", hint="dtypes are " + ", ".join(
+        f'"{n}"' for n in NAMES))
+
+
+def dtype_name(x):
+    """The element type's name of a value: a tensor's own, float64 for a float, int64 for an int
+    and bool for a bool (what numpy makes of them alone)."""
+    v = peek(x)
+    t = type(v)
+    if t is ndarray:
+        return v.dtype.name
+    if t is bool:
+        return "bool"
+    if t is int:
+        return "int64"
+    if t is float:
+        return "float64"
+    if isinstance(v, np.generic):
+        return v.dtype.name
+    raise error("type", f"dtype takes a number or a tensor, got {type_name(v)}")
+
+
+def astype(x, dtype, span=None):
+    """x as a tensor of element type `dtype` (a numpy dtype): numpy's cast (floats to ints
+    round toward zero; NaN and out-of-range values give what numpy gives). A float-to-float
+    cast is differentiable; a cast to ints or bools passes no gradient back, as in JAX."""
+    if type(x) is Box:
+        return record("Astype", (x,), {"dtype": dtype.name}, span)
+    return cast(x, dtype.name)
+
+
+def cast(v, dtype):
+    """The kernel of Astype: a plain number or array as a tensor of the type named `dtype`."""
+    t = type(v)
+    if t is not ndarray and t not in (int, float, bool) and not isinstance(v, np.generic):
+        raise error("type", f"astype needs a number or tensor, got {type_name(v)}")
+    if t is int:
+        if dtype not in ("int32", "int64"):
+            v = to_float(v)     # numpy holds an int past int64 as a Python object (inf beyond floats)
+        elif not np.iinfo(DTYPES[dtype]).min <= v <= np.iinfo(DTYPES[dtype]).max:
+            raise error("value", f"{v} does not fit in {dtype}")     # numpy would wrap it, or refuse in Python's words
+    with np.errstate(all="ignore"):
+        return np.asarray(v).astype(DTYPES[dtype])
+
+
+def result_like(r, x):
+    """A kernel's array result `r` for a float argument `x` in x's float type (kernels written in
+    float64, or through Python's math, give float64)."""
+    if type(r) is ndarray and type(x) is ndarray and r.dtype is not x.dtype and x.dtype in FLOATS \
+            and x.dtype != r.dtype and r.dtype.kind == "f":
+        return r.astype(x.dtype)
+    return norm(r)

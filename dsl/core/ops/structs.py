@@ -1,0 +1,156 @@
+"""Reading and updating structs, maps, tuples and tensors: `p.w`, `m[k]`, `t[i]`,
+and their value-semantics updates. Reading a field, key or element of a
+recorded structure records StructField or MapLookup with its slot index."""
+
+import numpy as np
+
+from ...base.cells import UNBOUND
+from ..printing import show
+from ..tape import Box, peek, raw
+from ..values import Module, Struct
+from .core import a_type_name, error, ndarray, type_name
+from .shape import index as tensor_index, make_key, row, set_index
+from .slots import map_slot, struct_slot, unpack
+
+MAP_KEY_TYPES = (str, int, bool)
+
+
+# ---------------------------------------------------------------- p.name
+def field(obj, name):
+    """obj.name: a struct's field or a module's top-level name."""
+    t = type(obj)
+    if t is Struct:
+        i = obj.sdef.index.get(name)
+        if i is not None:
+            return obj.vals[i]
+    elif t is Box and type(v := peek(obj)) is Struct:
+        sdef = v.sdef
+        i = sdef.index.get(name)
+        if i is not None:
+            return struct_slot(obj, i, len(sdef.fields), name)
+        obj = v
+    elif t is Module:
+        cell = obj.cells.get(name)
+        if cell is None or cell.v is UNBOUND:
+            raise error("name", f"the module {obj.name} has no name '{name}'")
+        return cell.v
+    else:
+        raise error("type", f"cannot read the field '{name}' of {a_type_name(obj)}"
+                            + (" (fields belong to structs; use m[\"key\"] for maps)"
+                               if type(peek(obj)) is dict else ""))
+    raise error("key", f"{obj.sdef.name} has no field '{name}' "
+                       f"(its fields are {', '.join(obj.sdef.fields) or 'none'})")
+
+
+def set_field(obj, name, value):
+    """A copy of struct `obj` with field `name` replaced."""
+    s = unpack(obj)
+    if type(s) is not Struct:
+        raise error("type", f"cannot set the field '{name}' of {a_type_name(obj)}")
+    i = s.sdef.index.get(name)
+    if i is None:
+        raise error("key", f"{s.sdef.name} has no field '{name}' "
+                           f"(its fields are {', '.join(s.sdef.fields) or 'none'})")
+    vals = list(s.vals)
+    vals[i] = value
+    return Struct(s.sdef, vals)
+
+
+# ---------------------------------------------------------------- x[k]
+def item(obj, subs):
+    """obj[subs...] for tensors, tuples, maps, strings and ranges."""
+    v = peek(obj)
+    t = type(v)
+    if t is ndarray:
+        if v.ndim == 0:
+            raise error("index", "cannot index a tensor with no axes (shape ())")
+        if len(subs) == 1 and type(subs[0]) is int and -v.shape[0] <= subs[0] < v.shape[0]:
+            return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
+        if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
+            return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
+        key = make_key(v.shape, [raw(s) for s in subs])
+        # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
+        gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
+        return tensor_index(obj, key, op="GatherOp" if gathers else "Index")
+    if len(subs) != 1:
+        raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
+    key = raw(subs[0])
+    if t is dict:
+        if type(key) not in MAP_KEY_TYPES:
+            raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")
+        if key not in v:
+            raise error("key", f"the map has no key {_show_key(key)}", hint=_keys_hint(v))
+        if type(obj) is Box:
+            return map_slot(obj, _position(v, key), len(v), key)
+        return v[key]
+    if t is tuple or t is str or t is range:
+        if type(key) is slice:
+            if type(obj) is Box:
+                return tuple(unpack(obj)[key])
+            return v[key]
+        i = _seq_index(key, len(v), v)
+        if type(obj) is Box:
+            return struct_slot(obj, i, len(v), i)
+        return v[i]
+    raise error("type", f"cannot index {a_type_name(v)}")
+
+
+def set_item(obj, subs, value):
+    """A copy of `obj` with obj[subs] = value (maps may gain a key)."""
+    v = peek(obj)
+    t = type(v)
+    if t is ndarray:
+        if v.ndim == 0:
+            raise error("index", "cannot index a tensor with no axes (shape ())")
+        val = peek(value)
+        if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
+            raise error("type", f"cannot store {a_type_name(val)} in a tensor")
+        return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
+    if len(subs) != 1:
+        raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
+    key = raw(subs[0])
+    if t is dict:
+        if type(key) not in MAP_KEY_TYPES:
+            raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")
+        m = dict(unpack(obj))
+        m[key] = value
+        return m
+    if t is tuple:
+        i = _seq_index(key, len(v), v)
+        items = list(unpack(obj))
+        items[i] = value
+        return tuple(items)
+    raise error("type", f"cannot assign to an element of {a_type_name(v)}")
+
+
+def _seq_index(key, n, seq):
+    """Check an int index into sequence `seq` of length n; return it non-negative."""
+    if type(key) is float and key.is_integer():
+        key = int(key)
+    if type(key) is not int:
+        raise error("type", f"a {type_name(seq)} index must be an int, got {type_name(key)}")
+    if not -n <= key < n:
+        raise error("index", f"index {key} is out of range for a {type_name(seq)} of length {n}")
+    return key % n
+
+
+def _position(m, key):
+    """The insertion-order position of `key` in map `m`."""
+    for i, k in enumerate(m):
+        if k == key and type(k) is type(key):
+            return i
+    return list(m).index(key)
+
+
+def _show_key(key):
+    """A key as dg would write it."""
+    return show(key, nested=True)
+
+
+def _keys_hint(m):
+    """List a map's keys for an error message."""
+    keys = list(m)
+    if not keys:
+        return "the map is empty"
+    shown = ", ".join(_show_key(k) for k in keys[:8])
+    return f"its keys are {shown}{', ...' if len(keys) > 8 else ''}"

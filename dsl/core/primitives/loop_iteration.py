@@ -1,0 +1,44 @@
+"""One iteration of a rolled loop, pulled back: the body replayed on a fresh reverse tape from
+the state it started from, through the primitives (so an outer trace records it). The loop's
+rules (loops.py) and their second reverse level (loop_twice.py) run it."""
+
+from .. import reverse_pass, stage as S
+from ..tape import Box, Trace
+from ..trees import cotangent_value, zero_of
+
+
+def pullback(body, item, state, cts):
+    """The body's pullback at one iteration, through the primitives (so outer traces record it)."""
+    trace, params, seeds = _iteration_tape(body, item, state, cts, False)
+    reverse_pass.backward_from(trace, seeds)
+    grads = _cotangents(body, trace, params, state)
+    trace.release()
+    return grads
+
+
+def _iteration_tape(body, item, state, cts, check):
+    """One iteration replayed on a fresh reverse tape from `state` (its float leaves as Parameters):
+    the tape, the arguments given, and (output, cotangent) seeds for its reverse pass."""
+    trace = Trace(check)
+    params = as_parameters(trace, state, body.diff)
+    outs = S.run(body.forward, [item, *params])
+    diff_outs = [o for o, d in zip(outs, body.diff) if d]
+    seeds = [(o, c) for o, c in zip(diff_outs, cts) if type(o) is Box and o.trace is trace and c is not None]
+    return trace, params, seeds
+
+
+def as_parameters(trace, values, diff):
+    """The values, those `diff` marks boxed as Parameters of reverse trace `trace`."""
+    out = []
+    for x, d in zip(values, diff):
+        if d:
+            x = Box(x, trace, "Parameter", (), (), None, None)
+            trace.nodes.append(x)
+        out.append(x)
+    return out
+
+
+def _cotangents(body, trace, params, state):
+    """The cotangents a reverse pass left on an iteration's Parameters (zeros where none reached)."""
+    return [cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None else zero_of(x)
+            for p, x, d in zip(params, state, body.diff) if d]

@@ -1,0 +1,282 @@
+"""Linear algebra on the last two axes (numpy.linalg's layout, leading axes a batch): Cholesky,
+triangular and general solves, the inverse, the determinant and its log, each a primitive with
+the standard matrix rules (never the derivative of a factorisation's loops).
+
+Every rule is written with dg's own operations and these kernels, so that a rule's work is
+recorded by an outer transformation: derivatives of every order come out exact. A batched
+call (vmap) is the kernel on the batch itself, the unbatched arguments broadcast along it,
+since numpy's linear algebra already maps over leading axes.
+"""
+
+import numpy as np
+
+from ...errors import DgError, error
+from .. import ops as O
+from ..ops.core import fmt_shape, shape_of, to_tensor
+from ..tape import Box, nondiff
+from .batching import broadcast_batch
+from .mechanism import transposed
+from .registry import define
+
+
+# ---------------------------------------------------------------- checks and helpers
+def _square(a, who):
+    """A float tensor of one or more square matrices (the last two axes), or dg's shape error."""
+    a = to_tensor(a, f"a matrix for {who}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise error("shape", f"{who} needs a square matrix (or a stack of them in the leading axes), "
+                             f"got a tensor of shape {fmt_shape(a.shape)}")
+    return a
+
+
+def _right_side(a, b, who):
+    """b as a stack of matrices for a x = b, and whether it was a vector (one axis fewer than a)."""
+    b = to_tensor(b, f"a right-hand side for {who}")
+    vector = b.ndim == a.ndim - 1
+    bm = b[..., None] if vector else b
+    if bm.ndim < 2 or bm.shape[-2] != a.shape[-1]:
+        raise error("shape", f"{who}: a matrix of shape {fmt_shape(a.shape)} against a right-hand side of "
+                             f"shape {fmt_shape(b.shape)} (it needs {a.shape[-1]} rows)")
+    return bm, vector
+
+
+def _scalar(r):
+    """A 0-d result as a float, as dg's other reductions give it."""
+    return float(r) if np.ndim(r) == 0 else r
+
+
+def _mT(x):
+    """The last two axes swapped (each matrix transposed)."""
+    nd = len(shape_of(x))
+    return O.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _col(x, vector):
+    """A vector as a one-column matrix (for outer products of the rules)."""
+    return O.reshape(x, shape_of(x) + (1,)) if vector else x
+
+
+def _uncol(x, vector):
+    """The one column back to a vector."""
+    return O.reshape(x, shape_of(x)[:-1]) if vector else x
+
+
+def _triangle(n, lower):
+    """The mask of a triangle (the diagonal included)."""
+    return np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
+
+
+def _leading_batch(kernel, **fixed):
+    """The batching rule of a kernel that maps over leading axes: unbatched arguments repeated."""
+    def rule(ns, args, batched, kw):
+        return kernel(*broadcast_batch(ns, args, batched), **{**fixed, **(kw or {})})
+    return rule
+
+
+def _linalg(who, fn, *args):
+    """numpy's linear algebra, its LinAlgError said in dg's words."""
+    try:
+        return fn(*args)
+    except np.linalg.LinAlgError:
+        if who == "cholesky":
+            raise error("value", "cholesky: the matrix is not positive definite",
+                        hint="a covariance plus a small jitter on the diagonal (a + 1e-9 * eye(n)) often is") from None
+        raise error("value", f"{who}: the matrix is singular") from None
+
+
+# ---------------------------------------------------------------- cholesky
+def cholesky(a):
+    """The lower Cholesky factor of (a + a^T) / 2 (JAX's symmetrised input)."""
+    if type(a) is Box:
+        return CHOLESKY.bind(a)
+    a = _square(a, "cholesky")
+    return _linalg("cholesky", np.linalg.cholesky, (a + np.swapaxes(a, -1, -2)) * 0.5)
+
+
+def _phi(x):
+    """The lower triangle with the diagonal halved (the Cholesky rules' projection)."""
+    n = shape_of(x)[-1]
+    return O.mul(x, np.tril(np.ones((n, n))) - 0.5 * np.eye(n))
+
+
+def _cholesky_vjp(ns, g, ans, a):
+    """A's cotangent: L^-T phi(L^T G) L^-1, symmetrised (Murray 2016, as JAX)."""
+    p = _phi(O.matmul(_mT(ans), g))
+    s = triangular_solve(_mT(ans), _mT(triangular_solve(_mT(ans), _mT(p), lower=False)), lower=False)
+    return O.mul(O.add(s, _mT(s)), 0.5)
+
+
+def _cholesky_jvp(ns, tangents, ans, args, kw):
+    """L phi(L^-1 sym(dA) L^-T)."""
+    t = O.mul(O.add(tangents[0], _mT(tangents[0])), 0.5)
+    inner = triangular_solve(ans, _mT(triangular_solve(ans, t, lower=True)), lower=True)
+    return O.matmul(ans, _phi(inner))
+
+
+# ---------------------------------------------------------------- triangular solve
+def triangular_solve(a, b, lower=False):
+    """x with tri(a) x = b, tri(a) the lower or upper triangle of a (the rest of a is not read)."""
+    if type(a) is Box or type(b) is Box:
+        return TRIANGULAR_SOLVE.bind(a, b, lower=lower)
+    a = _square(a, "triangular_solve")
+    bm, vector = _right_side(a, b, "triangular_solve")
+    x = _linalg("triangular_solve", np.linalg.solve, a * _triangle(a.shape[-1], lower), bm)
+    return x[..., 0] if vector else x
+
+
+def _tri_solve_vjp(ns, g, ans, args, kw, wanted):
+    """b's cotangent solves the transposed triangle; a's is -(b's cotangent) x^T on the triangle."""
+    a, b = args
+    lower = kw["lower"]
+    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    gb = triangular_solve(_mT(a), g, lower=not lower)
+    ga = None
+    if wanted[0]:
+        ga = O.mul(O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))), _triangle(shape_of(a)[-1], lower))
+    return [ga, gb if wanted[1] else None]
+
+
+def _tri_solve_jvp(ns, tangents, ans, args, kw):
+    """tri(a)^-1 (db - tri(da) x)."""
+    a, b = args
+    lower = kw["lower"]
+    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    rhs = tangents[1]
+    if tangents[0] is not None:
+        da = O.mul(tangents[0], _triangle(shape_of(a)[-1], lower))
+        step = _uncol(O.matmul(da, _col(ans, vector)), vector)
+        rhs = O.neg(step) if rhs is None else O.sub(rhs, step)
+    return triangular_solve(a, rhs, lower=lower)
+
+
+# ---------------------------------------------------------------- solve and inv
+def solve(a, b):
+    """x with a x = b (b a vector when it has one axis fewer than a)."""
+    if type(a) is Box or type(b) is Box:
+        return SOLVE.bind(a, b)
+    a = _square(a, "solve")
+    bm, vector = _right_side(a, b, "solve")
+    x = _linalg("solve", np.linalg.solve, a, bm)
+    return x[..., 0] if vector else x
+
+
+def _solve_vjp(ns, g, ans, args, kw, wanted):
+    """b's cotangent is a^-T g; a's is -(b's cotangent) x^T."""
+    a, b = args
+    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    gb = solve(_mT(a), g)
+    ga = O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))) if wanted[0] else None
+    return [ga, gb if wanted[1] else None]
+
+
+def _solve_jvp(ns, tangents, ans, args, kw):
+    """a^-1 (db - da x)."""
+    a, b = args
+    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    rhs = tangents[1]
+    if tangents[0] is not None:
+        step = _uncol(O.matmul(tangents[0], _col(ans, vector)), vector)
+        rhs = O.neg(step) if rhs is None else O.sub(rhs, step)
+    return solve(a, rhs)
+
+
+def inv(a):
+    """The inverse of a (of each matrix of a stack)."""
+    if type(a) is Box:
+        return INV.bind(a)
+    return _linalg("inv", np.linalg.inv, _square(a, "inv"))
+
+
+# ---------------------------------------------------------------- determinants
+def logabsdet(a):
+    """ln |det a|."""
+    if type(a) is Box:
+        return LOGABSDET.bind(a)
+    return _scalar(np.linalg.slogdet(_square(a, "slogdet"))[1])
+
+
+def det(a):
+    """The determinant."""
+    if type(a) is Box:
+        return DET.bind(a)
+    return _scalar(np.linalg.det(_square(a, "det")))
+
+
+def det_sign(a):
+    """The sign of the determinant (-1, 0 or 1): no derivative."""
+    if type(a) is Box:
+        return nondiff("DetSign", (a,))
+    return _scalar(np.linalg.slogdet(_square(a, "slogdet"))[0])
+
+
+def _per_matrix(g, like):
+    """A cotangent per determinant, as a factor of each matrix (two axes of length 1 behind)."""
+    return O.reshape(g, shape_of(g) + (1, 1)) if shape_of(like)[:-2] else g
+
+
+def cofactors(a):
+    """The cofactor matrix of each matrix of a, the gradient of det: det(a) inv(a)^T where a is
+    invertible, and from the SVD where it is not (the adjugate is a polynomial in a's entries,
+    defined everywhere; JAX's gradient of det at a singular matrix is the same)."""
+    if type(a) is Box:
+        return COFACTORS.bind(a)
+    a = _square(a, "det")
+    try:
+        return np.linalg.det(a)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
+    except np.linalg.LinAlgError:
+        pass
+    u, sv, vh = np.linalg.svd(a)
+    n = sv.shape[-1]
+    others = np.prod(np.where(np.eye(n, dtype=bool), 1.0, sv[..., None, :]), axis=-1)    # prod of s[j], j != i
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (sign[..., None, None] * (u * others[..., None, :])) @ vh
+
+
+def _cofactors_jvp(ns, tangents, ans, args, kw):
+    """dC = tr(a^-1 da) C - C da^T a^-T (where a is invertible)."""
+    a, da = args[0], tangents[0]
+    try:
+        a_inv = inv(a)
+    except DgError:
+        raise error("value", "det: the matrix is singular, where det's second derivatives are not "
+                             "computed") from None
+    first = O.mul(_per_matrix(_trace_of(O.matmul(a_inv, da)), a), ans)
+    return O.sub(first, O.matmul(ans, O.matmul(_mT(da), _mT(a_inv))))
+
+
+def _logabsdet_singular(rule):
+    """A rule of ln |det a|, which has no derivative where a is singular (it is -inf there)."""
+    def safe(*args):
+        try:
+            return rule(*args)
+        except DgError:
+            raise error("value", "slogdet: the matrix is singular: ln |det| is -inf there and has no "
+                                 "derivative") from None
+    return safe
+
+
+def _trace_of(x):
+    """The trace of each matrix."""
+    n = shape_of(x)[-1]
+    return O.sum_(O.mul(x, np.eye(n)), (-2, -1))
+
+
+CHOLESKY = define("Cholesky", cholesky, vjp=(_cholesky_vjp,), jvp=_cholesky_jvp, batch=_leading_batch(cholesky),
+                  can_fail=True)
+TRIANGULAR_SOLVE = define("TriangularSolve", triangular_solve, vjp_all=_tri_solve_vjp, jvp=_tri_solve_jvp,
+                          batch=_leading_batch(triangular_solve), can_fail=True)
+SOLVE = define("Solve", solve, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve), can_fail=True)
+INV = define("Inv", inv, vjp=(lambda ns, g, ans, a: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
+             jvp=lambda ns, tangents, ans, args, kw: O.neg(O.matmul(ans, O.matmul(tangents[0], ans))),
+             batch=_leading_batch(inv), can_fail=True)
+LOGABSDET = define("LogAbsDet", logabsdet,
+                   vjp=(_logabsdet_singular(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a)))),),
+                   jvp=_logabsdet_singular(lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0]))),
+                   batch=_leading_batch(logabsdet), can_fail=True)
+DET = define("Det", det,
+             vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), cofactors(a)),),
+             jvp=lambda ns, tangents, ans, args, kw: O.sum_(O.mul(cofactors(args[0]), tangents[0]), (-2, -1)),
+             batch=_leading_batch(det), can_fail=True)
+COFACTORS = define("Cofactors", cofactors, jvp=_cofactors_jvp, vjp_all=transposed(_cofactors_jvp),
+                   batch=_leading_batch(cofactors), can_fail=True)
+define("DetSign", det_sign, differentiable=False, batch=_leading_batch(det_sign))

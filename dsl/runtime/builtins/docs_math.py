@@ -1,0 +1,163 @@
+"""The documentation of the numeric constants (dsl/runtime/builtins/core.py's CONSTANTS), of numpy's
+trigonometric, hyperbolic and logistic functions and of its array functions (arrays.py), in the
+form of dsl/runtime/builtins/docs.py, which merges it."""
+
+NAMES = ["pi", "e", "inf", "nan"]
+ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
+          "segment_sum", "top_k", "isnan", "isfinite", "allclose"]
+FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
+             "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
+
+DOCS = {
+    "pi": """pi: the float 3.141592653589793, a circle's circumference over its diameter.
+Differentiable: no (a constant).
+>>> cos(pi)
+-1.0""",
+    "e": """e: the float 2.718281828459045, the base of ln.
+Differentiable: no (a constant).
+>>> ln(e)
+1.0""",
+    "inf": """inf: the float infinity (IEEE), as numpy's inf; -inf is its negative.
+Differentiable: no (a constant).
+>>> 1.0 / inf
+0.0""",
+    "nan": """nan: the float not-a-number (IEEE), as numpy's nan; nan == nan is false.
+Differentiable: no (a constant).
+>>> nan == nan
+false""",
+    "xlogy": """xlogy(x, y): x * ln(y), and 0 where x is 0 whatever y is (scipy's and JAX's): the terms
+of an entropy or a likelihood, where 0 ln 0 counts as 0.
+Differentiable: yes, in x (ln(y)) and in y (x / y, as JAX's: nan at x = y = 0).
+>>> xlogy(0.0, 0.0)
+0.0""",
+    "erfinv": """erfinv(x): the inverse of erf, for x in [-1, 1] (inf at 1, nan outside), to double precision.
+Differentiable: yes (sqrt(pi) / 2 * exp(erfinv(x)^2)).
+>>> erfinv(erf(0.5))
+0.5""",
+    "lgamma": """lgamma(x): ln |Gamma(x)| (math.lgamma, scipy's gammaln); inf at 0, -1, -2, ...
+Differentiable: yes (digamma(x)).
+>>> lgamma(1.0)
+0.0""",
+    "digamma": """digamma(x): the derivative of lgamma, psi(x) (scipy's digamma); nan at 0, -1, -2, ...
+Differentiable: yes (the trigamma function), once: its own derivative is a grad error.
+>>> abs(digamma(1.0) + 0.5772156649015329) < 1e-14
+true""",
+    "tan": """tan(x): the tangent, elementwise.
+Differentiable: yes (1 + tan(x)^2).
+>>> tan(0.0)
+0.0""",
+    "asin": """asin(x): the arcsine (numpy's arcsin), in [-pi/2, pi/2]; nan outside [-1, 1].
+Differentiable: yes (1 / sqrt(1 - x^2); infinite at -1 and 1).
+>>> asin(1.0)
+1.5707963267948966""",
+    "acos": """acos(x): the arccosine (numpy's arccos), in [0, pi]; nan outside [-1, 1].
+Differentiable: yes (-1 / sqrt(1 - x^2)).
+>>> acos(1.0)
+0.0""",
+    "atan": """atan(x): the arctangent (numpy's arctan), in (-pi/2, pi/2).
+Differentiable: yes (1 / (1 + x^2)).
+>>> atan(1.0) * 4.0
+3.141592653589793""",
+    "atan2": """atan2(y, x): the angle of the point (x, y), in [-pi, pi] (numpy's arctan2), with broadcasting.
+Differentiable: yes, in y (x / (x^2 + y^2)) and x (-y / (x^2 + y^2)).
+>>> atan2(1.0, -1.0)
+2.356194490192345""",
+    "sinh": """sinh(x): the hyperbolic sine, elementwise.
+Differentiable: yes (cosh(x)).
+>>> sinh(0.0)
+0.0""",
+    "cosh": """cosh(x): the hyperbolic cosine, elementwise.
+Differentiable: yes (sinh(x)).
+>>> cosh(0.0)
+1.0""",
+    "asinh": """asinh(x): the inverse hyperbolic sine (numpy's arcsinh).
+Differentiable: yes (1 / sqrt(x^2 + 1)).
+>>> asinh(0.0)
+0.0""",
+    "acosh": """acosh(x): the inverse hyperbolic cosine (numpy's arccosh); nan below 1.
+Differentiable: yes (1 / sqrt(x^2 - 1)).
+>>> acosh(1.0)
+0.0""",
+    "atanh": """atanh(x): the inverse hyperbolic tangent (numpy's arctanh); infinite at -1 and 1.
+Differentiable: yes (1 / (1 - x^2)).
+>>> atanh(0.0)
+0.0""",
+    "log_sigmoid": """log_sigmoid(x): ln(sigmoid(x)) = -softplus(-x), without overflow for large |x|.
+Differentiable: yes (sigmoid(-x)).
+>>> log_sigmoid(-1000.0)
+-1000.0""",
+    "logit": """logit(p): ln(p / (1 - p)), the inverse of sigmoid; -inf at 0, inf at 1, nan outside.
+Differentiable: yes (1 / (p (1 - p))).
+>>> logit(0.5)
+0.0""",
+    "flip": """flip(x, axis=none): x with its entries in reverse order along an axis (along every axis: none).
+Differentiable: yes.
+>>> flip([1.0, 2.0, 3.0])
+[3.0, 2.0, 1.0]""",
+    "roll": """roll(x, shift, axis=none): entries moved shift places along an axis, those past the end coming
+back at the start (numpy's; with axis none, over the flattened tensor).
+Differentiable: yes.
+>>> roll([1.0, 2.0, 3.0], 1)
+[3.0, 1.0, 2.0]""",
+    "diff": """diff(x, n=1, axis=-1): the differences of neighbours along an axis, taken n times (numpy's).
+Differentiable: yes.
+>>> diff([1.0, 4.0, 9.0])
+[3.0, 5.0]""",
+    "cumprod": """cumprod(x, axis=none): running products along an axis (none: of the flattened tensor).
+Differentiable: yes (also where an entry is zero).
+>>> cumprod([1.0, 2.0, 3.0])
+[1.0, 2.0, 6.0]""",
+    "meshgrid": """meshgrid(*xs, indexing="xy"): a tuple of coordinate tensors over the grid the vectors xs
+span, as numpy's (with "xy" the first vector runs along the columns, with "ij" along the rows).
+Differentiable: yes.
+>>> meshgrid([1.0, 2.0], [3.0], indexing="ij")
+([[1.0], [2.0]], [[3.0], [3.0]])""",
+    "isnan": """isnan(x): which entries are nan: a bool tensor, or a bool for a number.
+Differentiable: no (a mask).
+>>> isnan([1.0, nan])
+[false, true]""",
+    "isfinite": """isfinite(x): which entries are neither infinite nor nan: a bool tensor, or a bool for a number.
+Differentiable: no (a mask).
+>>> isfinite([1.0, inf])
+[true, false]""",
+    "allclose": """allclose(a, b, rtol=1e-05, atol=1e-08): whether every |a - b| <= atol + rtol * |b| (numpy's).
+Differentiable: no (a bool).
+>>> allclose([1.0, 2.0], [1.0, 2.0000001])
+true""",
+    "tile": """tile(x, reps): x repeated reps times along each axis (numpy's): reps an int or a tuple;
+the shorter of shape(x) and reps is padded with leading ones.
+Differentiable: yes (each copy's gradient added back).
+>>> tile([1.0, 2.0], 2)
+[1.0, 2.0, 1.0, 2.0]""",
+    "repeat": """repeat(x, repeats, axis=none): each entry repeated along an axis (numpy's; of the flattened
+x when axis is none), repeats an int or one non-negative int per entry.
+Differentiable: yes.
+>>> repeat([1.0, 2.0], (1, 3))
+[1.0, 2.0, 2.0, 2.0]""",
+    "take_along_axis": """take_along_axis(x, indices, axis): x's entries at the positions indices along axis
+(numpy's): indices has as many axes as x and broadcasts against it along the others; negative
+indices count from the end, an index out of range is an index error.
+Differentiable: yes, in x.
+>>> take_along_axis([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.0]], 1)
+[[2.0], [3.0]]""",
+    "scatter_add": """scatter_add(x, indices, values): x with row i of values added to row indices[i] of x,
+repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at on a copy).
+Differentiable: yes, in x and values.
+>>> scatter_add(zeros(3), [0.0, 2.0, 0.0], [1.0, 2.0, 3.0])
+[4.0, 0.0, 2.0]""",
+    "segment_sum": """segment_sum(data, segment_ids, num_segments): a tensor of num_segments rows, row s the sum
+of the rows of data whose id is s (JAX's segment_sum); an id outside [0, num_segments) is an
+index error (JAX drops it).
+Differentiable: yes, in data.
+>>> segment_sum([1.0, 2.0, 3.0], [1.0, 1.0, 0.0], 2)
+[3.0, 3.0]""",
+    "top_k": """top_k(x, k): (values, indices) of the k largest entries along the last axis, largest first,
+the lower index first on ties (JAX's lax.top_k); indices as floats.
+Differentiable: yes, in x (the values; the gradient goes to the entries chosen).
+>>> top_k([3.0, 1.0, 4.0], 2)
+([4.0, 3.0], [2.0, 0.0])""",
+    "logaddexp": """logaddexp(a, b): ln(exp(a) + exp(b)) without overflow (numpy's), with broadcasting.
+Differentiable: yes, in a and b (the softmax of the two).
+>>> logaddexp(1000.0, 1000.0)
+1000.6931471805599""",
+}

@@ -1,0 +1,92 @@
+"""The documentation of random keys and distributions (dsl/runtime/builtins/random.py), in the form of
+dsl/runtime/builtins/docs.py, which merges it."""
+
+NAMES = ["rng", "split", "fold_in", "uniform", "normal", "exponential", "bernoulli", "categorical", "permutation",
+         "choice", "gamma", "beta", "dirichlet", "poisson", "truncated_normal"]
+
+_KEY = """Without key, the draw takes a fresh key from the interpreter's stream (seed(n) restarts
+it); with key=k it is a function of k: the same key, the same numbers, under jit and vmap too.
+dtype="float32" (or "float16") draws in that type; without it the draw has the float type its
+tensor parameters promote to (float64 for numbers)."""
+
+DOCS = {
+    "rng": """rng(seed): a random key: the tensor [seed // 2^32, seed % 2^32] of a whole number seed in
+[0, 2^64) (the layout of JAX's raw keys; the numbers drawn are dg's own, Philox4x32-10). A key is
+a value: pass it, keep it in a struct, split it; every distribution takes one as key=.
+Differentiable: no.
+>>> rng(42)
+[0.0, 42.0]""",
+    "split": """split(key, n=2): n new keys from one, as a tensor of shape (n, 2) (let a, b = split(key)):
+independent streams, each different from what key itself draws. Split a key rather than reuse it.
+Differentiable: no.
+>>> shape(split(rng(0), 3))
+(3, 2)""",
+    "fold_in": """fold_in(key, data): a new key from a key and a whole number (a loop's step, an example's
+index), so that a loop can draw with fold_in(key, i) without carrying a key along.
+Differentiable: no.
+>>> fold_in(rng(0), 1) == fold_in(rng(0), 2)
+[false, false]""",
+    "uniform": f"""uniform(lo=0, hi=1, shape=none, key=none, dtype=none): floats uniform in [lo, hi); shape none is
+the broadcast shape of lo and hi. {_KEY}
+Differentiable: yes, in lo and hi (pathwise: lo + (hi - lo) * u).
+>>> shape(uniform(-1.0, 1.0, (2, 3), key=rng(0)))
+(2, 3)""",
+    "normal": f"""normal(mean=0, std=1, shape=none, key=none, dtype=none): normal floats (numpy's normal(loc, scale,
+size)); shape none is the broadcast shape of mean and std. {_KEY}
+Differentiable: yes, in mean and std (pathwise: mean + std * z).
+>>> normal(3.0, 0.0, key=rng(0))
+3.0""",
+    "exponential": f"""exponential(scale=1, shape=none, key=none, dtype=none): exponential floats of mean scale
+(numpy's). {_KEY}
+Differentiable: yes, in scale.
+>>> exponential(2.0, (3,), key=rng(0)) >= 0.0
+[true, true, true]""",
+    "bernoulli": f"""bernoulli(p=0.5, shape=none, key=none): 1.0 with probability p, else 0.0. {_KEY}
+Differentiable: no (its derivative in p is 0 almost everywhere).
+>>> bernoulli(1.0, (3,), key=rng(0))
+[1.0, 1.0, 1.0]""",
+    "categorical": f"""categorical(logits, axis=-1, shape=none, key=none): class indices (as floats) drawn with
+probabilities softmax(logits) along axis (JAX's categorical, by the Gumbel-max trick); shape none
+is the logits' shape without that axis. {_KEY}
+Differentiable: no.
+>>> categorical([0.0, -1e9, -1e9], shape=(2,), key=rng(0))
+[0.0, 0.0]""",
+    "permutation": f"""permutation(x, key=none): an int n gives 0, ..., n-1 (as floats, as argsort's) in a
+random order; a tensor gives its rows (axis 0) in a random order. {_KEY}
+Differentiable: yes, in a tensor x (its rows are moved, not changed).
+>>> sort(permutation(4, key=rng(0)))
+[0.0, 1.0, 2.0, 3.0]""",
+    "choice": f"""choice(a, shape=(), replace=true, p=none, key=none): entries drawn from a tensor's
+rows (or from 0, ..., a-1 for an int a), uniformly or with probabilities p (one per entry), with
+or without replacement (numpy's Generator.choice). {_KEY}
+Differentiable: yes, in a tensor a.
+>>> choice(tensor([5.0, 6.0]), (3,), p=[0.0, 1.0], key=rng(0))
+[6.0, 6.0, 6.0]""",
+    "gamma": f"""gamma(a, scale=1, shape=none, key=none, dtype=none): gamma floats of shape parameter a > 0 and
+scale (numpy's gamma; mean a * scale), by Marsaglia and Tsang's method. {_KEY}
+Differentiable: yes, in scale; in a, a grad error (the implicit reparameterisation JAX uses is
+not implemented; stop_gradient(a) if a is not learnt).
+>>> gamma(2.0, 0.0, key=rng(0))
+0.0""",
+    "beta": f"""beta(a, b, shape=none, key=none, dtype=none): beta floats in [0, 1] (mean a / (a + b)), as
+x / (x + y) of two gamma draws. {_KEY}
+Differentiable: no (as gamma's, in a and b).
+>>> beta(2.0, 3.0, key=rng(0)) < 1.0
+true""",
+    "dirichlet": f"""dirichlet(alpha, shape=(), key=none, dtype=none): probability vectors of concentrations alpha
+(a vector), of shape shape + shape(alpha), each summing to 1. {_KEY}
+Differentiable: no (as gamma's, in alpha).
+>>> abs(sum(dirichlet([1.0, 2.0, 3.0], key=rng(0))) - 1.0) < 1e-12
+true""",
+    "poisson": f"""poisson(lam=1, shape=none, key=none): Poisson counts (as floats) of mean lam in
+[0, 1e10] (numpy's algorithms: products of uniforms below 10, Hormann's PTRS above). {_KEY}
+Differentiable: no (its derivative in lam is 0 almost everywhere).
+>>> poisson(0.0, (2,), key=rng(0))
+[0.0, 0.0]""",
+    "truncated_normal": f"""truncated_normal(lo, hi, shape=none, key=none, dtype=none): standard normal floats cut to
+[lo, hi] (JAX's truncated_normal: the normal's inverse distribution function of a uniform between
+those of lo and hi). {_KEY}
+Differentiable: yes, in lo and hi (pathwise).
+>>> truncated_normal(0.5, 0.5, key=rng(0))
+0.5""",
+}

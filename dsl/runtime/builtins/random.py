@@ -1,0 +1,230 @@
+"""Random distributions. Each draws from a key (dsl/core/primitives/random.py: the same key gives the
+same numbers, everywhere) given as `key=`, or without one from the interpreter's stream (`seed`
+restarts it), which hands out a fresh key per draw. The draws are composed of a few primitives
+(uniform, normal, gamma and Poisson numbers of a key) and dg's operations, so a draw's
+derivative with respect to its parameters is the pathwise one (reparameterisation: the
+derivative of mean + std * z in mean and std), batching and staging those operations'."""
+
+import math
+
+import numpy as np
+
+from ...core import ops
+from ...core.ops.core import fmt_shape, normalize_axis, to_float
+from ...core.primitives import random as R
+from ...core.stage import Draw, perform
+from ...core.tape import peek, raw
+from ...core.values import type_name
+from ...errors import error
+from .tensors import _count, _float_dtype, _shape
+
+SQRT_HALF = math.sqrt(0.5)
+
+
+def _param(v, who, name):
+    """A numeric parameter: a number or a tensor (big ints as floats, bools as 0 and 1), or dg's
+    type error."""
+    p = peek(v)
+    t = type(p)
+    if t is np.ndarray:
+        return v if p.dtype.kind == "f" or type(v) is not np.ndarray else p.astype(float)
+    if t in (float, int, bool) or isinstance(p, np.generic):
+        return v if type(v) is not t else to_float(p)
+    raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
+
+
+def _in_type(u, dtype, who, *params):
+    """A float64 draw `u` in the float type `dtype` names, or else in the one its parameters promote
+    to (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion."""
+    if dtype is not None:
+        kind = _float_dtype(dtype, who)
+    else:
+        # numbers take the tensors' type (weak, as in numpy 2), so only float tensors decide it
+        floats = [v.dtype for v in map(peek, params) if type(v) is np.ndarray and v.dtype.kind == "f"]
+        kind = np.result_type(*floats) if floats else np.float64
+    return u if kind == np.float64 else ops.astype(u, kind)
+
+
+def _shape_of(*params):
+    """The broadcast shape of the parameters (a draw's shape when none is given), in dg's words."""
+    shapes = [np.shape(peek(p)) for p in params]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise error("shape", "the parameters of shapes " + ", ".join(fmt_shape(s) for s in shapes)
+                    + " do not broadcast together") from None
+
+
+def _population(x, who):
+    """What a permutation or a choice draws from: (n, true) for an int n (0..n-1), (its rows, false)
+    for a tensor. Only the type is peeked: a staged tensor's values stay free of guards."""
+    v = peek(x)
+    if type(v) in (int, float) and not isinstance(v, bool):
+        return _count(raw(x), f"{who} needs an int or a tensor"), True
+    if type(v) is not np.ndarray or not v.shape:
+        raise error("type", f"{who} needs an int or a tensor with at least one axis, got {type_name(v)}")
+    return v.shape[0], False
+
+
+def _check_key(key, who):
+    """A key argument: a tensor whose last axis holds the two words (its values are checked where
+    they are known, by the primitives)."""
+    v = peek(key)
+    if type(v) is not np.ndarray or v.shape[-1:] != (2,):
+        got = f"a tensor of shape {fmt_shape(v.shape)}" if type(v) is np.ndarray else type_name(v)
+        raise error("type", f"{who}: key must be a random key (rng(seed), split(key)), got {got}")
+    return key
+
+
+def make(interp):
+    """The distributions, drawing from the interpreter's stream where no key is given."""
+
+    def fresh(key, who):
+        """The key to draw with: the one given, or the next of the interpreter's stream."""
+        if key is not None:     # not raw(key): that would make jit guard on the key's value
+            return _check_key(key, who)
+        return perform(interp.staging, Draw(lambda: interp.rng.integers(0, 2 ** 32, size=2).astype(float)), ())
+
+    def draw_shape(shape, *params):
+        """The shape asked for, or the parameters' broadcast shape."""
+        return _shape_of(*params) if raw(shape) is None else _shape(shape)
+
+    def uniform(lo=0.0, hi=1.0, shape=None, key=None, dtype=None):
+        """uniform(lo=0, hi=1, shape=none, key=none): floats uniform in [lo, hi)."""
+        lo, hi = _param(lo, "uniform", "lo"), _param(hi, "uniform", "hi")
+        u = _in_type(R.uniform01(fresh(key, "uniform"), draw_shape(shape, lo, hi)), dtype, "uniform", lo, hi)
+        return ops.add(lo, ops.mul(ops.sub(hi, lo), u))
+
+    def normal(mean=0.0, std=1.0, shape=None, key=None, dtype=None):
+        """normal(mean=0, std=1, shape=none, key=none): normal floats."""
+        mean, std = _param(mean, "normal", "mean"), _param(std, "normal", "std")
+        z = _in_type(R.normal01(fresh(key, "normal"), draw_shape(shape, mean, std)), dtype, "normal", mean, std)
+        return ops.add(mean, ops.mul(std, z))
+
+    def exponential(scale=1.0, shape=None, key=None, dtype=None):
+        """exponential(scale=1, shape=none, key=none): exponential floats of mean scale (numpy's)."""
+        scale = _param(scale, "exponential", "scale")
+        u = _in_type(R.uniform01(fresh(key, "exponential"), draw_shape(shape, scale)), dtype, "exponential", scale)
+        return ops.mul(scale, ops.neg(ops.log1p(ops.neg(u))))
+
+    def bernoulli(p=0.5, shape=None, key=None):
+        """bernoulli(p=0.5, shape=none, key=none): 1.0 with probability p, else 0.0."""
+        p = _param(p, "bernoulli", "p")
+        u = R.uniform01(fresh(key, "bernoulli"), draw_shape(shape, p))
+        return ops.where(ops.order("<", u, p), 1.0, 0.0)
+
+    def gumbel(k, shape):
+        """Standard Gumbel floats, -ln(-ln u)."""
+        return ops.neg(ops.ln(ops.neg(ops.log1p(ops.neg(R.uniform01(k, shape))))))
+
+    def categorical(logits, axis=-1, shape=None, key=None):
+        """categorical(logits, axis=-1, shape=none, key=none): class indices drawn with probabilities
+        softmax(logits) along axis (the Gumbel-max trick, as JAX's)."""
+        logits = _param(logits, "categorical", "logits")
+        full = np.shape(peek(logits))
+        if not full:
+            raise error("shape", "categorical needs logits with at least one axis (the classes)")
+        ax = normalize_axis(raw(axis), len(full), False)
+        last = ops.transpose(logits, tuple(i for i in range(len(full)) if i != ax) + (ax,))
+        batch = full[:ax] + full[ax + 1:]
+        out = batch if raw(shape) is None else _shape(shape)
+        g = gumbel(fresh(key, "categorical"), tuple(out) + (full[ax],))
+        return ops.argmax(ops.add(last, g), -1)
+
+    def permutation(x, key=None):
+        """permutation(x, key=none): an int n gives 0..n-1 shuffled; a tensor, its rows shuffled."""
+        n, count = _population(x, "permutation")
+        order = ops.argsort(R.uniform01(fresh(key, "permutation"), (n,)))
+        return order if count else ops.gather(x, order, 0)
+
+    def choice(a, shape=(), replace=True, p=None, key=None):
+        """choice(a, shape=(), replace=true, p=none, key=none): entries of a (rows of a tensor, or
+        0..a-1 for an int), uniformly or with probabilities p."""
+        n, count = _population(a, "choice")
+        out = _shape(shape)
+        size = math.prod(out)
+        if type(raw(replace)) is not bool:
+            raise error("type", f"choice: replace must be true or false, got {type_name(raw(replace))}")
+        if not raw(replace) and size > n:
+            raise error("value", f"choice: {size} draws without replacement from {n} entries")
+        if raw(p) is not None:
+            p = _param(p, "choice", "p")
+        if raw(p) is not None and np.shape(peek(p)) != (n,):
+            raise error("shape", f"choice: p must have one probability per entry ({n}), got shape "
+                                 f"{fmt_shape(np.shape(peek(p)))}")
+        k = fresh(key, "choice")
+        if raw(replace) and raw(p) is None:
+            idx = ops.floor(ops.mul(R.uniform01(k, out), float(n)))
+        elif raw(replace):
+            idx = ops.argmax(ops.add(ops.ln(p), gumbel(k, tuple(out) + (n,))), -1)
+        else:   # the first `size` of the entries ordered by Gumbel-perturbed log-probabilities
+            scores = gumbel(k, (n,)) if raw(p) is None else ops.add(ops.ln(p), gumbel(k, (n,)))
+            idx = ops.reshape(ops.index(ops.argsort(ops.neg(scores)), (slice(0, size),)), out)
+        if count:
+            return idx
+        rows = ops.gather(a, ops.reshape(idx, (size,)), 0)
+        return ops.reshape(rows, tuple(out) + tuple(np.shape(peek(a)))[1:])
+
+    def gamma(a, scale=1.0, shape=None, key=None, dtype=None):
+        """gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a (numpy's)."""
+        a, scale = _param(a, "gamma", "a"), _param(scale, "gamma", "scale")
+        g = R.gamma01(fresh(key, "gamma"), a, draw_shape(shape, a, scale))
+        return ops.mul(scale, _in_type(g, dtype, "gamma", a, scale))
+
+    def beta(a, b, shape=None, key=None, dtype=None):
+        """beta(a, b, shape=none, key=none): beta floats in [0, 1]."""
+        a, b = _param(a, "beta", "a"), _param(b, "beta", "b")
+        keys = R.split(fresh(key, "beta"), 2)      # a staged pair under jit or vmap: read row by row
+        ka, kb = ops.index(keys, (0,)), ops.index(keys, (1,))
+        out = draw_shape(shape, a, b)
+        x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
+        return _in_type(ops.div(x, ops.add(x, y)), dtype, "beta", a, b)
+
+    def dirichlet(alpha, shape=(), key=None, dtype=None):
+        """dirichlet(alpha, shape=(), key=none): probability vectors (the last axis sums to 1)."""
+        alpha = _param(alpha, "dirichlet", "alpha")
+        dims = np.shape(peek(alpha))
+        if len(dims) != 1:
+            raise error("shape", f"dirichlet needs alpha as a vector of concentrations, got shape {fmt_shape(dims)}")
+        g = R.gamma01(fresh(key, "dirichlet"), alpha, tuple(_shape(shape)) + dims)
+        return _in_type(ops.div(g, ops.sum_(g, -1, True)), dtype, "dirichlet", alpha)
+
+    def poisson(lam=1.0, shape=None, key=None):
+        """poisson(lam=1, shape=none, key=none): counts (as floats) of mean lam."""
+        lam = _param(lam, "poisson", "lam")
+        return R.poisson01(fresh(key, "poisson"), lam, draw_shape(shape, lam))
+
+    def truncated_normal(lo, hi, shape=None, key=None, dtype=None):
+        """truncated_normal(lo, hi, shape=none, key=none): standard normal floats in [lo, hi]."""
+        lo, hi = _param(lo, "truncated_normal", "lo"), _param(hi, "truncated_normal", "hi")
+        u = _in_type(R.uniform01(fresh(key, "truncated_normal"), draw_shape(shape, lo, hi)), dtype,
+                     "truncated_normal", lo, hi)
+        a = ops.erf(ops.mul(lo, SQRT_HALF))
+        b = ops.erf(ops.mul(hi, SQRT_HALF))
+        z = ops.div(ops.erfinv(ops.add(a, ops.mul(u, ops.sub(b, a)))), SQRT_HALF)
+        return ops.clamp(z, lo, hi)
+
+    return {"uniform": uniform, "normal": normal, "exponential": exponential, "bernoulli": bernoulli,
+            "categorical": categorical, "permutation": permutation, "choice": choice, "gamma": gamma,
+            "beta": beta, "dirichlet": dirichlet, "poisson": poisson, "truncated_normal": truncated_normal}
+
+
+def rng(seed):
+    """rng(seed): the random key of a whole number in [0, 2^64): the tensor [seed // 2^32, seed % 2^32]."""
+    s = _count(seed, "rng needs a non-negative int seed")
+    if s >= 2 ** 64:
+        raise error("value", f"rng needs a seed below 2^64, got {s}")
+    return np.array([float(s >> 32), float(s & 0xFFFFFFFF)])
+
+
+def split(key, n=2):
+    """split(key, n=2): n new keys (a tensor of shape (n, 2): `let a, b = split(key)`)."""
+    return R.split(_check_key(key, "split"), _count(n, "split needs a non-negative int n"))
+
+
+def fold_in(key, data):
+    """fold_in(key, data): a new key for each whole number data (a loop's step, an example's index)."""
+    return R.fold_in(_check_key(key, "fold_in"), data)
+
+
+BUILTINS = {"rng": rng, "split": split, "fold_in": fold_in}

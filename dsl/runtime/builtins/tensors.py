@@ -1,0 +1,269 @@
+"""Tensor builtins: creation, random numbers, shapes, and the math of reference section 5."""
+
+import numpy as np
+
+from ...core import ops
+from ...core.ops.core import check_shape_arg, check_size, ndarray, to_float, to_tensor
+from ...core.stage import Draw, perform
+from ...core.tape import Box, peek, raw, record
+from ...core.values import a_type_name, type_name
+from ...errors import error
+
+
+def make(interp):
+    """The tensor builtins; random ones draw from the interpreter's seeded generator."""
+
+    def seed(n):
+        """seed(n): restart the random generator, so runs repeat exactly."""
+        return perform(interp.staging, interp.reseed, (_count(n, "seed needs a non-negative int"),))
+
+    def rand(shape, dtype=None):
+        """rand(shape): uniform numbers in [0, 1)."""
+        kind = _float_dtype(dtype, "rand")
+        return perform(interp.staging, Draw(lambda s: interp.rng.random(s).astype(kind, copy=False)),
+                       (_shape(shape),))
+
+    def randn(shape, dtype=None):
+        """randn(shape): standard normal numbers."""
+        kind = _float_dtype(dtype, "randn")
+        return perform(interp.staging, Draw(lambda s: interp.rng.standard_normal(s).astype(kind, copy=False)),
+                       (_shape(shape),))
+
+    return {
+        "tensor": tensor, "zeros": zeros, "ones": ones, "full": full, "eye": eye, "arange": arange,
+        "linspace": linspace, "rand": rand, "randn": randn, "seed": seed, "zeros_like": zeros_like,
+        "ones_like": ones_like, "shape": shape, "ndim": ndim, "size": size,
+        "reshape": ops.reshape, "transpose": ops.transpose, "cat": ops.cat, "stack": ops.stack,
+        "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
+        "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
+        "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
+        "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "floor": ops.floor, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
+        "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
+        "cross_entropy": ops.cross_entropy, "layer_norm": ops.layer_norm, "batch_norm": ops.batch_norm,
+        "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
+        "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
+        "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
+        "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
+        "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
+        "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
+        "log_sigmoid": ops.log_sigmoid, "logit": ops.logit, "atan2": ops.atan2, "logaddexp": ops.logaddexp,
+        "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": ops.xlogy,
+        "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
+        "astype": astype, "dtype": dtype,
+    }
+
+
+def einsum(spec, *xs):
+    """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (differentiable)."""
+    s = raw(spec)
+    if type(s) is str and "->" not in s.replace(" ", "") and any(len(set(p)) < len(p) for p in s.split(",")):
+        # numpy's implicit output: the letters used once in all, before diagonals are taken
+        letters = s.replace(" ", "").replace(",", "")
+        s = s + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if type(s) is not str or len(xs) != s.count(",") + 1:
+        return ops.einsum(spec, *xs)
+    ins, arrow, out = s.replace(" ", "").partition("->")
+    subs = ins.split(",")
+    xs = list(xs)
+    for i, sub in enumerate(subs):
+        while len(set(sub)) < len(sub):      # a letter twice in one operand: its diagonal
+            c = next(c for c in sub if sub.count(c) > 1)
+            first, second = sub.index(c), sub.index(c, sub.index(c) + 1)
+            shape = np.shape(peek(xs[i]))
+            if len(shape) != len(sub):
+                return ops.einsum(spec, *xs)        # the spec does not fit: einsum's own error
+            if shape[first] != shape[second]:
+                raise error("shape", f"einsum: the axis {c!r} has sizes {shape[first]} and {shape[second]}")
+            mask = np.eye(shape[first], dtype=bool).reshape(tuple(shape[first] if k in (first, second) else 1
+                                                      for k in range(len(shape))))
+            xs[i] = ops.sum_(ops.mul(xs[i], mask), second)
+            sub = sub[:second] + sub[second + 1:]
+        subs[i] = sub
+    return ops.einsum(",".join(subs) + arrow + out, *xs)
+
+
+def std(x, axis=None, keepdims=False):
+    """std(x, axis=none): the standard deviation, sqrt(var(x)) (numpy's, ddof 0)."""
+    return ops.sqrt(ops.var(x, axis, keepdims))
+
+
+def _shape(shape):
+    """A checked shape argument."""
+    return check_size(check_shape_arg(shape))
+
+
+def _count(v, need):
+    """A non-negative int argument (int-valued floats accepted): not an int is a `type` error,
+    a negative int a `value` error (its kind is right, only its value is not)."""
+    v = raw(v)
+    if type(v) is float and v.is_integer():
+        v = int(v)
+    if type(v) is not int:
+        raise error("type", f"{need}, got {type_name(v)}")
+    if v < 0:
+        raise error("value", f"{need}, got {v}")
+    return v
+
+
+def neg(x):
+    """neg(x): -x (named x like the other unary math builtins, so neg(x=...) works)."""
+    return ops.neg(x)
+
+
+def pow_(x, y):
+    """pow(x, y): x ** y."""
+    return ops.pow(x, y)
+
+
+def matmul(a, b):
+    """matmul(a, b): a @ b."""
+    return ops.matmul(a, b)
+
+
+def _float_dtype(dtype, who):
+    """A dtype argument that must name a float type."""
+    kind = ops.dtype_arg(dtype, who)
+    if kind.kind != "f":
+        raise error("value", f"{who} draws floats: its dtype is \"float16\", \"float32\" or \"float64\", "
+                             f"not \"{kind.name}\"")
+    return kind
+
+
+def astype(x, dtype):
+    """astype(x, dtype): x as a tensor of another element type."""
+    return ops.astype(x, ops.dtype_arg(dtype, "astype"))
+
+
+def dtype(x):
+    """dtype(x): the name of x's element type."""
+    return ops.dtype_name(x)
+
+
+def _as(v, dtype, who):
+    """A new tensor `v` in the type a dtype argument names (none: as it is)."""
+    if dtype is None:
+        return v
+    return v.astype(ops.dtype_arg(dtype, who), copy=False)
+
+
+def tensor(x, dtype=None):
+    """tensor(x): a float tensor from a number, a tensor, or nested tuples of them."""
+    if dtype is not None:
+        return ops.astype(tensor(x), ops.dtype_arg(dtype, "tensor"))
+    v = peek(x)
+    t = type(v)
+    if t is ndarray:
+        return x
+    if t is tuple:
+        if not v:
+            return np.zeros((0,))
+        items = ops.unpack(x) if type(x) is Box else v
+        parts = tuple(tensor(i) for i in items)
+        if all(type(raw(p)) is ndarray and raw(p).dtype.kind == "b" for p in parts):
+            return np.stack([raw(p) for p in parts])
+        return ops.stack(parts)
+    if t in (int, float, bool) or isinstance(v, np.generic):
+        if type(x) is Box:
+            return ops.reshape(x, ())
+        return np.asarray(v if t is bool else to_float(v), dtype=bool if t is bool else np.float64)
+    raise error("type", f"tensor() takes numbers, tensors or tuples of them, not {a_type_name(v)}")
+
+
+def zeros(shape, dtype=None):
+    """zeros(shape)."""
+    return np.zeros(_shape(shape), ops.dtype_arg(dtype, "zeros"))
+
+
+def ones(shape, dtype=None):
+    """ones(shape)."""
+    return np.ones(_shape(shape), ops.dtype_arg(dtype, "ones"))
+
+
+def full(shape, v, dtype=None):
+    """full(shape, v): a tensor filled with v."""
+    fill = peek(v)
+    if type(fill) not in (int, float, bool):
+        raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
+    kind = ops.dtype_arg(dtype, "full")
+    if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
+        return ops.add(np.zeros(_shape(shape), kind), v)
+    return np.full(_shape(shape), fill if kind.kind in "ib" else to_float(fill), kind)
+
+
+def eye(n, dtype=None):
+    """eye(n): the n-by-n identity."""
+    n = check_shape_arg(n, "size")
+    if len(n) != 1:
+        raise error("type", "eye takes one int")
+    check_size((n[0], n[0]))
+    return np.eye(n[0], dtype=ops.dtype_arg(dtype, "eye"))
+
+
+def _number(v, who):
+    """A numeric argument as a float."""
+    v = raw(v)
+    if type(v) not in (int, float, bool) and not isinstance(v, np.generic):
+        raise error("type", f"{who} needs numbers, got {type_name(v)}")
+    return to_float(v)
+
+
+def arange(*args, dtype=None):
+    """arange(stop), arange(start, stop), arange(start, stop, step), like numpy."""
+    if not 1 <= len(args) <= 3:
+        raise error("type", f"arange takes 1 to 3 numbers, got {len(args)}")
+    nums = [_number(a, "arange") for a in args]
+    if len(nums) == 3 and nums[2] == 0:
+        raise error("value", "arange's step cannot be zero")
+    start, stop, step = (0.0, nums[0], 1.0) if len(nums) == 1 else (nums + [1.0])[:3]
+    n = max(0, int(np.ceil((stop - start) / step))) if np.isfinite((stop - start) / step) else -1
+    if n < 0:
+        raise error("value", "arange needs finite bounds")
+    check_size((n,))
+    kind = ops.dtype_arg(dtype, "arange")
+    if n == 0:              # numpy refuses some empty ranges with huge bounds
+        return np.zeros((0,), kind)
+    return _as(np.arange(start, stop, step, dtype=np.float64), dtype, "arange")
+
+
+def linspace(a, b, n, dtype=None):
+    """linspace(a, b, n): n evenly spaced numbers from a to b inclusive."""
+    count = _count(n, "linspace needs a non-negative int count")
+    check_size((count,))
+    if type(a) is Box or type(b) is Box:     # the points move with the bounds: differentiable in both
+        for bound in (a, b):
+            _number(peek(bound) if type(bound) is Box else bound, "linspace")   # the type only: peek reads no value
+        out = record("Linspace", (a, b, count))
+        return out if dtype is None else ops.astype(out, ops.dtype_arg(dtype, "linspace"))
+    return _as(np.linspace(_number(a, "linspace"), _number(b, "linspace"), count), dtype, "linspace")
+
+
+def zeros_like(x, dtype=None):
+    """zeros_like(x): zeros with x's shape."""
+    like = to_tensor(peek(x))
+    return np.zeros(like.shape, like.dtype if dtype is None else ops.dtype_arg(dtype, "zeros_like"))
+
+
+def ones_like(x, dtype=None):
+    """ones_like(x): ones with x's shape."""
+    like = to_tensor(peek(x))
+    return np.ones(like.shape, like.dtype if dtype is None else ops.dtype_arg(dtype, "ones_like"))
+
+
+def shape(x):
+    """shape(x): a tuple of ints (() for numbers)."""
+    v = peek(x)
+    if type(v) is ndarray:
+        return tuple(int(s) for s in v.shape)
+    if type(v) in (int, float, bool) or isinstance(v, np.generic):
+        return ()
+    raise error("type", f"{a_type_name(v)} has no shape")
+
+
+def ndim(x):
+    """ndim(x): the number of axes."""
+    return len(shape(x))
+
+
+def size(x):
+    """size(x): the number of elements."""
+    return int(np.prod(shape(x))) if shape(x) else 1

@@ -1,0 +1,501 @@
+"""jit(f): f compiled per argument signature into straight-line code (reference section 6).
+
+The first call with a signature (the arguments' structure, tensor shapes and dtypes,
+and the values of everything that is not a float or tensor) stages f
+(dsl/core/stage.py): it runs f once, for real, while recording every primitive,
+every guard (a value the program looked at: a condition, an int taken from a
+tensor) and every effect (print, random draws, the clock). The recording is
+compiled into a Python function over numpy arrays and floats (codegen.py). Later
+calls with that signature run the compiled code, which checks the guards as it
+goes: where one fails, the call is staged again for the new path (a few paths
+are kept per signature, the one last taken tried first; past `MAX_PATHS` the
+function runs in the interpreter, and after `MISSES` such calls in a row the
+next `SKIPPED` go there without trying the recordings).
+
+What the compiled code must not miss:
+- Module-level names and captured variables f reads (directly or through the
+  functions it calls) are checked on each call: the same objects (numbers: the
+  same values) as when f was staged, else it is staged again.
+- Effects happen on every call, in order. Output is held until the call has
+  passed its guards (a failed attempt prints nothing), and the random generator
+  is put back if a guard fails, so the re-staged call draws the same numbers.
+- The numerics check is a guard too: a non-finite gradient makes the call run
+  in the interpreter, which reports it with the operation and its line.
+- Called with values other transformations are tracing (grad of jit, vmap of
+  jit), the recording is replayed through the primitives, so they see every one.
+- A result that holds a function cannot be compiled (the function would keep the
+  staged values it closed over): such a signature always runs in the interpreter.
+
+`jit(f, explain=true)` (or `dg run --explain-jit`) says on standard error each
+time it stages f, and why it runs in the interpreter when it does.
+"""
+
+import sys
+from collections import OrderedDict
+
+import numpy as np
+
+from ...backends.backoff import Backoff
+from ...backends.codegen import compile_program, run_code
+from ...base.cells import Cell
+from ...core import stage as S
+from ...core.primitives.loops import LoopGuardFailed
+from ...core.tape import Box, peek
+from ...core.trees import children, flatten, flatten_open, is_container, unflatten
+from ...core.values import Function, Module, Struct
+from ...errors import DgError
+from ..transformed import Transformed, fname
+
+MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
+MAX_SIGNATURES = 64     # signatures whose recordings are kept, the least recently called dropped first
+RESTAGES = 10       # stagings for new signatures after which jit says, once, what makes them
+MISSES = 3          # calls in a row past MAX_PATHS that no recording applied to: then the next
+SKIPPED = 16        # this many run in the interpreter without trying the recordings first
+
+
+class Entry:
+    """One recording of f for one signature: its program, compiled code and what it read."""
+
+    __slots__ = ("program", "code", "cells", "untraceable")
+
+    def __init__(self, program, cells, untraceable=None):
+        self.program = program
+        self.code = None if untraceable else compile_program(program)
+        self.cells = cells
+        self.untraceable = untraceable
+
+    def cells_hold(self):
+        """Whether every name f read still holds what it held when f was staged."""
+        return cells_hold(self.cells)
+
+
+class Jitted:
+    """The state of one jit(f): recordings by signature, and what it has had to say."""
+
+    def __init__(self, f, interp, explain):
+        self.f = f
+        self.interp = interp
+        self.explain = explain
+        # signature -> [Entry], the one that last applied first; the signatures least recently
+        # called first, at most MAX_SIGNATURES of them (a function called with a new int each time
+        # would otherwise keep a recording per int for as long as it lives)
+        self.entries = OrderedDict()
+        self.backoffs = {}      # signature -> Backoff, once a call past MAX_PATHS ran in the interpreter
+        # the arguments' ints are staged as values (a step counter does not make a new signature),
+        # guarded where f decides something by them; off for good where staging them fails
+        self.ints = True
+        # the ints (their order among the arguments' ints) whose value a recording guards (a shape,
+        # an index, a loop's length): part of the signature, so that each value keeps its own
+        # recordings (llsq's n) rather than all of them crowding one signature's paths
+        self.pinned = ()
+        self.restages = 0       # stagings for a signature that was not the first
+
+    def __call__(self, *args, **kwargs):
+        key, values, boxed = self._signature(args, kwargs)
+        entries = self.entries.get(key)
+        before = None
+        if entries is None:
+            before = next(reversed(self.entries), None)     # the signature called last
+            entries = self.entries[key] = []
+            if len(self.entries) > MAX_SIGNATURES:
+                old, _ = self.entries.popitem(last=False)
+                self.backoffs.pop(old, None)
+        elif len(self.entries) > 1:
+            self.entries.move_to_end(key)
+        backoff = self.backoffs.get(key)
+        if backoff is not None and backoff.skipping():
+            return self.f(*args, **kwargs)
+        why = "a new signature" if not entries else "the names it reads changed"
+        if not entries and before is not None:
+            why = f"a new signature: {changed_leaf(before, key)}"
+            self._restaged(why)
+        for k, entry in enumerate(entries):
+            if entry.untraceable:
+                return self.f(*args, **kwargs)
+            if not entry.cells_hold():
+                continue
+            try:
+                out = self._run(entry, args, kwargs, boxed, values)
+            except S.GuardFailed as failed:
+                why = S.explain_failure(entry.program, failed)
+                continue
+            if k:       # the path taken last is tried first: most calls take the one before them
+                entries.insert(0, entries.pop(k))
+            if backoff is not None:
+                backoff.hit()
+            return out
+        if len(entries) >= MAX_PATHS:
+            return self._interpreted(key, why, args, kwargs)
+        self._say(f"staging it: {why}")
+        return self._stage(entries, args, kwargs)
+
+    def _signature(self, args, kwargs):
+        """(the call's signature, the staged leaves if the call is flat, whether a leaf is boxed)."""
+        ints = self.ints
+        flat = None if kwargs else _flat_call(args, ints)
+        if flat is not None:        # numbers, strings and tensors only: one look at each
+            key, values = flat
+            boxed = False
+        else:
+            key, values = signature(args, kwargs, ints), None
+            boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+        if self.pinned:
+            found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
+            key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)
+        return key, values, boxed
+
+    def _interpreted(self, key, why, args, kwargs):
+        """f in the interpreter, past the limit; after MISSES such calls in a row, the next
+        SKIPPED go there without trying the recordings (each tried runs until a guard fails)."""
+        skip = self.backoffs.setdefault(key, Backoff(MISSES, SKIPPED)).miss()
+        self._say(f"runs in the interpreter: {MAX_PATHS} recordings for this signature and none applies ({why})"
+                  + (f"; the next {skip} calls run there without trying them" if skip else ""))
+        return self.f(*args, **kwargs)
+
+    def _stage(self, entries, args, kwargs):
+        """Run f while staging it; keep the recording for later calls.
+
+        A loop staged as one step (dsl/transform/jit/rolling.py) whose body went another way on a later
+        iteration makes the staging start again with that loop written out: what the attempt
+        printed is dropped and the random generator put back, so the call happens once."""
+        interp = self.interp
+        if interp is None:
+            return self._stage_once(entries, args, kwargs)
+        while True:
+            held = S.Held(interp)
+            try:
+                result = self._stage_once(entries, args, kwargs)
+            except LoopGuardFailed as failed:
+                if failed.loop in interp.unrolled_loops:
+                    held.release()
+                    raise
+                held.discard()
+                interp.unrolled_loops.add(failed.loop)
+                self._say(f"staging it again with a loop written out: {failed.why}")
+                continue
+            except (DgError, KeyboardInterrupt, S.GuardFailed):
+                held.release()
+                raise
+            except Exception as exc:
+                if not self.ints:
+                    held.release()
+                    raise
+                # f passed an int being staged to something other than arithmetic, or code that
+                # could not take it: ints are constants of the signature from now on, and this
+                # call is staged again that way
+                self._say(f"staging it again with its ints as constants: {exc}"
+                          if type(exc) is IntsNotValues else "staging it again with its ints as constants")
+                held.discard()
+                self.ints = False
+                self.entries.clear()
+                self.backoffs.clear()
+                entries = self.entries.setdefault(signature(args, kwargs, False), [])
+                continue
+            except BaseException:
+                held.release()
+                raise
+            held.release()
+            return result
+
+    def _stage_once(self, entries, args, kwargs):
+        """One attempt at staging f (saying, with explain, why each loop it wrote out was)."""
+        interp = self.interp
+        if interp is not None:
+            outer_notes, interp.loop_notes = interp.loop_notes, []
+        try:
+            program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
+                                      keep=(interp.grad_options, f"the recording jit staged of {fname(self.f)}")
+                                      if interp else None, ints=self.ints)
+        finally:
+            if interp is not None:
+                notes, interp.loop_notes = interp.loop_notes, outer_notes
+                for where, why in dict.fromkeys(notes):
+                    self._say(f"the loop at {where} is written out, one copy per iteration: {why}")
+        if self.ints and not ints_only_in_arithmetic(program):
+            raise IntsNotValues("an int argument reaches more than arithmetic")
+        pinned = tuple(sorted(set(self.pinned) | pinned_ints(program))) if self.ints else ()
+        if pinned != self.pinned:
+            # from now on those ints' values are part of the signature: this recording is kept
+            # under this call's new signature, the others (kept without them) are dropped
+            self.pinned = pinned
+            self.entries.clear()
+            self.backoffs.clear()
+            entries = self.entries.setdefault(self._signature(args, kwargs)[0], [])
+        untraceable = _holds_function(result)
+        if untraceable:
+            self._say(f"runs in the interpreter for this signature: {untraceable}")
+        entries.append(Entry(program, reads(self.f), untraceable))
+        return result
+
+    def _run(self, entry, args, kwargs, boxed, values=None):
+        """Run a recording: the compiled code on plain values, else a replay through the primitives
+        (`values`: the staged leaves of the arguments, when the caller has them)."""
+        if values is None:
+            ints = self.ints
+            values = [v for v in flatten_open((tuple(args), dict(kwargs)))[0]
+                      if S.is_staged_leaf(v) or (ints and type(v) is int)]
+        interp = self.interp
+        # output waits for the guards
+        held = S.Held(interp) if interp is not None and entry.program.effects else None
+        # a replay records on the traces being staged around the call (vmap's, an outer jit's)
+        marks = [(t, len(t.nodes)) for t in interp.staging] if boxed and interp is not None else ()
+        try:
+            if boxed:
+                out = S.run(entry.program, values)
+            else:
+                out = self._compiled(entry, values, held)
+        except S.GuardFailed:
+            if held:        # as if this attempt had not run: nothing printed, nothing drawn,
+                held.discard()
+            for trace, n in marks:      # and nothing recorded (its effects would happen on each replay)
+                trace.cut(n)
+            raise
+        except DgError:
+            if held:
+                held.release()
+            raise
+        if held:
+            held.release()
+        return out
+
+    def _compiled(self, entry, values, held=None):
+        """The compiled code's result (or the exact program's, where the code cannot vouch for it:
+        then `held`, holding the call's effects, undoes those the code performed first)."""
+        rewind = held.rewind if held is not None else None
+        out = run_code(entry.program, entry.code, values, rewind)
+        spec = entry.program.out_spec
+        return out[0] if spec is None else unflatten(spec, list(out))
+
+    def _restaged(self, why):
+        """Count stagings for new signatures: past RESTAGES, say once (explain or not) what to do."""
+        self.restages += 1
+        if self.restages == RESTAGES:
+            print(f"dg: jit({fname(self.f)}) has been staged {RESTAGES} times for new signatures "
+                  f"(the last: {why.split(': ', 1)[1]}): each string, bool, tensor shape or struct type it "
+                  f"is called with makes a new one, and so does each value of an int it uses as a shape, "
+                  f"an index or a loop's length; floats, tensors and ints used in arithmetic do not. Keep "
+                  f"the others the same from call to call, or pass what changes as a float",
+                  file=sys.stderr)
+
+    def _say(self, text):
+        """Explain (with explain=true or --explain-jit) on standard error."""
+        if self.explain or (self.interp is not None and getattr(self.interp, "explain_jit", False)):
+            print(f"jit({fname(self.f)}): {text}", file=sys.stderr)
+
+
+def jit(f, explain=False, interp=None):
+    """jit(f): f, compiled per argument signature; the same results, output and random draws."""
+    state = Jitted(f, interp, explain)
+    return Transformed(f"jit({fname(f)})", state, (f,))
+
+
+# ---------------------------------------------------------------- signatures
+def signature(args, kwargs, ints=False):
+    """What a recording depends on besides the float and tensor values (and, with `ints`, the
+    ints' values, which its guards check instead): a hashable key."""
+    return (_key(args, ints), tuple(sorted((k, _key(v, ints)) for k, v in kwargs.items())))
+
+
+def _flat_call(args, ints=False):
+    """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
+    strings or tensors (the common call: nothing to flatten), else None. The key is built here
+    as _key builds it, one look at each argument: this is most of a small jitted call's cost."""
+    keys, leaves = ["tuple"], []
+    for v in args:
+        t = type(v)
+        if t is float or t is np.float64:
+            keys.append("f")
+            leaves.append(v)
+        elif t is np.ndarray:
+            keys.append(("t", v.shape, v.dtype.str))
+            leaves.append(v)
+        elif t is int and ints:
+            keys.append("i")
+            leaves.append(v)
+        elif t is int or t is bool or t is str:
+            keys.append((t.__name__, v))
+        else:
+            return None
+    return (tuple(keys), ()), leaves
+
+
+def _key(v, ints=False):
+    """The signature of one value (with `ints`, an int's kind in place of its value: jit stages
+    the arguments' ints)."""
+    if type(v) is Box and type(peek(v)) is int:
+        return "i"      # an int another stage traces is an input of the recording, not a constant
+    v = peek(v)
+    t = type(v)
+    if t is float or t is np.float64:
+        return "f"
+    if t is np.ndarray:
+        return ("t", v.shape, v.dtype.str)
+    if t is int and ints:
+        return "i"
+    if t in (int, bool, str) or v is None:
+        return (t.__name__, v)
+    if t is tuple:
+        return ("tuple",) + tuple(_key(x, ints) for x in v)
+    if t is dict:
+        return ("map",) + tuple((type(k).__name__, k, _key(x, ints)) for k, x in v.items())
+    if t is Struct:
+        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x, ints) for x in v.vals)
+    return ("object", id(v), v)        # functions, modules, struct types: by identity
+
+
+def changed_leaf(old, new):
+    """Where two signatures first differ, in words: 'arg 1 ["step"]: int 1 -> 2'."""
+    if old is None:
+        return "its first"
+    found = _first_change(old[0], new[0], "") or _first_change(old[1], new[1], "keyword")
+    if found is None:
+        if old[2:] != new[2:]:      # the ints whose values the recordings depend on (Jitted.pinned)
+            was, now = old[2] if old[2:] else (), new[2] if new[2:] else ()
+            return f"an int the recording depends on: {', '.join(map(str, was))} -> {', '.join(map(str, now))}"
+        return "the same signature"
+    path, a, b = found
+    return f"{path or 'the arguments'}: {_leaf_words(a)} -> {_leaf_words(b)}"
+
+
+def _first_change(a, b, path):
+    """(path, old leaf key, new leaf key) of the first difference of two keys, or None."""
+    if a == b:
+        return None
+    if type(a) is tuple and type(b) is tuple and a and b and a[0] == b[0] and len(a) == len(b):
+        if a[0] == "tuple":
+            for i, (x, y) in enumerate(zip(a[1:], b[1:])):
+                found = _first_change(x, y, f"arg {i}" if path == "" else f"{path}[{i}]")
+                if found:
+                    return found
+        elif a[0] == "map" and [k[:2] for k in a[1:]] == [k[:2] for k in b[1:]]:
+            for (_, k, x), (_, _, y) in zip(a[1:], b[1:]):
+                found = _first_change(x, y, f"{path} [{k!r}]".replace("'", '"'))
+                if found:
+                    return found
+        elif a[0] == "struct" and a[1] == b[1]:
+            for name, x, y in zip(a[2].fields, a[3:], b[3:]):
+                found = _first_change(x, y, f"{path}.{name}")
+                if found:
+                    return found
+        elif path == "keyword":
+            for (k, x), (_, y) in zip(a, b):
+                found = _first_change(x, y, f"keyword {k}")
+                if found:
+                    return found
+    return path, a, b
+
+
+def _leaf_words(k):
+    """A signature's leaf key in words."""
+    if k == "f":
+        return "a float"
+    if k == "i":
+        return "an int"
+    if type(k) is tuple and k and k[0] == "t":
+        return f"a tensor of shape {tuple(k[1])}"
+    if type(k) is tuple and len(k) == 2 and k[0] in ("int", "bool", "str", "NoneType"):
+        v = k[1]
+        return {"int": f"int {v}", "bool": f"{str(v).lower()}", "str": f'string "{v}"',
+                "NoneType": "none"}[k[0]]
+    if type(k) is tuple and k and k[0] in ("tuple", "map", "struct"):
+        return {"tuple": "a tuple", "map": "a map", "struct": f"a {k[2].name}" if len(k) > 2 else "a struct"}[k[0]]
+    return "a value of another kind"
+
+
+class IntsNotValues(Exception):
+    """A recording with the arguments' ints staged does not hold for other ints."""
+
+
+def ints_only_in_arithmetic(program):
+    """Whether every int input of a program, and every int computed from one, is read only by
+    stage.INT_READERS, effects and guards: then the recording holds for any value of those ints
+    that passes its guards (StageTrace.process guards the others where it meets them)."""
+    kinds = program.kinds
+    ints = {s for s in program.inputs if kinds[s] == "int"}
+    if not ints:
+        return True
+    for kind, op, refs, _, _, _, out in program.steps:
+        if kind == "guard" or not any(r in ints for r in refs):
+            continue
+        if op not in S.INT_READERS and kind != "effect":
+            return False
+        if out >= 0 and kinds[out] == "int":
+            ints.add(out)
+    return True
+
+
+def pinned_ints(program):
+    """The ints among a program's inputs (by their order among its int inputs) whose value a
+    guard reads, directly or through int arithmetic (`zeros((n + 1,))`): the recording holds for
+    that value only. A guard on a comparison (`if step > 0`) pins nothing: it holds for many."""
+    kinds = program.kinds
+    origin = {}
+    for k, s in enumerate([s for s in program.inputs if kinds[s] == "int"]):
+        origin[s] = {k}
+    pinned = set()
+    for kind, _, refs, _, _, _, out in program.steps:
+        if kind == "guard":
+            for r in refs:
+                pinned |= origin.get(r, set())
+        elif out >= 0 and kinds[out] == "int":
+            found = set().union(*(origin.get(r, set()) for r in refs))
+            if found:
+                origin[out] = found
+    return pinned
+
+
+def _holds_function(result):
+    """Why a result cannot come from compiled code, or None."""
+    for leaf in flatten(result)[0]:
+        if callable(peek(leaf)) and not isinstance(peek(leaf), (np.ndarray,)):
+            return "its result holds a function, which would keep the values it was staged with"
+    return None
+
+
+# ---------------------------------------------------------------- what f reads
+def reads(f):
+    """(cell, value) for every module-level name and captured variable f (and what it calls) reads."""
+    return reads_from([f])
+
+
+def reads_from(roots):
+    """(cell, value) for each Cell among `roots`, and for every module-level name and captured
+    variable read by the functions among them and in what those hold (and what they call)."""
+    seen, pairs = set(), []
+    stack = list(roots)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        t = type(v)
+        if t is Cell:
+            pairs.append((v, v.v))
+            stack.append(v.v)
+        elif t is Function:
+            for cell in tuple(v.code.global_cells) + tuple(v.cells):
+                if id(cell) not in seen:
+                    seen.add(id(cell))
+                    pairs.append((cell, cell.v))
+                    stack.append(cell.v)
+        elif t is Transformed:
+            stack.extend(v.wraps)
+            state = v.call
+            if type(state) is Jitted:
+                stack.append(state.f)
+        elif is_container(v) and t is not Module:
+            stack.extend(children(v))
+    return pairs
+
+
+def cells_hold(pairs):
+    """Whether each (cell, value) pair's cell still holds that value (numbers: an equal one)."""
+    for cell, value in pairs:
+        now = cell.v
+        if now is not value and not (type(now) in (int, float, str, bool) and type(now) is type(value)
+                                     and now == value):
+            return False
+    return True
+
+
+__all__ = ["jit", "signature", "reads", "reads_from", "cells_hold", "MAX_PATHS"]

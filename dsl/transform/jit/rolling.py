@@ -1,0 +1,296 @@
+"""Loops jit stages once: a `for` over a range, or a `while`, recorded as one Loop step
+(dsl/core/primitives/loops.py).
+
+Without this, staging a 1,000-step loop records 1,000 copies of its body (and,
+under grad, of its reverse pass), and compiles all of them: staging and
+compiling take 30 times as long as running the loop. A rolled loop is staged
+from its second iteration:
+
+1. The first iteration runs as written (it may turn ints into floats, or
+   declare the body's variables: the state settles).
+2. The second is run once *ahead*, on a fresh staging trace, with every number
+   and tensor of the function's variables (the loop's state) replaced by an
+   argument of that trace: the body as a program P from one state to the next
+   (a Body: dsl/transform/jit/loop_body.py; the frame as leaves: dsl/transform/jit/frames.py).
+   Nothing it does escapes: an effect (print, the clock) or a value of an
+   outer trace met by the body (a closure's captured value) abandons the look
+   ahead (a draw from the interpreter's generator is performed and the generator
+   put back, outside a derivative: Lookahead.effect), and so does anything that is not the same before and after (a
+   function, a tensor whose shape grows, a `break`), except ints: where only ints
+   changed (counters), it looks ahead again with them staged as state too.
+3. Otherwise the loop's remaining iterations are one Loop step over the state,
+   which runs P over the items (the loop compiled whole: loop_body.Driver), and the state is
+   written back.
+
+An `if` whose condition is staged runs both ways in the look ahead where both
+branches only compute (BothWays, dsl/transform/jit/both_ways.py): its variables become `where`s of the
+condition, not a guard. Where a later iteration fails one of P's guards while
+jit stages, jit stages the function again with that loop written out
+(dsl/transform/jit/jit.py); a compiled call that fails one stages again.
+
+A `while` loop is rolled the same way, P being one iteration: its condition,
+then its body (which may hold a `break` or a `continue`, not taken on the
+iteration looked ahead). Its Loop step has no items: it runs P until one of
+P's guards fails (the condition turned false, a `break` is taken, a branch
+went another way, a counter reached its bound), and the statement goes on as
+written from the state that iteration started from, so that what follows (the
+last test of the condition, the iteration that leaves) is recorded with its
+own guards. One recording then serves every trip count; before, each trip
+count was another path, staged again (`while err > tol`). A while loop whose
+runs stopped early three times in one staging (within MIN_ITEMS iterations: a
+while loop inside a loop written out) is written out for the rest of it: its
+look ahead costs more than it saves.
+
+Loops are rolled while jit stages and while vmap looks at a function (vmap
+batches the Loop step by its rule: the loop of the batched body), under at most
+one reverse-mode level and any number of forward-mode ones (a jvp of the loop
+is the loop of its body's jvp: see dsl/core/primitives/loops.py), and, while jit
+stages, a `for` loop under two reverse levels and no forward one (grad of grad:
+dsl/core/primitives/loop_twice.py); everything else is written out as before, as is every loop whose state holds nothing being
+staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
+way, keeping the staged body for its next runs (dsl/transform/jit/eager_loops.py).
+"""
+
+from ...core import stage as S
+from ...core.primitives.loops import _loop_kernel, state_diff
+from ...core.tape import Box, peek
+from .eager_loops import EagerLoops
+from .frames import changed_ints, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
+from .jit import _key
+from .loop_body import Body
+from .loop_modes import mixes_custom_rules, modes, write_back
+
+MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
+VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
+
+
+class NotRollable(Exception):
+    """The loop body cannot be staged once for all iterations (see the module docstring)."""
+
+
+class Lookahead(S.StageTrace):
+    """The staging trace of one iteration run ahead: nothing may escape it. `draws`: whether a
+    keyless draw may be staged in the body (see `effect`)."""
+
+    __slots__ = ("draws",)
+
+    def __init__(self, derived=False, draws=False):
+        super().__init__(derived=derived)
+        self.draws = draws
+
+    def process(self, op, args, unboxed, parents, kw, span):
+        """Record the primitive, unless it would reach a value of an outer trace or call Python."""
+        if op == "HostCall":
+            # a host function is Python, whose side effects the look ahead would do once too often
+            raise NotRollable("the body calls a host function (Python code, run once per iteration)")
+        for u in unboxed:
+            if type(u) is Box:
+                raise NotRollable(f"the body reads a value from outside the loop's variables ({op})")
+        return super().process(op, args, unboxed, parents, kw, span)
+
+    def effect(self, staging, fn, args, kw):
+        """An effect in the body must happen on each iteration, and once: the loop is written out,
+        except for a draw from the interpreter's generator in a loop no derivative is taken
+        through: the look ahead performs it on a generator it puts back afterwards
+        (Roller._look_ahead), and the body's program performs it on each iteration, in order (an
+        iteration stopped partway puts the generator back before it runs again: loop_body.Driver).
+        Under a derivative the pass back runs the body again, which would draw anew."""
+        if type(fn) is not S.Draw:
+            raise NotRollable("the body has an effect (print, the clock, a file)")
+        if not self.draws:
+            raise NotRollable("the body draws from the interpreter's random stream under a derivative "
+                              "(a draw with key= rolls)")
+        return super().effect(staging, fn, args, kw, inside=True)
+
+
+
+
+class Roller:
+    """Runs one loop statement while jit stages, rolled where it can be: a `for` over a range
+    (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
+    condition and then the body, and gives BREAK where the condition is false)."""
+
+    def __init__(self, body, bind, interp, where, scope, span=None, reads=()):
+        self.body = body
+        self.bind = bind
+        self.interp = interp
+        self.where = where
+        self.scope = scope      # the function's frame layout (resolver.FunctionScope), for names
+        self.span = span        # a while loop's condition: where its compiled iterations count steps
+        # (id of a staging trace, how many of this while loop's runs in it stopped within
+        # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
+        # out) is rolled three times at most per staging
+        self.short = (None, 0)
+        # the loop outside jit, under a derivative (dsl/transform/jit/eager_loops.py); `reads`: the
+        # module-level Cells the enclosing function reads
+        self.eager = EagerLoops(self, reads)
+
+    def _written_out(self, why):
+        """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
+        notes = getattr(self.interp, "loop_notes", None)
+        if notes is not None:
+            notes.append((self.where, why))
+
+    def wanted(self, items=None):
+        """Whether to try: outside jit and vmap, as EagerLoops.wanted says; else jit or vmap is
+        staging (not looking ahead), and the loop is long
+        (a `for`'s items; a while loop, unless it was short three times in this staging: its
+        look ahead and compiling cost more than its few iterations written out)."""
+        staging = getattr(self.interp, "staging", None)
+        if not staging:
+            return self.eager.wanted(items)
+        if self in self.interp.unrolled_loops:
+            return False
+        top = staging[-1]
+        if type(top) is not S.StageTrace:
+            return False
+        if top.dry and not any(type(t) is S.StageTrace and not t.dry for t in staging):
+            # vmap's look at a function, outside jit (once per signature: it keeps the program),
+            # where a look ahead and its compilations pay only for a long loop
+            return items is not None and len(items) >= VMAP_MIN_ITEMS
+        if items is None:
+            return self.short[0] != id(top) or self.short[1] < 3
+        return len(items) >= MIN_ITEMS
+
+    def __call__(self, f, items):
+        """Run the whole loop, each iteration a step of the run's limits (a rolled loop's count
+        them as they run: loop_body.Driver)."""
+        bind, body = self.bind, self.body
+        self.count_step()
+        bind(f, items[0])
+        body(f)
+        if not self._rolled(f, items):
+            for item in items[1:]:
+                self.count_step()
+                bind(f, item)
+                body(f)
+
+    def count_step(self):
+        """One iteration as the interpreter counts it (a budget, a timeout), at the loop's line."""
+        limits = self.interp.limits
+        steps = limits.steps = limits.steps + 1
+        if steps >= limits.next_check:
+            limits.check(self.span)
+
+    def _rolled(self, f, items):
+        """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
+        while jit or vmap stages, or outside them as EagerLoops does."""
+        before = list(f)
+        self.bind(f, items[1])
+        skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+        roll = self._roll if self.interp.staging else self.eager.roll
+        if not roll(f, skip, items[1], items[1:]):
+            return False
+        self.bind(f, items[-1])
+        return True
+
+    def roll_while(self, f):
+        """Run a while loop's iterations from here as one Loop step, until one goes another way
+        than the one staged (its condition turns false, a `break` is taken): the statement then
+        goes on as written from the state that iteration started from."""
+        if not self.interp.staging:
+            self.eager.roll(f, set(), 0, None)
+            return
+        top = id(self.interp.staging[-1])
+        if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
+            trace, count = self.short
+            self.short = (top, count + 1 if trace == top else 1)
+
+    def _roll(self, f, skip, item, items):
+        """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
+        of the body fails); True, or the number of iterations run where `items` is None, or False
+        where the body does not stage once for all of them."""
+        top = self.interp.staging[-1]
+        state, layout = frame_leaves(f, skip)
+        found = modes(state, top)
+        if found is None:
+            return self._written_out("its variables hold more than two reverse levels (grad of grad of "
+                                     "grad), a batched value, or nothing jit stages")
+        forward, reverse = found
+        nested = len(reverse) == 2
+        if nested and (forward or items is None or top.dry):
+            return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
+                                     "one, or it is a while loop, or vmap looks at it")
+        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
+                                 draws=not (forward or reverse))
+        if staged is None:
+            return False
+        body, state, layout, _ = staged
+        if mixes_custom_rules(body, forward, reverse):
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under reverse mode "
+                                     "inside forward mode (jvp of grad, hessian)")
+        if nested and body.user_rules:
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under two reverse "
+                                     "levels")
+        write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
+                                                        nested=nested), body)
+        return True if items is not None else body.ran
+
+    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False):
+        """The body staged by a look ahead from this frame, with the ints it changes (counters)
+        staged as state too where it changes some: (Body, state, layout, counters), or None."""
+        counters = frozenset()
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
+        if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
+            counters = body
+            state, layout = frame_leaves(f, skip, counters)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
+        return None if body is None else (body, state, layout, counters)
+
+    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False):
+        """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
+        or the positions of the ints it changes (when `counters`, those staged already, is empty):
+        a counter is then staged as part of the state, unless a `for` body decides something by
+        it (a while loop's stops where such a decision goes another way)."""
+        look = Lookahead(derived=differentiated, draws=draws)     # under grad, the loop's rule differentiates P
+        saved = snapshot(f)
+        counter = self.interp.limits.steps
+        drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
+        item = look.box(item, "Arg", (), (), None, None)
+        args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
+        staging = self.interp.staging
+        staging.append(look)
+        try:
+            write_frame(f, layout, skip, args, None)
+            for j in skip:
+                set_slot(f, j, item)
+            try:
+                if self.body(f) is not None:
+                    return self._written_out("the body leaves the loop")
+                after, layout_after = frame_leaves(f, skip, counters)
+            except NotRollable as why:
+                return self._written_out(str(why))
+            except Exception:       # noqa: BLE001 (the loop runs as written, and raises it there)
+                return self._written_out("the body raised an error when run ahead")
+        finally:
+            staging.pop()
+            restore(f, saved)
+            self.interp.limits.steps = counter
+            self.interp.rng.bit_generator.state = drawn
+        if not same_layout(layout, layout_after) or len(after) != len(state):
+            changed = None if counters else changed_ints(layout, layout_after)
+            return changed or self._written_out(self._what_changed(layout, layout_after))
+        for x, y in zip(state, after):
+            if (type(y) is Box and y.trace is not look) or (
+                    _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)):
+                return self._written_out("a tensor of its variables changes shape or type from one "
+                                         "iteration to the next")
+        program = S.program_of(look, [item, *args], tuple(after))
+        counted = {a.g for a, x in zip(args, state) if type(peek(x)) is int}
+        read = {r for s in program.steps if s[0] == "guard" for r in s[2]}
+        if self.bind is not None and (item.g in read or read & counted):
+            # the body decides something by the loop variable or a counter: each iteration differs
+            return self._written_out("the body decides something by the value of the loop variable or of "
+                                     "an int it changes")
+        return Body(program, "loop_body", state_diff(state), self, self.where)
+
+    def _what_changed(self, before, after):
+        """Why two frame layouts differ, naming the variable: a function made in the body, a
+        structure that changes shape."""
+        for j, (x, y) in enumerate(zip(before, after)):
+            if x is None or y is None or same_layout([x], [y]):
+                continue
+            return (f"`{self.scope.slot_name(j)}` holds something other than numbers and tensors that "
+                    f"changes from one iteration to the next (a function, a string, a structure of "
+                    f"another shape)")
+        return "a variable changes from one iteration to the next"
