@@ -14,33 +14,16 @@ from pygments.lexer import RegexLexer, bygroups, include, words
 from pygments.token import (Comment, Generic, Keyword, Name, Number, Operator, Punctuation, String, Text,
                             Whitespace)
 
+from .runtime.builtins.docs import SECTIONS
+
 KEYWORDS = ("let", "fn", "return", "if", "else", "while", "for", "in", "struct", "import", "as",
             "break", "continue")
 CONSTANTS = ("true", "false", "none")
 WORD_OPERATORS = ("and", "or", "not")
 
-# The builtins of reference sections 5, 6 and 9 and the project's own; the REPL
-# passes the live interpreter's names instead (DgLexer.with_builtins).
-BUILTINS = frozenset("""
-    flip roll diff cumprod meshgrid isnan isfinite allclose tile repeat take_along_axis scatter_add segment_sum top_k
-    pi e inf nan tan asin acos atan atan2 sinh cosh asinh acosh atanh log_sigmoid logit logaddexp
-    xlogy erfinv lgamma digamma
-    astype dtype tensor zeros ones full eye arange linspace rand randn seed zeros_like ones_like
-    shape ndim size reshape transpose cat stack gather where clamp
-    neg exp ln log log2 sin cos sqrt abs pow sigmoid relu tanh silu gelu erf sign floor softmax log_softmax
-    logsumexp cross_entropy layer_norm batch_norm sum mean max min maximum minimum matmul ssm_scan
-    argmax argmin sort argsort ceil round log1p expm1 softplus var std prod cumsum norm einsum
-    print str int float bool type len range keys values items has get remove enumerate zip
-    assert error time
-    tree_map tree_leaves global_norm clip_by_global_norm
-    solve cholesky triangular_solve cho_solve inv det slogdet eigh eigvalsh svd qr pinv lstsq trace diagonal diag
-    outer tril triu conv conv_transpose max_pool avg_pool pad
-    rng split fold_in uniform normal exponential bernoulli categorical permutation choice gamma beta dirichlet
-    poisson truncated_normal
-    grad value_and_grad jacobian jacrev jacfwd hessian jvp linearize vjp vmap jit stop_gradient custom_vjp
-    custom_jvp checkpoint
-    load_csv batches one_hot train_test_split save load progress help plot can_plot
-""".split())
+# The builtins, as their documentation lists them (docs.py: plain data, so pygmentize loads no
+# numpy); the REPL passes the live interpreter's names instead (DgLexer.with_builtins).
+BUILTINS = frozenset(name for _, names in SECTIONS for name in names)
 
 
 class DgLexer(RegexLexer):

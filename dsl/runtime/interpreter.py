@@ -29,7 +29,7 @@ from ..frontend.parser import parse
 from ..frontend.resolver import Resolver
 from ..transform.transforms import Options
 from . import embed
-from .builtins import make_builtins
+from .builtins.table import make_builtins
 from .statements import compile_program
 
 
