@@ -281,7 +281,7 @@ class Protocol(LanguageServerProtocol):
     def structure_message(self, data):
         try:
             return super().structure_message(data)
-        except JsonRpcException as exc:
+        except JsonRpcException:
             if "id" not in data or "method" not in data:
                 raise
             self._send_response(data["id"], error=T.ResponseError(

@@ -7,7 +7,7 @@ import numpy as np
 from .. import tape
 from ..tape import nondiff, record, record1
 from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, check_size, error, fmt_shape,
-                   ndarray, norm, raw, to_float, type_name)
+                   ndarray, norm, to_float, type_name)
 from .dtypes import result_like
 from .finite import all_finite, finite
 
