@@ -337,7 +337,10 @@ def _shaped(rows, out_shape, primal):
             out.append(None)
         elif r is None or type(r) is tuple:     # no output reached it
             lv = peek(leaf)
-            out.append(np.zeros(tuple(out_shape) + np.shape(lv), O.float_type(lv)))
+            out.append(0.0 if not out_shape and type(lv) is float else
+                       np.zeros(tuple(out_shape) + np.shape(lv), O.float_type(lv)))
+        elif not out_shape and type(peek(leaf)) is float:
+            out.append(tape.as_float(r))     # a number's derivative by a number is a number, as jacfwd's is
         else:
             out.append(O.reshape(r, tuple(out_shape) + np.shape(peek(leaf))))
     return unflatten(spec, out)

@@ -109,6 +109,23 @@ def test_jacobian_of_a_tree_result_with_respect_to_a_struct_is_nested_out_tree_t
         close(plain(second["s"]), {"a": np.array(0.0), "b": np.array([1.0, 1.0])})
 
 
+def test_a_numbers_jacobian_by_a_number_is_a_number_in_every_mode():
+    """jacrev and jacobian as jacfwd and hessian: a float, not a 0-dimensional tensor (reference
+    section 3: dg has none), also where the output does not depend on the argument, and the same
+    under grad and jit."""
+    src = ("fn g(x, y) { return (x * y, {\"s\": x + y}) }\n"
+           "let r = (jacrev(fn(x) => x * x)(2.0), jacobian(g, (0, 1))(2.0, 3.0), jacfwd(g, (0, 1))(2.0, 3.0),\n"
+           "         jacrev(fn(x) => 3.0)(2.0), jit(jacrev(fn(x) => x ** 3))(2.0),\n"
+           "         grad(fn(x) => jacrev(fn(y) => y ** 3 * x)(x))(2.0), jacrev(jacrev(fn(x) => x ** 3))(2.0))")
+    r = val(src)
+    assert r[0] == 4.0 and r[1] == r[2] == ((3.0, 2.0), {"s": (1.0, 1.0)})
+    assert r[3] == 0.0 and r[4] == 12.0 and r[5] == 36.0 and r[6] == 12.0
+    for leaf in (r[0], *r[1][0], *r[1][1]["s"], r[3], r[4], r[5], r[6]):
+        assert type(leaf) is float
+    vec = val("let r = jacrev(fn(x) => x * x)([1.0, 2.0])")
+    assert isinstance(vec, np.ndarray) and vec.shape == (2, 2)
+
+
 def test_jacobians_of_tree_results_agree_with_jax():
     jax = jax_or_skip()
     jnp = jax.numpy

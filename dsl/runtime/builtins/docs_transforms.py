@@ -21,7 +21,8 @@ Differentiable: yes.
 >>> value_and_grad(fn(x) => x * x)(3.0)
 (9.0, 6.0)""",
     "jacobian": """jacobian(f, argnums=0, has_aux=false): every derivative of f, shaped out_shape +
-in_shape (reverse mode: the same as jacrev). A result that is a struct, map or tuple gives one
+in_shape (reverse mode: the same as jacrev); a number's derivative by a number is a number, as
+everywhere in dg a value of shape () is. A result that is a struct, map or tuple gives one
 like it, each leaf holding that leaf's Jacobian; with respect to a structured argument, each
 Jacobian is a tree like the argument (JAX's nesting: the result's tree outside, the argument's
 inside). With has_aux=true, f returns (value, aux) and the function (Jacobian, aux).
