@@ -425,9 +425,11 @@ def same(value, expected):
     return v == expected
 
 
-def run(program, values):
-    """Replay a program on input values (through the kernels, so outer traces record it)."""
-    return output(program, _replay(program, values))
+def run(program, values, staging=None):
+    """Replay a program on input values (through the kernels, so outer traces record it).
+    `staging`: a list of traces being staged, which then perform and record its effects (a loop
+    iteration's pullback staged with its draws: dsl/core/primitives/loops.py)."""
+    return output(program, _replay(program, values, staging))
 
 
 def output_leaves(program, values):
@@ -436,8 +438,9 @@ def output_leaves(program, values):
     return tuple([env[r] if r >= 0 else c for r, c in zip(program.out_refs, program.out_consts)])
 
 
-def _replay(program, values):
-    """The slots of a program replayed on input values."""
+def _replay(program, values, staging=None):
+    """The slots of a program replayed on input values (its effects performed through `staging`,
+    where given)."""
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
@@ -451,6 +454,9 @@ def _replay(program, values):
         saved = tape.get_span()
         tape.set_span(program.span(span))
         try:
+            if kind == "effect" and staging is not None:
+                env[out] = perform(staging, kw["fn"], args, kw["kw"])
+                continue
             env[out] = apply(op, args, kw)
         except DgError as exc:      # a kernel's error (an index out of range) at the step's line
             raise located(exc, program.span(span)) from None

@@ -116,7 +116,8 @@ def test_the_loop_variable_enters_the_body_as_a_number():
     ("s = s * w + xs[i - 1] - xs[5 - i]", True),          # ints computed from it (one negative)
     ("s = s + xs[(i + 1) % 6] * w", True),
     ("print(s)\n s = s * w", False),                     # an effect on every iteration
-    ("s = s + w * randn(())", False),                   # a random draw
+    ("s = s + w * randn(())", True),                    # a keyless draw: each iteration's pass back
+    ("s = s + w * randn(()) * s", True),                # runs from the generator's state it began from
     ("xs = cat((xs, xs[0:1] * w))\n s = s + sum(xs)", False),   # a tensor that grows
     ("n = n + 1\n s = s * w + n", True),                 # an int that counts: staged with the state
     ("n = n + 2\n s = s + xs[n % 6] * w", True),         # ... and read as an index

@@ -242,22 +242,101 @@ def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_num
         assert ("Loop" in ops_of(fast)) == rolled
 
 
+def central_gradient(f, x, reseed, seed, h=1e-6):
+    """The gradient of f at x by central differences, each evaluation from the same seed."""
+    want = []
+    for i in range(len(x)):
+        e = np.zeros(len(x))
+        e[i] = h
+        reseed(seed)
+        up = f(x + e)
+        reseed(seed)
+        down = f(x - e)
+        want.append((up - down) / (2 * h))
+    return np.array(want)
+
+
 def test_a_keyless_draw_in_a_loop_under_grad_gives_the_gradient_of_what_was_drawn():
     interp = run(KEYLESS + "let g = jit(grad(walk))")
     g, walk, reseed = interp.lookup("g"), interp.lookup("walk"), interp.lookup("seed")
-    x, h = np.array([0.3, -0.2, 0.1]), 1e-6
+    x = np.array([0.3, -0.2, 0.1])
     reseed(9)
     got = g(x)
-    want = []
-    for i in range(3):
-        e = np.zeros(3)
-        e[i] = h
-        reseed(9)
-        up = walk(x + e)
-        reseed(9)
-        down = walk(x - e)
-        want.append((up - down) / (2 * h))
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got, central_gradient(walk, x, reseed, 9), rtol=1e-6, atol=1e-9)
+
+
+UNDER_GRAD = """
+fn noisy(x) {
+    for i in range(100) {
+        x = x * 0.95 + normal(0.0, 0.1, (3,)) * x + uniform(shape=(3,)) * 0.01 - randn(3) * 0.001
+    }
+    return sum(x * x)
+}
+fn noisy_while(x) {
+    let i = 0
+    while i < 80 {
+        x = x * 0.95 + normal(0.0, 0.1, (3,)) * x
+        i += 1
+    }
+    return sum(x * x)
+}
+fn noisy_until(x) {
+    let s = 0.0
+    let n = 0
+    while n < 300 {
+        let z = normal()
+        s = s + z * sum(x * x)
+        if z > 2.5 { break }
+        n += 1
+    }
+    return s
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["noisy", "noisy_while", "noisy_until"])
+@pytest.mark.parametrize("how", ["jit(grad({}))", "jit(value_and_grad({}))", "grad(jit({}))"])
+def test_a_keyless_draw_in_a_loop_under_one_reverse_level_stages_once_and_gives_the_eager_gradient(name, how):
+    """The loop rolls (one Loop step), its pass back runs each iteration again from the generator's
+    state as that iteration began, so the gradient is the one of what was drawn, equal to the
+    loop as written, call after call, and the generator goes on where the loop as written leaves it."""
+    interp = run(UNDER_GRAD + f"let fast = {how.format(name)}\nlet slow = {how.replace('jit(', '(').format(name)}")
+    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "slow", "seed", "uniform"))
+    x = np.array([0.3, -0.2, 0.1])
+    for seed in (3, 4, 5):      # the first call stages, the later ones run the compiled program
+        reseed(seed)
+        want = [slow(x), draw()]
+        reseed(seed)
+        got = [fast(x), draw()]
+        np.testing.assert_allclose(np.hstack(flat(got)), np.hstack(flat(want)), rtol=1e-12, atol=0)
+    if how.startswith("jit"):
+        assert "Loop" in ops_of(fast)
+    reseed(6)
+    value = fast(x)
+    gradient = value[1] if how.startswith("jit(value") else value
+    f = interp.lookup(name)
+    np.testing.assert_allclose(gradient, central_gradient(f, x, reseed, 6), rtol=1e-5, atol=1e-9)
+
+
+def test_a_keyless_draw_under_forward_mode_or_two_reverse_levels_is_written_out_and_exact():
+    interp = run(UNDER_GRAD + "let twice = fn(x) => sum(grad(noisy)(x))\n"
+                              "let h = jit(hessian(noisy))\nlet gg = jit(grad(twice))\n"
+                              "let h_slow = hessian(noisy)\nlet gg_slow = grad(twice)")
+    reseed, x = interp.lookup("seed"), np.array([0.3, -0.2, 0.1])
+    for name in ("h", "gg"):
+        fast, slow = interp.lookup(name), interp.lookup(name + "_slow")
+        reseed(2)
+        got = fast(x)
+        reseed(2)
+        np.testing.assert_allclose(got, slow(x), rtol=1e-12)
+        assert "Loop" not in ops_of(fast)
+
+
+def flat(v):
+    """The numbers of a value (a tuple of numbers and tensors, nested) as a list of 1-d arrays."""
+    if isinstance(v, (tuple, list)):
+        return [a for x in v for a in flat(x)]
+    return [np.atleast_1d(np.asarray(v, dtype=float))]
 
 
 @pytest.mark.parametrize("src, kind, words", [

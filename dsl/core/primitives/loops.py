@@ -62,28 +62,42 @@ class LoopGuardFailed(S.GuardFailed):
 
 class History(list):
     """The states each iteration started from (the entries), what the body's split pullback
-    kept of each iteration (`residuals`, dsl/transform/jit/split.py; empty where there is none), and the
-    Body that ran them (a batched loop's, which vmap's rule for LoopBack reads)."""
+    kept of each iteration (`residuals`, dsl/transform/jit/split.py; empty where there is none), the
+    Body that ran them (a batched loop's, which vmap's rule for LoopBack reads), and, where the
+    body draws from the interpreter's generator, its state as each iteration began (`draws`): the
+    pass back runs an iteration again from that state, so it draws what the iteration drew."""
 
-    __slots__ = ("residuals", "body")
+    __slots__ = ("residuals", "body", "draws")
     takes_cotangent = True      # under two reverse levels, a cotangent per entry (loop_twice.py)
 
     def __init__(self, body=None):
         super().__init__()
         self.residuals = []
         self.body = body
+        self.draws = []
 
 
 def stage_pullback(body, item, state, cts):
-    """Q: the pullback of one iteration staged as a program over (item, state..., cotangents...)."""
-    trace = S.StageTrace()
+    """Q: the pullback of one iteration staged as a program over (item, state..., cotangents...),
+    or None where a guard fails. A body that draws from the interpreter's generator keeps its
+    draws as effects of Q, performed on each run (Body.back runs each iteration's from the
+    generator's state that iteration began with), not as constants drawn once."""
+    trace = _StagedDraws() if body.draws else S.StageTrace()
     args = [trace.box(v, "Arg", (), (), None, None) for v in (item, *state, *cts)]
     n = len(state)
     try:
-        out = tuple(pullback(body, args[0], args[1:n + 1], args[n + 1:]))
+        out = tuple(pullback(body, args[0], args[1:n + 1], args[n + 1:], [trace] if body.draws else None))
         return S.program_of(trace, args, out)
     except S.GuardFailed:
         return None
+
+
+class _StagedDraws(S.StageTrace):
+    """The staging of a pullback whose body draws: each draw is performed now (the caller puts the
+    generator back) and kept in the program, to be performed again on each run."""
+
+    def effect(self, staging, fn, args, kw, inside=False):
+        return super().effect(staging, fn, args, kw, inside=True)
 
 
 # ---------------------------------------------------------------- the kernels
@@ -312,14 +326,22 @@ def _culprit(body, items, kept, cts):
         kept = [[peek(x) for x in entry[:n]] for entry in peek(kept.kept)]
     items = iterations(items, kept)
     ct = [peek(c) for c in cts]
-    for k in range(len(items) - 1, -1, -1):
-        state = [peek(x) for x in kept[k]]
-        trace, params, seeds = _iteration_tape(body, items[k], state, ct, True)
-        found = reverse_pass._reverse(trace.nodes, seeds, True)
-        if found is not None:
-            return found
-        ct = _cotangents(body, trace, params, state)
-    return None
+    drawn = body.drawn_states(kept)
+    after = drawn[0].state if drawn is not None else None
+    try:
+        for k in range(len(items) - 1, -1, -1):
+            if drawn is not None:
+                drawn[0].state = drawn[1][k]    # the iteration run again draws what it drew
+            state = [peek(x) for x in kept[k]]
+            trace, params, seeds = _iteration_tape(body, items[k], state, ct, True)
+            found = reverse_pass._reverse(trace.nodes, seeds, True)
+            if found is not None:
+                return found
+            ct = _cotangents(body, trace, params, state)
+        return None
+    finally:
+        if drawn is not None:
+            drawn[0].state = after
 
 
 # ---------------------------------------------------------------- vmap

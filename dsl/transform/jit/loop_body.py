@@ -26,8 +26,8 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/transform/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "ran", "_code", "_back",
-                 "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
+    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "ran", "_code",
+                 "_back", "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
 
     def __init__(self, program, name, diff, key, where):
         self.forward = program
@@ -41,6 +41,7 @@ class Body:
         # whether P runs a user's derivative rule (custom_vjp), under which the pullback of P's jvp
         # is not the jvp of P's pullback (mixed derivatives of a custom rule need not be symmetric)
         self.user_rules = any(step[1] in USER_CODE for step in program.steps)
+        self.draws = draws_keylessly(program)
         self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
         self._back = self._back_code = None
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
@@ -63,6 +64,15 @@ class Body:
         if self._driver is None:
             self._driver = Driver(self.forward, len(self.forward.inputs) - 1, self.name)
         return self._driver
+
+    def drawn_states(self, kept):
+        """(the interpreter's generator, the state each iteration of `kept` began from) where the
+        body draws from the generator and the history noted those states (Driver.run), else None:
+        an iteration run again from its state draws what it drew."""
+        states = getattr(kept, "draws", None)
+        if not self.draws or not states or len(states) != len(kept):
+            return None
+        return self.key.interp.rng.bit_generator, states
 
     def walks(self):
         """The walks of this loop rolled under two reverse levels (dsl/transform/jit/loop_walks.py)."""
@@ -148,7 +158,13 @@ class Body:
         if self._split is None:
             self._split = False
             cts = [zero_of(x) for x, d in zip(state, self.diff) if d]
-            q = stage_pullback(self, item, list(state), cts)
+            generator = self.key.interp.rng.bit_generator if self.draws else None
+            before = generator.state if generator is not None else None
+            try:
+                q = stage_pullback(self, item, list(state), cts)
+            finally:
+                if generator is not None:
+                    generator.state = before    # staging drew: the loop about to run draws those numbers
             parts = split(self.forward, q) if q is not None else None
             if parts is not None:
                 kept, back = parts
@@ -179,6 +195,19 @@ class Body:
         `wanted`: which state leaves' cotangents are read, None: all)."""
         if not items:
             return list(cts)
+        drawn = self.drawn_states(kept)
+        if drawn is None:
+            return self._back_from(items, kept, cts, wanted, None)
+        generator, states = drawn
+        after = generator.state
+        try:
+            return self._back_from(items, kept, cts, wanted, drawn)
+        finally:
+            generator.state = after     # the iterations run again drew again: the program goes on from here
+
+    def _back_from(self, items, kept, cts, wanted, drawn):
+        """Body.back's work; `drawn`: Body.drawn_states(kept), by which each iteration run again
+        starts from the generator's state it began from."""
         residuals = getattr(kept, "residuals", ())
         fixed = ()
         if self._split and len(residuals) == len(items):
@@ -194,12 +223,16 @@ class Body:
         else:
             residuals = None
             if self._back is None:
+                if drawn is not None:
+                    drawn[0].state = drawn[1][-1]
                 self._back = stage_pullback(self, items[-1], kept[-1], cts)
                 if self._back is not None:
                     self._back_code = compile_program(self._back, "loop_pullback")
             program, code = self._back, self._back_code
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
+            if drawn is not None:
+                drawn[0].state = drawn[1][k]
             if program is not None:
                 try:
                     inputs = [*residuals[k], *ct, *fixed] if residuals is not None else [items[k], *kept[k], *ct]
@@ -207,6 +240,8 @@ class Body:
                     continue
                 except S.GuardFailed:
                     pass        # the pullback read a value (a rule's branch): this iteration, exactly
+                if drawn is not None:
+                    drawn[0].state = drawn[1][k]
             ct = pullback(self, items[k], kept[k], ct)
         return ct
 
@@ -272,7 +307,7 @@ class Driver:
         self._loops = {}            # (keeps a history, keeps extra outputs) -> compiled loop
         # the body draws from the interpreter's generator (a keyless draw): an iteration stopped
         # partway must put the generator back before it runs again, so iterations run one by one
-        self.draws = any(type((step[4] or {}).get("fn")) is S.Draw for step in program.effects)
+        self.draws = draws_keylessly(program)
 
     def _loop(self, kept, extra):
         """The compiled loop appending to `kept` and `extra` where they are not None."""
@@ -307,12 +342,16 @@ class Driver:
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
+            if drawn is not None and done:
+                _drew(kept, before)
             if failed is not None:
                 if drawn is not None:
                     drawn.state = before    # the iteration runs again, and draws again what it drew
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     raise failed        # as run_code would raise it (the compiled loop checks what it checks)
                 state = self._step(owner, items[start], state, fixed, kept, extra)
+                if drawn is not None:
+                    _drew(kept, before)
                 start += 1
                 limits.steps += 1
             if limits.steps >= limits.next_check:
@@ -334,6 +373,8 @@ class Driver:
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
+            if drawn is not None and done:
+                _drew(kept, before)
             if failed is not None:
                 if drawn is not None:
                     drawn.state = before    # the iteration runs again as written, and draws again
@@ -343,9 +384,20 @@ class Driver:
                     state = self._step(owner, k, state, fixed, kept, extra)
                 except S.GuardFailed:
                     return k, state
+                if drawn is not None:
+                    _drew(kept, before)
                 k += 1
                 limits.steps += 1
             if limits.steps >= limits.next_check:
                 limits.check(body.key.span)
 
 
+def _drew(kept, before):
+    """Note the generator's state an iteration began from in the history being kept (History.draws)."""
+    if kept is not None:
+        kept.draws.append(before)
+
+
+def draws_keylessly(program):
+    """Whether a staged body draws from the interpreter's generator (a keyless draw: S.Draw)."""
+    return any(type((step[4] or {}).get("fn")) is S.Draw for step in program.effects)

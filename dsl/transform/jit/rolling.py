@@ -94,12 +94,14 @@ class Lookahead(S.StageTrace):
         through: the look ahead performs it on a generator it puts back afterwards
         (Roller._look_ahead), and the body's program performs it on each iteration, in order (an
         iteration stopped partway puts the generator back before it runs again: loop_body.Driver).
-        Under a derivative the pass back runs the body again, which would draw anew."""
+        Under one reverse level the history keeps the generator's state as each iteration began,
+        and the pass back runs each iteration again from it (Body.back); under forward mode or two
+        reverse levels the loop is written out."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
         if not self.draws:
-            raise NotRollable("the body draws from the interpreter's random stream under a derivative "
-                              "(a draw with key= rolls)")
+            raise NotRollable("the body draws from the interpreter's random stream under forward mode or "
+                              "two reverse levels (a draw with key= rolls)")
         return super().effect(staging, fn, args, kw, inside=True)
 
 
@@ -211,8 +213,10 @@ class Roller:
         if nested and (forward or items is None or top.dry):
             return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
                                      "one, or it is a while loop, or vmap looks at it")
+        # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
+        # iteration again where no history holds the generator's state (Body.drawn_states)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=not (forward or reverse))
+                                 draws=not forward and not nested)
         if staged is None:
             return False
         body, state, layout, _ = staged

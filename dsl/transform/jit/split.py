@@ -29,7 +29,7 @@ at a forward value keeps the exact pullback, which may fall back per iteration.
 """
 
 from ...backends.optimize import keeps_nan, step_key
-from ...core.stage import Program, same
+from ...core.stage import Draw, Program, same
 from ...core.trees import flatten
 
 
@@ -39,11 +39,14 @@ def split(forward, pullback):
     q_inputs = pullback.inputs
     cts = set(q_inputs[1 + n_state:])
     backward = set(cts)
+    drawn = _drawn_as(forward, pullback)
+    if drawn is None:
+        return None
     f_steps, b_steps, f_guards = [], [], []
     for step in pullback.steps:
         kind, refs, slot = step[0], step[2], step[6]
         if kind == "effect":
-            return None
+            continue        # a draw Q replays is P's own: its value is P's (drawn)
         if any(r in backward for r in refs):
             if kind == "op":
                 backward.add(slot)
@@ -58,6 +61,7 @@ def split(forward, pullback):
     f_steps = _needed(f_steps, residuals)
     # F's slots onto P's: Q's inputs are P's inputs; its own slots follow P's
     where = dict(zip(q_inputs[:1 + n_state], forward.inputs))
+    where.update(drawn)
     base = forward.nslots
     for step in f_steps:
         where[step[6]] = base + step[6]
@@ -77,6 +81,21 @@ def split(forward, pullback):
     back = Program(pullback.nslots, tuple(residuals) + q_inputs[1 + n_state:], b_steps, pullback.out_spec,
                    pullback.out_refs, pullback.out_consts, pullback.kinds, pullback.spans)
     return kept, back
+
+
+def _drawn_as(forward, pullback):
+    """Q's effects as P's: {Q's slot: P's slot} where each is a keyless draw Q replays, the i-th
+    of Q's being P's i-th (Q replays P in order), so that P' draws once per iteration and B reads
+    what it drew; None where Q has another effect (then there is no split)."""
+    q_effects = pullback.effects
+    if len(q_effects) != len(forward.effects):
+        return None
+    slots = {}
+    for q, p in zip(q_effects, forward.effects):
+        if type(q[4].get("fn")) is not Draw or q[4].get("fn") is not p[4].get("fn"):
+            return None
+        slots[q[6]] = p[6]
+    return slots
 
 
 def _same_as(forward, program):
