@@ -318,6 +318,23 @@ def test_a_keyless_draw_in_a_loop_under_one_reverse_level_stages_once_and_gives_
     np.testing.assert_allclose(gradient, central_gradient(f, x, reseed, 6), rtol=1e-5, atol=1e-9)
 
 
+def test_a_keyless_draw_in_a_loop_under_a_batched_reverse_pass_gives_each_example_its_draws():
+    """jacrev of a tensor-valued function and vmap of grad run the loop's pass back once per
+    example (a batched body would hold each draw as one constant), each from the noted states."""
+    interp = run(UNDER_GRAD + "fn vec(x) { return noisy_while(x) * x }\nfn one(x) { return noisy(x) }\n"
+                              "let fast_jac = jit(jacrev(vec))\nlet slow_jac = jacrev(vec)\n"
+                              "let fast_vg = jit(vmap(grad(one)))\nlet slow_vg = vmap(grad(one))\n"
+                              "let fast_gv = vmap(jit(grad(one)))")
+    reseed = interp.lookup("seed")
+    x, xs = np.array([0.3, -0.2, 0.1]), np.array([[0.3, -0.2, 0.1], [0.5, 0.4, -0.3]])
+    for fast, slow, arg in (("fast_jac", "slow_jac", x), ("fast_vg", "slow_vg", xs), ("fast_gv", "slow_vg", xs)):
+        for seed in (1, 2):
+            reseed(seed)
+            want = interp.lookup(slow)(arg)
+            reseed(seed)
+            np.testing.assert_allclose(interp.lookup(fast)(arg), want, rtol=1e-12)
+
+
 def test_a_keyless_draw_under_forward_mode_or_two_reverse_levels_is_written_out_and_exact():
     interp = run(UNDER_GRAD + "let twice = fn(x) => sum(grad(noisy)(x))\n"
                               "let h = jit(hessian(noisy))\nlet gg = jit(grad(twice))\n"

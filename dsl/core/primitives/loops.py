@@ -376,6 +376,10 @@ def _loop_back_batch(ns, args, batched, kw):
     cotangents do) is spread over the batch as the pass starts."""
     if kw.get("history"):
         raise Unbatchable("a loop's reverse pass under two reverse levels has no batching rule (loop_twice.py)")
+    if kw["body"].draws:
+        # the batched body would hold each draw as one constant: each example's pass runs alone,
+        # from the generator's states the history noted (Body.back)
+        raise Unbatchable(f"the reverse pass of the loop at {kw['body'].where} draws from the interpreter's generator")
     kept, cts = args[0], args[1:]
     body, items, h = kw["body"], kw["items"], peek(kept)
     if not len(h):      # a while loop that ran no iteration: the cotangents go through as they are
