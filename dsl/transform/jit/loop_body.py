@@ -298,7 +298,7 @@ class Driver:
     loop stops at (a guard, a result it cannot vouch for) runs as run_code runs it, by the
     owner's code for one iteration (exactly, or raising what it raises), and the loop goes on."""
 
-    __slots__ = ("program", "n", "name", "_loops", "draws")
+    __slots__ = ("program", "n", "name", "_loops", "draws", "draw_fns")
 
     def __init__(self, program, carried, name):
         self.program = program      # inputs: the item, `carried` state leaves, fixed values
@@ -306,8 +306,12 @@ class Driver:
         self.name = name
         self._loops = {}            # (keeps a history, keeps extra outputs) -> compiled loop
         # the body draws from the interpreter's generator (a keyless draw): an iteration stopped
-        # partway must put the generator back before it runs again, so iterations run one by one
+        # partway runs again as written from the generator's state as it began (_walk_draws)
         self.draws = draws_keylessly(program)
+        # the draws as calls that can be made again (their arguments constants), or None: then
+        # the loop runs one iteration per call, so that no iteration's draws need making again
+        self.draw_fns = ([(step[4]["fn"], step[3]) for step in program.effects]
+                         if all(r < 0 for step in program.effects for r in step[2]) else None)
 
     def _loop(self, kept, extra):
         """The compiled loop appending to `kept` and `extra` where they are not None."""
@@ -338,20 +342,21 @@ class Driver:
         while True:
             end = n if unlimited else min(n, start + max(int(min(limits.next_check - limits.steps, n)), 1))
             if drawn is not None:
-                end, before = start + 1, drawn.state
+                before = drawn.state
+                if self.draw_fns is None:
+                    end = start + 1
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
-            if drawn is not None and done:
-                _drew(kept, before)
+            if drawn is not None and (failed is not None or kept is not None):
+                self._walk_draws(drawn, before, done, kept, failed is None)
             if failed is not None:
-                if drawn is not None:
-                    drawn.state = before    # the iteration runs again, and draws again what it drew
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     raise failed        # as run_code would raise it (the compiled loop checks what it checks)
+                at = drawn.state if drawn is not None else None
                 state = self._step(owner, items[start], state, fixed, kept, extra)
                 if drawn is not None:
-                    _drew(kept, before)
+                    _drew(kept, at)
                 start += 1
                 limits.steps += 1
             if limits.steps >= limits.next_check:
@@ -369,28 +374,49 @@ class Driver:
             chunk = limits.next_check - limits.steps
             chunk = int(chunk) if chunk < 2 ** 62 else 2 ** 62
             if drawn is not None:
-                chunk, before = 1, drawn.state
+                before = drawn.state
+                if self.draw_fns is None:
+                    chunk = 1
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
-            if drawn is not None and done:
-                _drew(kept, before)
+            if drawn is not None and (failed is not None or kept is not None):
+                self._walk_draws(drawn, before, done, kept, failed is None)
             if failed is not None:
-                if drawn is not None:
-                    drawn.state = before    # the iteration runs again as written, and draws again
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     return k, state     # the iteration that goes another way (run_code would raise it too)
+                at = drawn.state if drawn is not None else None
                 try:
                     state = self._step(owner, k, state, fixed, kept, extra)
                 except S.GuardFailed:
+                    if drawn is not None:
+                        drawn.state = at    # the statement runs it again as written, and draws again
                     return k, state
                 if drawn is not None:
-                    _drew(kept, before)
+                    _drew(kept, at)
                 k += 1
                 limits.steps += 1
             if limits.steps >= limits.next_check:
                 limits.check(body.key.span)
 
+    def _walk_draws(self, generator, before, done, kept, finished):
+        """After the compiled loop ran `done` iterations from the generator state `before`: note
+        each one's starting state in the history (`kept`, where kept) by drawing again what the
+        body draws (its keyless draws, in order), which leaves the generator where the next
+        iteration starts: where the loop stopped partway (not `finished`), that iteration runs
+        again as written from there, and draws what it drew."""
+        after = generator.state
+        if kept is None and finished:
+            return
+        generator.state = before
+        for k in range(done):
+            if kept is not None:
+                kept.draws.append(generator.state)
+            if k < done - 1 or not finished:     # (draw_fns is None only where done <= 1)
+                for draw, args in self.draw_fns:
+                    draw(*args)
+        if finished:
+            generator.state = after
 
 def _drew(kept, before):
     """Note the generator's state an iteration began from in the history being kept (History.draws)."""
