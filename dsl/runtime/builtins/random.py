@@ -89,6 +89,21 @@ def make(interp):
         """The shape asked for, or the parameters' broadcast shape."""
         return _shape_of(*params) if raw(shape) is None else _shape(shape)
 
+    def kernel_shape(shape, who, *params):
+        """draw_shape for a draw whose kernel reads its parameters (gamma's, beta's, poisson's): as
+        numpy's, each must broadcast to the shape asked for."""
+        out = draw_shape(shape, *params)
+        for param in params:
+            given = np.shape(peek(param))
+            try:
+                fits = tuple(np.broadcast_shapes(given, out)) == tuple(out)
+            except ValueError:
+                fits = False
+            if not fits:
+                raise error("shape", f"{who}'s parameter of shape {fmt_shape(given)} does not broadcast to the "
+                                     f"shape asked for, {fmt_shape(out)}")
+        return out
+
     def uniform(lo=0.0, hi=1.0, shape=None, key=None, dtype=None):
         """uniform(lo=0, hi=1, shape=none, key=none): floats uniform in [lo, hi)."""
         lo, hi = _param(lo, "uniform", "lo"), _param(hi, "uniform", "hi")
@@ -168,7 +183,7 @@ def make(interp):
     def gamma(a, scale=1.0, shape=None, key=None, dtype=None):
         """gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a (numpy's)."""
         a, scale = _param(a, "gamma", "a"), _param(scale, "gamma", "scale")
-        g = R.gamma01(fresh(key, "gamma"), a, draw_shape(shape, a, scale))
+        g = R.gamma01(fresh(key, "gamma"), a, kernel_shape(shape, "gamma", a, scale))
         return ops.mul(scale, _in_type(g, dtype, "gamma", a, scale))
 
     def beta(a, b, shape=None, key=None, dtype=None):
@@ -176,7 +191,7 @@ def make(interp):
         a, b = _param(a, "beta", "a"), _param(b, "beta", "b")
         keys = R.split(fresh(key, "beta"), 2)      # a staged pair under jit or vmap: read row by row
         ka, kb = ops.index(keys, (0,)), ops.index(keys, (1,))
-        out = draw_shape(shape, a, b)
+        out = kernel_shape(shape, "beta", a, b)
         x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
         return _in_type(ops.div(x, ops.add(x, y)), dtype, "beta", a, b)
 
@@ -192,7 +207,7 @@ def make(interp):
     def poisson(lam=1.0, shape=None, key=None):
         """poisson(lam=1, shape=none, key=none): counts (as floats) of mean lam."""
         lam = _param(lam, "poisson", "lam")
-        return R.poisson01(fresh(key, "poisson"), lam, draw_shape(shape, lam))
+        return R.poisson01(fresh(key, "poisson"), lam, kernel_shape(shape, "poisson", lam))
 
     def truncated_normal(lo, hi, shape=None, key=None, dtype=None):
         """truncated_normal(lo, hi, shape=none, key=none): standard normal floats in [lo, hi]."""
