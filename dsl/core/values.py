@@ -14,7 +14,18 @@ from .printing import show
 from .tape import peek, raw
 
 
-class StructDef:
+class _Named:
+    """A value print shows as its repr (`<fn f>`): printing.show asks each value that has
+    `dg_text` for its text."""
+
+    __slots__ = ()
+
+    def dg_text(self, show):
+        """How print shows it."""
+        return repr(self)
+
+
+class StructDef(_Named):
     """A struct type: its name and field names; calling it builds an instance."""
 
     __slots__ = ("name", "fields", "index", "span")
@@ -47,10 +58,6 @@ class StructDef:
 
     def __repr__(self):
         return f"<struct {self.name}>"
-
-    def dg_text(self, show):
-        """How print shows it (printing.show asks each value that has this)."""
-        return repr(self)
 
 
 _MISSING = object()
@@ -109,7 +116,7 @@ def make_struct(name, **fields):
     return Struct(StructDef(name, fields.keys()), list(fields.values()))
 
 
-class Function:
+class Function(_Named):
     """A dg closure: compiled code plus the cells it captured."""
 
     __slots__ = ("name", "code", "cells", "__weakref__")
@@ -125,12 +132,8 @@ class Function:
     def __repr__(self):
         return f"<fn {self.name}>"
 
-    def dg_text(self, show):
-        """How print shows it."""
-        return repr(self)
 
-
-class Module:
+class Module(_Named):
     """An imported dg module: its top-level names, read as `mod.name`."""
 
     __slots__ = ("name", "path", "cells")
@@ -142,10 +145,6 @@ class Module:
 
     def __repr__(self):
         return f"<module {self.name}>"
-
-    def dg_text(self, show):
-        """How print shows it."""
-        return repr(self)
 
 
 def is_callable_value(v):
