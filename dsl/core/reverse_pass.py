@@ -58,14 +58,7 @@ def pull_back(fn, leaves, wanted, cot, check):
     run on a trace of its own, nested in any outer one (the rules that call a function again:
     Checkpoint, a reverse rule transposed from a forward one)."""
     trace = tape.Trace(check)
-    boxed = []
-    for leaf, want in zip(leaves, wanted):
-        if want:
-            b = Box(leaf, trace, "Parameter", (), (), None, get_span())
-            trace.nodes.append(b)
-            boxed.append(b)
-        else:
-            boxed.append(leaf)
+    boxed = as_parameters(trace, leaves, wanted, get_span())
     try:
         out = fn(*boxed)
         seeds = [(box, c) for box, c in _pair_leaves(out, cot)
@@ -74,6 +67,17 @@ def pull_back(fn, leaves, wanted, cot, check):
         return [cotangent_value(b.g, b.v) if type(b) is Box and b.trace is trace else None for b in boxed]
     finally:
         trace.release()
+
+
+def as_parameters(trace, values, wanted, span=None):
+    """The values, those `wanted` marks boxed as Parameters of reverse trace `trace`."""
+    out = []
+    for x, w in zip(values, wanted):
+        if w:
+            x = Box(x, trace, "Parameter", (), (), None, span)
+            trace.nodes.append(x)
+        out.append(x)
+    return out
 
 
 def _pair_leaves(out, cot):

@@ -3,6 +3,7 @@ the state it started from, through the primitives (so an outer trace records it)
 rules (loops.py) and their second reverse level (loop_twice.py) run it."""
 
 from .. import reverse_pass, stage as S
+from ..reverse_pass import as_parameters
 from ..tape import Box, Trace
 from ..trees import cotangent_value, zero_of
 
@@ -26,17 +27,6 @@ def _iteration_tape(body, item, state, cts, check, staging=None):
     diff_outs = [o for o, d in zip(outs, body.diff) if d]
     seeds = [(o, c) for o, c in zip(diff_outs, cts) if type(o) is Box and o.trace is trace and c is not None]
     return trace, params, seeds
-
-
-def as_parameters(trace, values, diff):
-    """The values, those `diff` marks boxed as Parameters of reverse trace `trace`."""
-    out = []
-    for x, d in zip(values, diff):
-        if d:
-            x = Box(x, trace, "Parameter", (), (), None, None)
-            trace.nodes.append(x)
-        out.append(x)
-    return out
 
 
 def _cotangents(body, trace, params, state):

@@ -24,9 +24,10 @@ that the transformation records every one, exactly.
 from .. import reverse_pass, tape
 from ..ops.arith import add
 from ..ops.slots import unpack
+from ..reverse_pass import as_parameters
 from ..tape import Box, SlotGrad, STAGE, Trace
 from ..trees import cotangent_value, zero_of
-from .loop_iteration import as_parameters, pullback
+from .loop_iteration import pullback
 from .registry import define
 
 
