@@ -239,10 +239,7 @@ def split(key, n=2):
 
 def fold_in(key, data):
     """fold_in(key, data): a new key for each whole number data (a loop's step, an example's index)."""
-    v = peek(data)      # its type only: the value may be staged
-    if not (type(v) in (int, float, bool) or isinstance(v, (np.integer, np.floating, np.bool_))
-            or (type(v) is np.ndarray and v.dtype.kind in "biuf")):
-        raise error("type", f"fold_in needs a whole number (or a tensor of them) as data, got {type_name(v)}")
+    _param(data, "fold_in", "data")     # a number or a tensor (the kernel checks they are whole)
     return R.fold_in(_check_key(key, "fold_in"), data)
 
 
