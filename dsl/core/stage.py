@@ -21,6 +21,7 @@ the primitives' kernels (which record on any outer trace: grad of jit, vmap of
 grad); dsl/transform/vmap.py replays it on a batch, and dsl/jit compiles it.
 """
 
+import contextlib
 import io
 
 import numpy as np
@@ -180,6 +181,20 @@ class Draw:
 
     def __call__(self, *args, **kw):
         return self.fn(*args, **kw)
+
+
+@contextlib.contextmanager
+def put_back(generator):
+    """Run a block that may draw from an interpreter's random generator (a staging, iterations run
+    again), and put the generator back as it was before it; None: nothing to put back."""
+    if generator is None:
+        yield
+        return
+    state = generator.state
+    try:
+        yield
+    finally:
+        generator.state = state
 
 
 def perform(staging, fn, args, kw=None):

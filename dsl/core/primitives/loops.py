@@ -326,22 +326,18 @@ def _culprit(body, items, kept, cts):
         kept = [[peek(x) for x in entry[:n]] for entry in peek(kept.kept)]
     items = iterations(items, kept)
     ct = [peek(c) for c in cts]
-    drawn = body.drawn_states(kept)
-    after = drawn[0].state if drawn is not None else None
-    try:
+    rewind = body.rewinder(kept)
+    with S.put_back(body.generator()):
         for k in range(len(items) - 1, -1, -1):
-            if drawn is not None:
-                drawn[0].state = drawn[1][k]    # the iteration run again draws what it drew
+            if rewind is not None:
+                rewind(k)       # the iteration run again draws what it drew
             state = [peek(x) for x in kept[k]]
             trace, params, seeds = _iteration_tape(body, items[k], state, ct, True)
             found = reverse_pass._reverse(trace.nodes, seeds, True)
             if found is not None:
                 return found
             ct = _cotangents(body, trace, params, state)
-        return None
-    finally:
-        if drawn is not None:
-            drawn[0].state = after
+    return None
 
 
 # ---------------------------------------------------------------- vmap

@@ -65,14 +65,22 @@ class Body:
             self._driver = Driver(self.forward, len(self.forward.inputs) - 1, self.name)
         return self._driver
 
-    def drawn_states(self, kept):
-        """(the interpreter's generator, the state each iteration of `kept` began from) where the
-        body draws from the generator and the history noted those states (Driver.run), else None:
-        an iteration run again from its state draws what it drew."""
+    def generator(self):
+        """The interpreter's random generator where the body draws from it, else None."""
+        return self.key.interp.rng.bit_generator if self.draws else None
+
+    def rewinder(self, kept):
+        """rewind(k), which sets the generator to its state as iteration k of the history `kept`
+        began (History.draws, noted by Driver.run), so that the iteration run again draws what it
+        drew; None where the body does not draw or the history noted no states."""
         states = getattr(kept, "draws", None)
         if not self.draws or not states or len(states) != len(kept):
             return None
-        return self.key.interp.rng.bit_generator, states
+        generator = self.generator()
+
+        def rewind(k):
+            generator.state = states[k]
+        return rewind
 
     def walks(self):
         """The walks of this loop rolled under two reverse levels (dsl/transform/jit/loop_walks.py)."""
@@ -158,13 +166,8 @@ class Body:
         if self._split is None:
             self._split = False
             cts = [zero_of(x) for x, d in zip(state, self.diff) if d]
-            generator = self.key.interp.rng.bit_generator if self.draws else None
-            before = generator.state if generator is not None else None
-            try:
+            with S.put_back(self.generator()):     # staging draws: the loop about to run draws those numbers
                 q = stage_pullback(self, item, list(state), cts)
-            finally:
-                if generator is not None:
-                    generator.state = before    # staging drew: the loop about to run draws those numbers
             parts = split(self.forward, q) if q is not None else None
             if parts is not None:
                 kept, back = parts
@@ -195,19 +198,12 @@ class Body:
         `wanted`: which state leaves' cotangents are read, None: all)."""
         if not items:
             return list(cts)
-        drawn = self.drawn_states(kept)
-        if drawn is None:
-            return self._back_from(items, kept, cts, wanted, None)
-        generator, states = drawn
-        after = generator.state
-        try:
-            return self._back_from(items, kept, cts, wanted, drawn)
-        finally:
-            generator.state = after     # the iterations run again drew again: the program goes on from here
+        with S.put_back(self.generator()):     # the iterations run again draw again: the program goes on from here
+            return self._back_from(items, kept, cts, wanted, self.rewinder(kept))
 
-    def _back_from(self, items, kept, cts, wanted, drawn):
-        """Body.back's work; `drawn`: Body.drawn_states(kept), by which each iteration run again
-        starts from the generator's state it began from."""
+    def _back_from(self, items, kept, cts, wanted, rewind):
+        """Body.back's work; `rewind`: Body.rewinder(kept), by which each iteration run again
+        starts from the generator's state it began with."""
         residuals = getattr(kept, "residuals", ())
         fixed = ()
         if self._split and len(residuals) == len(items):
@@ -223,16 +219,16 @@ class Body:
         else:
             residuals = None
             if self._back is None:
-                if drawn is not None:
-                    drawn[0].state = drawn[1][-1]
+                if rewind is not None:
+                    rewind(-1)
                 self._back = stage_pullback(self, items[-1], kept[-1], cts)
                 if self._back is not None:
                     self._back_code = compile_program(self._back, "loop_pullback")
             program, code = self._back, self._back_code
         ct = list(cts)
         for k in range(len(items) - 1, -1, -1):
-            if drawn is not None:
-                drawn[0].state = drawn[1][k]
+            if rewind is not None:
+                rewind(k)
             if program is not None:
                 try:
                     inputs = [*residuals[k], *ct, *fixed] if residuals is not None else [items[k], *kept[k], *ct]
@@ -240,8 +236,8 @@ class Body:
                     continue
                 except S.GuardFailed:
                     pass        # the pullback read a value (a rule's branch): this iteration, exactly
-                if drawn is not None:
-                    drawn[0].state = drawn[1][k]
+                if rewind is not None:
+                    rewind(k)
             ct = pullback(self, items[k], kept[k], ct)
         return ct
 
@@ -348,7 +344,7 @@ class Driver:
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
-            if drawn is not None and (failed is not None or kept is not None):
+            if drawn is not None:
                 self._walk_draws(drawn, before, done, kept, failed is None)
             if failed is not None:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
@@ -380,7 +376,7 @@ class Driver:
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
-            if drawn is not None and (failed is not None or kept is not None):
+            if drawn is not None:
                 self._walk_draws(drawn, before, done, kept, failed is None)
             if failed is not None:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
@@ -405,9 +401,9 @@ class Driver:
         body draws (its keyless draws, in order), which leaves the generator where the next
         iteration starts: where the loop stopped partway (not `finished`), that iteration runs
         again as written from there, and draws what it drew."""
-        after = generator.state
         if kept is None and finished:
-            return
+            return      # nothing to note, and the generator is where the next iteration starts
+        after = generator.state
         generator.state = before
         for k in range(done):
             if kept is not None:

@@ -214,7 +214,7 @@ class Roller:
             return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
                                      "one, or it is a while loop, or vmap looks at it")
         # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
-        # iteration again where no history holds the generator's state (Body.drawn_states)
+        # iteration again where no history holds the generator's state (Body.rewinder)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
                                  draws=not forward and not nested)
         if staged is None:
