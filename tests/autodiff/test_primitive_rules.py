@@ -313,7 +313,7 @@ def test_every_registered_primitive_is_exercised():
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/jit/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
     elsewhere = {"HostCall", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
-                 "LoopBackAdd",
+                 "LoopBackAdd", "Scan",
                  # tests/library/test_more_math.py (digamma's derivative, without one of its own) and
                  # tests/library/test_random.py (functions of keys, batched over keys and parameters)
                  "Trigamma", "RandomUniform", "RandomNormal", "RandomSplit", "RandomFoldIn", "RandomGamma",

@@ -140,14 +140,6 @@ def test_a_jitted_second_derivative_under_another_transformation(outer, plain):
     assert close(got(x), want(x), 1e-10)
 
 
-def test_three_reverse_levels_write_the_loop_out(capfd):
-    i = interp(PROGRAMS["chain"] + "\nlet third = grad(grad(grad(f)))\nlet fast = jit(third, explain=true)")
-    third, fast = i.lookup("third"), i.lookup("fast")
-    assert close(fast(0.4), third(0.4))
-    assert "Loop" not in ops_of(fast)
-    assert "more than two reverse levels" in capfd.readouterr().err
-
-
 def test_the_first_call_stages_a_few_small_bodies_not_every_iteration():
     # the recording does not grow with the number of iterations
     sizes = []

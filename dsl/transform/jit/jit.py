@@ -40,6 +40,7 @@ from ...backends.codegen import compile_program, run_code
 from ...base.cells import Cell
 from ...core import stage as S
 from ...core.primitives.loops import LoopGuardFailed
+from ...core.primitives.scan import outputs_read
 from ...core.tape import Box, peek
 from ...core.trees import children, flatten, flatten_open, is_container, unflatten
 from ...core.values import Function, Module, Struct
@@ -221,6 +222,7 @@ class Jitted:
             self.entries.clear()
             self.backoffs.clear()
             entries = self.entries.setdefault(self._signature(args, kwargs)[0], [])
+        outputs_read(program)
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")

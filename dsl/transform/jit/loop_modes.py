@@ -22,7 +22,7 @@ def write_back(f, layout, skip, state, out, body):
 
 def modes(state, top=None):
     """The forward and the reverse traces of the state's values, or None where the loop is not
-    rolled: two reverse levels, or a batched value; while jit or vmap stages (`top`, its trace),
+    rolled: a batched value; while jit or vmap stages (`top`, its trace),
     a state it does not stage; outside them (eager_loops.py), a state no derivative is taken of,
     or any staging trace."""
     reverse, forward, staged = set(), set(), False
@@ -39,7 +39,7 @@ def modes(state, top=None):
             elif kind is not STAGE or top is None:
                 return None
             x = x.v
-    # two reverse levels only while jit stages (dsl/core/primitives/loop_twice.py)
-    if len(reverse) > (2 if top is not None else 1) or not (staged if top is not None else forward or reverse):
+    # more than one reverse level only while jit stages (dsl/core/primitives/loop_twice.py, scan.py)
+    if (top is None and len(reverse) > 1) or not (staged if top is not None else forward or reverse):
         return None
     return forward, reverse

@@ -59,6 +59,7 @@ from .frames import changed_ints, frame_leaves, restore, same_layout, set_slot, 
 from .jit import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, write_back
+from .scan_body import scan_loop
 
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
@@ -206,13 +207,14 @@ class Roller:
         state, layout = frame_leaves(f, skip)
         found = modes(state, top)
         if found is None:
-            return self._written_out("its variables hold more than two reverse levels (grad of grad of "
-                                     "grad), a batched value, or nothing jit stages")
+            return self._written_out("its variables hold a batched value, or nothing jit stages")
         forward, reverse = found
-        nested = len(reverse) == 2
-        if nested and (forward or items is None or top.dry):
-            return self._written_out("its variables hold two reverse levels (grad of grad) and a forward "
-                                     "one, or it is a while loop, or vmap looks at it")
+        nested = len(reverse) >= 2
+        # three reverse levels or more, or two and a forward one: a Scan (scan_body.py)
+        deep = len(reverse) > 2 or (nested and bool(forward))
+        if nested and (items is None or top.dry):
+            return self._written_out("its variables hold two or more reverse levels (grad of grad) and it "
+                                     "is a while loop, or vmap looks at it")
         # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
         # iteration again where no history holds the generator's state (Body.rewinder)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
@@ -224,8 +226,11 @@ class Roller:
             return self._written_out("its body calls a custom_vjp or custom_jvp function, under reverse mode "
                                      "inside forward mode (jvp of grad, hessian)")
         if nested and body.user_rules:
-            return self._written_out("its body calls a custom_vjp or custom_jvp function, under two reverse "
-                                     "levels")
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under two or more "
+                                     "reverse levels")
+        if deep:
+            write_back(f, layout, skip, state, scan_loop(body, items, state), body)
+            return True
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)
         return True if items is not None else body.ran

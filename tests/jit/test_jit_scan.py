@@ -1,0 +1,162 @@
+"""A loop under three or more reverse levels while jit stages is one Scan step (dsl/core/primitives/scan.py,
+dsl/transform/jit/scan_body.py): its pullback is a Scan again, so derivatives of any order through a loop
+are a few small staged bodies. The oracle is the interpreter, which writes the loop out."""
+
+import numpy as np
+import pytest
+
+import dsl
+
+from test_jit_loops import ops_of
+from test_jit_twice import PROGRAMS, close, interp
+
+
+def nth(order, f="f"):
+    """grad(grad(...(f))), `order` times."""
+    for _ in range(order):
+        f = f"grad({f})"
+    return f
+
+
+@pytest.mark.parametrize("order", [3, 4])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_third_and_fourth_derivatives_through_a_loop_are_rolled_and_exact(name, order):
+    i = interp(PROGRAMS[name] + f"\nlet d = {nth(order)}\nlet fast = jit(d)")
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (0.7, 0.35, -0.9, 0.7):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    ops = ops_of(fast)
+    assert "Scan" in ops and "Loop" not in ops
+
+
+def test_the_third_derivative_agrees_with_central_differences_of_the_second():
+    i = interp(PROGRAMS["two_leaves"] + "\nlet second = grad(grad(f))\nlet fast = jit(grad(second))")
+    second, fast = i.lookup("second"), i.lookup("fast")
+    for x in (0.6, -0.4, 1.1):
+        eps = 1e-5
+        fd = (second(x + eps) - second(x - eps)) / (2 * eps)
+        assert abs(fast(x) - fd) <= 1e-6 * max(1.0, abs(fd)), (x, fast(x), fd)
+
+
+def test_the_recording_does_not_grow_with_the_number_of_iterations():
+    sizes = []
+    for links in (20, 400):
+        src = PROGRAMS["chain"].replace("range(40)", f"range({links})") + f"\nlet fast = jit({nth(3)})"
+        fast = interp(src).lookup("fast")
+        fast(0.5)
+        steps = [s for entries in fast.call.entries.values() for e in entries for s in e.program.steps]
+        bodies = [s[4]["body"] for s in steps if s[1] == "Scan"]
+        sizes.append((len(steps), sorted(len(b.program.steps) for b in bodies)))
+    assert sizes[0] == sizes[1] and sizes[0][0] < 400, sizes
+
+
+@pytest.mark.parametrize("outer", [
+    "grad(grad(fn(x) => value_and_grad(f)(x)[1]))",
+    "grad(fn(x) => value_and_grad(grad(f))(x)[1] * x)",
+    "grad(grad(fn(x) => grad(f)(x) * x + f(x)))",         # the loop again outside the inner grad
+    "fn(x) => grad(fn(y) => grad(grad(f))(y * y))(x) + 1.0",
+])
+def test_other_third_derivatives_of_a_rolled_loop(outer):
+    i = interp(PROGRAMS["two_leaves"] + f"\nlet d = {outer}\nlet fast = jit(d)")
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (0.6, -0.4, 0.6):
+        assert close(fast(x), d(x), 1e-10)
+    assert "Scan" in ops_of(fast)
+
+
+def test_a_third_derivative_with_respect_to_a_matrix():
+    # the third derivative of a tensor loop in direction v: grad of <grad of <grad(loss)(w), v>, v>
+    src = ("fn loss(w) { let h = [0.2, -0.1, 0.4]\n for i in range(10) { h = tanh(w @ h + 0.1) }\n"
+           " return sum(h * [1.0, 2.0, 3.0]) }\n"
+           "let v = [[0.3, -0.2, 0.1], [0.0, 0.5, -0.4], [0.2, 0.2, 0.1]]\n"
+           "let hvp = grad(fn(w) => sum(grad(loss)(w) * v))\n"
+           "let d3 = grad(fn(w) => sum(hvp(w) * v))\nlet fast = jit(d3)")
+    i = interp(src)
+    w = np.array([[0.5, -0.3, 0.2], [0.1, 0.4, -0.6], [0.3, 0.1, 0.2]])
+    d3, fast, hvp = i.lookup("d3"), i.lookup("fast"), i.lookup("hvp")
+    for scale in (1.0, 0.5, 1.0):
+        assert close(fast(w * scale), d3(w * scale), 1e-10)
+    assert "Scan" in ops_of(fast)
+    v, eps = np.array(i.lookup("v")), 1e-6
+    fd = (np.asarray(hvp(w + eps * v)) - np.asarray(hvp(w - eps * v))) / (2 * eps)
+    assert np.allclose(np.asarray(fast(w)), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_at_special_points_iterations_the_code_cannot_vouch_for_run_exactly():
+    i = interp(PROGRAMS["sqrt"] + f"\nlet d = {nth(3)}\nlet fast = jit(d)", check_numerics=False)
+    d, fast = i.lookup("d"), i.lookup("fast")
+    fast(0.5)
+    for x in (0.5, 0.0, -0.25, 1e-300, float("inf"), 0.5):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    assert "Scan" in ops_of(fast)
+
+
+def test_a_gradient_that_is_not_finite_names_the_operation_in_the_body():
+    i = interp(PROGRAMS["sqrt"] + f"\nlet d = {nth(3)}\nlet fast = jit(d)")
+    d, fast = i.lookup("d"), i.lookup("fast")
+    fast(0.5)
+    with pytest.raises(dsl.DgError) as want:
+        d(1e-300)
+    with pytest.raises(dsl.DgError) as got:
+        fast(1e-300)
+    assert got.value.kind == want.value.kind == "numerics"
+    assert "the gradient of Sqrt" in str(got.value) and "the gradient of Sqrt" in str(want.value)
+
+
+@pytest.mark.parametrize("outer, plain", [
+    ("grad(fast)", "grad(d)"),                                  # a fourth reverse level over the jit
+    ("jit(grad(fast))", "grad(d)"),
+    ("fn(x) => jvp(fast, (x,), (1.0,))[1]", "fn(x) => jvp(d, (x,), (1.0,))[1]"),
+    ("vmap(fast)", "vmap(d)"),
+    ("jit(vmap(fast))", "vmap(d)"),
+])
+def test_a_jitted_third_derivative_under_another_transformation(outer, plain):
+    i = interp(PROGRAMS["chain"] + f"\nlet d = {nth(3)}\nlet fast = jit(d)\nlet got = {outer}\nlet want = {plain}")
+    got, want, fast = i.lookup("got"), i.lookup("want"), i.lookup("fast")
+    fast(0.45)
+    assert "Scan" in ops_of(fast)
+    x = np.array([0.3, 0.7, -0.5]) if "vmap" in outer else 0.45
+    assert close(got(x), want(x), 1e-10)
+
+
+def test_a_condition_that_changes_on_a_later_iteration_stages_the_loop_written_out(capfd):
+    # staged from x = 1.0, where s < 3.0 holds for six iterations; the seventh goes the other way
+    src = ("fn f(x) {\n  let s = x\n"
+           "  for i in range(20) { if s < 3.0 { s = s * 1.5 % 100.0 * x } else { s = s - 0.1 * x } }\n"
+           "  return s\n}\n"
+           f"let d = {nth(3)}\nlet fast = jit(d, explain=true)")
+    i = interp(src)
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (1.0, 1.0, 0.5):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    assert "Scan" not in ops_of(fast)
+    assert "went another way on a later iteration" in capfd.readouterr().err
+
+
+def test_a_rolled_loop_whose_results_nothing_reads_still_guards_later_calls():
+    # staged with c = 0: every iteration takes the else branch and changes only `a`, which nothing
+    # reads after the loop; with c = 1 the second iteration doubles v
+    src = ("fn f(x, t, c) {\n  let a = 0.0 * x\n  let v = x * x\n"
+           "  for i in range(10) { if a > t { v = v * 2.0 * x } else { a = t * 0.5 + c * x } }\n  return v\n}\n"
+           "let d = fn(x, c) => grad(grad(grad(fn(z) => f(z, 1.0, c))))(x)\nlet fast = jit(d)")
+    i = interp(src)
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x, c in ((0.75, 0.0), (0.75, 0.0), (0.9, 1.0), (0.9, 1.0), (0.75, 0.0)):
+        assert close(fast(x, c), d(x, c), 1e-10), (x, c, fast(x, c), d(x, c))
+
+
+@pytest.mark.parametrize("outer", [
+    "fn(x) => jvp(grad(grad(f)), (x,), (1.0,))[1]",            # forward over two reverse levels
+    "grad(fn(x) => jvp(grad(f), (x,), (1.0,))[1])",             # reverse, forward, reverse
+    "fn(x) => jvp(fn(y) => jvp(grad(grad(f)), (y,), (1.0,))[1], (x,), (1.0,))[1]",
+    "hessian(grad(f))",
+    "grad(hessian(f))",
+])
+@pytest.mark.parametrize("name", ["chain", "two_leaves", "counter", "tensor_state", "struct_state", "power"])
+def test_forward_mode_mixed_with_two_reverse_levels_is_a_scan_of_the_bodys_jvp(name, outer):
+    i = interp(PROGRAMS[name] + f"\nlet d = {outer}\nlet fast = jit(d)", check_numerics=False)
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (0.7, 0.35, 0.7):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    ops = ops_of(fast)
+    assert "Scan" in ops and "Loop" not in ops
