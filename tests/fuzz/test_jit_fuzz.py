@@ -66,6 +66,10 @@ COMPOSITIONS = [
     ("jit(grad(grad(f)))", "grad(grad(f))"),
     ("jit(grad(fn(p, w, m, xs) => grad(f, argnums=(0, 1))(p, w, m, xs)[1] @ w + f(p, w, m, xs)))",
      "grad(fn(p, w, m, xs) => grad(f, argnums=(0, 1))(p, w, m, xs)[1] @ w + f(p, w, m, xs))"),
+    # three reverse levels, and two with a forward one: loops rolled as Scan steps (dsl/core/primitives/scan.py)
+    ("jit(grad(grad(grad(f))))", "grad(grad(grad(f)))"),
+    ("jit(fn(p, w, m, xs) => jvp(grad(grad(f)), (p, w, m, xs), (1.0, w, m, xs)))",
+     "fn(p, w, m, xs) => jvp(grad(grad(f)), (p, w, m, xs), (1.0, w, m, xs))"),
     ("jit(jit(f))", "f"),
 ]
 JACFWD_OF_JIT = next(c for c in COMPOSITIONS if c[0].startswith("jacfwd("))

@@ -160,3 +160,31 @@ def test_forward_mode_mixed_with_two_reverse_levels_is_a_scan_of_the_bodys_jvp(n
         assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
     ops = ops_of(fast)
     assert "Scan" in ops and "Loop" not in ops
+
+
+def scan_bodies(fast):
+    """The bodies of the Scan steps of a jitted function's recordings, and those derived from them."""
+    found = [s[4]["body"] for entries in fast.call.entries.values() for e in entries for s in e.program.steps
+             if s[1] == "Scan"]
+    out = []
+    while found:
+        body = found.pop()
+        out.append(body)
+        found.extend(body._derived.values())
+    return out
+
+
+@pytest.mark.parametrize("outer, plain", [
+    ("vmap(fast)", "vmap(d)"),
+    ("jit(vmap(fast))", "vmap(d)"),
+    ("vmap(grad(fast))", "vmap(grad(d))"),
+    ("vmap(fn(x) => jvp(fast, (x,), (1.0,))[1])", "vmap(fn(x) => jvp(d, (x,), (1.0,))[1])"),
+])
+@pytest.mark.parametrize("name", ["chain", "counter", "tensor_state", "struct_state"])
+def test_vmap_of_a_rolled_third_derivative_is_a_scan_of_the_batched_body(name, outer, plain):
+    i = interp(PROGRAMS[name] + f"\nlet d = {nth(3)}\nlet fast = jit(d)\nlet got = {outer}\nlet want = {plain}")
+    got, want, fast = i.lookup("got"), i.lookup("want"), i.lookup("fast")
+    fast(0.45)
+    x = np.array([0.3, 0.7, -0.5])
+    assert close(got(x), want(x), 1e-10)
+    assert any(key[0] == "batch" for body in scan_bodies(fast) for key in body._derived)

@@ -20,8 +20,8 @@ writing the loop out.
 Forward mode is a Scan of the body's jvp, staged once (`_jvp_body`), carrying each float
 leaf's tangent beside it. The kernel takes that path itself where the top trace is a forward
 one: dg's forward rules give the tangent of a result the kernel computed first, and the loop of
-the jvp computes the primal values too (the loop would run twice). Under vmap the iterations run
-once per example (batching.Unbatchable).
+the jvp computes the primal values too (the loop would run twice). vmap is a Scan of the body's
+batched form (`_scan_batch`).
 
 The body is an object of the layer that compiles it (dsl/transform/jit/scan_body.py): it holds
 the program and its `counts` (xs, carry, consts, ys), runs the loop on plain values (`run`),
@@ -36,12 +36,13 @@ import numpy as np
 
 from .. import reverse_pass, stage as S, tape
 from ..ops.arith import add
+from ..ops.shape import transpose
 from ..ops.slots import unpack
 from ..ops.finite import finite
 from ..reverse_pass import as_parameters
 from ..tape import Box, FORWARD, ForwardTrace, REVERSE, SlotGrad, Trace, peek
 from ..trees import cotangent_value, is_differentiable_leaf, zero_of
-from .batching import Unbatchable
+from .batching import Lanes, Unbatchable, batch_size, spread_where
 from .loops import split_tangents, with_tangents
 from .registry import define
 
@@ -67,11 +68,9 @@ def _run(args, body, items, reverse, reads=None):
     nx, nc, nk, ny = body.counts
     xs, carry, consts = args[:nx], args[nx:nx + nc], args[nx + nc:]
     read = [True] * (2 * nc + ny) if reads is None else [j in reads for j in range(2 * nc + ny)]
-    kinds = input_kinds(body)
-    cols = [_rows(x, kind) for x, kind in zip(xs, kinds[1:1 + nx])]
     if reverse:
-        items, cols = items[::-1], [c[::-1] for c in cols]
-    final, ys, hist = body.run((items, *cols), carry, consts, any(read[nc:nc + ny]), any(read[nc + ny:]))
+        items, xs = items[::-1], [x[::-1] for x in xs]
+    final, ys, hist = body.run(items, xs, carry, consts, any(read[nc:nc + ny]), any(read[nc + ny:]))
     if reverse:
         ys.reverse()
         hist.reverse()
@@ -127,7 +126,7 @@ def output_kinds(body):
     return [program.kinds[r] if r >= 0 else S.kind_of(c) for r, c in zip(program.out_refs, program.out_consts)]
 
 
-def _rows(x, kind):
+def rows(x, kind):
     """The rows of a stacked tensor, each as the body's input of that `kind` takes it: a number,
     or a tensor."""
     if kind in ("float", "int", "bool"):
@@ -357,11 +356,44 @@ def _reached(p, x, trace):
 
 # ---------------------------------------------------------------- vmap
 def _scan_batch(ns, args, batched, kw):
-    """vmap of a Scan runs once per example (its body is not batched yet)."""
-    raise Unbatchable(f"the loop at {kw['body'].where} is rolled under three or more reverse levels")
+    """vmap of a Scan: the Scan of the body's batched form (staged once by the body's layer,
+    `body.batched`). A carry leaf is batched where the batch reaches it on some iteration (a
+    fixed point, as JAX's rule for scan finds it); a batched xs or ys tensor holds its rows on
+    axis 1 (the batch is axis 0), so the Scan reads and stacks them with the two axes swapped."""
+    body, items, reverse = kw["body"], kw["items"], kw["reverse"]
+    nx, nc, nk, ny = body.counts
+    if not len(items):
+        raise Unbatchable(f"the loop at {body.where} runs no iteration")
+    size = batch_size(args, batched)
+    bx, bk, flags = tuple(batched[:nx]), tuple(batched[nx + nc:]), tuple(batched[nx:nx + nc])
+    while True:
+        more = tuple(f or o for f, o in zip(flags, S.batched_outputs(body.program, (False, *bx, *flags, *bk))))
+        if more == flags:
+            break
+        flags = more
+    by = tuple(S.batched_outputs(body.program, (False, *bx, *flags, *bk))[nc:])
+    xs = [_swapped(x) if b else x for x, b in zip(args[:nx], bx)]
+    carry = spread_where(args[nx:nx + nc], flags, batched[nx:nx + nc], size)
+    consts = args[nx + nc:]
+    first = len(items) - 1 if reverse else 0
+    example = [items[first], *[peek(x)[first] if b else _row(peek(x), first, kind)
+                               for x, b, kind in zip(xs, bx, input_kinds(body)[1:1 + nx])],
+               *[peek(v) for v in (*carry, *consts)]]
+    bbody = body.derive(("batch", bx, flags, bk, size), lambda: body.batched((bx, flags, bk, by), size, example))
+    out = scan(*xs, *carry, *consts, body=bbody, items=items, reverse=reverse)
+    parts = list(unpack(out) if type(out) is Box else out)
+    ys = [_swapped(y) if b else y for y, b in zip(parts[nc:nc + ny], by)]
+    hist = [_swapped(h) if b else h for h, b in zip(parts[nc + ny:], flags)]
+    return Lanes((*parts[:nc], *ys, *hist), (*flags, *by, *flags))
+
+
+def _swapped(x):
+    """A tensor with its first two axes swapped (the batch and the rows)."""
+    nd = peek(x).ndim
+    return transpose(x, (1, 0, *range(2, nd)))
 
 
 # a body's guards decide whether a recording applies, even where nothing reads the Scan's result
 define("Scan", scan, vjp_all=_scan_rule, batch=_scan_batch, guards=True)
 
-__all__ = ["scan", "outputs_read"]
+__all__ = ["scan", "outputs_read", "rows", "input_kinds"]

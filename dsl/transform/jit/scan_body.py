@@ -5,7 +5,9 @@ staged once. jit rolls a loop under three or more reverse levels as a Scan (roll
 from ...backends.codegen import compile_loop, compile_program, run_code
 from ...core import stage as S
 from ...core.primitives.loops import LoopGuardFailed
-from ...core.primitives.scan import scan
+from ...core.primitives.batching import spread_where
+from ...core.primitives.scan import rows, scan
+from ..vmap import replay_leaves
 
 
 class ScanBody:
@@ -38,8 +40,20 @@ class ScanBody:
         found = self._derived.get(key)
         if found is None:
             program, exact, counts = make()
-            found = self._derived[key] = ScanBody(program, counts, self.origin, exact, self.name + "_back")
+            found = self._derived[key] = ScanBody(program, counts, self.origin, exact, f"{self.name}_{key[0]}")
         return found
+
+    def batched(self, flags, size, example):
+        """The body batched over `size` examples, staged on `example` (its batched leaves with
+        the batch on axis 0): (program, None, counts) for `derive`. `flags`: which xs, carry,
+        consts and ys leaves are batched (the carry's and the ys' as the Scan's rule found them).
+        A guard of the batched program that fails is the loop's (LoopGuardFailed)."""
+        bx, bc, bk, by = flags
+        trace = S.StageTrace(derived=True)
+        args = [trace.box(v, "Arg", (), (), None, None) for v in example]
+        values, reached = replay_leaves(self.program, args, (False, *bx, *bc, *bk))
+        values = spread_where(values, (*bc, *by), reached, size)
+        return S.program_of(trace, args, tuple(values)), None, self.counts
 
     def apply(self, values):
         """One iteration through the primitives (outer traces record it): the output leaves."""
@@ -50,18 +64,22 @@ class ScanBody:
                 raise LoopGuardFailed(self.origin, failed) from None
         return list(self.exact(values))
 
-    def run(self, columns, carry, consts, keep_ys=True, keep_hist=True):
-        """The loop over the rows of `columns` (the items, then each of the xs) on plain values,
-        compiled whole: (final carry, each iteration's ys, each iteration's starting carry: empty
-        lists where not kept). An iteration the compiled loop stops at runs by itself (`_one`),
-        and the loop goes on after it."""
+    def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True):
+        """The loop over the items, and the rows of the xs (tensors), on plain values, compiled
+        whole: (final carry, each iteration's ys, each iteration's starting carry: empty lists
+        where not kept). An iteration the compiled loop stops at runs by itself (`_one`), and
+        the loop goes on after it."""
         nx, nc, nk, ny = self.counts
+        n = len(items)
+        program = self.program
+        kinds = [program.kinds[s] for s in program.inputs[1:1 + nx]]
+        columns = (items, *[rows(x, kind) for x, kind in zip(xs, kinds)])
         key = (keep_ys, keep_hist)
         loop = self._loops.get(key)
         if loop is None:
-            loop = self._loops[key] = compile_loop(self.program, 1 + nx, nc, f"{self.name}_loop", kept=keep_hist,
+            loop = self._loops[key] = compile_loop(program, 1 + nx, nc, f"{self.name}_loop", kept=keep_hist,
                                                    extra=keep_ys)
-        hist, ys, carry, j, n = [], [], list(carry), 0, len(columns[0])
+        hist, ys, carry, j = [], [], list(carry), 0
         entries = zip(*columns)     # a list only where the loop stops partway (below)
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
         limits = self.origin.key.interp.limits if self.exact is None else None
@@ -102,3 +120,4 @@ def scan_loop(body, items, state):
     """A loop's remaining iterations as one Scan step: the Roller's Body P (item, state...) ->
     state, the carry its state; the Scan's result (final state..., history...)."""
     return scan(*state, body=ScanBody(body.forward, (0, len(state), 0, 0), body), items=items)
+
