@@ -188,3 +188,33 @@ def test_vmap_of_a_rolled_third_derivative_is_a_scan_of_the_batched_body(name, o
     x = np.array([0.3, 0.7, -0.5])
     assert close(got(x), want(x), 1e-10)
     assert any(key[0] == "batch" for body in scan_bodies(fast) for key in body._derived)
+
+
+WHILE = {
+    "counted": ("fn f(x) { let s = x\n let k = 0\n"
+                " while k < 20 { s = s - 0.1 * (s * s * s - x)\n k += 1 }\n return s }"),
+    # the trip count depends on x: the staged recording serves every count
+    "until": "fn f(x) { let s = x\n while s < 5.0 { s = s + 0.3 + 0.1 * sin(s * x) }\n return s * x }",
+    "break": ("fn f(x) { let s = x\n let k = 0\n"
+              " while true { s = s * 1.1 + sin(x * s)\n k += 1\n if k > 15 { break } }\n return s }"),
+}
+
+
+@pytest.mark.parametrize("outer", ["grad(grad(f))", nth(3), "fn(x) => jvp(grad(grad(f)), (x,), (1.0,))[1]"])
+@pytest.mark.parametrize("name", sorted(WHILE))
+def test_a_while_loop_under_two_or_more_reverse_levels_is_a_scan_until_a_guard_fails(name, outer):
+    i = interp(WHILE[name] + f"\nlet d = {outer}\nlet fast = jit(d)")
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (0.7, 0.35, 0.9, 0.7):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    ops = ops_of(fast)
+    assert "Scan" in ops and "Loop" not in ops
+
+
+def test_a_rolled_while_loop_that_never_ends_is_stopped_at_its_line():
+    src = "fn f(x) { let s = x\n while s > -1.0 { s = s * 0.5 + 0.25 }\n return s }\nlet fast = jit(grad(grad(grad(f))))"
+    i = dsl.Interpreter(seed=0, timeout=0.5)
+    i.run(src)
+    with pytest.raises(dsl.DgError) as err:
+        i.lookup("fast")(0.3)
+    assert err.value.kind == "limit"

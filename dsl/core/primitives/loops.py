@@ -24,9 +24,10 @@ its reverse rule needs.
 - Two reverse levels while jit stages (grad of grad): the inner level's Loop and
   LoopBack are recorded on the outer one too, whose reverse pass runs them
   backwards as loops again (dsl/core/primitives/loop_twice.py).
-- Any other transformation (a third reverse level, grad of a jitted grad) sees the
-  iterations themselves: the kernels replay `P` (or the pullback) once per item
-  through the primitives, so the transformation records each one, exactly.
+- Deeper (a third reverse level, or a forward level beside two) jit records a Scan
+  instead (dsl/core/primitives/scan.py). Any other transformation (grad of a jitted
+  grad) sees the iterations themselves: the kernels replay `P` (or the pullback)
+  once per item through the primitives, so the transformation records each one, exactly.
 - A guard of `P` that fails on some iteration (its control flow went another
   way) raises `LoopGuardFailed`: while jit stages, that makes it stage the
   function again with this loop written out; a compiled call stages again.

@@ -8,7 +8,10 @@ any order through a loop stay loops (JAX's scan_p and its transpose; reference 6
 
 Each of `xs` is a tensor holding one row per item (stacked on axis 0). The result is the final
 carry, then the ys stacked the same way, then the history: the carry each iteration started
-from, stacked, which the reverse rule reads.
+from, stacked, which the reverse rule reads. `items` None: one iteration per row of the xs
+(item k is k), or, without xs, a while loop's: iterations until one fails a guard of the body
+(its condition turned false, a `break` taken), whose starting carry is the final one; the Scans
+its rules make run once per row of its history.
 
 The reverse rule is a Scan over the same items in the other direction, of the body's pullback
 staged once (`_back_body`): its carry the cotangents of the carry and the sums of the consts'
@@ -68,9 +71,14 @@ def _run(args, body, items, reverse, reads=None):
     nx, nc, nk, ny = body.counts
     xs, carry, consts = args[:nx], args[nx:nx + nc], args[nx + nc:]
     read = [True] * (2 * nc + ny) if reads is None else [j in reads for j in range(2 * nc + ny)]
-    if reverse:
-        items, xs = items[::-1], [x[::-1] for x in xs]
-    final, ys, hist = body.run(items, xs, carry, consts, any(read[nc:nc + ny]), any(read[nc + ny:]))
+    keep = (any(read[nc:nc + ny]), any(read[nc + ny:]))
+    items = iterations(items, xs)
+    if items is None:
+        final, ys, hist = body.run_while(carry, consts, *keep)
+    else:
+        if reverse:
+            items, xs = items[::-1], [x[::-1] for x in xs]
+        final, ys, hist = body.run(items, xs, carry, consts, *keep)
     if reverse:
         ys.reverse()
         hist.reverse()
@@ -112,6 +120,13 @@ def outputs_read(program):
         read = found.get(step[6]) if step[1] == "Scan" else None
         if read is not None:
             steps[i] = (*step[:4], {**step[4], "reads": frozenset(read)}, *step[5:])
+
+
+def iterations(items, xs):
+    """The items a Scan runs over: its own, or one per row of its xs (None: a while loop's)."""
+    if items is not None or not xs:
+        return items
+    return range(len(peek(xs[0])))
 
 
 def input_kinds(body):
@@ -167,16 +182,17 @@ def _scan_jvp(top, args, body, items, reverse):
     dots, flat = iter(tangents), []
     for values, d in groups:
         flat += [*values, *[next(dots) for x in d if x]]
-    if not len(items):      # the carry goes through with its tangents; the stacks are empty
+    its = iterations(items, primal[:nx])
+    if its is not None and not len(its):      # the carry goes through with its tangents; the stacks are empty
         out = _run(primal, body, items, reverse)
         tc = flat[nx + sum(dx) + nc:nx + sum(dx) + nc + sum(dc)]
         return (*with_tangents(out[:nc], dc, tc, top, "Scan"), *out[nc:])
     kinds = input_kinds(body)
-    first = len(items) - 1 if reverse else 0
+    first = 0 if its is None or not reverse else len(its) - 1
     xs_kinds = [*kinds[1:1 + nx], *[k for k, d in zip(kinds[1:1 + nx], dx) if d]]
     m = nx + sum(dx)
-    example = [items[first], *[_row(peek(x), first, kind) for x, kind in zip(flat[:m], xs_kinds)],
-               *[peek(v) for v in flat[m:]]]
+    example = [first if its is None else its[first],
+               *[_row(peek(x), first, kind) for x, kind in zip(flat[:m], xs_kinds)], *[peek(v) for v in flat[m:]]]
     jbody = body.derive(("jvp", diff), lambda: _jvp_body(body, (dx, dc, dk, dy), example))
     out = scan(*flat, body=jbody, items=items, reverse=reverse)
     parts = list(unpack(out) if type(out) is Box else out)
@@ -241,22 +257,24 @@ def _scan_rule(ns, g, ans, args, kw, wanted):
     ct_ys = [cotangent_value(slots[nc + j], ys[j]) for j in range(ny) if py[j]]
     ct_hist = [cotangent_value(slots[nc + ny + j], hist[j]) for j in range(nc) if ph[j]]
     zeros = [zero_of(k) for k, d in zip(consts, dk) if d]
-    if len(items):
+    # a while loop's pullback runs once per iteration it made: per row of its history
+    its = items if items is not None else range(len(peek(hist[0]))) if hist else range(0)
+    if len(its):
         xs_back = [*hist, *xs, *ct_ys, *ct_hist]
         kinds, out_kinds = input_kinds(body), output_kinds(body)
         row_kinds = [*kinds[1 + nx:1 + nx + nc], *kinds[1:1 + nx], *[out_kinds[nc + j] for j in range(ny) if py[j]],
                      *[kinds[1 + nx + j] for j in range(nc) if ph[j]]]
-        last = 0 if reverse else len(items) - 1     # the pullback's first iteration, on which it is staged
+        last = 0 if reverse else len(its) - 1       # the pullback's first iteration, on which it is staged
 
         def row(k):
-            return [items[k], *[_row(peek(x), k, kind) for x, kind in zip(xs_back, row_kinds)]]
+            return [its[k], *[_row(peek(x), k, kind) for x, kind in zip(xs_back, row_kinds)]]
 
         back_body = body.derive(("back", flags), lambda: _back_body(
             body, flags, [*row(last), *[peek(c) for c in (*ct_final, *zeros, *consts)]]))
         out = scan(*xs_back, *ct_final, *zeros, *consts, body=back_body, items=items, reverse=not reverse)
         back = unpack(out) if type(out) is Box else out
         if kw.get("check") and not all(finite(peek(c)) for c in back):
-            order = range(len(items)) if reverse else range(len(items) - 1, -1, -1)
+            order = range(len(its)) if reverse else range(len(its) - 1, -1, -1)
             kw["culprit"] = _culprit(body, flags, order, row, [peek(c) for c in (*ct_final, *zeros, *consts)])
     else:
         back = [*ct_final, *zeros, *[zero_of(x) for x, d in zip(xs, dx) if d]]
@@ -362,8 +380,9 @@ def _scan_batch(ns, args, batched, kw):
     axis 1 (the batch is axis 0), so the Scan reads and stacks them with the two axes swapped."""
     body, items, reverse = kw["body"], kw["items"], kw["reverse"]
     nx, nc, nk, ny = body.counts
-    if not len(items):
-        raise Unbatchable(f"the loop at {body.where} runs no iteration")
+    its = iterations(items, args[:nx])
+    if its is None or not len(its):
+        raise Unbatchable(f"the loop at {body.where} is a while loop, or runs no iteration")
     size = batch_size(args, batched)
     bx, bk, flags = tuple(batched[:nx]), tuple(batched[nx + nc:]), tuple(batched[nx:nx + nc])
     while True:
@@ -375,8 +394,8 @@ def _scan_batch(ns, args, batched, kw):
     xs = [_swapped(x) if b else x for x, b in zip(args[:nx], bx)]
     carry = spread_where(args[nx:nx + nc], flags, batched[nx:nx + nc], size)
     consts = args[nx + nc:]
-    first = len(items) - 1 if reverse else 0
-    example = [items[first], *[peek(x)[first] if b else _row(peek(x), first, kind)
+    first = len(its) - 1 if reverse else 0
+    example = [its[first], *[peek(x)[first] if b else _row(peek(x), first, kind)
                                for x, b, kind in zip(xs, bx, input_kinds(body)[1:1 + nx])],
                *[peek(v) for v in (*carry, *consts)]]
     bbody = body.derive(("batch", bx, flags, bk, size), lambda: body.batched((bx, flags, bk, by), size, example))
@@ -396,4 +415,4 @@ def _swapped(x):
 # a body's guards decide whether a recording applies, even where nothing reads the Scan's result
 define("Scan", scan, vjp_all=_scan_rule, batch=_scan_batch, guards=True)
 
-__all__ = ["scan", "outputs_read", "rows", "input_kinds"]
+__all__ = ["scan", "outputs_read", "rows", "input_kinds", "iterations"]

@@ -74,11 +74,7 @@ class ScanBody:
         program = self.program
         kinds = [program.kinds[s] for s in program.inputs[1:1 + nx]]
         columns = (items, *[rows(x, kind) for x, kind in zip(xs, kinds)])
-        key = (keep_ys, keep_hist)
-        loop = self._loops.get(key)
-        if loop is None:
-            loop = self._loops[key] = compile_loop(program, 1 + nx, nc, f"{self.name}_loop", kept=keep_hist,
-                                                   extra=keep_ys)
+        loop = self._compiled(keep_ys, keep_hist)
         hist, ys, carry, j = [], [], list(carry), 0
         entries = zip(*columns)     # a list only where the loop stops partway (below)
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
@@ -104,20 +100,68 @@ class ScanBody:
                 limits.check(self.origin.key.span)
         return list(carry), ys, hist
 
-    def _one(self, values):
-        """One iteration on plain values, by the program's code for one iteration, or exactly."""
+    def run_while(self, carry, consts, keep_ys=True, keep_hist=True):
+        """A while loop's iterations (item k the k-th) on plain values until one fails a guard of
+        the body: (the carry that iteration started from, each iteration's ys, each one's
+        starting carry). The compiled loop runs at most until the limits' next look, so that a
+        loop that never ends is stopped at its line like any other; the Roller's Body learns the
+        count (`ran`)."""
+        nx, nc, nk, ny = self.counts
+        loop = self._compiled(keep_ys, keep_hist)
+        limits = self.origin.key.interp.limits
+        hist, ys, carry, k = [], [], list(carry), 0
+        kept, extra = hist if keep_hist else None, ys if keep_ys else None
+        while True:
+            chunk = limits.next_check - limits.steps
+            chunk = max(int(chunk) if chunk < 2 ** 62 else 2 ** 62, 1)
+            done, carry, failed = loop(zip(range(k, k + chunk)), carry, consts, kept, extra)
+            k += done
+            limits.steps += done
+            if failed is not None:
+                try:
+                    out = self._one([k, *carry, *consts], stops=True)
+                except S.GuardFailed:       # the iteration that goes another way: the statement goes on
+                    self.origin.ran = k
+                    return list(carry), ys, hist
+                if keep_hist:
+                    hist.append(tuple(carry))
+                if keep_ys:
+                    ys.append(tuple(out[nc:]))
+                carry = out[:nc]
+                k += 1
+                limits.steps += 1
+            if limits.steps >= limits.next_check:
+                limits.check(self.origin.key.span)
+
+    def _compiled(self, keep_ys, keep_hist):
+        """The loop compiled whole, keeping the ys and the history each iteration or not."""
+        key = (keep_ys, keep_hist)
+        loop = self._loops.get(key)
+        if loop is None:
+            loop = self._loops[key] = compile_loop(self.program, 1 + self.counts[0], self.counts[1],
+                                                   f"{self.name}_loop", kept=keep_hist, extra=keep_ys)
+        return loop
+
+    def _one(self, values, stops=False):
+        """One iteration on plain values, by the program's code for one iteration, or exactly
+        (`stops`: a while loop's, which a failed guard of the loop's own body ends)."""
         if self._code is None:
             self._code = compile_program(self.program, self.name)
         try:
             return run_code(self.program, self._code, values)
         except S.GuardFailed as failed:
             if self.exact is None:
+                if stops:       # a while loop's iteration that goes another way: the loop ends there
+                    raise
                 raise LoopGuardFailed(self.origin, failed) from None
+        # a derived body's guard (a rule's branch): the iteration runs exactly, where a guard of
+        # the loop's own body that fails raises LoopGuardFailed (a while loop: it ends there)
         return self.exact(values)
 
 
 def scan_loop(body, items, state):
     """A loop's remaining iterations as one Scan step: the Roller's Body P (item, state...) ->
-    state, the carry its state; the Scan's result (final state..., history...)."""
+    state, the carry its state (`items` None: a while loop's); the Scan's result (final
+    state..., history...)."""
     return scan(*state, body=ScanBody(body.forward, (0, len(state), 0, 0), body), items=items)
 
