@@ -5,7 +5,9 @@ For each case (a dg expression exercising some primitives):
 - forward mode: jvp against central differences in a random direction v, and against the
   pullback: <jvp(f)(x; v), u> == <v, vjp(f)(x)(u)> for random u, v;
 - batching: vmap over a batch of 3 against stacking the expression on each example,
-  with the batch on axis 0 or 1 of the mapped arguments and some arguments shared.
+  with the batch on axis 0 or 1 of the mapped arguments and some arguments shared;
+- reverse over reverse: grad of <grad(f)(x), v> against central differences of grad(f) in
+  direction v (a kernel must record again on the outer trace when its argument is still boxed).
 
 The last test fails when a registered primitive is exercised by no case here.
 """
@@ -148,6 +150,32 @@ def _flat_call(interp, names, args):
         return np.atleast_1d(np.asarray(f(*unpack(v)), dtype=float)).reshape(-1)
     x0 = np.concatenate([np.atleast_1d(np.asarray(args[n], dtype=float)).reshape(-1) for n in names])
     return call, unpack, x0
+
+
+@pytest.mark.parametrize("expr,args", CASES, ids=IDS)
+def test_reverse_over_reverse_against_central_differences_of_the_gradient(expr, args):
+    if expr == "digamma(x)":
+        pytest.skip("digamma is differentiable once (reference): trigamma has no rule of its own")
+    names, n = list(args), len(args)
+    params = ", ".join(names)
+    argnums = "(" + ", ".join(str(k) for k in range(n)) + ("," if n == 1 else "") + ")"
+    dirs = ", ".join(f"v{k}" for k in range(n))
+    interp = dsl.Interpreter(seed=0)
+    interp.run(DEFS + f"fn f({params}) {{ return {expr} }}\n"
+               f"fn g({params}, u) {{ return grad(fn({params}) => sum(f({params}) * u), argnums={argnums})({params}) }}\n"
+               f"fn lin({params}, u, {dirs}) {{ let gs = g({params}, u)\n return "
+               + " + ".join(f"sum(gs[{k}] * v{k})" for k in range(n)) + f" }}\nlet hv = grad(lin, argnums={argnums})")
+    x = [args[k].copy() if isinstance(args[k], np.ndarray) else args[k] for k in names]
+    shape = np.shape(interp.lookup("f")(*x))
+    u = RNG.standard_normal(shape) if shape else float(RNG.standard_normal())
+    v = [RNG.standard_normal(np.shape(a)) if np.shape(a) else float(RNG.standard_normal()) for a in x]
+    got = interp.lookup("hv")(*x, u, *v)
+    g, h = interp.lookup("g"), 1e-5
+    plus, minus = g(*[a + h * b for a, b in zip(x, v)], u), g(*[a - h * b for a, b in zip(x, v)], u)
+    for k in range(n):
+        numeric = (np.asarray(plus[k], float) - np.asarray(minus[k], float)) / (2 * h)
+        exact = np.zeros_like(numeric) if got[k] is None else np.asarray(got[k], float)
+        assert_close(exact, numeric, f"reverse over reverse of {expr}, argument {k}", rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("expr,args", CASES, ids=IDS)

@@ -258,6 +258,17 @@ def test_a_cast_to_ints_passes_no_gradient_and_float_casts_pass_it_in_the_argume
     np.testing.assert_array_equal(g, [1.0, 4.0])     # d/dv of v * trunc(3v): trunc(3v), nothing through the int
 
 
+@pytest.mark.parametrize("transform", ["grad(grad(f))", "jit(grad(f))", "jit(grad(grad(grad(f))))"])
+def test_a_cast_of_a_number_under_nested_derivatives_is_recorded_on_each_level(transform):
+    # the cast's kernel, called with a value still boxed by an outer level, records there too
+    interp = dsl.Interpreter()
+    interp.run('fn f(x) { return sum(astype([0.1, 0.2], "float32") * astype(x * x, "float32")) }\n'
+               f"let d = {transform}")
+    d = interp.lookup("d")
+    want = {"grad(grad(f))": 0.6, "jit(grad(f))": 0.6 * 0.7, "jit(grad(grad(grad(f))))": 0.0}[transform]
+    assert abs(float(d(0.7)) - want) < 1e-6
+
+
 def test_checkpoints_and_python_keep_the_element_types(tmp_path):
     interp = dsl.Interpreter()
     path = str(tmp_path / "m.ckpt")

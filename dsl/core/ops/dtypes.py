@@ -61,8 +61,11 @@ def astype(x, dtype, span=None):
 
 
 def cast(v, dtype):
-    """The kernel of Astype: a plain number or array as a tensor of the type named `dtype`."""
+    """The kernel of Astype: a plain number or array as a tensor of the type named `dtype`; a value
+    an outer transformation still boxes (grad of grad) is recorded there too."""
     t = type(v)
+    if t is Box:
+        return record("Astype", (v,), {"dtype": dtype})
     if t is not ndarray and t not in (int, float, bool) and not isinstance(v, np.generic):
         raise error("type", f"astype needs a number or tensor, got {type_name(v)}")
     if t is int:
