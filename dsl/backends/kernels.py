@@ -102,7 +102,9 @@ def nz(a, b, r):
 
 
 def nz_array(a, b, r):
-    """nz where r is a tensor."""
+    """nz where an argument is a tensor (r too, unless a or b is a 0-d one: their product is a number)."""
+    if type(r) is not np.ndarray:
+        return nz(a, b, r)
     if r.size == 0 or all_finite(r):
         return r
     zero = np.logical_or(np.equal(a, 0), np.equal(b, 0))
@@ -110,7 +112,9 @@ def nz_array(a, b, r):
 
 
 def nz_kept_array(a, b, r):
-    """nz_kept where r is a tensor: all true (the common case) when r is finite."""
+    """nz_kept where an argument is a tensor: all true (the common case) when r is finite."""
+    if type(r) is not np.ndarray:       # a number times a 0-d tensor is a number
+        return nz_kept(a, b, r)
     if r.size == 0 or all_finite(r):
         shape = r.shape     # r = a * b: a and b broadcast to it (np.broadcast_shapes takes 2 us)
         if np.shape(a) != shape and np.ndim(a) or np.shape(b) != shape and np.ndim(b):
