@@ -104,6 +104,7 @@ SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_
               "test_standard_output_on_a_full_device", "test_closed_standard_", "test_dg_run_does_not_import",
               "test_pygmentize_", "test_python_dash_m_dsl", "test_pipe_closed_early", "test_arguments_that_are_not_utf8",
               "test_a_deferred_numerics_check", "test_every_plain_step_is_exercised",
+              "test_third_and_fourth_derivatives_through_a_loop", "test_vmap_of_a_rolled_third_derivative",
               # these start a Python process
               "test_deep_nesting_under_a_small_recursion_limit", "test_a_top_level_let_may_shadow_the_builtin",
               "test_a_save_removes_the_temporary_files_of_killed_saves", "test_console_script_is_installed",
