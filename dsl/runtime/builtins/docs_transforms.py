@@ -80,9 +80,10 @@ again (an int f uses as a shape, an index or a loop's length is part of the sign
 decision on a traced value is guarded: a call that decides differently is compiled again;
 explain=true says when and why, naming the argument that changed. A `for` loop over a range
 whose body goes the same way on every iteration is compiled once, as a loop, and so is a
-`while` loop, whatever its trip count; an `if` in such a body whose branches only compute runs
-both ways, choosing by where; explain=true says why a loop is not compiled as a loop (a print,
-a function made in the body, ...). static_argnums (an int or a tuple of ints) names arguments
+`while` loop, whatever its trip count, also inside grad, jvp and vmap of any depth (f =
+grad(grad(grad(g))) stages each of g's loop bodies a few times, not once per iteration); an `if`
+in such a body whose branches only compute runs both ways, choosing by where; explain=true says
+why a loop is not compiled as a loop (a print, a function made in the body, ...). static_argnums (an int or a tuple of ints) names arguments
 that are constants of the compiled code, as in JAX: f is compiled for each of their values
 (numbers, strings, tensors by value, functions by identity); they cannot be differentiated.
 Differentiable: yes.
