@@ -242,3 +242,20 @@ def test_loop_states_of_every_kind_under_two_and_three_reverse_levels(name, orde
     d, fast = i.lookup("d"), i.lookup("fast")
     for x in (0.7, 0.35, 0.7):
         assert close(fast(x), d(x), 1e-5 if name == "float32" else 1e-10), (x, fast(x), d(x))
+
+
+@pytest.mark.parametrize("inner", ["grad(grad(f))", nth(3), "fn(x) => jvp(grad(grad(f)), (x,), (1.0,))[1]"])
+@pytest.mark.parametrize("outer", ["vmap", "jit(vmap"])
+def test_vmap_of_nested_derivatives_through_a_long_loop_rolls_it(inner, outer, monkeypatch):
+    # vmap looks at the function once (a dry stage) and batches the Scan it recorded
+    from dsl.transform.jit import rolling
+    rolled = []
+    monkeypatch.setattr(rolling, "scan_loop", lambda *a, real=rolling.scan_loop: rolled.append(1) or real(*a))
+    src = "fn f(x) { let acc = x\n for i in range(40) { acc = sin(acc) * x + 0.1 }\n return acc }\n"
+    batched = f"{outer}({inner})" + (")" if outer.startswith("jit") else "")
+    i = interp(src + f"let got = {batched}\nlet one = {inner}")
+    got, one = i.lookup("got"), i.lookup("one")
+    xs = np.array([0.3, 0.7, -0.5])
+    for _ in range(2):
+        assert close(got(xs), np.array([one(x) for x in xs]), 1e-10)
+    assert rolled

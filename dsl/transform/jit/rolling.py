@@ -47,7 +47,7 @@ one reverse-mode level and any number of forward-mode ones (a jvp of the loop
 is the loop of its body's jvp: see dsl/core/primitives/loops.py), and, while jit
 stages, a `for` loop under two reverse levels and no forward one (grad of grad:
 dsl/core/primitives/loop_twice.py), or under more (three reverse levels, or two and a
-forward one, or two in a while loop), as one Scan step (dsl/core/primitives/scan.py,
+forward one, or two in a while loop or where vmap looks), as one Scan step (dsl/core/primitives/scan.py,
 scan_body.py), whose rules give Scans again at any depth. Everything else is written out as before, as is every loop
 whose state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
 way, keeping the staged body for its next runs (dsl/transform/jit/eager_loops.py).
@@ -217,11 +217,8 @@ class Roller:
         forward, reverse = found
         nested = len(reverse) >= 2
         # three reverse levels or more (SCAN_FROM), or two and a forward one, or two in a while
-        # loop: a Scan (scan_body.py)
-        deep = len(reverse) >= SCAN_FROM or (nested and (bool(forward) or items is None))
-        if nested and top.dry:
-            return self._written_out("its variables hold two or more reverse levels (grad of grad) and vmap "
-                                     "looks at it")
+        # loop or where vmap looks at the function: a Scan (scan_body.py)
+        deep = len(reverse) >= SCAN_FROM or (nested and (bool(forward) or items is None or top.dry))
         # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
         # iteration again where no history holds the generator's state (Body.rewinder)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
