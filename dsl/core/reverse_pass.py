@@ -14,7 +14,7 @@ from .ops.compare import truth
 from .ops.finite import all_finite
 from .tape import (_missing, _same_float_dtype_recorded, Box, OneSlot, REFCOUNTS_EXACT, SlotGrad, as_float,
                    get_span, nondiff, peek, same_float_dtype, set_owned, set_span, strip_unstaged)
-from .trees import children, cotangent_value, is_container, opened, to_slotgrad
+from .trees import children, cotangent_value, is_container, opened, to_slotgrad, zero_of
 from .values import Struct
 
 
@@ -78,6 +78,14 @@ def as_parameters(trace, values, wanted, span=None):
             trace.nodes.append(x)
         out.append(x)
     return out
+
+
+def reached(p, x, trace):
+    """What a reverse pass over `trace` left on its Parameter p for value x (x's zero where nothing
+    reached it, or where p is not a Parameter of that trace)."""
+    if type(p) is Box and p.trace is trace and p.g is not None:
+        return cotangent_value(p.g, x)
+    return zero_of(x)
 
 
 def _pair_leaves(out, cot):

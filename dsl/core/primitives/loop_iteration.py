@@ -3,9 +3,8 @@ the state it started from, through the primitives (so an outer trace records it)
 rules (loops.py) and their second reverse level (loop_twice.py) run it."""
 
 from .. import reverse_pass, stage as S
-from ..reverse_pass import as_parameters
+from ..reverse_pass import as_parameters, reached
 from ..tape import Box, Trace
-from ..trees import cotangent_value, zero_of
 
 
 def pullback(body, item, state, cts, staging=None):
@@ -31,5 +30,4 @@ def _iteration_tape(body, item, state, cts, check, staging=None):
 
 def _cotangents(body, trace, params, state):
     """The cotangents a reverse pass left on an iteration's Parameters (zeros where none reached)."""
-    return [cotangent_value(p.g, x) if type(p) is Box and p.trace is trace and p.g is not None else zero_of(x)
-            for p, x, d in zip(params, state, body.diff) if d]
+    return [reached(p, x, trace) for p, x, d in zip(params, state, body.diff) if d]

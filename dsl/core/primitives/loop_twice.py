@@ -24,7 +24,7 @@ that the transformation records every one, exactly.
 from .. import reverse_pass, tape
 from ..ops.arith import add
 from ..ops.slots import unpack
-from ..reverse_pass import as_parameters
+from ..reverse_pass import as_parameters, reached
 from ..tape import Box, SlotGrad, STAGE, Trace
 from ..trees import cotangent_value, zero_of
 from .loop_iteration import pullback
@@ -56,17 +56,10 @@ def back_reversed(body, item, state, cnext, u):
     outs = pullback(body, item, params, cparams)
     seeds = [(o, g) for o, g in zip(outs, u) if type(o) is Box and o.trace is trace and g is not None]
     reverse_pass.backward_from(trace, seeds)
-    unext = [_cotangent(p, c, trace) for p, c in zip(cparams, cnext)]
-    sbar = [_cotangent(p, x, trace) for p, x, d in zip(params, state, body.diff) if d]
+    unext = [reached(p, c, trace) for p, c in zip(cparams, cnext)]
+    sbar = [reached(p, x, trace) for p, x, d in zip(params, state, body.diff) if d]
     trace.release()
     return unext, sbar
-
-
-def _cotangent(p, x, trace):
-    """What a reverse pass left on Parameter p of `trace` for value x (a zero where nothing reached it)."""
-    if type(p) is Box and p.trace is trace and p.g is not None:
-        return cotangent_value(p.g, x)
-    return zero_of(x)
 
 
 # ---------------------------------------------------------------- the kernels

@@ -42,7 +42,7 @@ from ..ops.arith import add
 from ..ops.shape import transpose
 from ..ops.slots import unpack
 from ..ops.finite import finite
-from ..reverse_pass import as_parameters
+from ..reverse_pass import as_parameters, reached
 from ..tape import Box, FORWARD, ForwardTrace, REVERSE, SlotGrad, Trace, peek
 from ..trees import cotangent_value, is_differentiable_leaf, zero_of
 from .batching import Lanes, Unbatchable, batch_size, spread_where
@@ -340,11 +340,11 @@ def _pulled_back(body, flags, values, trace):
     else:
         reverse_pass.backward_from(trace, seeds)
     hist = iter(cth)
-    ct_c = [_reached(p, v, trace) for p, v, d in zip(cp, c, dc) if d]
+    ct_c = [reached(p, v, trace) for p, v, d in zip(cp, c, dc) if d]
     ct_c = [add(g, next(hist)) if p else g for g, p in zip(ct_c, [p for p, d in zip(ph, dc) if d])]
-    sums = [add(a, _reached(p, v, trace))
+    sums = [add(a, reached(p, v, trace))
             for a, p, v in zip(acc, [p for p, d in zip(kp, dk) if d], [v for v, d in zip(k, dk) if d])]
-    ct_x = [_reached(p, v, trace) for p, v, d in zip(xp, x, dx) if d]
+    ct_x = [reached(p, v, trace) for p, v, d in zip(xp, x, dx) if d]
     trace.release()
     return [*ct_c, *sums, *ct_x], culprit
 
@@ -362,13 +362,6 @@ def _culprit(body, flags, order, row, rest):
             return found
         carry = out[:n]
     return None
-
-
-def _reached(p, x, trace):
-    """What a reverse pass left on Parameter p of `trace` for value x (its zero where nothing did)."""
-    if type(p) is Box and p.trace is trace and p.g is not None:
-        return cotangent_value(p.g, x)
-    return zero_of(x)
 
 
 # ---------------------------------------------------------------- vmap
