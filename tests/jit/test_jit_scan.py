@@ -259,3 +259,25 @@ def test_vmap_of_nested_derivatives_through_a_long_loop_rolls_it(inner, outer, m
     for _ in range(2):
         assert close(got(xs), np.array([one(x) for x in xs]), 1e-10)
     assert rolled
+
+
+CUSTOM = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (g * (1.0 - out * out) * 0.5,))\n"
+          "let cube = custom_jvp(fn(x) => x * x * x, fn(p, t) => (p[0] * p[0] * p[0], 3.0 * p[0] * p[0] * t[0]))\n")
+CUSTOM_BODIES = {
+    "custom_vjp": "fn f(x) { let s = x\n for i in range(10) { s = clipped(s * x) + 0.1 * s }\n return s }",
+    "custom_jvp": "fn f(x) { let s = x\n for i in range(10) { s = cube(s) * 0.3 + x }\n return s }",
+    "while": "fn f(x) { let s = x\n while s < 3.0 { s = s + 0.2 + 0.1 * clipped(s * x) }\n return s * x }",
+}
+
+
+@pytest.mark.parametrize("outer", ["fn(x) => jvp(grad(f), (x,), (1.0,))[1]", "hessian(f)", "grad(grad(f))", nth(3),
+                                   "hessian(grad(f))"])
+@pytest.mark.parametrize("name", sorted(CUSTOM_BODIES))
+def test_a_body_with_a_custom_rule_under_forward_over_reverse_or_nested_reverse_is_a_scan(name, outer):
+    # the user's rule need not be the derivative of its function (this one is half of it): the Scan
+    # differentiates the rule's own steps, as the interpreter does with the loop written out
+    i = interp(CUSTOM + CUSTOM_BODIES[name] + f"\nlet d = {outer}\nlet fast = jit(d)")
+    d, fast = i.lookup("d"), i.lookup("fast")
+    for x in (0.7, 0.35, 0.7):
+        assert close(fast(x), d(x), 1e-10), (x, fast(x), d(x))
+    assert "Scan" in ops_of(fast)
