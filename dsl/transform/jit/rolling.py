@@ -48,7 +48,7 @@ is the loop of its body's jvp: see dsl/core/primitives/loops.py), and, while jit
 stages, a `for` loop under two reverse levels and no forward one (grad of grad:
 dsl/core/primitives/loop_twice.py), or under more (three reverse levels, or two and a
 forward one, or two in a while loop or where vmap looks; or a body with a custom rule under
-forward over reverse or two reverse levels), as one Scan step (dsl/core/primitives/scan.py,
+forward over reverse), as one Scan step (dsl/core/primitives/scan.py,
 scan_body.py), whose rules give Scans again at any depth. Everything else is written out as before, as is every loop
 whose state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
 way, keeping the staged body for its next runs (dsl/transform/jit/eager_loops.py).
@@ -227,10 +227,16 @@ class Roller:
         if staged is None:
             return False
         body, state, layout, _ = staged
-        # Loop's forward-over-reverse and the two-level walks take a custom rule to be the derivative
-        # of the function it stands for; a Scan differentiates the body's own steps, the rule's too
-        if mixes_custom_rules(body, forward, reverse) or (nested and body.user_rules):
+        # Loop's forward-over-reverse loop takes a custom rule to be the derivative of the function it
+        # stands for; a Scan differentiates the body's own steps, the rule's too
+        if not nested and mixes_custom_rules(body, forward, reverse):
             deep = True
+        if nested and body.user_rules:
+            # a Scan's pullback runs the body again: an outer reverse level would split the cotangent
+            # of a custom rule's result between the two runs, which a rule that is not linear in its
+            # cotangent (rule 14 of reference 6 asks that it be) turns into another answer
+            return self._written_out("its body calls a custom_vjp or custom_jvp function, under two or more "
+                                     "reverse levels")
         if deep:
             write_back(f, layout, skip, state, scan_loop(body, items, state), body)
             return True if items is not None else body.ran
