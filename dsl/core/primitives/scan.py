@@ -71,13 +71,14 @@ def _run(args, body, items, reverse, reads=None):
     nx, nc, nk, ny = body.counts
     xs, carry, consts = args[:nx], args[nx:nx + nc], args[nx + nc:]
     read = [True] * (2 * nc + ny) if reads is None else [j in reads for j in range(2 * nc + ny)]
+    keep = (any(read[nc:nc + ny]), any(read[nc + ny:]))
     items = iterations(items, xs)
     if items is None:
-        final, ys, hist = body.run_while(carry, consts)
+        final, ys, hist = body.run_while(carry, consts, *keep)
     else:
         if reverse:
             items, xs = items[::-1], [x[::-1] for x in xs]
-        final, ys, hist = body.run(items, xs, carry, consts)
+        final, ys, hist = body.run(items, xs, carry, consts, *keep)
     if reverse:
         ys.reverse()
         hist.reverse()
@@ -99,7 +100,7 @@ def _columns(rows, kinds, read):
 
 def outputs_read(program):
     """Mark each Scan step of a program with the outputs the program reads (through StructField):
-    the Scan stacks only those. A replay through a transformation records the Scan
+    the loop keeps and stacks only those. A replay through a transformation records the Scan
     without the mark (`scan`), since its rules read every output."""
     steps = program.steps
     found = {s[6]: set() for s in steps if s[1] == "Scan"}

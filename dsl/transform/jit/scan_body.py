@@ -18,7 +18,7 @@ class ScanBody:
     body (a pullback) keeps the function it was staged from (`exact`): an iteration on which one
     of its guards fails (a rule's branch went another way) runs through that function."""
 
-    __slots__ = ("program", "counts", "origin", "exact", "name", "_derived", "_code", "_loop")
+    __slots__ = ("program", "counts", "origin", "exact", "name", "_derived", "_code", "_loops")
 
     def __init__(self, program, counts, origin, exact=None, name="scan_body"):
         self.program = program
@@ -27,7 +27,8 @@ class ScanBody:
         self.exact = exact
         self.name = name
         self._derived = {}      # what a rule asked for -> the ScanBody derived from this one
-        self._code = self._loop = None
+        self._code = None
+        self._loops = {}        # (keeps the ys, keeps the history) -> the loop compiled whole
 
     @property
     def where(self):
@@ -63,31 +64,35 @@ class ScanBody:
                 raise LoopGuardFailed(self.origin, failed) from None
         return list(self.exact(values))
 
-    def run(self, items, xs, carry, consts):
+    def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True):
         """The loop over the items, and the rows of the xs (tensors), on plain values, compiled
-        whole: (final carry, each iteration's ys, each iteration's starting carry). An iteration
-        the compiled loop stops at runs by itself (`_one`), and the loop goes on after it."""
+        whole: (final carry, each iteration's ys, each iteration's starting carry: empty lists
+        where not kept). An iteration the compiled loop stops at runs by itself (`_one`), and
+        the loop goes on after it."""
         nx, nc, nk, ny = self.counts
         n = len(items)
         program = self.program
         kinds = [program.kinds[s] for s in program.inputs[1:1 + nx]]
         columns = (items, *[rows(x, kind) for x, kind in zip(xs, kinds)])
-        loop = self._compiled()
+        loop = self._compiled(keep_ys, keep_hist)
         hist, ys, carry, j = [], [], list(carry), 0
         entries = zip(*columns)     # a list only where the loop stops partway (below)
+        kept, extra = hist if keep_hist else None, ys if keep_ys else None
         limits = self.origin.key.interp.limits if self.exact is None else None
         while j < n:
-            done, carry, failed = loop(entries[j:] if j and type(entries) is list else entries, carry, consts, hist,
-                                       ys)
+            done, carry, failed = loop(entries[j:] if j and type(entries) is list else entries, carry, consts, kept,
+                                       extra)
             j += done
             if failed is None:
                 break
             if type(entries) is zip:
                 entries = list(zip(*columns))
-            hist.append(tuple(carry))
+            if keep_hist:
+                hist.append(tuple(carry))
             out = self._one([*entries[j], *carry, *consts])
             carry = out[:nc]
-            ys.append(tuple(out[nc:]))
+            if keep_ys:
+                ys.append(tuple(out[nc:]))
             j += 1
         if limits is not None:      # the loop's iterations, as the interpreter counts them
             limits.steps += n
@@ -95,20 +100,21 @@ class ScanBody:
                 limits.check(self.origin.key.span)
         return list(carry), ys, hist
 
-    def run_while(self, carry, consts):
+    def run_while(self, carry, consts, keep_ys=True, keep_hist=True):
         """A while loop's iterations (item k the k-th) on plain values until one fails a guard of
         the body: (the carry that iteration started from, each iteration's ys, each one's
         starting carry). The compiled loop runs at most until the limits' next look, so that a
         loop that never ends is stopped at its line like any other; the Roller's Body learns the
         count (`ran`)."""
         nx, nc, nk, ny = self.counts
-        loop = self._compiled()
+        loop = self._compiled(keep_ys, keep_hist)
         limits = self.origin.key.interp.limits
         hist, ys, carry, k = [], [], list(carry), 0
+        kept, extra = hist if keep_hist else None, ys if keep_ys else None
         while True:
             chunk = limits.next_check - limits.steps
             chunk = max(int(chunk) if chunk < 2 ** 62 else 2 ** 62, 1)
-            done, carry, failed = loop(zip(range(k, k + chunk)), carry, consts, hist, ys)
+            done, carry, failed = loop(zip(range(k, k + chunk)), carry, consts, kept, extra)
             k += done
             limits.steps += done
             if failed is not None:
@@ -117,21 +123,24 @@ class ScanBody:
                 except S.GuardFailed:       # the iteration that goes another way: the statement goes on
                     self.origin.ran = k
                     return list(carry), ys, hist
-                hist.append(tuple(carry))
-                ys.append(tuple(out[nc:]))
+                if keep_hist:
+                    hist.append(tuple(carry))
+                if keep_ys:
+                    ys.append(tuple(out[nc:]))
                 carry = out[:nc]
                 k += 1
                 limits.steps += 1
             if limits.steps >= limits.next_check:
                 limits.check(self.origin.key.span)
 
-    def _compiled(self):
-        """The loop compiled whole, appending each iteration's ys and starting carry (one compiled
-        loop for every use: the Scan stacks only what its program reads)."""
-        if self._loop is None:
-            self._loop = compile_loop(self.program, 1 + self.counts[0], self.counts[1], f"{self.name}_loop",
-                                      kept=True, extra=True)
-        return self._loop
+    def _compiled(self, keep_ys, keep_hist):
+        """The loop compiled whole, keeping the ys and the history each iteration or not."""
+        key = (keep_ys, keep_hist)
+        loop = self._loops.get(key)
+        if loop is None:
+            loop = self._loops[key] = compile_loop(self.program, 1 + self.counts[0], self.counts[1],
+                                                   f"{self.name}_loop", kept=keep_hist, extra=keep_ys)
+        return loop
 
     def _one(self, values, stops=False):
         """One iteration on plain values, by the program's code for one iteration, or exactly
