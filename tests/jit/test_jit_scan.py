@@ -212,12 +212,24 @@ def test_a_while_loop_under_two_or_more_reverse_levels_is_a_scan_until_a_guard_f
 
 
 def test_a_rolled_while_loop_that_never_ends_is_stopped_at_its_line():
-    src = "fn f(x) { let s = x\n while s > -1.0 { s = s * 0.5 + 0.25 }\n return s }\nlet fast = jit(grad(grad(grad(f))))"
+    src = ("fn f(x) { let s = x\n while s > -1.0 { s = s * 0.5 + 0.25 }\n return s }\n"
+           "let fast = jit(grad(grad(grad(f))))")
     i = dsl.Interpreter(seed=0, timeout=0.5)
     i.run(src)
     with pytest.raises(dsl.DgError) as err:
         i.lookup("fast")(0.3)
     assert err.value.kind == "limit"
+
+
+
+def test_a_rolled_for_loop_runs_in_pieces_up_to_the_step_budget():
+    # stopped at the budget, not after its 200,000 iterations
+    i = dsl.Interpreter(seed=0, max_steps=5000)
+    i.run("fn f(x) { let s = x\n for k in range(200000) { s = s * 0.999 + 0.001 * sin(s) }\n return s }\n"
+          f"let fast = jit({nth(3)})")
+    with pytest.raises(dsl.DgError) as err:
+        i.lookup("fast")(0.3)
+    assert err.value.kind == "limit" and i.limits.steps < 10_000
 
 
 STATES = {
@@ -229,7 +241,8 @@ STATES = {
     "matrix": "fn f(x) { let m = eye(2) * x\n for i in range(5) { m = tanh(m @ m * 0.5 + x) }\n return sum(m) }",
     "map": ('fn f(x) { let d = {"a": x, "b": 1.0}\n'
             ' for i in range(6) { d["a"] = sin(d["a"]) * d["b"]\n d["b"] = d["b"] + x * 0.1 }\n return d["a"] }'),
-    "tuple": "fn f(x) { let t = (x, 2.0)\n for i in range(6) { t = (t[0] * cos(t[1]), t[1] + sin(t[0])) }\n return t[0] + t[1] }",
+    "tuple": ("fn f(x) { let t = (x, 2.0)\n for i in range(6) { t = (t[0] * cos(t[1]), t[1] + sin(t[0])) }\n"
+              " return t[0] + t[1] }"),
 }
 
 
@@ -271,7 +284,8 @@ CUSTOM_BODIES = {
 
 
 @pytest.mark.parametrize("outer, rolled", [("fn(x) => jvp(grad(f), (x,), (1.0,))[1]", True), ("hessian(f)", True),
-                                           ("grad(grad(f))", False), (nth(3), False), ("hessian(grad(f))", False)])
+                                           ("grad(grad(f))", False), (nth(3), False),
+                                           ("hessian(grad(f))", False)])
 @pytest.mark.parametrize("name", sorted(CUSTOM_BODIES))
 def test_a_body_with_a_custom_rule_under_forward_over_reverse_is_a_scan(name, outer, rolled):
     # the user's rule need not be the derivative of its function (this one is half of it): the Scan

@@ -53,7 +53,9 @@ from .registry import define
 def scan(*args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None):
     """Run the loop: recorded by the traces of any boxes among the arguments (each level's kernel
     call records it on the next), on plain values by the body's compiled loop. `reads`: which of
-    its outputs the program it is a step of reads (the others are none: `outputs_read`)."""
+    its outputs the program it is a step of reads (the others are none: `outputs_read`); `check`
+    and `culprit`, the reverse rule's notes in the recorded step's options, which a kernel call
+    on the next level receives with them."""
     top = tape.top_trace(args)
     if top is None:
         return _run(args, body, items, reverse, reads)

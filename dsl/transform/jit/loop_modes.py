@@ -9,7 +9,8 @@ from .frames import write_frame
 
 def mixes_custom_rules(body, forward, reverse):
     """Whether the body runs a custom_vjp under reverse mode inside forward mode: the reverse pass
-    would read the forward loop's history (see core/primitives/loops.py, _loop_jvp), so it is written out."""
+    would read the forward loop's history (see core/primitives/loops.py, _loop_jvp), so jit makes
+    it a Scan (rolling.py) and the interpreter writes it out (eager_loops.py)."""
     return body.user_rules and any(r.level > t.level for r in reverse for t in forward)
 
 

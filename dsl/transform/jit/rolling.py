@@ -48,10 +48,11 @@ is the loop of its body's jvp: see dsl/core/primitives/loops.py), and, while jit
 stages, a `for` loop under two reverse levels and no forward one (grad of grad:
 dsl/core/primitives/loop_twice.py), or under more (three reverse levels, or two and a
 forward one, or two in a while loop or where vmap looks; or a body with a custom rule under
-forward over reverse), as one Scan step (dsl/core/primitives/scan.py,
-scan_body.py), whose rules give Scans again at any depth. Everything else is written out as before, as is every loop
-whose state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a derivative the same
-way, keeping the staged body for its next runs (dsl/transform/jit/eager_loops.py).
+forward over reverse), as one Scan step (dsl/core/primitives/scan.py, scan_body.py), whose
+rules give Scans again at any depth. Everything else is written out, as is every loop whose
+state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a
+derivative the same way, keeping the staged body for its next runs
+(dsl/transform/jit/eager_loops.py).
 """
 
 from ...core import stage as S

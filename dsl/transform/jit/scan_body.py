@@ -67,71 +67,62 @@ class ScanBody:
     def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True):
         """The loop over the items, and the rows of the xs (tensors), on plain values, compiled
         whole: (final carry, each iteration's ys, each iteration's starting carry: empty lists
-        where not kept). An iteration the compiled loop stops at runs by itself (`_one`), and
-        the loop goes on after it."""
-        nx, nc, nk, ny = self.counts
-        n = len(items)
-        program = self.program
-        kinds = [program.kinds[s] for s in program.inputs[1:1 + nx]]
+        where not kept)."""
+        kinds = [self.program.kinds[s] for s in self.program.inputs[1:1 + self.counts[0]]]
         columns = (items, *[rows(x, kind) for x, kind in zip(xs, kinds)])
-        loop = self._compiled(keep_ys, keep_hist)
-        hist, ys, carry, j = [], [], list(carry), 0
-        entries = zip(*columns)     # a list only where the loop stops partway (below)
-        kept, extra = hist if keep_hist else None, ys if keep_ys else None
-        limits = self.origin.key.interp.limits if self.exact is None else None
-        while j < n:
-            done, carry, failed = loop(entries[j:] if j and type(entries) is list else entries, carry, consts, kept,
-                                       extra)
-            j += done
-            if failed is None:
-                break
-            if type(entries) is zip:
-                entries = list(zip(*columns))
-            if keep_hist:
-                hist.append(tuple(carry))
-            out = self._one([*entries[j], *carry, *consts])
-            carry = out[:nc]
-            if keep_ys:
-                ys.append(tuple(out[nc:]))
-            j += 1
-        if limits is not None:      # the loop's iterations, as the interpreter counts them
-            limits.steps += n
-            if limits.steps >= limits.next_check:
-                limits.check(self.origin.key.span)
-        return list(carry), ys, hist
+
+        def entries(k, m):
+            return zip(*columns) if k == 0 and m >= len(items) else zip(*(c[k:k + m] for c in columns))
+        return self._drive(entries, len(items), carry, consts, keep_ys, keep_hist)
 
     def run_while(self, carry, consts, keep_ys=True, keep_hist=True):
         """A while loop's iterations (item k the k-th) on plain values until one fails a guard of
         the body: (the carry that iteration started from, each iteration's ys, each one's
-        starting carry). The compiled loop runs at most until the limits' next look, so that a
-        loop that never ends is stopped at its line like any other; the Roller's Body learns the
-        count (`ran`)."""
-        nx, nc, nk, ny = self.counts
+        starting carry); the Roller's Body learns the count (`ran`)."""
+        return self._drive(lambda k, m: zip(range(k, k + m)), None, carry, consts, keep_ys, keep_hist)
+
+    def _drive(self, entries, n, carry, consts, keep_ys, keep_hist):
+        """Run the compiled loop over `entries(k, m)` (the entries of iterations k to k + m), `n`
+        of them (None: a while loop's, until an iteration fails a guard of the body). An
+        iteration the compiled loop stops at runs by itself (`_one`), and the loop goes on after
+        it. The loop's own iterations (its body's, or a while loop's body's forms) are steps of the
+        run's limits: the compiled loop runs at most until the limits' next look, so that a loop
+        that never ends is stopped at its line like any other."""
+        nc = self.counts[1]
         loop = self._compiled(keep_ys, keep_hist)
-        limits = self.origin.key.interp.limits
+        limits = self.origin.key.interp.limits if self.exact is None or n is None else None
         hist, ys, carry, k = [], [], list(carry), 0
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
-        while True:
-            chunk = limits.next_check - limits.steps
-            chunk = max(int(chunk) if chunk < 2 ** 62 else 2 ** 62, 1)
-            done, carry, failed = loop(zip(range(k, k + chunk)), carry, consts, kept, extra)
+        while n is None or k < n:
+            chunk = 2 ** 62 if n is None else n - k
+            if limits is not None:
+                left = limits.next_check - limits.steps
+                chunk = max(min(chunk, int(left) if left < 2 ** 62 else 2 ** 62), 1)
+            done, carry, failed = loop(entries(k, chunk), carry, consts, kept, extra)
             k += done
-            limits.steps += done
+            if limits is not None:
+                limits.steps += done
             if failed is not None:
-                try:
-                    out = self._one([k, *carry, *consts], stops=True)
-                except S.GuardFailed:       # the iteration that goes another way: the statement goes on
-                    self.origin.ran = k
-                    return list(carry), ys, hist
+                values = [*next(entries(k, 1)), *carry, *consts]
+                if n is None:
+                    try:
+                        out = self._one(values, stops=True)
+                    except S.GuardFailed:       # the iteration that goes another way: the statement goes on
+                        self.origin.ran = k
+                        return list(carry), ys, hist
+                else:
+                    out = self._one(values)
                 if keep_hist:
                     hist.append(tuple(carry))
                 if keep_ys:
                     ys.append(tuple(out[nc:]))
                 carry = out[:nc]
                 k += 1
-                limits.steps += 1
-            if limits.steps >= limits.next_check:
+                if limits is not None:
+                    limits.steps += 1
+            if limits is not None and limits.steps >= limits.next_check:
                 limits.check(self.origin.key.span)
+        return list(carry), ys, hist
 
     def _compiled(self, keep_ys, keep_hist):
         """The loop compiled whole, keeping the ys and the history each iteration or not."""
