@@ -414,6 +414,7 @@ class Driver:
         if finished:
             generator.state = after
 
+
 def _drew(kept, before):
     """Note the generator's state an iteration began from in the history being kept (History.draws)."""
     if kept is not None:
