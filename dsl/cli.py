@@ -24,6 +24,7 @@ options:
   --no-check-numerics   do not stop when a gradient is NaN or infinite
   --jit                 compile every function grad, value_and_grad, jacobian and hessian make
   --explain-jit         say (on standard error) when jit stages a function, and why it falls back
+  --backend NAME        what jit compiles with: numpy (default) or xla (needs the xla extra: JAX)
   --max-depth N         nested calls allowed (default 10000, at most 1000000)
   --max-steps N         stop after N loop iterations and calls (default: no limit)
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
@@ -74,10 +75,17 @@ def _number(kind, positive=False, most=None, least=None):
     return convert
 
 
+def _backend(text):
+    """An argparse type: a backend's name."""
+    if text not in ("numpy", "xla"):
+        raise argparse.ArgumentTypeError(f"is numpy or xla, got {text!r}")
+    return text
+
+
 FLAGS = ("--no-check-numerics", "--jit", "--explain-jit")
 VALUES = {"--max-depth": _number(int, positive=True, most=MAX_DEPTH), "--max-steps": _number(int, positive=True),
           "--timeout": _number(float, positive=True), "--max-tensor": _number(int, positive=True),
-          "--seed": _number(int, least=0), "--files": str}
+          "--seed": _number(int, least=0), "--files": str, "--backend": _backend}
 
 
 def _options(parser):
@@ -131,7 +139,8 @@ def make_interpreter(settings, argv=(), keep_tape=False):
         timeout=settings.get("--timeout"),
         max_tensor_elements=settings.get("--max-tensor", DEFAULT_MAX_TENSOR),
         keep_tape=keep_tape, files=files_setting(settings.get("--files", "all")),
-        jit=settings.get("--jit", False), explain_jit=settings.get("--explain-jit", False))
+        jit=settings.get("--jit", False), explain_jit=settings.get("--explain-jit", False),
+        backend=settings.get("--backend", "numpy"))
     interp.bind("argv", tuple(argv))
     return interp
 

@@ -73,7 +73,7 @@ class Node:
 class StageTrace(Trace):
     """A trace that records every primitive, every guard and every effect (see the module docstring)."""
 
-    __slots__ = ("seen", "dry", "nslots", "derived", "slots", "ints")
+    __slots__ = ("seen", "dry", "nslots", "derived", "slots", "ints", "scans")
 
     def __init__(self, dry=False, derived=False):
         super().__init__(False, STAGE)
@@ -83,6 +83,7 @@ class StageTrace(Trace):
         self.derived = derived  # a derivative will be taken through what it records (see keeps_rules)
         self.slots = []         # slot -> its Node, or its Arg box
         self.ints = False       # ints are staged values, read as such by arithmetic only (INT_READERS)
+        self.scans = False      # its `for` loops roll as Scan steps at every level (the XLA backend's)
 
     def box(self, value, op, parents, args, kw, span):
         """A new numbered box; its step recorded in the node list (a Node) unless it is an argument."""
@@ -314,7 +315,7 @@ class Program:
         return self.spans[where] if where >= 0 else None
 
 
-def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=False, ints=False):
+def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=False, ints=False, scans=False):
     """Run fn(*args) on a new StageTrace; return (Program, the call's own result).
 
     `staging` is the interpreter's list of traces being staged, so that effects
@@ -322,9 +323,11 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=Fal
     `keep` is (Options, label): the recording is kept there for :tape. `derived`: a
     derivative will be taken through the recording (StageTrace.keeps_rules). With `ints`,
     the arguments' ints are staged too (jit: a step counter is a value, guarded where the
-    program decides something by it)."""
+    program decides something by it). With `scans`, its `for` loops roll as Scan steps (what
+    the XLA backend lowers: dsl/transform/jit/rolling.py)."""
     trace = StageTrace(dry, derived)
     trace.ints = ints
+    trace.scans = scans
     leaves, spec = flatten_open((tuple(args), dict(kwargs or {})))
     inputs, boxed = [], []
     for v in leaves:

@@ -50,7 +50,7 @@ class Interpreter:
 
     def __init__(self, seed=None, check_numerics=True, max_depth=DEFAULT_MAX_DEPTH, max_steps=None,
                  timeout=None, max_tensor_elements=DEFAULT_MAX_TENSOR, stdout=None, keep_tape=False,
-                 files="all", jit=False, explain_jit=False):
+                 files="all", jit=False, explain_jit=False, backend="numpy"):
         self.limits = Limits(max_depth, max_steps, timeout)     # checks them: ValueError, TypeError
         if max_tensor_elements is not None and (type(max_tensor_elements) is not int or max_tensor_elements < 1):
             raise ValueError(f"max_tensor_elements must be an int of at least 1 or None, got {max_tensor_elements!r}")
@@ -67,6 +67,9 @@ class Interpreter:
         self.loop_notes = None          # while jit stages: (line, why) of each loop it writes out
         self.jit = jit                  # compile every gradient function (dg run --jit)
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back
+        if backend not in ("numpy", "xla"):
+            raise ValueError(f"backend must be 'numpy' or 'xla', got {backend!r}")
+        self.backend = backend          # what jit compiles with unless a call of it names another
         self.compiled = OrderedDict()   # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)
         self.display = None                # a notebook's display(png_bytes): where plot shows pictures

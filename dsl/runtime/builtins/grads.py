@@ -5,6 +5,7 @@ from ...core.values import Function, is_callable_value, type_name
 from ...errors import error
 from ...transform import custom as C, forward as F, transforms as T, vmap as V
 from ...transform.jit import jit as make_jit
+from ...transform.jit.jit import backend_of
 from ...transform.jit.static import jit_static, static_argnums_of
 from ...transform.linearize import linearize as make_linearize
 
@@ -100,14 +101,19 @@ def make(interp):
         operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
         return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp, cache={})
 
-    def jit(f, explain=False, static_argnums=()):
+    def jit(f, explain=False, static_argnums=(), backend=None):
         """jit(f): f compiled per argument signature into straight-line code: the same results,
         output and random draws; explain=true says when it stages f and why; static_argnums names
-        arguments that are constants of the compiled code (compiled again for each value)."""
+        arguments that are constants of the compiled code (compiled again for each value);
+        backend="xla" compiles with XLA through JAX (the default: the interpreter's, numpy)."""
         nums = static_argnums_of(static_argnums, "jit")
+        backend = peek(backend)
+        if backend is not None and type(backend) is not str:
+            raise error("type", f"jit: backend must be \"numpy\" or \"xla\", got {type_name(backend)}")
+        backend = backend_of(backend, interp)
         if nums:
-            return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp)
-        return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp)
+            return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp, backend)
+        return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp, backend)
 
     def vjp(f, *primals, has_aux=False):
         """vjp(f, *primals, has_aux=false): (f(*primals), pullback); pullback(cotangent) gives one

@@ -37,6 +37,7 @@ import numpy as np
 
 from ...backends.backoff import Backoff
 from ...backends.codegen import compile_program, run_code
+from ...backends.xla import XlaCode, load as xla_load
 from ...base.cells import Cell
 from ...core import stage as S
 from ...core.primitives.loops import LoopGuardFailed
@@ -44,7 +45,7 @@ from ...core.primitives.scan import outputs_read
 from ...core.tape import Box, peek
 from ...core.trees import children, flatten, flatten_open, is_container, unflatten
 from ...core.values import Function, Module, Struct
-from ...errors import DgError
+from ...errors import DgError, error
 from ..transformed import Transformed, fname
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
@@ -55,15 +56,27 @@ SKIPPED = 16        # this many run in the interpreter without trying the record
 
 
 class Entry:
-    """One recording of f for one signature: its program, compiled code and what it read."""
+    """One recording of f for one signature: its program, compiled code and what it read. With
+    the XLA backend, `xla` is the program on XLA (its `why` says what keeps it on numpy, if
+    anything), and the numpy backend's code is compiled only for the calls XLA leaves to it."""
 
-    __slots__ = ("program", "code", "cells", "untraceable")
+    __slots__ = ("program", "_code", "cells", "untraceable", "xla")
 
-    def __init__(self, program, cells, untraceable=None):
+    def __init__(self, program, cells, untraceable=None, backend="numpy"):
         self.program = program
-        self.code = None if untraceable else compile_program(program)
         self.cells = cells
         self.untraceable = untraceable
+        self._code = None
+        self.xla = XlaCode(program) if backend == "xla" and not untraceable else None
+        if not untraceable and (self.xla is None or self.xla.why):
+            self._code = compile_program(program)
+
+    @property
+    def code(self):
+        """The numpy backend's compiled code (compiled on first use where XLA runs the program)."""
+        if self._code is None:
+            self._code = compile_program(self.program)
+        return self._code
 
     def cells_hold(self):
         """Whether every name f read still holds what it held when f was staged."""
@@ -73,10 +86,11 @@ class Entry:
 class Jitted:
     """The state of one jit(f): recordings by signature, and what it has had to say."""
 
-    def __init__(self, f, interp, explain):
+    def __init__(self, f, interp, explain, backend="numpy"):
         self.f = f
         self.interp = interp
         self.explain = explain
+        self.backend = backend
         # signature -> [Entry], the one that last applied first; the signatures least recently
         # called first, at most MAX_SIGNATURES of them (a function called with a new int each time
         # would otherwise keep a recording per int for as long as it lives)
@@ -206,7 +220,7 @@ class Jitted:
         try:
             program, result = S.stage(self.f, args, kwargs, staging=interp.staging if interp else None,
                                       keep=(interp.grad_options, f"the recording jit staged of {fname(self.f)}")
-                                      if interp else None, ints=self.ints)
+                                      if interp else None, ints=self.ints, scans=self.backend == "xla")
         finally:
             if interp is not None:
                 notes, interp.loop_notes = interp.loop_notes, outer_notes
@@ -226,7 +240,10 @@ class Jitted:
         untraceable = _holds_function(result)
         if untraceable:
             self._say(f"runs in the interpreter for this signature: {untraceable}")
-        entries.append(Entry(program, reads(self.f), untraceable))
+        entry = Entry(program, reads(self.f), untraceable, self.backend)
+        if entry.xla is not None and entry.xla.why:
+            self._say(f"runs on the numpy backend for this recording: {entry.xla.why}")
+        entries.append(entry)
         return result
 
     def _run(self, entry, args, kwargs, boxed, values=None):
@@ -263,8 +280,15 @@ class Jitted:
     def _compiled(self, entry, values, held=None):
         """The compiled code's result (or the exact program's, where the code cannot vouch for it:
         then `held`, holding the call's effects, undoes those the code performed first)."""
-        rewind = held.rewind if held is not None else None
-        out = run_code(entry.program, entry.code, values, rewind)
+        xla = entry.xla
+        if xla is not None and not xla.why:
+            out = xla(values)
+            if out is None and xla.why:
+                self._say(f"runs on the numpy backend for this recording: {xla.why}")
+        else:
+            out = None
+        if out is None:     # numpy's code: where XLA's results are not vouched for, it says why
+            out = run_code(entry.program, entry.code, values, held.rewind if held is not None else None)
         spec = entry.program.out_spec
         return out[0] if spec is None else unflatten(spec, list(out))
 
@@ -285,9 +309,24 @@ class Jitted:
             print(f"jit({fname(self.f)}): {text}", file=sys.stderr)
 
 
-def jit(f, explain=False, interp=None):
+BACKENDS = ("numpy", "xla")
+
+
+def backend_of(backend, interp):
+    """The backend a jit compiles for: the one asked for, else the interpreter's (numpy by
+    default); XLA's needs JAX (a dg error naming the extra where it is missing)."""
+    if backend is None:
+        backend = getattr(interp, "backend", None) or "numpy"
+    if backend not in BACKENDS:
+        raise error("value", f"jit's backend is \"numpy\" or \"xla\", got {backend!r}")
+    if backend == "xla":
+        xla_load()
+    return backend
+
+
+def jit(f, explain=False, interp=None, backend=None):
     """jit(f): f, compiled per argument signature; the same results, output and random draws."""
-    state = Jitted(f, interp, explain)
+    state = Jitted(f, interp, explain, backend_of(backend, interp))
     return Transformed(f"jit({fname(f)})", state, (f,))
 
 

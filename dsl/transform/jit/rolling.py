@@ -221,10 +221,12 @@ class Roller:
         # three reverse levels or more (SCAN_FROM), or two and a forward one, or two in a while
         # loop or where vmap looks at the function: a Scan (scan_body.py)
         deep = len(reverse) >= SCAN_FROM or (nested and (bool(forward) or items is None or top.dry))
+        # the XLA backend lowers Scan, not the numpy backend's loop walks: every `for` loop is one
+        scans = items is not None and any(getattr(t, "scans", False) for t in self.interp.staging)
         # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
-        # iteration again where no history holds the generator's state (Body.rewinder)
+        # iteration again where no history holds the generator's state (Body.rewinder), or in a Scan
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=not forward and not nested)
+                                 draws=not forward and not nested and not scans)
         if staged is None:
             return False
         body, state, layout, _ = staged
@@ -238,7 +240,7 @@ class Roller:
             # cotangent (rule 14 of reference 6 asks that it be) turns into another answer
             return self._written_out("its body calls a custom_vjp or custom_jvp function, under two or more "
                                      "reverse levels")
-        if deep:
+        if deep or scans:
             write_back(f, layout, skip, state, scan_loop(body, items, state), body)
             return True if items is not None else body.ran
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,

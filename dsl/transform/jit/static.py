@@ -33,7 +33,8 @@ def static_argnums_of(nums, who):
 class StaticJitted:
     """One jit state per value of the static arguments."""
 
-    def __init__(self, f, nums, interp, explain):
+    def __init__(self, f, nums, interp, explain, backend="numpy"):
+        self.backend = backend
         self.f = f
         self.nums = nums
         self.interp = interp
@@ -53,7 +54,8 @@ class StaticJitted:
         key = tuple((i, _key(v)) for i, v in values.items())
         state = self.by_value.get(key)
         if state is None:
-            state = self.by_value[key] = Jitted(_filled(self.f, values, n), self.interp, self.explain)
+            state = self.by_value[key] = Jitted(_filled(self.f, values, n), self.interp, self.explain,
+                                                          self.backend)
             if len(self.by_value) > MAX_SIGNATURES:
                 self.by_value.popitem(last=False)
         else:
@@ -102,9 +104,9 @@ def _key(v):
     return ("object", id(peek(v)), v)       # functions, modules, struct types: by identity
 
 
-def jit_static(f, nums, explain, interp):
+def jit_static(f, nums, explain, interp, backend="numpy"):
     """jit(f, static_argnums=nums)."""
-    return Transformed(f"jit({fname(f)})", StaticJitted(f, nums, interp, explain), (f,))
+    return Transformed(f"jit({fname(f)})", StaticJitted(f, nums, interp, explain, backend), (f,))
 
 
 __all__ = ["jit_static", "static_argnums_of"]

@@ -1,0 +1,96 @@
+"""A staged program compiled by XLA: what jit runs with backend="xla" (reference section 6).
+
+`XlaCode(program)` says at once whether the program can be lowered (`why`: None, or the
+reason it stays on the numpy backend). Called with the inputs' values, it runs the program
+compiled by XLA (traced on the first call of each input type and shape, then cached by JAX,
+and on disk across processes: runtime.py) and gives the output leaves as the numpy backend
+would: Python numbers where it gives numbers, numpy arrays for tensors. It gives None where
+the call's results are not vouched for: a guard failed (the program went another way), or a
+value was one numpy refuses. The caller then runs the numpy backend's code for that call,
+which fails the same guard (jit stages again) or reports the error as dg always does.
+"""
+
+import numpy as np
+
+from ...core.stage import is_array_kind
+from . import runtime
+from .lower import Lowering, NotLowerable, lower_steps, unlowerable
+
+
+class XlaCode:
+    """One program on XLA (see the module docstring)."""
+
+    __slots__ = ("program", "why", "_fn", "_convert")
+
+    def __init__(self, program):
+        self.program = program
+        self.why = unlowerable(program)
+        self._fn = None
+        kinds = program.kinds
+        self._convert = [_converter(kinds[r]) if r >= 0 else None for r in program.out_refs]
+
+    def __call__(self, values):
+        """The output leaves on these inputs, or None (see the module docstring). A program found
+        not lowerable when first traced sets `why` and gives None from then on."""
+        if self.why is not None:
+            return None
+        with runtime.x64():
+            try:
+                if self._fn is None:
+                    self._fn = self._jitted()
+                outs, ok = self._fn(*values)
+            except NotLowerable as exc:
+                self.why = str(exc)
+                return None
+        if not ok:
+            return None
+        consts = self.program.out_consts
+        return tuple([c if convert is None else convert(v)
+                      for v, c, convert in zip(outs, consts, self._convert)])
+
+    def _jitted(self):
+        """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
+        flags hold). The flag and every float result travel back as one float64 vector (a read
+        from the device per value cost more than the arithmetic of a small program)."""
+        jx = runtime.load()
+        jax, jnp = jx.jax, jx.np
+        program = self.program
+        refs, kinds = program.out_refs, program.kinds
+        packed = [r >= 0 and kinds[r] == "float" for r in refs]
+        apart = [r >= 0 and not p for r, p in zip(refs, packed)]
+
+        def run(*values):
+            lowering = Lowering(jx)
+            outs = lower_steps(lowering, program, list(values))
+            numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
+            return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
+        compiled = jax.jit(run)
+        asarray = np.asarray
+
+        def call(*values):
+            numbers, others = compiled(*values)
+            numbers = asarray(numbers).tolist()
+            if not numbers[0]:
+                return None, False
+            floats, others = iter(numbers[1:]), iter(others)
+            return [next(floats) if p else next(others) if a else None for p, a in zip(packed, apart)], True
+        return call
+
+
+def _converter(kind):
+    """How an output of this kind comes back: a Python number, or a numpy array."""
+    if kind == "float":
+        return float
+    if kind == "int":
+        return int
+    if kind == "bool":
+        return bool
+    if is_array_kind(kind):
+        return _tensor
+    return lambda v: v
+
+
+def _tensor(v):
+    """A tensor result as dg holds tensors: a numpy array of its own, which dg may write into
+    (numpy's view of a JAX array is read-only)."""
+    return np.array(v)

@@ -1,0 +1,191 @@
+"""A staged program as a function over JAX values, for XLA to compile (see code.py).
+
+Each step runs its primitive's lowering rule (rules.py) on the JAX values of its arguments,
+and its result is checked against what the step gave when the program was staged: the same
+kind of value (number, bool, int, tensor) and the same shape. A guard becomes a flag that
+holds where the value is the one recorded; flags are gathered into one bool the call gives
+beside its results, so that the check costs one read per call, not one per guard. A Scan
+becomes `lax.scan` over its body's program, lowered the same way, its flags carried.
+
+What cannot be lowered raises `NotLowerable` with the reason in words: the program then runs
+on the numpy backend, and jit's explain says why.
+"""
+
+import numpy as np
+
+from ...core.primitives.scan import iterations
+from ...core.stage import is_array_kind
+from .rules import FALLBACK, LOWER
+
+
+class NotLowerable(Exception):
+    """A program (or a step of it) that XLA does not run as dg's numpy backend does: the reason."""
+
+
+def unlowerable(program):
+    """Why a program cannot be lowered, found without tracing it (an effect, a primitive with no
+    rule, a while loop), or None: the steps of Scan bodies are looked at too."""
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if kind == "effect":
+            return "it has an effect (print, a random draw, the clock), which runs on the host in order"
+        if kind == "guard":
+            continue
+        if op not in LOWER:
+            return f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}"
+        if op == "Scan":
+            if kw["items"] is None and not kw["body"].counts[0]:
+                return "a while loop: its number of iterations is found by running it"
+            inner = unlowerable(kw["body"].program)
+            if inner is not None:
+                return inner
+        if program.kinds[out] in ("str", "other"):
+            return f"{op} gives a {program.kinds[out]} value"
+    return None
+
+
+class Lowering:
+    """What a rule sees (rules.py): JAX's modules, the precision asked for, and the flags the
+    program's results depend on."""
+
+    def __init__(self, jx):
+        self.jx = jx
+        self.jax, self.np, self.lax = jx.jax, jx.np, jx.lax
+        self.nn, self.linalg, self.special = jx.nn, jx.linalg, jx.special
+        self.highest = jx.lax.Precision.HIGHEST     # no TF32 on a GPU where numpy computes in full float32
+        self.flags = []
+
+    def require(self, ok):
+        """A condition the results depend on (a failed guard, a value numpy would refuse)."""
+        self.flags.append(self.np.all(ok))
+
+    def ok(self):
+        """Whether every flag holds: one bool."""
+        if not self.flags:
+            return self.np.bool_(True)
+        return self.np.all(self.np.stack(self.flags))
+
+    def is_int(self, x):
+        """Whether a value is an int (a staged counter, an index)."""
+        return self.np.issubdtype(self.np.result_type(x), self.np.integer)
+
+    def field(self, s, i):
+        """Field i of a tuple a step gave (a Scan's outputs)."""
+        if type(s) is not tuple:
+            raise NotLowerable("a field of a struct the program holds whole")
+        return s[i]
+
+    # ------------------------------------------------------------ Scan
+    def scan(self, args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None):
+        """Scan (dsl/core/primitives/scan.py) as lax.scan: (final carry..., ys stacked..., history
+        stacked...), the body's flags carried and gathered into this lowering's."""
+        jnp, lax = self.np, self.lax
+        nx, nc, nk, ny = body.counts
+        xs, carry, consts = list(args[:nx]), list(args[nx:nx + nc]), list(args[nx + nc:])
+        if items is None and xs:
+            items = range(int(jnp.shape(xs[0])[0]))
+        items = iterations(items, xs)
+        if items is None:
+            raise NotLowerable("a while loop: its number of iterations is found by running it")
+        program = body.program
+        item_kind = program.kinds[program.inputs[0]]
+        column = jnp.asarray(np.asarray(list(items), np.int64 if item_kind == "int" else np.float64))
+        start = [jnp.asarray(c) for c in carry]
+        jx = self.jx
+
+        def step(state, row):
+            c, ok = state
+            inner = Lowering(jx)
+            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts])
+            new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
+            return (new, jnp.logical_and(ok, inner.ok())), (*outs[nc:], *c)
+
+        (final, ok), stacked = lax.scan(step, (start, jnp.bool_(True)), (column, *xs), length=len(items),
+                                        reverse=reverse)
+        self.flags.append(ok)
+        return (*final, *stacked)
+
+
+def _like(jnp, value, like):
+    """A new carry value in its starting value's type and shape (lax.scan asks for the same)."""
+    value = jnp.asarray(value)
+    if value.shape != like.shape:
+        raise NotLowerable(f"a loop's variable changes shape, {like.shape} to {value.shape}")
+    return value.astype(like.dtype)
+
+
+def lower_steps(L, program, values):
+    """The program's output leaves as JAX values, computed from `values` (its inputs'), the
+    guards' flags added to L."""
+    jnp = L.np
+    kinds = program.kinds
+    env = [None] * program.nslots
+    for s, v in zip(program.inputs, values):
+        env[s] = v
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
+        if kind == "guard":
+            L.require(_same(jnp, args[0], consts[0]))
+            continue
+        if kind == "effect":
+            raise NotLowerable("it has an effect (print, a random draw, the clock), which runs on the host in order")
+        rule = LOWER.get(op)
+        if rule is None:
+            raise NotLowerable(f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}")
+        try:
+            value = rule(L, *args, **(kw or {}))
+        except NotLowerable:
+            raise
+        except Exception as exc:        # a rule that does not fit this step: the numpy backend runs it
+            raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
+        env[out] = as_kind(jnp, value, kinds[out], op)
+    return [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(program.out_refs, program.out_consts)]
+
+
+def _constant(jnp, c):
+    """A constant of a step as a rule takes it: numbers stay Python numbers (weakly typed, as
+    numpy takes them), tensors become JAX's."""
+    return jnp.asarray(c) if type(c) is np.ndarray else c
+
+
+NUMBER_TYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
+
+
+def as_kind(jnp, value, kind, op):
+    """A rule's result as the step's kind (stage.kind_of): a number as a 0-d value of its type, a
+    tensor of the staged shape and type kind; anything else is NotLowerable."""
+    if kind == "tuple":
+        if type(value) is not tuple:
+            raise NotLowerable(f"{op} gives a tuple on the numpy backend")
+        return value
+    value = jnp.asarray(value)
+    number = NUMBER_TYPES.get(kind)
+    if number is not None:
+        if value.ndim:
+            raise NotLowerable(f"{op} gives a {kind} on the numpy backend, a tensor of shape {value.shape} here")
+        return value.astype(number)
+    if not is_array_kind(kind):
+        raise NotLowerable(f"{op} gives a {kind} value")
+    if tuple(value.shape) != tuple(kind[3]):
+        raise NotLowerable(f"{op} gives shape {tuple(kind[3])} on the numpy backend, {tuple(value.shape)} here")
+    have = value.dtype.kind
+    if have != kind[2]:
+        if kind[2] == "f":
+            return value.astype(np.float64)
+        if kind[2] == "i" and have == "b":
+            return value.astype(np.int64)
+        raise NotLowerable(f"{op} gives a tensor of type kind {kind[2]!r} on the numpy backend, {have!r} here")
+    return value
+
+
+def _same(jnp, value, expected):
+    """The flag of a guard: whether the value is the one recorded (NaN equal to NaN)."""
+    if type(expected) is np.ndarray:
+        if tuple(jnp.shape(value)) != expected.shape:
+            return jnp.bool_(False)
+        expected = jnp.asarray(expected)
+    elif type(expected) not in (bool, int, float, np.bool_, np.float64, np.int64):
+        raise NotLowerable(f"a guard on a {type(expected).__name__}")
+    same = jnp.equal(value, expected)
+    if jnp.issubdtype(jnp.result_type(value), jnp.floating):
+        same = jnp.logical_or(same, jnp.logical_and(jnp.isnan(value), jnp.isnan(expected)))
+    return jnp.all(same)

@@ -1,0 +1,222 @@
+"""How each primitive is computed on XLA: a table of lowering rules, and the primitives that
+keep a program on the numpy backend, each with its reason.
+
+A rule is `rule(L, *args, **kw)`: the primitive's arguments as JAX values (or the constants
+the step holds), its options as recorded, and `L` the lowering (lower.py): `L.np` is
+jax.numpy, `L.lax`, `L.special` (jax.scipy.special), `L.nn` (jax.nn), `L.linalg`
+(jax.scipy.linalg), and `L.require(ok)` adds a flag that must hold for the result to be the
+numpy backend's (an int division by zero, a matrix numpy would refuse): where one fails, the
+call runs on the numpy backend, which says what went wrong as it always does.
+
+The result's type and shape are checked against what the step gave when it was staged
+(lower.py), so a rule that differs from the kernel is found when the program is lowered, not
+by a wrong answer. A primitive in neither table fails the test that asks for every one.
+"""
+
+import numpy as np
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _floor_int(fn):
+    """An int floor-divide or remainder: numpy's where the divisor is not 0 (dg raises there)."""
+
+    def rule(L, a, b):
+        if L.is_int(a) and L.is_int(b):
+            L.require(L.np.all(b != 0))
+        return fn(L.np)(a, b)
+    return rule
+
+
+def _pow(L, a, b):
+    """a ** b: an int result only from ints with a non-negative exponent that stays an int64."""
+    if L.is_int(a) and L.is_int(b):
+        L.require(L.np.all(b >= 0))
+        L.require(L.np.all(L.np.abs(L.np.power(a.astype(float), b.astype(float))) < 2.0 ** 62))
+    return L.np.power(a, b)
+
+
+def _nz_zero(L, a, b, r):
+    """Where nz replaces r by 0: a or b is 0 and r is not finite (reference 6.7)."""
+    np_ = L.np
+    return np_.logical_and(np_.logical_or(np_.equal(a, 0), np_.equal(b, 0)), np_.logical_not(np_.isfinite(r)))
+
+
+def _clamp(L, x, lo=None, hi=None):
+    """min(max(x, lo), hi), as numpy's clip (lo > hi gives hi)."""
+    out = x if lo is None else L.np.maximum(x, lo)
+    return out if hi is None else L.np.minimum(out, hi)
+
+
+UNARY = {
+    "Exp": "exp", "Ln": "log", "Log2": "log2", "Sin": "sin", "Cos": "cos", "Sqrt": "sqrt", "Abs": "abs",
+    "TanhAct": "tanh", "Log1p": "log1p", "Expm1": "expm1", "Tan": "tan", "Asin": "arcsin", "Acos": "arccos",
+    "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
+    "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Neg": "negative",
+    "LogicalNot": "logical_not", "IsFinite": "isfinite",
+}
+BINARY = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "ScalarMul": "multiply", "Div": "true_divide",
+    "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp",
+    "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
+    "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
+}
+
+LOWER = {name: (lambda fn: lambda L, x: getattr(L.np, fn)(x))(fn) for name, fn in UNARY.items()}
+LOWER.update({name: (lambda fn: lambda L, a, b: getattr(L.np, fn)(a, b))(fn) for name, fn in BINARY.items()})
+LOWER.update({
+    "FloorDiv": _floor_int(lambda np_: np_.floor_divide),
+    "Mod": _floor_int(lambda np_: np_.mod),
+    "Pow": _pow,
+    "Sigmoid": lambda L, x: L.nn.sigmoid(x),
+    "Relu": lambda L, x: L.np.maximum(x, 0.0),
+    "Silu": lambda L, x: x * L.nn.sigmoid(x),
+    "Gelu": lambda L, x: 0.5 * x * (1.0 + L.special.erf(x / np.sqrt(2.0))),
+    "Erf": lambda L, x: L.special.erf(x),
+    "Erfinv": lambda L, x: L.special.erfinv(x),
+    "Lgamma": lambda L, x: L.special.gammaln(x),
+    "Digamma": lambda L, x: L.special.digamma(x),
+    "Trigamma": lambda L, x: L.special.polygamma(1, x),
+    "Softplus": lambda L, x: L.np.logaddexp(0.0, x),
+    "LogSigmoid": lambda L, x: -L.np.logaddexp(0.0, -x),
+    "Logit": lambda L, x: L.np.log(x) - L.np.log1p(-x),
+    "Xlogy": lambda L, a, b: L.special.xlogy(a, b),
+    "Where": lambda L, c, a, b: L.np.where(c, a, b),
+    "Clamp": _clamp,
+    "Nz": lambda L, a, b, r: L.np.where(_nz_zero(L, a, b, r), 0.0, r),
+    "NzKept": lambda L, a, b, r: L.np.broadcast_to(L.np.logical_not(_nz_zero(L, a, b, r)),
+                                                   L.np.broadcast_shapes(L.np.shape(a), L.np.shape(b), L.np.shape(r))),
+    "StopGradient": lambda L, x: x,
+    "Astype": lambda L, v, dtype: L.np.asarray(v).astype(dtype),
+})
+
+
+# ---------------------------------------------------------------- reductions and shapes
+def _all_finite(L, v, rows=False):
+    """AllFinite: no NaN or infinity (with `rows`, for each entry of axis 0)."""
+    np_ = L.np
+    if rows:
+        return np_.isfinite(np_.reshape(v, (np_.shape(v)[0], -1))).all(axis=1)
+    return np_.all(np_.isfinite(v)) if np_.issubdtype(np_.result_type(v), np_.floating) else np_.bool_(True)
+
+
+def _cumsum(L, x, axis=None):
+    """numpy's cumsum: over the flattened tensor where no axis is given."""
+    return L.np.cumsum(L.np.reshape(x, (-1,))) if axis is None else L.np.cumsum(x, axis=axis)
+
+
+def _index_add(L, g, key, shape):
+    """zeros(shape) with g added at key (repeated indices accumulate)."""
+    return L.np.zeros(shape, L.np.result_type(g)).at[key].add(g)
+
+
+def _put_along(L, g, idx, axis, shape):
+    """zeros(shape) with g added at the positions idx along axis (take_along's transpose)."""
+    np_ = L.np
+    idx = np_.asarray(idx).astype(np_.int64)
+    grid = list(np_.indices(idx.shape, sparse=True))
+    grid[axis] = idx
+    return np_.zeros(shape, np_.result_type(g)).at[tuple(grid)].add(g)
+
+
+def _row(L, x, i):
+    """x[i] for a staged int i, which must be in range (numpy's kernel raises otherwise)."""
+    n = L.np.shape(x)[0]
+    L.require((i >= -n) & (i < n))
+    return x[i]
+
+
+def _row_add(L, g, i, shape):
+    """zeros(shape) with g at row i."""
+    return L.np.zeros(shape, L.np.result_type(g)).at[i].set(g)
+
+
+def _take_along(L, x, idx, axis):
+    """x's entries at idx along axis; each position must be in range (numpy raises otherwise)."""
+    idx = L.np.asarray(idx).astype(L.np.int64)
+    n = L.np.shape(x)[axis]
+    L.require(L.np.all((idx >= -n) & (idx < n)))
+    return L.np.take_along_axis(x, idx, axis=axis)
+
+
+LOWER.update({
+    "Sum": lambda L, x, axis=None, keepdims=False: L.np.sum(x, axis=axis, keepdims=keepdims),
+    "Mean": lambda L, x, axis=None, keepdims=False: L.np.mean(x, axis=axis, keepdims=keepdims),
+    "Max": lambda L, x, axis=None, keepdims=False: L.np.max(x, axis=axis, keepdims=keepdims),
+    "Min": lambda L, x, axis=None, keepdims=False: L.np.min(x, axis=axis, keepdims=keepdims),
+    "Prod": lambda L, x, axis=None, keepdims=False: L.np.prod(x, axis=axis, keepdims=keepdims),
+    "Var": lambda L, x, axis=None, keepdims=False: L.np.var(x, axis=axis, keepdims=keepdims),
+    "LogSumExp": lambda L, x, axis=None, keepdims=False: L.nn.logsumexp(x, axis=axis, keepdims=keepdims),
+    "Softmax": lambda L, x, axis=-1: L.nn.softmax(x, axis=axis),
+    "LogSoftmax": lambda L, x, axis=-1: L.nn.log_softmax(x, axis=axis),
+    "CumSum": _cumsum,
+    "CumProd": lambda L, x, axis=0: L.np.cumprod(x, axis=axis),
+    "AllFinite": _all_finite,
+    "Any": lambda L, a, rows=False: L.np.reshape(a, (L.np.shape(a)[0], -1)).any(axis=1) if rows else L.np.any(a),
+    "ArgMax": lambda L, x, axis=None: L.np.argmax(x, axis=axis),
+    "ArgMin": lambda L, x, axis=None: L.np.argmin(x, axis=axis),
+    "Sort": lambda L, x, axis=-1: L.np.sort(x, axis=axis, stable=True),
+    "ArgSort": lambda L, x, axis=-1: L.np.argsort(x, axis=axis, stable=True),
+    "TakeAlong": _take_along,
+    "PutAlong": _put_along,
+    "Reshape": lambda L, x, shape: L.np.reshape(x, shape),
+    "TransposeOp": lambda L, x, axes=None: L.np.transpose(x, axes),
+    "BroadcastTo": lambda L, x, shape: L.np.broadcast_to(x, shape),
+    "Index": lambda L, x, key, op="Index": x[key],
+    "GatherOp": lambda L, x, key, op="Index": x[key],
+    "IndexAdd": _index_add,
+    "SetIndex": lambda L, x, v, key=None: L.np.asarray(x).at[key].set(v),
+    "Row": _row,
+    "RowAdd": _row_add,
+    "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),
+    "CatOp": lambda L, *items, axis=0: L.np.concatenate(items, axis=axis),
+    "Linspace": lambda L, a, b, n: L.np.linspace(a, b, n),
+    "StructField": lambda L, s, field_index=0, total_fields=0, name=None: L.field(s, field_index),
+})
+
+
+# ---------------------------------------------------------------- products and matrices
+def _finite_or_refused(L, out):
+    """A factorisation's result, which must be finite: numpy refuses the matrices that make XLA's
+    NaN (not positive definite, singular), and the numpy backend then says so."""
+    L.require(L.np.all(L.np.isfinite(out)))
+    return out
+
+
+LOWER.update({
+    "MatMul": lambda L, a, b: L.np.matmul(a, b, precision=L.highest),
+    "Einsum": lambda L, *xs, spec=None: L.np.einsum(spec, *xs, precision=L.highest),
+    "Cholesky": lambda L, a: _finite_or_refused(L, L.np.linalg.cholesky(a)),
+    "Solve": lambda L, a, b: _finite_or_refused(L, L.np.linalg.solve(a, b)),
+    "Inv": lambda L, a: _finite_or_refused(L, L.np.linalg.inv(a)),
+    "TriangularSolve": lambda L, a, b, lower=False: _finite_or_refused(
+        L, L.linalg.solve_triangular(a, b, lower=lower)),
+    "Det": lambda L, a: L.np.linalg.det(a),
+    "DetSign": lambda L, a: L.np.linalg.slogdet(a)[0],
+    "LogAbsDet": lambda L, a: L.np.linalg.slogdet(a)[1],
+    # values only: unique, in the order numpy gives them (no signs to choose)
+    "EighValues": lambda L, a: L.np.linalg.eigvalsh(a),
+    "SvdValues": lambda L, a: L.np.linalg.svd(a, compute_uv=False),
+    "Pinv": lambda L, a, rcond=1e-15: L.np.linalg.pinv(a, rtol=rcond),
+    "Scan": lambda L, *args, **kw: L.scan(args, **kw),
+})
+
+
+# ---------------------------------------------------------------- what stays on numpy, and why
+_LOOPS = "a loop of the numpy backend's own walks; jit(backend=\"xla\") rolls loops as Scan, which XLA runs"
+_DRAWS = ("a random draw: the numbers come from numpy's generator, which the XLA backend does not "
+          "reproduce, and the same seed must give the same numbers on every backend")
+_SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
+_HOST = "it runs Python (the user's function, a string, an effect) on each call"
+_NOT_YET = "no XLA rule is written for it yet"
+
+FALLBACK = {
+    "Loop": _LOOPS, "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
+    "RandomFoldIn": _DRAWS, "RandomGamma": _DRAWS, "RandomNormal": _DRAWS, "RandomPoisson": _DRAWS,
+    "RandomSplit": _DRAWS, "RandomUniform": _DRAWS,
+    "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
+    "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "Effect": _HOST, "EffectLayout": _HOST, "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
+    "MapLookup": "a map's entries are looked up by key in Python",
+    "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET, "CrossEntropy": _NOT_YET, "ClassIndices": _NOT_YET,
+    "SsmScan": _NOT_YET, "Windows": _NOT_YET, "WindowsT": _NOT_YET,
+}

@@ -1,0 +1,220 @@
+"""jit(f, backend="xla"): staged programs compiled by XLA through JAX (docs/xla.md).
+
+The tests that need JAX are skipped where it is not installed; the table of rules and the
+error for a missing JAX are tested everywhere."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.core.primitives.registry import PRIMS
+from dsl.backends.xla.rules import FALLBACK, LOWER
+from dsl.errors import DgError
+
+from test_primitive_rules import CASES, DEFS, IDS
+
+try:
+    import jax
+except ImportError:
+    jax = None
+needs_jax = pytest.mark.skipif(jax is None, reason="JAX is not installed (the xla extra)")
+
+RNG = np.random.default_rng(20261127)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# ---------------------------------------------------------------- the table
+def test_every_primitive_has_a_lowering_rule_or_a_reason_to_stay_on_numpy():
+    missing = sorted(set(PRIMS) - set(LOWER) - set(FALLBACK))
+    assert not missing, f"primitives with neither an XLA rule nor a reason in FALLBACK: {missing}"
+    assert not set(LOWER) & set(FALLBACK)
+    assert all(type(why) is str and len(why) > 20 for why in FALLBACK.values())
+
+
+def test_without_jax_asking_for_xla_is_an_error_naming_the_extra():
+    code = ("import sys; sys.modules['jax'] = None\n"
+            "import dsl\n"
+            "i = dsl.Interpreter()\n"
+            "print(i.run('fn f(x) { return x * 2.0 }\\njit(f)(1.5)'))\n"
+            "try:\n"
+            "    i.run('jit(f, backend=\"xla\")')\n"
+            "except dsl.DgError as e:\n"
+            "    print(str(e).splitlines()[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "3.0"
+    assert "dg-lang[xla]" in lines[1] and "JAX" in lines[1]
+
+
+def test_a_backend_other_than_numpy_or_xla_is_an_error():
+    i = dsl.Interpreter()
+    with pytest.raises(DgError, match="numpy.*xla"):
+        i.run('jit(fn(x) => x, backend="gpu")')
+    with pytest.raises(DgError, match="backend must be"):
+        i.run('jit(fn(x) => x, backend=1.0)')
+    with pytest.raises(ValueError):
+        dsl.Interpreter(backend="tpu")
+
+
+# ---------------------------------------------------------------- agreement, case by case
+def _both(source, name, backend_kw='backend="xla"'):
+    """(jit on numpy, jit on XLA) of the function `name` defined by `source`."""
+    i = dsl.Interpreter()
+    i.run(source + f"\nlet __n = jit({name})\nlet __x = jit({name}, {backend_kw})")
+    return i, i.lookup("__n"), i.lookup("__x")
+
+
+def _entry(jitted):
+    """The one recording of a jitted function."""
+    (entries,) = jitted.call.entries.values()
+    return entries[0]
+
+
+def _close(got, want, rtol=1e-12, atol=1e-12):
+    """Results (numbers, tensors, tuples, structs) equal to 1e-12 relative."""
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _close(g, w, rtol, atol)
+    elif isinstance(want, dsl.Struct):
+        for k in want._fields:
+            _close(getattr(got, k), getattr(want, k), rtol, atol)
+    else:
+        assert type(got) is type(want), (got, want)
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@needs_jax
+@pytest.mark.parametrize("expr,args", CASES, ids=IDS)
+def test_value_and_gradient_of_every_rule_case_agree_with_numpy(expr, args):
+    names = sorted(args)
+    params = ", ".join(names)
+    i, jn, jx = _both(DEFS + f"fn f({params}) {{ return {expr} }}\n"
+                      f"fn h({params}, c) {{ return sum(f({params}) * c) }}\n"
+                      f"let vg = value_and_grad(h, argnums=({', '.join(str(k) for k in range(len(names)))},))", "vg")
+    c0 = np.asarray(i.lookup("f")(*[args[n] for n in names]), float)
+    for call in range(3):       # the first call stages; the later ones run the compiled code
+        vals = [args[n] + 0.01 * call * (RNG.standard_normal(np.shape(args[n])) if np.ndim(args[n]) else 1.0)
+                for n in names]
+        c = RNG.standard_normal(c0.shape) if c0.ndim else float(RNG.standard_normal())
+        _close(jx(*vals, c), jn(*vals, c))
+    why = _entry(jx).xla.why
+    assert why is None or why.split(":")[0] in FALLBACK, why
+
+
+# ---------------------------------------------------------------- loops, guards, errors
+PROJECTILE = open(os.path.join(ROOT, "bench", "programs", "projectile.dg")).read()
+
+
+@needs_jax
+@pytest.mark.parametrize("composition", [
+    "step", "fn(p, n) => grad(fn(q, m) => grad(loss)(q, m).speed)(p, n)",
+    "fn(p, n) => grad(fn(q, m) => grad(fn(r, k) => grad(loss)(r, k).speed)(q, m).angle)(p, n)",
+    "fn(p, n) => hvp(p, Launch(1.0, 0.5, 0.1), n)"])
+def test_a_loop_is_one_scan_on_xla_at_every_derivative_order(composition):
+    i, jn, jx = _both(PROJECTILE + f"\nlet g = {composition}", "g")
+    Launch = i.lookup("Launch")
+    for k in range(3):
+        p = Launch(20.0 + k, 0.8 - 0.05 * k, 0.01)
+        _close(jx(p, 200), jn(p, 200), rtol=1e-10)
+    entry = _entry(jx)
+    assert entry.xla.why is None
+    assert "Scan" in [s[1] for s in entry.program.steps]
+    assert entry._code is None      # the numpy backend's code was never needed
+
+
+@needs_jax
+def test_a_branch_that_goes_another_way_stages_again_and_both_paths_agree(capfd):
+    src = ("fn f(x, w) {\n  if x > 0.0 { return sum(w * x) ** 2 }\n  return sum(exp(w) * x)\n}\n"
+           "let g = value_and_grad(f, argnums=(0, 1))")
+    i, jn, jx = _both(src, "g", 'backend="xla", explain=true')
+    w = RNG.standard_normal(4)
+    for x in (1.5, -0.5, 2.5, -1.5, 0.3):
+        _close(jx(x, w), jn(x, w))
+    assert len(next(iter(jx.call.entries.values()))) == 2       # one recording per path
+    err = capfd.readouterr().err
+    assert "staging it" in err and "numpy backend" not in err
+
+
+@needs_jax
+def test_a_branch_inside_a_loop_that_changes_on_a_later_call_gives_the_right_answer():
+    src = ("fn f(x, n) {\n  let s = 0.0\n  for i in range(n) {\n    if s > x { s = s - 0.5 } else { s = s + sin(x) }\n"
+           "  }\n  return s\n}\nlet g = value_and_grad(f)")
+    i, jn, jx = _both(src, "g")
+    for x in (2.0, 0.1, -0.3, 3.0):
+        _close(jx(x, 30), jn(x, 30))
+
+
+@needs_jax
+def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
+    src = ("fn f(x) {\n  print(x)\n  return x * 2.0\n}\n"
+           "fn w(x) {\n  let k = 0\n  while x < 10.0 { x = x * 2.0\n k = k + 1 }\n  return x\n}")
+    i = dsl.Interpreter()
+    i.run(src + '\nlet jf = jit(f, backend="xla", explain=true)\nlet jw = jit(w, backend="xla", explain=true)')
+    jf, jw = i.lookup("jf"), i.lookup("jw")
+    assert [jf(1.0), jf(2.0)] == [2.0, 4.0]
+    assert [jw(1.0), jw(3.0), jw(0.7)] == [16.0, 12.0, 11.2]
+    out = capfd.readouterr()
+    assert out.out == "1.0\n2.0\n"
+    assert "runs on the numpy backend for this recording: it has an effect" in out.err
+    assert "runs on the numpy backend for this recording: " in out.err.split("jit(w)", 1)[1]
+
+
+@needs_jax
+def test_errors_numpy_raises_are_raised_on_xla_too():
+    i = dsl.Interpreter()
+    i.run('fn f(a) { return sum(cholesky(a)) }\nlet jf = jit(f, backend="xla")\n'
+          'fn r(x, k) { return x[k] }\nlet jr = jit(r, backend="xla")')
+    jf, jr = i.lookup("jf"), i.lookup("jr")
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    assert jf(good) == pytest.approx(float(np.linalg.cholesky(good).sum()), rel=1e-12)
+    assert jf(good * 2.0) == pytest.approx(float(np.linalg.cholesky(good * 2.0).sum()), rel=1e-12)
+    with pytest.raises(DgError, match="positive definite"):
+        jf(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    x = np.arange(4.0)
+    assert [jr(x, 1), jr(x, 3)] == [1.0, 3.0]
+
+
+@needs_jax
+def test_the_interpreters_backend_is_the_default_of_its_jits():
+    i = dsl.Interpreter(backend="xla")
+    i.run("fn f(x) { return sum(tanh(x) * x) }\nlet jf = jit(f)\nlet jn = jit(f, backend=\"numpy\")")
+    jf, jn = i.lookup("jf"), i.lookup("jn")
+    x = RNG.standard_normal(5)
+    for _ in range(2):
+        _close(jf(x), jn(x))
+    assert _entry(jf).xla is not None and _entry(jn).xla is None
+
+
+@needs_jax
+def test_float32_stays_float32_and_jaxs_own_x64_flag_is_left_as_it_was():
+    before = jax.config.jax_enable_x64
+    i = dsl.Interpreter()
+    i.run('fn f(w, x) { return tanh(x @ w) * 2.0 }\nlet jf = jit(f, backend="xla")')
+    w, x = RNG.standard_normal((3, 2)).astype(np.float32), RNG.standard_normal((4, 3)).astype(np.float32)
+    for _ in range(2):
+        out = i.lookup("jf")(w, x)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, np.tanh(x @ w) * 2.0, rtol=1e-5)
+    assert jax.config.jax_enable_x64 == before
+
+
+@needs_jax
+def test_dg_run_takes_a_backend(tmp_path):
+    prog = tmp_path / "p.dg"
+    prog.write_text("fn f(x) { return sum(x * x) }\nlet g = jit(grad(f))\n"
+                    "print(g(tensor([1.0, 2.0])))\nprint(g(tensor([3.0, 4.0])))\n")
+    out = subprocess.run([sys.executable, "-m", "dsl", "run", "--backend", "xla", "--explain-jit", str(prog)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[2.", "4.]", "[6.", "8.]"] or out.stdout.splitlines() == ["[2.0, 4.0]", "[6.0, 8.0]"]
+    bad = subprocess.run([sys.executable, "-m", "dsl", "run", "--backend", "tpu", str(prog)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode != 0 and "numpy" in bad.stderr and "xla" in bad.stderr
