@@ -4,6 +4,9 @@ staged once. jit rolls a loop under three or more reverse levels as a Scan (roll
 
 from ...backends.codegen import compile_loop, compile_program, run_code
 from ...core import stage as S
+from ...core.ops.slots import unpack
+from ...core.tape import Box
+from ...core.trees import flatten, hollow
 from ...core.primitives.loops import LoopGuardFailed
 from ...core.primitives.batching import spread_where
 from ...core.primitives.scan import rows, scan
@@ -152,7 +155,25 @@ class ScanBody:
 
 def scan_loop(body, items, state):
     """A loop's remaining iterations as one Scan step: the Roller's Body P (item, state...) ->
-    state, the carry its state (`items` None: a while loop's); the Scan's result (final
-    state..., history...)."""
-    return scan(*state, body=ScanBody(body.forward, (0, len(state), 0, 0), body), items=items)
-
+    state; the state's leaves the body changes are the carry, the others its consts (a tensor
+    the body only reads, carried, would take a cotangent of its full size in the carry of every
+    reverse level: the rows of an RNN's inputs, read one per step, cost the reverse loop time
+    in the square of its length). `items` None: a while loop's. The final state (those it does
+    not change as they were), then the history."""
+    changed = body.changed
+    if all(changed):
+        return scan(*state, body=ScanBody(body.forward, (0, len(state), 0, 0), body), items=items)
+    program = body.forward
+    moved = [i for i, c in enumerate(changed) if c]
+    fixed = [i for i, c in enumerate(changed) if not c]
+    inputs = program.inputs
+    carried = S.Program(program.nslots, (inputs[0], *[inputs[1 + i] for i in moved], *[inputs[1 + i] for i in fixed]),
+                        program.steps, hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
+                        tuple(program.out_consts[i] for i in moved), program.kinds, program.spans)
+    out = scan(*[state[i] for i in moved], *[state[i] for i in fixed],
+               body=ScanBody(carried, (0, len(moved), len(fixed), 0), body), items=items)
+    out = unpack(out) if type(out) is Box else out
+    final = list(state)
+    for k, i in enumerate(moved):
+        final[i] = out[k]
+    return final
