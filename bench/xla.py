@@ -12,7 +12,7 @@ import tempfile
 import numpy as np
 
 from .engines import MISSING_JAX, dg_program, jax_or_none
-from .loops import LAUNCH, PROJECTILE, RNN, _close, projectile_jax, rnn_data, rnn_jax
+from .loops import PROJECTILE, RNN, _close, projectile_jax, rnn_data, rnn_jax
 from .report import make_row
 from .timing import measure, median
 from .transforms import FULL as HIGHER, SMOKE as HIGHER_SMOKE, X0, _jax_refs, chain_second, hessian_exact

@@ -14,17 +14,20 @@ import numpy as np
 
 from ...core.stage import is_array_kind
 from . import runtime
-from .lower import Lowering, NotLowerable, lower_steps, unlowerable
+from .lower import Lowering, NotLowerable, loop_iterations, lower_steps, unlowerable
 
 
 class XlaCode:
     """One program on XLA (see the module docstring)."""
 
-    __slots__ = ("program", "why", "_fn", "_convert")
+    __slots__ = ("program", "why", "iterations", "_fn", "_convert")
 
     def __init__(self, program):
         self.program = program
         self.why = unlowerable(program)
+        # the loop iterations of one call, which count as steps of the run's limits (XLA cannot be
+        # stopped partway: jit runs a call that would pass the limits' next look on numpy)
+        self.iterations = loop_iterations(program) if self.why is None else 0
         self._fn = None
         kinds = program.kinds
         self._convert = [_converter(kinds[r]) if r >= 0 else None for r in program.out_refs]

@@ -11,6 +11,8 @@ What cannot be lowered raises `NotLowerable` with the reason in words: the progr
 on the numpy backend, and jit's explain says why.
 """
 
+import math
+
 import numpy as np
 
 from ...core.primitives.scan import iterations
@@ -34,13 +36,33 @@ def unlowerable(program):
             return f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}"
         if op == "Scan":
             if kw["items"] is None and not kw["body"].counts[0]:
-                return "a while loop: its number of iterations is found by running it"
+                return "a while loop under a derivative: its number of iterations is found by running it"
             inner = unlowerable(kw["body"].program)
+            if inner is not None:
+                return inner
+        if op == "Loop":
+            if kw["items"] is not None or kw.get("history") or kw.get("nested"):
+                return f"Loop: {FALLBACK['LoopBack']}"
+            inner = unlowerable(kw["body"].forward)
             if inner is not None:
                 return inner
         if program.kinds[out] in ("str", "other"):
             return f"{op} gives a {program.kinds[out]} value"
     return None
+
+
+def loop_iterations(program):
+    """How many iterations of the program's own loops a run makes (a Scan of a loop's body, not
+    of a body a rule derived, as numpy's Scan counts them; those of a Scan in a body once per
+    outer iteration): the steps it takes of the run's limits."""
+    total = 0
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if op == "Loop":
+            return math.inf        # a while loop's: known once it has run
+        if op == "Scan" and kw["items"] is not None:
+            body = kw["body"]
+            total += len(kw["items"]) * ((body.exact is None) + loop_iterations(body.program))
+    return total
 
 
 class Lowering:
@@ -103,6 +125,35 @@ class Lowering:
                                         reverse=reverse)
         self.flags.append(ok)
         return (*final, *stacked)
+
+
+    def while_loop(self, state, body=None, items=(), history=False, nested=False, **_):
+        """A while loop's Loop step (no derivative through it) as lax.while_loop: iterations until
+        one fails a guard of the body (its condition turned false, a break), whose starting state
+        is the final one, as the numpy backend's loop step gives it. A loop still running after
+        WHILE_CAP iterations leaves the call to numpy, where the run's limits can stop it."""
+        if items is not None or history or nested:
+            raise NotLowerable(f"Loop: {FALLBACK['LoopBack']}")
+        jnp, lax, jx = self.np, self.lax, self.jx
+        program = body.forward
+        start = [jnp.asarray(s) for s in state]
+
+        def going(c):
+            return jnp.logical_and(c[2], c[0] < WHILE_CAP)
+
+        def step(c):
+            k, st, _ = c
+            inner = Lowering(jx)
+            outs = lower_steps(inner, program, [k, *st])
+            ok = inner.ok()
+            return k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok
+
+        k, final, go = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True)))
+        self.require(jnp.logical_not(go))
+        return (*final, None)
+
+
+WHILE_CAP = 10 ** 7     # iterations of a while loop in one XLA call (see Lowering.while_loop)
 
 
 def _like(jnp, value, like):

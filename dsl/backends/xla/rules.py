@@ -199,11 +199,13 @@ LOWER.update({
     "SvdValues": lambda L, a: L.np.linalg.svd(a, compute_uv=False),
     "Pinv": lambda L, a, rcond=1e-15: L.np.linalg.pinv(a, rtol=rcond),
     "Scan": lambda L, *args, **kw: L.scan(args, **kw),
+    "Loop": lambda L, *state, **kw: L.while_loop(state, **kw),
 })
 
 
 # ---------------------------------------------------------------- what stays on numpy, and why
-_LOOPS = "a loop of the numpy backend's own walks; jit(backend=\"xla\") rolls loops as Scan, which XLA runs"
+_LOOPS = ("a while loop under a derivative, whose number of iterations is found by running it (the numpy "
+          "backend's loop step)")
 _DRAWS = ("a random draw: the numbers come from numpy's generator, which the XLA backend does not "
           "reproduce, and the same seed must give the same numbers on every backend")
 _SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
@@ -211,7 +213,7 @@ _HOST = "it runs Python (the user's function, a string, an effect) on each call"
 _NOT_YET = "no XLA rule is written for it yet"
 
 FALLBACK = {
-    "Loop": _LOOPS, "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
+    "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
     "RandomFoldIn": _DRAWS, "RandomGamma": _DRAWS, "RandomNormal": _DRAWS, "RandomPoisson": _DRAWS,
     "RandomSplit": _DRAWS, "RandomUniform": _DRAWS,
     "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,

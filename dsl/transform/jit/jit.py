@@ -39,6 +39,7 @@ from ...backends.backoff import Backoff
 from ...backends.codegen import compile_program, run_code
 from ...backends.xla import XlaCode, load as xla_load
 from ...base.cells import Cell
+from ...base.limits import NEVER
 from ...core import stage as S
 from ...core.primitives.loops import LoopGuardFailed
 from ...core.primitives.scan import outputs_read
@@ -280,13 +281,18 @@ class Jitted:
     def _compiled(self, entry, values, held=None):
         """The compiled code's result (or the exact program's, where the code cannot vouch for it:
         then `held`, holding the call's effects, undoes those the code performed first)."""
-        xla = entry.xla
+        xla, out = entry.xla, None
         if xla is not None and not xla.why:
-            out = xla(values)
-            if out is None and xla.why:
-                self._say(f"runs on the numpy backend for this recording: {xla.why}")
-        else:
-            out = None
+            # a loop XLA would run past the limits' next look (a step budget, a timeout) runs on
+            # numpy, which stops it at its line; else its iterations count as the interpreter's do
+            n = xla.iterations      # math.inf for a while loop's
+            limits = self.interp.limits if self.interp is not None and n else None
+            if limits is None or limits.next_check == NEVER or limits.steps + n < limits.next_check:
+                out = xla(values)
+                if out is None and xla.why:
+                    self._say(f"runs on the numpy backend for this recording: {xla.why}")
+                elif out is not None and limits is not None and n < NEVER:
+                    limits.steps += n
         if out is None:     # numpy's code: where XLA's results are not vouched for, it says why
             out = run_code(entry.program, entry.code, values, held.rewind if held is not None else None)
         spec = entry.program.out_spec
