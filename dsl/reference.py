@@ -98,7 +98,7 @@ KEYED = {"uniform", "normal", "exponential", "bernoulli", "categorical", "permut
 
 
 TRANSFORMS = {"grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian", "jvp", "linearize", "vjp", "vmap",
-              "jit", "custom_vjp", "custom_jvp", "checkpoint", "stop_gradient"}
+              "jit", "shard", "devices", "custom_vjp", "custom_jvp", "checkpoint", "stop_gradient"}
 
 
 def index_markdown(builtins):

@@ -32,16 +32,17 @@ class XlaCode:
         kinds = program.kinds
         self._convert = [_converter(kinds[r]) if r >= 0 else None for r in program.out_refs]
 
-    def __call__(self, values):
+    def __call__(self, values, split=None):
         """The output leaves on these inputs, or None (see the module docstring). A program found
-        not lowerable when first traced sets `why` and gives None from then on."""
+        not lowerable when first traced sets `why` and gives None from then on. `split`: per
+        input, the axis it is split along over every device, or None (shard)."""
         if self.why is not None:
             return None
         with runtime.x64():
             try:
                 if self._fn is None:
                     self._fn = self._jitted()
-                outs, ok = self._fn(*values)
+                outs, ok = self._fn(*(values if split is None else runtime.place(values, split)))
             except NotLowerable as exc:
                 self.why = str(exc)
                 return None

@@ -35,12 +35,13 @@ def load():
         import jax.numpy as jnp     # optional, as jax above
         import jax.scipy.linalg     # optional, as jax above
         import jax.scipy.special    # optional, as jax above
+        import jax.sharding         # optional, as jax above
     except ImportError:
         raise error("value", "the xla backend needs JAX: install the extra with pip install 'dg-lang[xla]' "
                              "(or pip install jax)") from None
     _use_persistent_cache(jax)
     _loaded["jax"] = SimpleNamespace(jax=jax, np=jnp, lax=jax.lax, nn=jax.nn, linalg=jax.scipy.linalg,
-                                     special=jax.scipy.special)
+                                     special=jax.scipy.special, sharding=jax.sharding)
     return _loaded["jax"]
 
 
@@ -65,3 +66,16 @@ def _use_persistent_cache(jax):
 def x64():
     """A context in which JAX computes in float64 where dg does (JAX's default is float32)."""
     return load().jax.enable_x64(True)
+
+
+def place(values, axes):
+    """Values for a sharded call: each tensor with an axis split along it over a mesh of every
+    device XLA sees, the others as they are (XLA puts them whole on each device). Inside `x64()`:
+    a float64 array put on a device outside it would become float32."""
+    jx = load()
+    mesh = _loaded.get("mesh")
+    if mesh is None:
+        mesh = _loaded["mesh"] = jx.sharding.Mesh(jx.jax.devices(), ("devices",))
+    spec, named = jx.sharding.PartitionSpec, jx.sharding.NamedSharding
+    return [v if a is None else jx.jax.device_put(v, named(mesh, spec(*([None] * a), "devices")))
+            for v, a in zip(values, axes)]

@@ -2,7 +2,7 @@
 form of dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["grad", "value_and_grad", "jacobian", "jacrev", "jacfwd", "hessian", "jvp", "linearize", "vjp", "vmap", "jit",
-         "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint"]
+         "shard", "devices", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint"]
 
 DOCS = {
     "grad": """grad(f, argnums=0, has_aux=false): a function returning the gradient of the number f
@@ -95,6 +95,21 @@ says why.
 Differentiable: yes.
 >>> jit(fn(x) => x * 2.0 + 1.0)(3.0)
 7.0""",
+    "shard": """shard(f, in_axes=0, explain=false): f compiled by XLA (as jit(f, backend="xla")), each call
+run data-parallel over every device XLA sees: a tensor argument whose in_axes entry is an axis
+is split along it (its length a multiple of the number of devices), the others are whole on
+every device. in_axes is as vmap's: an int or none, or a tuple with one entry per argument.
+Unlike vmap, f sees the whole batch: XLA divides the work and adds the communication a sum over
+the split axis needs, so the results are f's, as unsharded (to rounding). Needs the xla extra;
+docs/xla.md says how the same program runs on the devices of one GPU machine.
+Differentiable: yes (grad of shard(f) is taken through f; shard(grad(f)) shards the gradient).
+>>> shard(fn(x) => sum(x * x))(tensor([1.0, 2.0, 3.0, 4.0]))
+30.0""",
+    "devices": """devices(): the devices XLA sees, a tuple of "platform:id" strings ("cpu:0", or "cuda:0" and
+so on with a GPU build of JAX). Needs the xla extra.
+Differentiable: no.
+>>> len(devices()) >= 1
+true""",
     "stop_gradient": """stop_gradient(x): x, with no gradient flowing through it at any level.
 Differentiable: no (its derivative is taken as zero).
 >>> grad(fn(x) => x * stop_gradient(x))(3.0)

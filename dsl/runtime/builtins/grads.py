@@ -6,6 +6,7 @@ from ...errors import error
 from ...transform import custom as C, forward as F, transforms as T, vmap as V
 from ...transform.jit import jit as make_jit
 from ...transform.jit.jit import backend_of
+from ...transform.jit.shard import devices, shard as make_shard
 from ...transform.jit.static import jit_static, static_argnums_of
 from ...transform.linearize import linearize as make_linearize
 
@@ -115,6 +116,11 @@ def make(interp):
             return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp, backend)
         return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp, backend)
 
+    def shard(f, in_axes=0, explain=False):
+        """shard(f, in_axes=0, explain=false): f compiled by XLA, each call's tensors split along
+        their in_axes entry over every device XLA sees; the results are f's on the whole batch."""
+        return make_shard(_fn(f, "shard"), in_axes, interp, _flag(explain, "shard", "explain"))
+
     def vjp(f, *primals, has_aux=False):
         """vjp(f, *primals, has_aux=false): (f(*primals), pullback); pullback(cotangent) gives one
         gradient per primal; with has_aux, (value, pullback, aux)."""
@@ -139,4 +145,4 @@ def make(interp):
     return {"grad": grad, "value_and_grad": value_and_grad, "jacobian": jacobian, "jacrev": jacrev,
             "jacfwd": jacfwd, "hessian": hessian, "jvp": jvp, "vjp": vjp, "linearize": linearize, "vmap": vmap, "jit": jit,
             "stop_gradient": T.stop_gradient, "custom_vjp": custom_vjp, "custom_jvp": custom_jvp,
-            "checkpoint": checkpoint}
+            "checkpoint": checkpoint, "shard": shard, "devices": devices}

@@ -92,6 +92,8 @@ class Jitted:
         self.interp = interp
         self.explain = explain
         self.backend = backend
+        # shard's: (args, kwargs) -> per staged leaf, the axis it is split along over the devices
+        self.placement = None
         # signature -> [Entry], the one that last applied first; the signatures least recently
         # called first, at most MAX_SIGNATURES of them (a function called with a new int each time
         # would otherwise keep a recording per int for as long as it lives)
@@ -263,7 +265,8 @@ class Jitted:
             if boxed:
                 out = S.run(entry.program, values)
             else:
-                out = self._compiled(entry, values, held)
+                split = self.placement(args, kwargs) if self.placement is not None else None
+                out = self._compiled(entry, values, held, split)
         except S.GuardFailed:
             if held:        # as if this attempt had not run: nothing printed, nothing drawn,
                 held.discard()
@@ -278,9 +281,10 @@ class Jitted:
             held.release()
         return out
 
-    def _compiled(self, entry, values, held=None):
+    def _compiled(self, entry, values, held=None, split=None):
         """The compiled code's result (or the exact program's, where the code cannot vouch for it:
-        then `held`, holding the call's effects, undoes those the code performed first)."""
+        then `held`, holding the call's effects, undoes those the code performed first). `split`:
+        how XLA's call spreads the inputs over the devices (shard)."""
         xla, out = entry.xla, None
         if xla is not None and not xla.why:
             # a loop XLA would run past the limits' next look (a step budget, a timeout) runs on
@@ -288,7 +292,7 @@ class Jitted:
             n = xla.iterations      # math.inf for a while loop's
             limits = self.interp.limits if self.interp is not None and n else None
             if limits is None or limits.next_check == NEVER or limits.steps + n < limits.next_check:
-                out = xla(values)
+                out = xla(values, split)
                 if out is None and xla.why:
                     self._say(f"runs on the numpy backend for this recording: {xla.why}")
                 elif out is not None and limits is not None and n < NEVER:

@@ -1,0 +1,78 @@
+"""shard(f, in_axes): f compiled by XLA and run over several devices, here 8 CPU devices that
+XLA simulates (XLA_FLAGS=--xla_force_host_platform_device_count=8, set before JAX starts, so
+each test runs its program in a new process)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("jax")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+STEP = """
+import json, numpy as np, dsl
+from dsl.backends.xla import runtime
+placed = []
+place = runtime.place
+def counted(values, axes):      # what each sharded call hands XLA
+    out = place(values, axes)
+    placed.append([len(v.sharding.device_set) if a is not None else None for v, a in zip(out, axes)])
+    return out
+runtime.place = counted
+i = dsl.Interpreter(seed=0)
+i.run('''
+struct Mlp { w1, b1, w2, b2 }
+fn loss(p, x, y) {
+    let h = tanh(x @ p.w1 + p.b1)
+    return mean((h @ p.w2 + p.b2 - y) ** 2)
+}
+fn train(p, x, y) {
+    let l, g = value_and_grad(loss)(p, x, y)
+    return (l, Mlp(p.w1 - 0.1 * g.w1, p.b1 - 0.1 * g.b1, p.w2 - 0.1 * g.w2, p.b2 - 0.1 * g.b2))
+}
+let one = jit(train)
+let split = shard(train, in_axes=(none, 0, 0))
+let p = Mlp(randn((5, 16)), zeros((16,)), randn((16, 1)), zeros((1,)))
+let x = randn((64, 5))
+let y = randn((64, 1))
+''')
+one, split, p, x, y = (i.lookup(n) for n in ("one", "split", "p", "x", "y"))
+out = {"devices": list(i.run("devices()"))}
+for step in range(3):       # the first call stages; the next ones run on the 8 devices
+    l1, p1 = one(p, x, y)
+    l8, p8 = split(p, x, y)
+    out.setdefault("loss", []).append([l1, l8])
+    out.setdefault("gap", []).append(max(float(np.max(np.abs(getattr(p1, f) - getattr(p8, f))))
+                                        for f in ("w1", "b1", "w2", "b2")))
+    p = p8
+(entries,) = split.call.jitted.entries.values()
+out["why"] = entries[0].xla.why
+out["placed"] = placed
+try:
+    split(p, x[:60], y[:60])
+    split(p, x[:60], y[:60])
+except dsl.DgError as e:
+    out["uneven"] = str(e).splitlines()[0]
+print(json.dumps(out))
+"""
+
+
+def test_a_training_step_split_over_eight_devices_matches_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(STEP)], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["devices"] == [f"cpu:{k}" for k in range(8)]
+    assert out["why"] is None
+    # two compiled calls, each with x and y split over the 8 devices and the parameters whole
+    assert len(out["placed"]) == 2 and all(sorted(p, key=str)[:2] == [8, 8] and p.count(None) == 4
+                                           for p in out["placed"])
+    for l1, l8 in out["loss"]:
+        assert l8 == pytest.approx(l1, rel=1e-12)
+    assert max(out["gap"]) < 1e-12
+    assert "does not split evenly over 8 devices" in out["uneven"]
