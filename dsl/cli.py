@@ -25,6 +25,8 @@ options:
   --jit                 compile every function grad, value_and_grad, jacobian and hessian make
   --explain-jit         say (on standard error) when jit stages a function, and why it falls back
   --backend NAME        what jit compiles with: numpy (default) or xla (needs the xla extra: JAX)
+  --processes N         run the program in N processes on this machine, joined so that shard
+                        splits its batch over all their devices (needs the xla extra)
   --max-depth N         nested calls allowed (default 10000, at most 1000000)
   --max-steps N         stop after N loop iterations and calls (default: no limit)
   --timeout SECONDS     stop after this much wall-clock time (default: no limit)
@@ -85,7 +87,8 @@ def _backend(text):
 FLAGS = ("--no-check-numerics", "--jit", "--explain-jit")
 VALUES = {"--max-depth": _number(int, positive=True, most=MAX_DEPTH), "--max-steps": _number(int, positive=True),
           "--timeout": _number(float, positive=True), "--max-tensor": _number(int, positive=True),
-          "--seed": _number(int, least=0), "--files": str, "--backend": _backend}
+          "--seed": _number(int, least=0), "--files": str, "--backend": _backend,
+          "--processes": _number(int, positive=True, most=1024)}
 
 
 def _options(parser):
@@ -227,6 +230,11 @@ def _dispatch(args):
         target, script_args = ns.target, ns.script_args
         if target is None or ns.code is not None:
             raise UsageError("run needs a file (or - for standard input)")
+        if settings.get("--processes", 1) > 1:
+            if target == "-":
+                raise UsageError("--processes needs a file: each process reads the program")
+            from .processes import launch      # start-up: only `dg run --processes` starts processes
+            return launch(settings["--processes"], args)
         if target == "-":
             if sys.stdin is None:
                 raise StreamClosed("cannot read the program from standard input: it is closed")

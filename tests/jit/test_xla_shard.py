@@ -76,3 +76,33 @@ def test_a_training_step_split_over_eight_devices_matches_one_device():
         assert l8 == pytest.approx(l1, rel=1e-12)
     assert max(out["gap"]) < 1e-12
     assert "does not split evenly over 8 devices" in out["uneven"]
+
+
+def _run_example(*options, devices=None):
+    """What examples/xla/sharded_training.dg prints, run by `dg run` with these options."""
+    env = dict(os.environ)
+    if devices:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    done = subprocess.run([sys.executable, "-m", "dsl", "run", *options, "examples/xla/sharded_training.dg"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_sharded_example_trains_alike_on_one_device_eight_and_two_processes():
+    one = _run_example()
+    eight = _run_example(devices=8)
+    two = _run_example("--processes", "2")
+    assert one[-1].endswith("on 1 device(s)") and eight[-1].endswith("on 8 device(s)")
+    assert two[-1].endswith("on 2 device(s)")
+    # the losses (to 6 digits) and the accuracy are the same; the training learned the rings
+    assert one[:-1] == eight[:-1] == two[:-1] and len(one) == 6
+    assert one[-1].split(" on ")[0] == eight[-1].split(" on ")[0] == two[-1].split(" on ")[0]
+    assert float(one[-1].split()[1]) > 0.95 and float(one[-2].split()[-1]) < 0.1
+
+
+def test_processes_need_a_file_and_a_count_of_at_least_one():
+    for args in (["--processes", "2", "-"], ["--processes", "0", "x.dg"]):
+        done = subprocess.run([sys.executable, "-m", "dsl", "run", *args], capture_output=True, text=True,
+                              cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2 and "--processes" in done.stderr

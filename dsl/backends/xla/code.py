@@ -20,7 +20,7 @@ from .lower import Lowering, NotLowerable, loop_iterations, lower_steps, unlower
 class XlaCode:
     """One program on XLA (see the module docstring)."""
 
-    __slots__ = ("program", "why", "iterations", "_fn", "_convert")
+    __slots__ = ("program", "why", "iterations", "_fn", "_split_fn", "_convert")
 
     def __init__(self, program):
         self.program = program
@@ -29,6 +29,7 @@ class XlaCode:
         # stopped partway: jit runs a call that would pass the limits' next look on numpy)
         self.iterations = loop_iterations(program) if self.why is None else 0
         self._fn = None
+        self._split_fn = None   # under several processes, a sharded call's: its results replicated
         kinds = program.kinds
         self._convert = [_converter(kinds[r]) if r >= 0 else None for r in program.out_refs]
 
@@ -40,9 +41,14 @@ class XlaCode:
             return None
         with runtime.x64():
             try:
-                if self._fn is None:
-                    self._fn = self._jitted()
-                outs, ok = self._fn(*(values if split is None else runtime.place(values, split)))
+                if split is None:
+                    if self._fn is None:
+                        self._fn = self._jitted()
+                    outs, ok = self._fn(*values)
+                else:
+                    if self._split_fn is None:
+                        self._split_fn = self._jitted(runtime.processes() > 1)
+                    outs, ok = self._split_fn(*runtime.place(values, split))
             except NotLowerable as exc:
                 self.why = str(exc)
                 return None
@@ -52,10 +58,11 @@ class XlaCode:
         return tuple([c if convert is None else convert(v)
                       for v, c, convert in zip(outs, consts, self._convert)])
 
-    def _jitted(self):
+    def _jitted(self, everywhere=False):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
         flags hold). The flag and every float result travel back as one float64 vector (a read
-        from the device per value cost more than the arithmetic of a small program)."""
+        from the device per value cost more than the arithmetic of a small program). With
+        `everywhere`, every result is whole on every device (each process reads its own)."""
         jx = runtime.load()
         jax, jnp = jx.jax, jx.np
         program = self.program
@@ -68,7 +75,7 @@ class XlaCode:
             outs = lower_steps(lowering, program, list(values))
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
             return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
-        compiled = jax.jit(run)
+        compiled = jax.jit(run, out_shardings=runtime.replicated()) if everywhere else jax.jit(run)
         asarray = np.asarray
 
         def call(*values):

@@ -9,6 +9,8 @@ tracing and calls (`x64()`), so a host program that embeds dg keeps the JAX it c
 import os
 from types import SimpleNamespace
 
+import numpy as np
+
 from ...errors import error
 
 _loaded = {}        # what one import of JAX gives; the same for every interpreter of the process
@@ -40,9 +42,22 @@ def load():
         raise error("value", "the xla backend needs JAX: install the extra with pip install 'dg-lang[xla]' "
                              "(or pip install jax)") from None
     _use_persistent_cache(jax)
+    _join_processes(jax)
     _loaded["jax"] = SimpleNamespace(jax=jax, np=jnp, lax=jax.lax, nn=jax.nn, linalg=jax.scipy.linalg,
                                      special=jax.scipy.special, sharding=jax.sharding)
     return _loaded["jax"]
+
+
+def _join_processes(jax):
+    """Under `dg run --processes N` (dsl/processes.py sets these variables), join the other
+    processes through JAX's coordinator, so that XLA sees every process's devices; CPUs talk
+    over gloo (GPUs use NCCL by themselves)."""
+    n = int(os.environ.get("DG_NUM_PROCESSES", "1"))
+    if n < 2:
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=os.environ["DG_COORDINATOR"], num_processes=n,
+                               process_id=int(os.environ["DG_PROCESS_ID"]))
 
 
 def _use_persistent_cache(jax):
@@ -68,14 +83,40 @@ def x64():
     return load().jax.enable_x64(True)
 
 
+def mesh():
+    """A one-axis mesh of every device XLA sees (every process's, under --processes)."""
+    found = _loaded.get("mesh")
+    if found is None:
+        jx = load()
+        found = _loaded["mesh"] = jx.sharding.Mesh(jx.jax.devices(), ("devices",))
+    return found
+
+
 def place(values, axes):
-    """Values for a sharded call: each tensor with an axis split along it over a mesh of every
-    device XLA sees, the others as they are (XLA puts them whole on each device). Inside `x64()`:
-    a float64 array put on a device outside it would become float32."""
+    """Values for a sharded call: each tensor with an axis split along it over `mesh()`, the
+    others as they are (XLA puts them whole on each device); with several processes, every value
+    a global array of which each process gives the parts on its own devices (each process runs
+    the same program on the same values). Inside `x64()`: a float64 array put on a device
+    outside it would become float32."""
     jx = load()
-    mesh = _loaded.get("mesh")
-    if mesh is None:
-        mesh = _loaded["mesh"] = jx.sharding.Mesh(jx.jax.devices(), ("devices",))
-    spec, named = jx.sharding.PartitionSpec, jx.sharding.NamedSharding
-    return [v if a is None else jx.jax.device_put(v, named(mesh, spec(*([None] * a), "devices")))
-            for v, a in zip(values, axes)]
+    spec, named, jax = jx.sharding.PartitionSpec, jx.sharding.NamedSharding, jx.jax
+    where = [None if a is None else named(mesh(), spec(*([None] * a), "devices")) for a in axes]
+    if jax.process_count() == 1:
+        return [v if w is None else jax.device_put(v, w) for v, w in zip(values, where)]
+    whole = named(mesh(), spec())
+    out = []
+    for v, w in zip(values, where):
+        v = np.asarray(v)
+        out.append(jax.make_array_from_callback(v.shape, whole if w is None else w, lambda index, v=v: v[index]))
+    return out
+
+
+def replicated():
+    """The sharding of a result every process reads whole (a sharded call's, under --processes)."""
+    jx = load()
+    return jx.sharding.NamedSharding(mesh(), jx.sharding.PartitionSpec())
+
+
+def processes():
+    """How many processes run the program together (1 unless `dg run --processes N`)."""
+    return load().jax.process_count()
