@@ -3,6 +3,7 @@
 The tests that need JAX are skipped where it is not installed; the table of rules and the
 error for a missing JAX are tested everywhere."""
 
+import io
 import os
 import subprocess
 import sys
@@ -152,9 +153,47 @@ def test_a_branch_inside_a_loop_that_changes_on_a_later_call_gives_the_right_ans
         _close(jx(x, 30), jn(x, 30))
 
 
+def _run_both(src, result, seed=3):
+    """(what `result` holds, what was printed) with jit compiling for numpy, then for XLA."""
+    out = {}
+    for backend in ("numpy", "xla"):
+        text = io.StringIO()
+        i = dsl.Interpreter(seed=seed, stdout=text, backend=backend)
+        i.run(src)
+        out[backend] = (i.lookup(result), text.getvalue(), i)
+    return out
+
+
+@needs_jax
+def test_prints_and_draws_happen_in_order_on_xla_and_a_failed_guard_undoes_them():
+    src = ("fn f(x) {\n  let z = randn((3,))\n  print(\"x is\", x, z[0] > 0.0)\n"
+           "  if x > 2.5 { print(\"big\") }\n  return sum(x * z) + normal()\n}\n"
+           "let jf = jit(f)\nlet r = (jf(1.0), jf(2.0), jf(3.0), jf(1.5), jf(4.0), randn(()))")
+    got = _run_both(src, "r")
+    (want, printed, _), (have, shown, i) = got["numpy"], got["xla"]
+    _close(have, want)
+    assert shown == printed and printed.count("big") == 2      # call 3 went the other way: printed once
+    entries = next(iter(i.lookup("jf").call.entries.values()))
+    assert len(entries) == 2 and all(e.xla.why is None for e in entries)
+
+
+@needs_jax
+def test_keyed_draws_on_xla_are_numpys_numbers_in_a_loop_and_under_vmap():
+    src = ("fn walk(x, key, n) {\n  let s = x\n  for i in range(n) {\n"
+           "    s = s + 0.1 * normal(key=fold_in(key, i)) * s\n  }\n  return s\n}\n"
+           "let g = jit(value_and_grad(walk))\nlet v = jit(fn(k) => uniform(0.0, 2.0, (3,), key=k))\n"
+           "let keys = split(rng(5), 4)\n"
+           "let r = (g(1.0, rng(1), 50), g(2.0, rng(2), 50), g(0.5, rng(3), 50), v(keys[0]), v(keys[1]), "
+           "vmap(v)(keys), vmap(v)(keys))")
+    got = _run_both(src, "r")
+    _close(got["xla"][0], got["numpy"][0])
+    entry = _entry(got["xla"][2].lookup("g"))
+    assert entry.xla.why is None and "Scan" in [s[1] for s in entry.program.steps]
+
+
 @needs_jax
 def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
-    src = ("fn f(x) {\n  print(x)\n  return x * 2.0\n}\n"
+    src = ("fn f(x) {\n  print(f\"{x}\")\n  return x * 2.0\n}\n"
            "fn w(x) {\n  let k = 0\n  while x < 10.0 { x = x * 2.0\n k = k + 1 }\n  return x\n}")
     i = dsl.Interpreter()
     i.run(src + '\nlet jf = jit(f, backend="xla", explain=true)\nlet jw = jit(grad(w), backend="xla", explain=true)')
@@ -163,7 +202,7 @@ def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
     assert [jw(1.0), jw(3.0), jw(0.7)] == [16.0, 4.0, 16.0]
     out = capfd.readouterr()
     assert out.out == "1.0\n2.0\n"
-    assert "runs on the numpy backend for this recording: it has an effect" in out.err
+    assert "runs on the numpy backend for this recording: FString: it runs Python" in out.err
     assert "numpy backend for this recording: Loop: a while loop under a derivative" in out.err
 
 

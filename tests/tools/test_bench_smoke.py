@@ -50,8 +50,14 @@ EXPECTED = [
     "HMC with keys, later calls",
     "CNN loss and gradient",
 ]
+# bench/xla.py's rows, or one saying JAX is missing
+XLA_ROWS = ['projectile, jit(backend="xla")', 'RNN, jit(backend="xla")', 'hessian, jit(backend="xla")',
+            'grad(grad), jit(backend="xla")', 'projectile first call, jit(backend="xla")']
+EXPECTED += XLA_ROWS if importlib.util.find_spec("jax") and not os.environ.get("DG_BENCH_NO_JAX") \
+    else ['jit(backend="xla")']
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.
-POSITIVE = [name for name in EXPECTED if name not in ("dg run imports", "memory growth (training loop)")]
+POSITIVE = [name for name in EXPECTED if name not in ("dg run imports", "memory growth (training loop)",
+                                                     'jit(backend="xla")')]
 
 
 def have(module):

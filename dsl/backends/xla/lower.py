@@ -11,9 +11,12 @@ What cannot be lowered raises `NotLowerable` with the reason in words: the progr
 on the numpy backend, and jit's explain says why.
 """
 
+import functools
 import math
 
 import numpy as np
+
+from ...core import stage as S
 
 from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
@@ -28,9 +31,11 @@ def unlowerable(program):
     """Why a program cannot be lowered, found without tracing it (an effect, a primitive with no
     rule, a while loop), or None: the steps of Scan bodies are looked at too."""
     for kind, op, refs, consts, kw, span, out in program.steps:
-        if kind == "effect":
-            return "it has an effect (print, a random draw, the clock), which runs on the host in order"
         if kind == "guard":
+            continue
+        if kind == "effect":
+            if not _host_kind(program.kinds[out]):
+                return f"an effect that gives a {program.kinds[out]} value"
             continue
         if op not in LOWER:
             return f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}"
@@ -75,6 +80,7 @@ class Lowering:
         self.nn, self.linalg, self.special = jx.nn, jx.linalg, jx.special
         self.highest = jx.lax.Precision.HIGHEST     # no TF32 on a GPU where numpy computes in full float32
         self.flags = []
+        self.out_kind, self.arg_kinds, self.consts = None, (), ()     # of the step being lowered
 
     def require(self, ok):
         """A condition the results depend on (a failed guard, a value numpy would refuse)."""
@@ -85,6 +91,31 @@ class Lowering:
         if not self.flags:
             return self.np.bool_(True)
         return self.np.all(self.np.stack(self.flags))
+
+    def host(self, fn, args, arg_kinds, kind, ordered=False):
+        """fn(*args) run by Python on the host while XLA runs the program: an effect (`ordered`:
+        in the program's order, each time the program runs) or a kernel numpy computes (a keyed
+        draw: the same numbers as numpy's). The arguments that are the program's values (a kind,
+        not None, in `arg_kinds`) arrive as the numpy backend holds them (Python numbers, numpy
+        arrays), the constants as the step holds them; the result is of `kind`."""
+        jax = self.jax
+        if kind == "other":
+            shape = None
+        elif is_array_kind(kind):
+            shape = jax.ShapeDtypeStruct(tuple(kind[3]), HOST_TYPES[kind[2]])
+        else:
+            shape = jax.ShapeDtypeStruct((), NUMBER_TYPES[kind])
+        live = [k is not None for k in arg_kinds]
+        convert = [_from_device(k) for k in arg_kinds if k is not None]
+
+        def call(*values):
+            it = zip(convert, values)
+            out = fn(*[(lambda c, v: c(v))(*next(it)) if v else a for a, v in zip(args, live)])
+            return None if shape is None else np.asarray(out, shape.dtype)
+        values = [a for a, v in zip(args, live) if v]
+        if ordered:
+            return jax.experimental.io_callback(call, shape, *values, ordered=True)
+        return jax.pure_callback(call, shape, *values)
 
     def is_int(self, x):
         """Whether a value is an int (a staged counter, an index)."""
@@ -177,8 +208,12 @@ def lower_steps(L, program, values):
         if kind == "guard":
             L.require(_same(jnp, args[0], consts[0]))
             continue
+        arg_kinds = [kinds[r] if r >= 0 else None for r in refs]
         if kind == "effect":
-            raise NotLowerable("it has an effect (print, a random draw, the clock), which runs on the host in order")
+            raw = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
+            env[out] = L.host(functools.partial(S._effect_kernel, **kw), raw, arg_kinds, kinds[out], ordered=True)
+            continue
+        L.out_kind, L.arg_kinds, L.consts = kinds[out], arg_kinds, consts     # what a host rule needs
         rule = LOWER.get(op)
         if rule is None:
             raise NotLowerable(f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}")
@@ -192,6 +227,12 @@ def lower_steps(L, program, values):
     return [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(program.out_refs, program.out_consts)]
 
 
+def _host_kind(kind):
+    """Whether a value of this kind can come back from Python on the host (a callback's result):
+    a number, a tensor, or nothing ("other": an effect's None)."""
+    return kind in ("float", "int", "bool", "other") or is_array_kind(kind)
+
+
 def _constant(jnp, c):
     """A constant of a step as a rule takes it: numbers stay Python numbers (weakly typed, as
     numpy takes them), tensors become JAX's."""
@@ -199,6 +240,14 @@ def _constant(jnp, c):
 
 
 NUMBER_TYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
+HOST_TYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "u": np.uint64}
+
+
+def _from_device(kind):
+    """How a value of this kind reaches Python from XLA: as the numpy backend holds it."""
+    if kind in ("float", "int", "bool"):
+        return {"float": float, "int": int, "bool": bool}[kind]
+    return np.array
 
 
 def as_kind(jnp, value, kind, op):

@@ -15,6 +15,8 @@ by a wrong answer. A primitive in neither table fails the test that asks for eve
 
 import numpy as np
 
+from ...core.primitives.registry import PRIMS
+
 # ---------------------------------------------------------------- elementwise
 
 
@@ -203,19 +205,31 @@ LOWER.update({
 })
 
 
+# ---------------------------------------------------------------- keyed random draws
+def _drawn(name):
+    """A keyed draw (dsl/core/primitives/random.py) computed by numpy's kernel on the host while
+    XLA runs: the same numbers as the numpy backend's, bit for bit, as a pure function of its key
+    and parameters."""
+    def rule(L, *args, **kw):
+        kernel = PRIMS[name].plain or PRIMS[name].impl
+        raw = [c if k is None else a for a, c, k in zip(args, L.consts, L.arg_kinds)]
+        return L.host(lambda *a: kernel(*a, **kw), raw, L.arg_kinds, L.out_kind)
+    return rule
+
+
+RANDOM = ("RandomUniform", "RandomNormal", "RandomGamma", "RandomPoisson", "RandomSplit", "RandomFoldIn")
+LOWER.update({name: _drawn(name) for name in RANDOM})
+
+
 # ---------------------------------------------------------------- what stays on numpy, and why
 _LOOPS = ("a while loop under a derivative, whose number of iterations is found by running it (the numpy "
           "backend's loop step)")
-_DRAWS = ("a random draw: the numbers come from numpy's generator, which the XLA backend does not "
-          "reproduce, and the same seed must give the same numbers on every backend")
 _SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
 _HOST = "it runs Python (the user's function, a string, an effect) on each call"
 _NOT_YET = "no XLA rule is written for it yet"
 
 FALLBACK = {
     "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
-    "RandomFoldIn": _DRAWS, "RandomGamma": _DRAWS, "RandomNormal": _DRAWS, "RandomPoisson": _DRAWS,
-    "RandomSplit": _DRAWS, "RandomUniform": _DRAWS,
     "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
     "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "Effect": _HOST, "EffectLayout": _HOST, "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",

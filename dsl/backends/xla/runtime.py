@@ -38,6 +38,7 @@ def load():
         import jax.scipy.linalg     # optional, as jax above
         import jax.scipy.special    # optional, as jax above
         import jax.sharding         # optional, as jax above
+        import jax.experimental     # optional, as jax above (io_callback: effects on the host)
     except ImportError:
         raise error("value", "the xla backend needs JAX: install the extra with pip install 'dg-lang[xla]' "
                              "(or pip install jax)") from None

@@ -293,6 +293,8 @@ class Jitted:
             limits = self.interp.limits if self.interp is not None and n else None
             if limits is None or limits.next_check == NEVER or limits.steps + n < limits.next_check:
                 out = xla(values, split)
+                if out is None and held is not None:
+                    held.rewind()       # what XLA's run printed and drew, undone: numpy's run does it again
                 if out is None and xla.why:
                     self._say(f"runs on the numpy backend for this recording: {xla.why}")
                 elif out is not None and limits is not None and n < NEVER:
