@@ -10,6 +10,7 @@ before its input ends.
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -72,7 +73,8 @@ class Tool:
         path = self.programs / f"{module}.dg"
         if not path.is_file():
             raise Failure(f"dg has no program for the module {module!r}")
-        interp = dsl.Interpreter(seed=0, keep_tape=False)
+        # DG_BACKEND=xla: every jit of the programs compiles with XLA (docs/gradbench.md)
+        interp = dsl.Interpreter(seed=0, keep_tape=False, backend=os.environ.get("DG_BACKEND", "numpy"))
         interp.run_file(path)
         functions = interp.lookup("gradbench") if "gradbench" in interp.names() else None
         if type(functions) is not dict:
