@@ -20,11 +20,8 @@ from ...core import stage as S
 
 from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
+from .errors import NotLowerable
 from .rules import FALLBACK, LOWER
-
-
-class NotLowerable(Exception):
-    """A program (or a step of it) that XLA does not run as dg's numpy backend does: the reason."""
 
 
 def unlowerable(program):

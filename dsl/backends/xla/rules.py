@@ -13,9 +13,12 @@ The result's type and shape are checked against what the step gave when it was s
 by a wrong answer. A primitive in neither table fails the test that asks for every one.
 """
 
+import itertools
+
 import numpy as np
 
 from ...core.primitives.registry import PRIMS
+from .errors import NotLowerable
 
 # ---------------------------------------------------------------- elementwise
 
@@ -205,6 +208,72 @@ LOWER.update({
 })
 
 
+# ---------------------------------------------------------------- windows (convolution, pooling)
+def _places(kernel, stride, dilation, out):
+    """Per offset within a window, the strided slices of the trailing axes it reads at every
+    window position (dsl/core/primitives/windows.py), offsets in row-major order."""
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        yield tuple(slice(j * d, j * d + s * (o - 1) + 1, s) for j, d, s, o in zip(offset, dilation, stride, out))
+
+
+def _windows(L, x, kernel=(), stride=(), dilation=()):
+    """Every window of x's trailing axes, (*lead, *positions, *kernel): one strided slice per
+    offset, stacked."""
+    np_ = L.np
+    n = len(kernel)
+    lead, sizes = np_.shape(x)[:np_.ndim(x) - n], np_.shape(x)[np_.ndim(x) - n:]
+    out = tuple(max((m - d * (k - 1) - 1) // s + 1, 0) for m, k, s, d in zip(sizes, kernel, stride, dilation))
+    every = (slice(None),) * len(lead)
+    parts = [x[every + place] for place in _places(kernel, stride, dilation, out)]
+    return np_.reshape(np_.stack(parts, axis=-1), tuple(lead) + out + tuple(kernel))
+
+
+def _windows_t(L, g, sizes=(), kernel=(), stride=(), dilation=()):
+    """Each window of g added back onto its place: one strided add per offset."""
+    np_ = L.np
+    n = len(kernel)
+    lead = np_.shape(g)[:np_.ndim(g) - 2 * n]
+    out = np_.shape(g)[np_.ndim(g) - 2 * n:np_.ndim(g) - n]
+    flat = np_.reshape(g, tuple(lead) + tuple(out) + (-1,))
+    x = np_.zeros(tuple(lead) + tuple(sizes), np_.result_type(g))
+    every = (slice(None),) * len(lead)
+    for k, place in enumerate(_places(kernel, stride, dilation, out)):
+        x = x.at[every + place].add(flat[..., k])
+    return x
+
+
+LOWER.update({"Windows": _windows, "WindowsT": _windows_t})
+
+
+# ---------------------------------------------------------------- losses
+def _class_indices(L, targets, n):
+    """Class-index targets as ints: whole numbers in [0, n) (numpy's kernel names the bad one)."""
+    np_ = L.np
+    t = np_.asarray(targets)
+    if not L.is_int(t):
+        L.require(np_.all(np_.floor(t) == t))
+    L.require(np_.all((t >= 0) & (t < n)))
+    return t.astype(np_.int64)
+
+
+def _cross_entropy(L, logits, targets):
+    """The mean cross entropy of logits against class indices or probabilities (+ 0.0: a perfect
+    fit is 0.0, not -0.0)."""
+    np_ = L.np
+    if np_.size(logits) == 0:
+        raise NotLowerable("cross_entropy of no examples")
+    logp = L.nn.log_softmax(logits, axis=-1)
+    t = np_.asarray(targets)
+    if L.is_int(t):
+        flat = np_.reshape(logp, (-1, np_.shape(logp)[-1]))
+        picked = np_.take_along_axis(flat, np_.reshape(t, (-1, 1)), axis=1)
+        return -np_.mean(picked) + 0.0
+    return -np_.mean(np_.sum(t * logp, axis=-1)) + 0.0
+
+
+LOWER.update({"ClassIndices": _class_indices, "CrossEntropy": _cross_entropy})
+
+
 # ---------------------------------------------------------------- keyed random draws
 def _drawn(name):
     """A keyed draw (dsl/core/primitives/random.py) computed by numpy's kernel on the host while
@@ -233,6 +302,6 @@ FALLBACK = {
     "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
     "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "Effect": _HOST, "EffectLayout": _HOST, "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",
-    "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET, "CrossEntropy": _NOT_YET, "ClassIndices": _NOT_YET,
-    "SsmScan": _NOT_YET, "Windows": _NOT_YET, "WindowsT": _NOT_YET,
+    "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET,
+    "SsmScan": _NOT_YET,
 }
