@@ -1,6 +1,7 @@
 """dg's jit with backend="xla" against hand-written jax.jit of the same programs, in one process
-(docs/xla.md): the projectile and the RNN (value_and_grad through a loop), the Hessian and
-grad(grad) of a 100-link chain, and the first call: the XLA compilation in a new process with
+(docs/xla.md): the projectile and the RNN (value_and_grad through a loop), the MLP benchmark's
+training step, an attention block, the Hessian and grad(grad) of a 100-link chain, a pendulum
+fitted through 200 RK4 steps, their geometric mean, and the first call: the XLA compilation in a new process with
 an empty compilation cache, and again with the cache the first one wrote. dg's numpy jit is
 beside each row. Skipped where JAX is not installed."""
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from .engines import MISSING_JAX, dg_program, jax_or_none
 from .loops import PROJECTILE, RNN, _close, projectile_jax, rnn_data, rnn_jax
+from .mlp import FULL as MLP, SMOKE as MLP_SMOKE, make_data
 from .report import make_row
 from .timing import measure, median
 from .transforms import FULL as HIGHER, SMOKE as HIGHER_SMOKE, X0, _jax_refs, chain_second, hessian_exact
@@ -99,6 +101,123 @@ def higher_rows(jax, smoke):
             _row("grad(grad)", _timed(second, cfg["reps"]), smoke, f"grad(grad) of a {links}-link chain, a loop")]
 
 
+def mlp_row(jax, smoke):
+    """One training step (value and gradient) of the MLP benchmark's 784-256-10 model."""
+    cfg = MLP_SMOKE if smoke else MLP
+    params, x, y = make_data(cfg["sizes"], cfg["batch"])
+    jn, jx = _jitted(dg_program("mlp"), "step_flat")
+    jnp = jax.numpy
+
+    def loss(w1, b1, w2, b2, x, labels):
+        logits = jnp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), labels[:, None], axis=1))
+    step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
+    jargs = [jnp.asarray(a) for a in params] + [jnp.asarray(x), jnp.asarray(y.astype(np.int64))]
+
+    def reference():
+        value, g = step(*jargs)
+        return float(value), [np.asarray(v) for v in g]
+    fns = {"dg numpy": lambda: jn(*params, x, y), "dg xla": lambda: jx(*params, x, y), "jax.jit": reference}
+    want = fns["dg numpy"]()
+    for name, fn in fns.items():
+        _close(f"mlp: {name}", fn(), want, rtol=1e-10)
+    sizes = "-".join(map(str, cfg["sizes"]))
+    return _row("MLP step", _timed(fns, cfg["reps"]), smoke, f"{sizes}, batch {cfg['batch']}, value_and_grad")
+
+
+def attention_row(jax, smoke):
+    """value_and_grad of one self-attention head with a residual, on a batch of sequences."""
+    b, t, d = (2, 4, 3) if smoke else (8, 64, 32)
+    rng = np.random.default_rng(0)
+    w = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4)]
+    x, y = rng.standard_normal((b, t, d)), rng.standard_normal((b, t, d))
+    interp = dg_program("xla")
+    p = interp.lookup("Attention")(*w)
+    jn, jx = _jitted(interp, "attention_step")
+    jnp = jax.numpy
+
+    def loss(p, x, y):
+        wq, wk, wv, wo = p
+        scores = jnp.einsum("btd,bsd->bts", x @ wq, x @ wk) / jnp.sqrt(float(d))
+        h = x + jnp.einsum("bts,bsd->btd", jax.nn.softmax(scores, axis=-1), x @ wv) @ wo
+        return jnp.mean((h - y) ** 2)
+    step = jax.jit(jax.value_and_grad(loss))
+    jw, jxs, jys = tuple(jnp.asarray(v) for v in w), jnp.asarray(x), jnp.asarray(y)
+
+    def dg_of(fn):
+        def run():
+            value, g = fn(p, x, y)
+            return value, (g.wq, g.wk, g.wv, g.wo)
+        return run
+
+    def reference():
+        value, g = step(jw, jxs, jys)
+        return float(value), [np.asarray(v) for v in g]
+    fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": reference}
+    want = fns["dg numpy"]()
+    for name, fn in fns.items():
+        _close(f"attention: {name}", fn(), want, rtol=1e-10)
+    return _row("attention block", _timed(fns, 3 if smoke else 31), smoke,
+                f"batch {b}, {t} positions, width {d}, value_and_grad")
+
+
+def rk4_row(jax, smoke):
+    """A pendulum's length and damping fitted through 200 RK4 steps: value_and_grad."""
+    steps = 10 if smoke else 200
+    interp = dg_program("xla")
+    p = interp.lookup("Pendulum")(1.2, 0.3)
+    jn, jx = _jitted(interp, "swing_step")
+    jnp, lax = jax.numpy, jax.lax
+
+    def swing(q, theta, omega):
+        length, damping = q
+        h, g = 0.01, 9.81 / length
+
+        def accel(th, om):
+            return -g * jnp.sin(th) - damping * om
+
+        def body(_, state):
+            th, om = state
+            k1t, k1w = om, accel(th, om)
+            k2t = om + 0.5 * h * k1w
+            k2w = accel(th + 0.5 * h * k1t, k2t)
+            k3t = om + 0.5 * h * k2w
+            k3w = accel(th + 0.5 * h * k2t, k3t)
+            k4t = om + h * k3w
+            k4w = accel(th + h * k3t, k4t)
+            return (th + h / 6.0 * (k1t + 2.0 * k2t + 2.0 * k3t + k4t),
+                    om + h / 6.0 * (k1w + 2.0 * k2w + 2.0 * k3w + k4w))
+        th, om = lax.fori_loop(0, steps, body, (theta, omega))
+        return (th - 0.3) ** 2 + 0.1 * om ** 2
+    step = jax.jit(jax.value_and_grad(swing))
+    q = (jnp.float64(1.2), jnp.float64(0.3))
+
+    def dg_of(fn):
+        def run():
+            value, g = fn(p, 1.0, 0.0, steps)
+            return value, (g.length, g.damping)
+        return run
+
+    def reference():
+        value, g = step(q, jnp.float64(1.0), jnp.float64(0.0))
+        return float(value), [float(v) for v in g]
+    fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": reference}
+    want = fns["dg numpy"]()
+    for name, fn in fns.items():
+        _close(f"rk4: {name}", fn(), want, rtol=1e-10)
+    return _row("RK4 ODE fit", _timed(fns, 3 if smoke else 31), smoke,
+                f"{steps} RK4 steps of a damped pendulum, value_and_grad by its length and damping")
+
+
+def geometric_mean_row(rows, smoke):
+    """The geometric mean over the per-call rows of dg xla / jax.jit."""
+    ratios = [r["ratio"] for r in rows]
+    mean = float(np.exp(np.mean(np.log(ratios))))
+    return make_row("geometric mean, jit(backend=\"xla\")", "x jax.jit", mean, {}, mean, "jax.jit", "<= 1.0x",
+                    None if smoke else mean <= 1.0, "over the rows above: " + ", ".join(
+                        f"{r['benchmark'].split(',')[0]} {r['ratio']:.2f}x" for r in rows))
+
+
 # ---------------------------------------------------------------- first calls, in new processes
 FIRST_DG = """
 import time
@@ -159,4 +278,6 @@ def run(smoke):
     jax = jax_or_none()
     if jax is None:
         return [make_row("jit(backend=\"xla\")", "-", None, {}, None, None, "-", None, MISSING_JAX)]
-    return [projectile_row(jax, smoke), rnn_row(jax, smoke), *higher_rows(jax, smoke), *first_call_row(smoke)]
+    rows = [projectile_row(jax, smoke), rnn_row(jax, smoke), mlp_row(jax, smoke), attention_row(jax, smoke),
+            *higher_rows(jax, smoke), rk4_row(jax, smoke)]
+    return [*rows, geometric_mean_row(rows, smoke), *first_call_row(smoke)]

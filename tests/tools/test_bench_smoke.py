@@ -51,8 +51,9 @@ EXPECTED = [
     "CNN loss and gradient",
 ]
 # bench/xla.py's rows, or one saying JAX is missing
-XLA_ROWS = ['projectile, jit(backend="xla")', 'RNN, jit(backend="xla")', 'hessian, jit(backend="xla")',
-            'grad(grad), jit(backend="xla")', 'projectile first call, jit(backend="xla")']
+XLA_ROWS = [f'{name}, jit(backend="xla")' for name in ("projectile", "RNN", "MLP step", "attention block", "hessian",
+                                                         "grad(grad)", "RK4 ODE fit", "geometric mean",
+                                                         "projectile first call")]
 EXPECTED += XLA_ROWS if importlib.util.find_spec("jax") and not os.environ.get("DG_BENCH_NO_JAX") \
     else ['jit(backend="xla")']
 # Rows whose dg figure is a time, a rate or a size: it must be a positive number.
