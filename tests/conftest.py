@@ -92,7 +92,7 @@ def run_alone(monkeypatch):
 SLOW_MODULES = {"test_fuzz", "test_jit_fuzz", "test_grad_fuzz", "test_vmap_fuzz", "test_fast_parser",
                 "test_install", "test_interrupts", "test_lsp", "test_kernel", "test_ipython", "test_bench_smoke",
                 "test_gradbench", "test_closure_captures", "test_transform_agreement", "test_fusion",
-                "test_ml_examples", "test_plot", "test_xla_fuzz"}
+                "test_ml_examples", "test_plot", "test_xla_fuzz", "test_xla_shard"}
 SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_max_depth",
               "test_a_timeout_stops", "test_deeply_nested_source_is_a_limit_error",
               "test_a_100000_deep_recursion", "test_every_example_prints_the_same", "test_memory_",
@@ -107,6 +107,7 @@ SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_
               "test_third_and_fourth_derivatives_through_a_loop", "test_vmap_of_a_rolled_third_derivative",
               # XLA compiles each recording (about 0.1-1 s)
               "test_value_and_gradient_of_every_rule_case_agree", "test_a_loop_is_one_scan_on_xla",
+              "test_without_jax_asking_for_xla", "test_dg_run_takes_a_backend",
               # these start a Python process
               "test_deep_nesting_under_a_small_recursion_limit", "test_a_top_level_let_may_shadow_the_builtin",
               "test_a_save_removes_the_temporary_files_of_killed_saves", "test_console_script_is_installed",
