@@ -42,6 +42,14 @@ def _timed(fns, reps):
     return {name: median(ts) * 1e3 for name, ts in measure(fns, reps).items()}
 
 
+def _checked_row(what, fns, reps, smoke, note):
+    """The row of `fns` (dg numpy, dg xla, jax.jit), each checked first against dg numpy's result."""
+    want = fns["dg numpy"]()
+    for name, fn in fns.items():
+        _close(f"{what}: {name}", fn(), want, rtol=1e-10)
+    return _row(what, _timed(fns, reps), smoke, note)
+
+
 def projectile_row(jax, smoke):
     """value_and_grad of the projectile's loss through its Euler loop."""
     cfg = PROJECTILE["smoke" if smoke else "full"]
@@ -56,10 +64,7 @@ def projectile_row(jax, smoke):
             return value, (g.speed, g.angle, g.drag)
         return run
     fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": projectile_jax(jax, steps)}
-    want = fns["dg numpy"]()
-    for name, fn in fns.items():
-        _close(f"projectile: {name}", fn(), want, rtol=1e-10)
-    return _row("projectile", _timed(fns, cfg["reps"]), smoke, f"{steps} Euler steps, value_and_grad")
+    return _checked_row("projectile", fns, cfg["reps"], smoke, f"{steps} Euler steps, value_and_grad")
 
 
 def rnn_row(jax, smoke):
@@ -76,10 +81,7 @@ def rnn_row(jax, smoke):
             return value, (g.wx, g.wh, g.b, g.wo)
         return run
     fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": rnn_jax(jax, params, xs, ys)}
-    want = fns["dg numpy"]()
-    for name, fn in fns.items():
-        _close(f"rnn: {name}", fn(), want, rtol=1e-10)
-    return _row("RNN", _timed(fns, cfg["reps"]), smoke,
+    return _checked_row("RNN", fns, cfg["reps"], smoke,
                 f"{cfg['T']} steps, hidden {cfg['H']}, batch {cfg['B']}, value_and_grad")
 
 
@@ -118,11 +120,8 @@ def mlp_row(jax, smoke):
         value, g = step(*jargs)
         return float(value), [np.asarray(v) for v in g]
     fns = {"dg numpy": lambda: jn(*params, x, y), "dg xla": lambda: jx(*params, x, y), "jax.jit": reference}
-    want = fns["dg numpy"]()
-    for name, fn in fns.items():
-        _close(f"mlp: {name}", fn(), want, rtol=1e-10)
     sizes = "-".join(map(str, cfg["sizes"]))
-    return _row("MLP step", _timed(fns, cfg["reps"]), smoke, f"{sizes}, batch {cfg['batch']}, value_and_grad")
+    return _checked_row("MLP step", fns, cfg["reps"], smoke, f"{sizes}, batch {cfg['batch']}, value_and_grad")
 
 
 def attention_row(jax, smoke):
@@ -154,10 +153,7 @@ def attention_row(jax, smoke):
         value, g = step(jw, jxs, jys)
         return float(value), [np.asarray(v) for v in g]
     fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": reference}
-    want = fns["dg numpy"]()
-    for name, fn in fns.items():
-        _close(f"attention: {name}", fn(), want, rtol=1e-10)
-    return _row("attention block", _timed(fns, 3 if smoke else 31), smoke,
+    return _checked_row("attention block", fns, 3 if smoke else 31, smoke,
                 f"batch {b}, {t} positions, width {d}, value_and_grad")
 
 
@@ -202,10 +198,7 @@ def rk4_row(jax, smoke):
         value, g = step(q, jnp.float64(1.0), jnp.float64(0.0))
         return float(value), [float(v) for v in g]
     fns = {"dg numpy": dg_of(jn), "dg xla": dg_of(jx), "jax.jit": reference}
-    want = fns["dg numpy"]()
-    for name, fn in fns.items():
-        _close(f"rk4: {name}", fn(), want, rtol=1e-10)
-    return _row("RK4 ODE fit", _timed(fns, 3 if smoke else 31), smoke,
+    return _checked_row("RK4 ODE fit", fns, 3 if smoke else 31, smoke,
                 f"{steps} RK4 steps of a damped pendulum, value_and_grad by its length and damping")
 
 
