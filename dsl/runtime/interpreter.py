@@ -27,6 +27,7 @@ from ..core.values import Module
 from ..errors import DgError, Source, Span, error
 from ..frontend.parser import parse
 from ..frontend.resolver import Resolver
+from ..transform.jit.jit import BACKENDS
 from ..transform.transforms import Options
 from . import embed
 from .builtins.table import make_builtins
@@ -67,8 +68,8 @@ class Interpreter:
         self.loop_notes = None          # while jit stages: (line, why) of each loop it writes out
         self.jit = jit                  # compile every gradient function (dg run --jit)
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back
-        if backend not in ("numpy", "xla"):
-            raise ValueError(f"backend must be 'numpy' or 'xla', got {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend          # what jit compiles with unless a call of it names another
         self.compiled = OrderedDict()   # with `jit`: (transform, function, options) -> its compiled version
         self.builtins = make_builtins(self)

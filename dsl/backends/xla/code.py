@@ -12,9 +12,8 @@ which fails the same guard (jit stages again) or reports the error as dg always 
 
 import numpy as np
 
-from ...core.stage import is_array_kind
 from . import runtime
-from .lower import Lowering, NotLowerable, loop_iterations, lower_steps, unlowerable
+from .lower import Lowering, NotLowerable, from_device, loop_iterations, lower_steps, unlowerable
 
 
 class XlaCode:
@@ -31,7 +30,7 @@ class XlaCode:
         self._fn = None
         self._split_fn = None   # under several processes, a sharded call's: its results replicated
         kinds = program.kinds
-        self._convert = [_converter(kinds[r]) if r >= 0 else None for r in program.out_refs]
+        self._convert = [from_device(kinds[r]) if r >= 0 else None for r in program.out_refs]
 
     def __call__(self, values, split=None):
         """The output leaves on these inputs, or None (see the module docstring). A program found
@@ -86,22 +85,3 @@ class XlaCode:
             floats, others = iter(numbers[1:]), iter(others)
             return [next(floats) if p else next(others) if a else None for p, a in zip(packed, apart)], True
         return call
-
-
-def _converter(kind):
-    """How an output of this kind comes back: a Python number, or a numpy array."""
-    if kind == "float":
-        return float
-    if kind == "int":
-        return int
-    if kind == "bool":
-        return bool
-    if is_array_kind(kind):
-        return _tensor
-    return lambda v: v
-
-
-def _tensor(v):
-    """A tensor result as dg holds tensors: a numpy array of its own, which dg may write into
-    (numpy's view of a JAX array is read-only)."""
-    return np.array(v)

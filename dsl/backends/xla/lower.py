@@ -17,11 +17,11 @@ import math
 import numpy as np
 
 from ...core import stage as S
-
+from ...core.primitives.registry import PRIMS
 from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
 from .errors import NotLowerable
-from .rules import FALLBACK, LOWER
+from .rules import FALLBACK, LOWER, ON_HOST
 
 
 def unlowerable(program):
@@ -30,9 +30,9 @@ def unlowerable(program):
     for kind, op, refs, consts, kw, span, out in program.steps:
         if kind == "guard":
             continue
-        if kind == "effect":
+        if op in ON_HOST:
             if not _host_kind(program.kinds[out]):
-                return f"an effect that gives a {program.kinds[out]} value"
+                return f"{op} gives a {program.kinds[out]} value"
             continue
         if op not in LOWER:
             return f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}"
@@ -77,7 +77,6 @@ class Lowering:
         self.nn, self.linalg, self.special = jx.nn, jx.linalg, jx.special
         self.highest = jx.lax.Precision.HIGHEST     # no TF32 on a GPU where numpy computes in full float32
         self.flags = []
-        self.out_kind, self.arg_kinds, self.consts = None, (), ()     # of the step being lowered
 
     def require(self, ok):
         """A condition the results depend on (a failed guard, a value numpy would refuse)."""
@@ -102,14 +101,13 @@ class Lowering:
             shape = jax.ShapeDtypeStruct(tuple(kind[3]), HOST_TYPES[kind[2]])
         else:
             shape = jax.ShapeDtypeStruct((), NUMBER_TYPES[kind])
-        live = [k is not None for k in arg_kinds]
-        convert = [_from_device(k) for k in arg_kinds if k is not None]
+        convert = [None if k is None else from_device(k) for k in arg_kinds]
 
         def call(*values):
-            it = zip(convert, values)
-            out = fn(*[(lambda c, v: c(v))(*next(it)) if v else a for a, v in zip(args, live)])
+            it = iter(values)
+            out = fn(*[a if c is None else c(next(it)) for a, c in zip(args, convert)])
             return None if shape is None else np.asarray(out, shape.dtype)
-        values = [a for a, v in zip(args, live) if v]
+        values = [a for a, k in zip(args, arg_kinds) if k is not None]
         if ordered:
             return jax.experimental.io_callback(call, shape, *values, ordered=True)
         return jax.pure_callback(call, shape, *values)
@@ -131,8 +129,6 @@ class Lowering:
         jnp, lax = self.np, self.lax
         nx, nc, nk, ny = body.counts
         xs, carry, consts = list(args[:nx]), list(args[nx:nx + nc]), list(args[nx + nc:])
-        if items is None and xs:
-            items = range(int(jnp.shape(xs[0])[0]))
         items = iterations(items, xs)
         if items is None:
             raise NotLowerable("a while loop: its number of iterations is found by running it")
@@ -153,7 +149,6 @@ class Lowering:
                                         reverse=reverse)
         self.flags.append(ok)
         return (*final, *stacked)
-
 
     def while_loop(self, state, body=None, items=(), history=False, nested=False, **_):
         """A while loop's Loop step (no derivative through it) as lax.while_loop: iterations until
@@ -205,12 +200,13 @@ def lower_steps(L, program, values):
         if kind == "guard":
             L.require(_same(jnp, args[0], consts[0]))
             continue
-        arg_kinds = [kinds[r] if r >= 0 else None for r in refs]
-        if kind == "effect":
+        if op in ON_HOST:     # an effect in the program's order, or numpy's kernel of a keyed draw
+            kernel = functools.partial(S._effect_kernel if op == "Effect" else PRIMS[op].plain or PRIMS[op].impl,
+                                       **(kw or {}))
             raw = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
-            env[out] = L.host(functools.partial(S._effect_kernel, **kw), raw, arg_kinds, kinds[out], ordered=True)
+            env[out] = L.host(kernel, raw, [kinds[r] if r >= 0 else None for r in refs], kinds[out],
+                              ordered=op == "Effect")
             continue
-        L.out_kind, L.arg_kinds, L.consts = kinds[out], arg_kinds, consts     # what a host rule needs
         rule = LOWER.get(op)
         if rule is None:
             raise NotLowerable(f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}")
@@ -240,11 +236,15 @@ NUMBER_TYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 HOST_TYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "u": np.uint64}
 
 
-def _from_device(kind):
-    """How a value of this kind reaches Python from XLA: as the numpy backend holds it."""
-    if kind in ("float", "int", "bool"):
+def from_device(kind):
+    """How a value of this kind reaches Python from XLA: as the numpy backend holds it (a Python
+    number; a tensor as a numpy array of its own, which dg may write into: numpy's view of a JAX
+    array is read-only)."""
+    if kind in NUMBER_TYPES:
         return {"float": float, "int": int, "bool": bool}[kind]
-    return np.array
+    if is_array_kind(kind):
+        return np.array
+    return lambda v: v
 
 
 def as_kind(jnp, value, kind, op):

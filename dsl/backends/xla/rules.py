@@ -10,19 +10,18 @@ call runs on the numpy backend, which says what went wrong as it always does.
 
 The result's type and shape are checked against what the step gave when it was staged
 (lower.py), so a rule that differs from the kernel is found when the program is lowered, not
-by a wrong answer. A primitive in neither table fails the test that asks for every one.
+by a wrong answer. `ON_HOST` names the primitives numpy's own kernel computes on the host while
+XLA runs (effects, keyed draws). A primitive in none of the three tables fails the test that
+asks for every one.
 """
 
 import itertools
 
 import numpy as np
 
-from ...core.primitives.registry import PRIMS
 from .errors import NotLowerable
 
 # ---------------------------------------------------------------- elementwise
-
-
 def _floor_int(fn):
     """An int floor-divide or remainder: numpy's where the divisor is not 0 (dg raises there)."""
 
@@ -274,33 +273,27 @@ def _cross_entropy(L, logits, targets):
 LOWER.update({"ClassIndices": _class_indices, "CrossEntropy": _cross_entropy})
 
 
-# ---------------------------------------------------------------- keyed random draws
-def _drawn(name):
-    """A keyed draw (dsl/core/primitives/random.py) computed by numpy's kernel on the host while
-    XLA runs: the same numbers as the numpy backend's, bit for bit, as a pure function of its key
-    and parameters."""
-    def rule(L, *args, **kw):
-        kernel = PRIMS[name].plain or PRIMS[name].impl
-        raw = [c if k is None else a for a, c, k in zip(args, L.consts, L.arg_kinds)]
-        return L.host(lambda *a: kernel(*a, **kw), raw, L.arg_kinds, L.out_kind)
-    return rule
-
-
-RANDOM = ("RandomUniform", "RandomNormal", "RandomGamma", "RandomPoisson", "RandomSplit", "RandomFoldIn")
-LOWER.update({name: _drawn(name) for name in RANDOM})
+# ---------------------------------------------------------------- on the host
+# Primitives whose own numpy kernel runs in Python while XLA runs the program (Lowering.host): an
+# effect (print, a keyless draw, the clock), at its place in the program's order, and the keyed
+# draws of dsl/core/primitives/random.py, pure functions of their key giving numpy's numbers bit
+# for bit.
+ON_HOST = frozenset({"Effect", "RandomUniform", "RandomNormal", "RandomGamma", "RandomPoisson", "RandomSplit",
+                     "RandomFoldIn"})
 
 
 # ---------------------------------------------------------------- what stays on numpy, and why
 _LOOPS = ("a while loop under a derivative, whose number of iterations is found by running it (the numpy "
           "backend's loop step)")
 _SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
-_HOST = "it runs Python (the user's function, a string, an effect) on each call"
+_HOST = "it runs Python (the user's function, a string) on each call"
 _NOT_YET = "no XLA rule is written for it yet"
 
 FALLBACK = {
     "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
     "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
-    "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "Effect": _HOST, "EffectLayout": _HOST, "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
+    "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "EffectLayout": _HOST,
+    "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",
     "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET,
     "SsmScan": _NOT_YET,

@@ -89,8 +89,8 @@ that are constants of the compiled code, as in JAX: f is compiled for each of th
 backend is "numpy" (Python code calling numpy) or "xla" (XLA's native code, through JAX: the
 xla extra); none takes the interpreter's (numpy unless `dg run --backend xla` or
 Interpreter(backend="xla") says otherwise). On XLA, derivatives are still dg's own, results agree
-with numpy's to 1e-12 relative (not to the bit), and a program XLA cannot run as numpy does (a
-an f-string, a while loop under grad, see docs/xla.md) runs on numpy; explain=true says why.
+with numpy's to 1e-12 relative (not to the bit), and a program XLA cannot run as numpy does (an
+f-string, a while loop under grad, see docs/xla.md) runs on numpy; explain=true says why.
 Differentiable: yes.
 >>> jit(fn(x) => x * 2.0 + 1.0)(3.0)
 7.0""",

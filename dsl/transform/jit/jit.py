@@ -299,7 +299,7 @@ class Jitted:
                     self._say(f"runs on the numpy backend for this recording: {xla.why}")
                 elif out is not None and limits is not None and n < NEVER:
                     limits.steps += n
-        if out is None:     # numpy's code: where XLA's results are not vouched for, it says why
+        if out is None:     # numpy's code: the numpy backend, or a program or call XLA left to it
             out = run_code(entry.program, entry.code, values, held.rewind if held is not None else None)
         spec = entry.program.out_spec
         return out[0] if spec is None else unflatten(spec, list(out))

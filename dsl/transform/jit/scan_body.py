@@ -158,18 +158,17 @@ def scan_loop(body, items, state):
     state; the state's leaves the body changes are the carry, the others its consts (a tensor
     the body only reads, carried, would take a cotangent of its full size in the carry of every
     reverse level: the rows of an RNN's inputs, read one per step, cost the reverse loop time
-    in the square of its length). `items` None: a while loop's. The final state (those it does
-    not change as they were), then the history."""
-    changed = body.changed
-    if all(changed):
-        return scan(*state, body=ScanBody(body.forward, (0, len(state), 0, 0), body), items=items)
+    in the square of its length). `items` None: a while loop's. The final state (the leaves it
+    does not change as they were)."""
     program = body.forward
-    moved = [i for i, c in enumerate(changed) if c]
-    fixed = [i for i, c in enumerate(changed) if not c]
-    inputs = program.inputs
-    carried = S.Program(program.nslots, (inputs[0], *[inputs[1 + i] for i in moved], *[inputs[1 + i] for i in fixed]),
-                        program.steps, hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
-                        tuple(program.out_consts[i] for i in moved), program.kinds, program.spans)
+    moved = [i for i, c in enumerate(body.changed) if c]
+    fixed = [i for i, c in enumerate(body.changed) if not c]
+    carried = program
+    if fixed:       # the body's program with the leaves it only reads moved after the others
+        inputs = program.inputs
+        carried = S.Program(program.nslots, (inputs[0], *[inputs[1 + i] for i in moved + fixed]), program.steps,
+                            hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
+                            tuple(program.out_consts[i] for i in moved), program.kinds, program.spans)
     out = scan(*[state[i] for i in moved], *[state[i] for i in fixed],
                body=ScanBody(carried, (0, len(moved), len(fixed), 0), body), items=items)
     out = unpack(out) if type(out) is Box else out

@@ -37,7 +37,7 @@ class Sharded:
         if kwargs:
             raise error("type", f"{who} takes its arguments by position (in_axes names them in order)")
         leaves, _, axes = _leaves_and_axes(args, _in_axes(self.in_axes, args, who), who)
-        n = len(runtime.load().jax.devices())
+        n = runtime.mesh().size
         split = []
         for leaf, axis in zip(leaves, axes):
             v = peek(leaf)
@@ -45,7 +45,8 @@ class Sharded:
                 continue
             if axis is not None and v.shape[axis] % n:
                 raise error("shape", f"{who}: axis {axis} of length {v.shape[axis]} does not split evenly over "
-                                     f"{n} devices", hint="give a batch whose length is a multiple of the devices' number")
+                                     f"{n} devices",
+                            hint="give a batch whose length is a multiple of the devices' number")
             split.append(axis)
         return split
 
@@ -59,7 +60,7 @@ def shard(f, in_axes=0, interp=None, explain=False):
 
 def devices():
     """The devices XLA sees, as "platform:id" strings (CPU devices unless JAX has a GPU build)."""
-    return tuple(f"{d.platform}:{d.id}" for d in runtime.load().jax.devices())
+    return tuple(f"{d.platform}:{d.id}" for d in runtime.mesh().devices.flat)
 
 
 __all__ = ["devices", "shard"]

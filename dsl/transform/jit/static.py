@@ -34,10 +34,10 @@ class StaticJitted:
     """One jit state per value of the static arguments."""
 
     def __init__(self, f, nums, interp, explain, backend="numpy"):
-        self.backend = backend
         self.f = f
         self.nums = nums
         self.interp = interp
+        self.backend = backend
         self.explain = explain
         self.by_value = OrderedDict()       # the static arguments' key -> Jitted
 
@@ -54,8 +54,7 @@ class StaticJitted:
         key = tuple((i, _key(v)) for i, v in values.items())
         state = self.by_value.get(key)
         if state is None:
-            state = self.by_value[key] = Jitted(_filled(self.f, values, n), self.interp, self.explain,
-                                                          self.backend)
+            state = self.by_value[key] = Jitted(_filled(self.f, values, n), self.interp, self.explain, self.backend)
             if len(self.by_value) > MAX_SIGNATURES:
                 self.by_value.popitem(last=False)
         else:
