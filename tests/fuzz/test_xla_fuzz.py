@@ -34,3 +34,26 @@ def test_random_loop_programs_on_xla_give_the_interpreters_results(seed, composi
 @given(st.integers(0, 2 ** 31), st.sampled_from(CHOSEN), st.sampled_from([3, 5, 8]))
 def test_random_while_loop_programs_on_xla_give_the_interpreters_results(seed, composition, rows):
     check_program(Writer(seed).program(with_while=True), seed, composition, rows, backend="xla")
+
+
+
+def test_a_loop_written_out_under_three_derivatives_runs_on_xla_in_linear_time():
+    """This program's loop (a break, under jvp(grad(grad))) is written out into a long chain of
+    elementwise steps that share their operands. XLA's newer CPU fusion emitters recomputed such
+    a chain once per use: seconds at five iterations, no end at eight. dg compiles with the
+    emitters that compute each value once (runtime.compiler_options): seven iterations check in
+    seconds. In a child process, because a running XLA call cannot be interrupted."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("from test_jit_fuzz import COMPOSITIONS, Writer, check_program\n"
+            "c = next(c for c in COMPOSITIONS if c[0].startswith('jit(fn(p, w, m, xs) => jvp(grad(grad(f))'))\n"
+            "check_program(Writer(4132).program(), 4132, c, 7, backend='xla')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the XLA call ran for four minutes") from None
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -74,7 +74,9 @@ class XlaCode:
             outs = lower_steps(lowering, program, list(values))
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
             return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
-        compiled = jax.jit(run, out_shardings=runtime.replicated()) if everywhere else jax.jit(run)
+        options = runtime.compiler_options()
+        compiled = (jax.jit(run, out_shardings=runtime.replicated(), compiler_options=options) if everywhere
+                    else jax.jit(run, compiler_options=options))
         asarray = np.asarray
 
         def call(*values):

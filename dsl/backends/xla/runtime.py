@@ -79,6 +79,17 @@ def _use_persistent_cache(jax):
         pass        # a read-only home: programs compile in each process, nothing else changes
 
 
+def compiler_options():
+    """XLA's options for dg's programs. On CPU, XLA's newer fusion emitters recompute a fused
+    value once per use: a long chain of elementwise steps that share their operands (what a
+    derivative written out over a loop's iterations is) ran in time exponential in the chain's
+    length, seconds at five iterations and no end at eight; the classic emitters compute each
+    once. Per compilation, so a host program's own JAX is untouched."""
+    if load().jax.default_backend() == "cpu":
+        return {"xla_cpu_use_fusion_emitters": False}
+    return None
+
+
 def x64():
     """A context in which JAX computes in float64 where dg does (JAX's default is float32)."""
     return load().jax.enable_x64(True)
