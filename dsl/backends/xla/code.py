@@ -14,6 +14,7 @@ import numpy as np
 
 from . import runtime
 from .lower import Lowering, NotLowerable, from_device, loop_iterations, lower_steps, unlowerable
+from .residuals import hoist
 
 
 class XlaCode:
@@ -69,9 +70,11 @@ class XlaCode:
         packed = [r >= 0 and kinds[r] == "float" for r in refs]
         apart = [r >= 0 and not p for r, p in zip(refs, packed)]
 
+        lowered = hoist(program)        # what reverse loops recompute, read from their forward loops
+
         def run(*values):
             lowering = Lowering(jx)
-            outs = lower_steps(lowering, program, list(values))
+            outs = lower_steps(lowering, lowered, list(values))
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
             return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
         options = runtime.compiler_options()

@@ -251,6 +251,11 @@ def _scan_rule(ns, g, ans, args, kw, wanted):
     xs, carry, consts = args[:nx], args[nx:nx + nc], args[nx + nc:]
     ys, hist = outs[nc:nc + ny], outs[nc + ny:]
     dx, dc, dk, dy = _diff(xs), _diff(carry), _diff(consts), _diff(ys)
+    # the xs and consts whose cotangents nothing asks for (a loop's data, not a parameter) take
+    # none: each iteration would add its part into a sum of the tensor's full size. The carry's
+    # cotangents flow through every iteration, asked for or not.
+    dx = tuple(d and w for d, w in zip(dx, wanted[:nx]))
+    dk = tuple(d and w for d, w in zip(dk, wanted[nx + nc:]))
     # the cotangents that reached the ys and the history (the pullback's body is staged for those)
     py = tuple(dy[j] and slots[nc + j] is not None for j in range(ny))
     ph = tuple(dc[j] and slots[nc + ny + j] is not None for j in range(nc))
