@@ -73,6 +73,9 @@ def test_an_rnns_pass_back_reads_its_forward_loops_tensors():
     # staged: the iteration computed again (two products, tanh), then passed back (three products)
     ops = [s[1] for s in before.program.steps]
     assert "TanhAct" in ops and ops.count("MatMul") == 5
+    # and no cotangent for the inputs xs, which nothing differentiates: each iteration had added
+    # its row's into a sum of the whole sequence's size
+    assert "RowAdd" not in ops and before.counts[1] == 4      # carry: h, total and the sums for wx, wh
     ops = [s[1] for s in after.program.steps]
     assert "TanhAct" not in ops and ops.count("MatMul") == 3
     assert after.counts[0] > before.counts[0]        # it reads rows of the residuals instead
