@@ -108,6 +108,7 @@ SLOW_TESTS = ("test_deeply_nested_values_stop_with_a_limit_error", "test_raised_
               # XLA compiles each recording (about 0.1-1 s)
               "test_value_and_gradient_of_every_rule_case_agree", "test_a_loop_is_one_scan_on_xla",
               "test_without_jax_asking_for_xla", "test_dg_run_takes_a_backend",
+              "test_a_new_process_reads_the_program_back",
               # these start a Python process
               "test_deep_nesting_under_a_small_recursion_limit", "test_a_top_level_let_may_shadow_the_builtin",
               "test_a_save_removes_the_temporary_files_of_killed_saves", "test_console_script_is_installed",

@@ -12,7 +12,7 @@ which fails the same guard (jit stages again) or reports the error as dg always 
 
 import numpy as np
 
-from . import runtime
+from . import disk, runtime
 from .lower import Lowering, NotLowerable, from_device, loop_iterations, lower_steps, unlowerable
 from .residuals import hoist
 
@@ -47,7 +47,7 @@ class XlaCode:
                     outs, ok = self._fn(*values)
                 else:
                     if self._split_fn is None:
-                        self._split_fn = self._jitted(runtime.processes() > 1)
+                        self._split_fn = self._jitted(runtime.processes() > 1, keep=False)
                     outs, ok = self._split_fn(*runtime.place(values, split))
             except NotLowerable as exc:
                 self.why = str(exc)
@@ -58,11 +58,13 @@ class XlaCode:
         return tuple([c if convert is None else convert(v)
                       for v, c, convert in zip(outs, consts, self._convert)])
 
-    def _jitted(self, everywhere=False):
+    def _jitted(self, everywhere=False, keep=True):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
         flags hold). The flag and every float result travel back as one float64 vector (a read
         from the device per value cost more than the arithmetic of a small program). With
-        `everywhere`, every result is whole on every device (each process reads its own)."""
+        `everywhere`, every result is whole on every device (each process reads its own). With
+        `keep`, the compiled program is kept on disk by dg's key (a sharded call's depends on
+        its inputs' placement, which the key does not hold: JAX's cache keeps it)."""
         jx = runtime.load()
         jax, jnp = jx.jax, jx.np
         program = self.program
@@ -78,8 +80,12 @@ class XlaCode:
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
             return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
         options = runtime.compiler_options()
-        compiled = (jax.jit(run, out_shardings=runtime.replicated(), compiler_options=options) if everywhere
-                    else jax.jit(run, compiler_options=options))
+        if everywhere:
+            compiled = jax.jit(run, out_shardings=runtime.replicated(), compiler_options=options)
+        else:
+            compiled = jax.jit(run, compiler_options=options)
+        if keep:
+            compiled = _kept(jax, compiled, program, options)
         asarray = np.asarray
 
         def call(*values):
@@ -90,3 +96,32 @@ class XlaCode:
             floats, others = iter(numbers[1:]), iter(others)
             return [next(floats) if p else next(others) if a else None for p, a in zip(packed, apart)], True
         return call
+
+
+def _kept(jax, jitted, program, options):
+    """`jitted` as dg calls it: on the first call, the executable kept on disk for this program
+    and these input types (disk.py) where there is one, else `jitted` compiled and kept; that
+    executable on every later call."""
+    found = []
+
+    def call(*values):
+        if found:
+            return found[0](*values)
+        folder = runtime.cache_folder()
+        name = disk.key(program, values, jax, options) if folder else None
+        exe = disk.load(folder, name) if name else None
+        if exe is not None:
+            try:
+                out = exe(*values)
+            except Exception:       # a file that loads but does not run: compiled again
+                exe = None
+            else:
+                found.append(exe)
+                return out
+        if name:
+            exe = disk.compile_to_keep(jitted.lower(*values))
+            if exe is not None:
+                disk.save(folder, name, exe)
+        found.append(exe or jitted)
+        return found[0](*values)
+    return call

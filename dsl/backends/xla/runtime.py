@@ -61,22 +61,34 @@ def _join_processes(jax):
                                process_id=int(os.environ["DG_PROCESS_ID"]))
 
 
+def cache_folder():
+    """The folder compiled programs are kept in (DG_XLA_CACHE, else the user's cache folder), made
+    where missing; None where it cannot be."""
+    if "folder" not in _loaded:
+        folder = os.environ.get("DG_XLA_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dg", "xla")
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            folder = None
+        _loaded["folder"] = folder
+    return _loaded["folder"]
+
+
 def _use_persistent_cache(jax):
     """XLA's compiled programs kept on disk, so that a second process does not compile them
-    again: in DG_XLA_CACHE, else in the user's cache folder; unless one was already set."""
+    again: in `cache_folder()`; unless the host program set a folder for JAX's cache itself."""
     config = jax.config
-    if getattr(config, "jax_compilation_cache_dir", None):
+    folder = cache_folder()
+    if getattr(config, "jax_compilation_cache_dir", None) or folder is None:
         return
-    folder = os.environ.get("DG_XLA_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dg", "xla")
     try:
-        os.makedirs(folder, exist_ok=True)
         config.update("jax_compilation_cache_dir", folder)
         # every program: dg's are small, and their compilation is what a new process would repeat
         config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    except (OSError, AttributeError):
-        pass        # a read-only home: programs compile in each process, nothing else changes
+    except AttributeError:
+        pass        # a JAX without the setting: programs compile in each process
 
 
 def compiler_options():
