@@ -5,7 +5,8 @@ JAX's persistent cache (runtime.py) saves compilation but not tracing: a new pro
 the program into JAX (a quarter of a second for a 1,000-step loop's gradient) only to compute
 the key it looks up. dg knows its program before tracing it, so it keys the compiled
 executable by the program itself (its steps, constants, Scan bodies and input types), with
-JAX's version, the devices and the backend's own source, and reads it back in milliseconds.
+JAX's version, XLA's flags, the devices and the backend's own source, and reads it back in
+milliseconds. The folder may be emptied at any time.
 
 A program whose steps hold anything not known to have a faithful text (a host function, an
 effect's callback) has no key: it is traced, and JAX's cache serves it. Anything wrong with a
@@ -44,7 +45,7 @@ def key(program, values, jax, options):
         return None
     devices = jax.devices()
     _value(h, (jax.__version__, devices[0].platform, devices[0].device_kind, len(devices),
-               sorted((options or {}).items()), _backend_source()))
+               sorted((options or {}).items()), os.environ.get("XLA_FLAGS", ""), _backend_source()))
     return "dg-" + h.hexdigest()[:40]
 
 
