@@ -45,12 +45,34 @@ def unlowerable(program):
         if op == "Loop":
             if kw["items"] is not None or kw.get("history") or kw.get("nested"):
                 return f"Loop: {FALLBACK['LoopBack']}"
+            if _performs_effects(kw["body"].forward):
+                return WHILE_EFFECTS
             inner = unlowerable(kw["body"].forward)
             if inner is not None:
                 return inner
         if program.kinds[out] in ("str", "other"):
             return f"{op} gives a {program.kinds[out]} value"
     return None
+
+
+# XLA runs every step of a while loop's last iteration, the one that fails a guard and ends it;
+# numpy stops that iteration at the guard, and the program runs it again as written after the
+# loop. An effect after the guard would happen once too often on XLA (a draw: the generator
+# one number further on), and one before it twice.
+WHILE_EFFECTS = ("a while loop whose body prints, draws without a key or reads the clock: XLA would "
+                 "perform the effects of its last iteration, which ends the loop partway")
+
+
+def _performs_effects(program):
+    """Whether a program, or a loop body in it, performs an effect in the program's order."""
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if op == "Effect":
+            return True
+        if op == "Scan" and _performs_effects(kw["body"].program):
+            return True
+        if op == "Loop" and _performs_effects(kw["body"].forward):
+            return True
+    return False
 
 
 def loop_iterations(program):
