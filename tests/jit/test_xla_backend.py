@@ -207,6 +207,19 @@ def test_a_while_loop_that_draws_stays_on_numpy_and_draws_what_the_interpreter_d
 
 
 @needs_jax
+def test_a_draw_xla_calls_back_for_from_a_thread_of_its_own_keeps_its_float64_numbers():
+    # here XLA calls the draw made before the loop (its numbers, the loop's data) from one of its
+    # own threads, where JAX's 64-bit mode is off: the float64 result arrived narrowed (an error)
+    src = ("fn walk(x, n) {\n  let s = x\n  for k in range(n) {\n"
+           "    s = s + 0.1 * sin(s) * x + 0.01 * randn(()) + 0.001 * sum(rand((2,)))\n  }\n  return s\n}\n"
+           "let g = jit(grad(grad(walk)))\nlet r = (g(0.3, 40), g(0.5, 40), g(0.7, 40), randn(()))")
+    got = _run_both(src, "r", seed=3)
+    _close(got["xla"][0], got["numpy"][0], rtol=1e-10)
+    entry = _entry(got["xla"][2].lookup("g"))
+    assert entry.xla.why is None and "Scan" in [s[1] for s in entry.program.steps]
+
+
+@needs_jax
 def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
     src = ("fn f(x) {\n  print(f\"{x}\")\n  return x * 2.0\n}\n"
            "fn w(x) {\n  let k = 0\n  while x < 10.0 { x = x * 2.0\n k = k + 1 }\n  return x\n}")

@@ -100,3 +100,20 @@ def test_a_damaged_file_is_compiled_again(tmp_path, monkeypatch):
         f.write(b"not an executable")
     _, again = _program(SOURCE, 0.5, 1.5)
     assert again == want
+
+
+def test_a_program_xla_compiles_with_a_call_out_of_itself_is_not_kept(tmp_path, monkeypatch):
+    # LAPACK's factorisations are custom calls, whose handlers a new process registers only when
+    # it lowers such a program: an executable read back before that crashed the process
+    from dsl.backends.xla import runtime
+    monkeypatch.setitem(runtime._loaded, "folder", str(tmp_path))
+    src = "fn f(x) {\n  return sum(cholesky(x @ transpose(x) + 3.0 * eye(3)))\n}\n"
+    i = dsl.Interpreter()
+    i.run(src + 'let g = jit(grad(f), backend="xla")')
+    g, x = i.lookup("g"), np.linspace(0.1, 0.9, 9).reshape(3, 3)
+    g(x)
+    got = g(x)
+    (entries,) = g.call.entries.values()
+    assert entries[0].xla.why is None
+    np.testing.assert_allclose(got, i.lookup("grad")(i.lookup("f"))(x), rtol=1e-10)
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("dg-")]

@@ -335,18 +335,39 @@ def test_a_keyless_draw_in_a_loop_under_a_batched_reverse_pass_gives_each_exampl
             np.testing.assert_allclose(interp.lookup(fast)(arg), want, rtol=1e-12)
 
 
-def test_a_keyless_draw_under_forward_mode_or_two_reverse_levels_is_written_out_and_exact():
-    interp = run(UNDER_GRAD + "let twice = fn(x) => sum(grad(noisy)(x))\n"
-                              "let h = jit(hessian(noisy))\nlet gg = jit(grad(twice))\n"
-                              "let h_slow = hessian(noisy)\nlet gg_slow = grad(twice)")
+@pytest.mark.parametrize("how", ["jit(hessian({}))", "jit(grad(fn(x) => sum(grad({})(x))))",
+                                 "jit(fn(x) => jvp(grad({}), (x,), (x,))[1])", "jit(fn(x) => jvp({}, (x,), (x,)))"])
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_keyless_draw_in_a_for_loop_under_forward_mode_or_two_reverse_levels_rolls_and_is_exact(how, backend):
+    """The loop is one Scan step: each iteration's numbers are drawn before it, in the loop's
+    order, and reach the body as data, so every pass that runs an iteration again reads what it
+    drew. The same numbers as the loop as written, call after call, and the generator goes on
+    where the loop as written leaves it."""
+    if backend == "xla":
+        pytest.importorskip("jax")
+    interp = dsl.Interpreter(seed=0, backend=backend)
+    interp.run(UNDER_GRAD + f"let fast = {how.format('noisy')}\nlet slow = {how.replace('jit(', '(', 1).format('noisy')}")
+    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "slow", "seed", "uniform"))
+    x = np.array([0.3, -0.2, 0.1])
+    for seed in (3, 4, 5):      # the first call stages, the later ones run the compiled program
+        reseed(seed)
+        want = [slow(x), draw()]
+        reseed(seed)
+        got = [fast(x), draw()]
+        np.testing.assert_allclose(np.hstack([np.ravel(v) for v in flat(got)]),
+                                   np.hstack([np.ravel(v) for v in flat(want)]), rtol=1e-10, atol=1e-14)
+    assert "Scan" in ops_of(fast)
+
+
+def test_a_keyless_draw_in_a_while_loop_under_forward_mode_is_written_out_and_exact():
+    # its number of iterations is known only once it has run: nothing to draw before it
+    interp = run(UNDER_GRAD + "let h = jit(hessian(noisy_while))\nlet h_slow = hessian(noisy_while)")
     reseed, x = interp.lookup("seed"), np.array([0.3, -0.2, 0.1])
-    for name in ("h", "gg"):
-        fast, slow = interp.lookup(name), interp.lookup(name + "_slow")
-        reseed(2)
-        got = fast(x)
-        reseed(2)
-        np.testing.assert_allclose(got, slow(x), rtol=1e-12)
-        assert "Loop" not in ops_of(fast)
+    reseed(2)
+    got = interp.lookup("h")(x)
+    reseed(2)
+    np.testing.assert_allclose(got, interp.lookup("h_slow")(x), rtol=1e-12)
+    assert "Loop" not in ops_of(interp.lookup("h")) and "Scan" not in ops_of(interp.lookup("h"))
 
 
 def flat(v):

@@ -9,7 +9,8 @@ JAX's version, XLA's flags, the devices and the backend's own source, and reads 
 milliseconds. The folder may be emptied at any time.
 
 A program whose steps hold anything not known to have a faithful text (a host function, an
-effect's callback) has no key: it is traced, and JAX's cache serves it. Anything wrong with a
+effect's callback) has no key, and one XLA compiles with a call out of itself (LAPACK's
+factorisations) is not kept: such programs are traced, and JAX's cache serves them. Anything wrong with a
 saved file (another version, a partial write) is a miss, never an error.
 """
 
@@ -75,8 +76,12 @@ def compile_to_keep(lowered):
 
 
 def save(folder, name, compiled):
-    """Keep a compiled executable under `name` (written whole or not at all)."""
+    """Keep a compiled executable under `name` (written whole or not at all), unless it calls
+    code outside itself (a custom call: LAPACK's factorisations, a callback), whose handlers a
+    new process registers only when it lowers such a program: read back first, it crashed."""
     try:
+        if "custom-call" in compiled.as_text() or "custom_call" in compiled.as_text():
+            return
         from jax.experimental import serialize_executable     # optional: JAX is the xla extra
         data = pickle.dumps(serialize_executable.serialize(compiled))
         path = os.path.join(folder, name)

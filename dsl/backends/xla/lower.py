@@ -124,15 +124,24 @@ class Lowering:
         else:
             shape = jax.ShapeDtypeStruct((), NUMBER_TYPES[kind])
         convert = [None if k is None else from_device(k) for k in arg_kinds]
+        # a 64-bit result travels as pairs of 32-bit words: XLA may call back on a thread of its
+        # own, where JAX's 64-bit mode (dg's, per thread) is off and JAX would narrow it
+        wide = shape is not None and np.dtype(shape.dtype).itemsize == 8
+        carried = jax.ShapeDtypeStruct((*shape.shape, 2), np.uint32) if wide else shape
 
         def call(*values):
             it = iter(values)
             out = fn(*[a if c is None else c(next(it)) for a, c in zip(args, convert)])
-            return None if shape is None else np.asarray(out, shape.dtype)
+            if shape is None:
+                return None
+            out = np.asarray(out, shape.dtype)
+            return np.ascontiguousarray(out).view(np.uint32).reshape(carried.shape) if wide else out
         values = [a for a, k in zip(args, arg_kinds) if k is not None]
         if ordered:
-            return jax.experimental.io_callback(call, shape, *values, ordered=True)
-        return jax.pure_callback(call, shape, *values)
+            out = jax.experimental.io_callback(call, carried, *values, ordered=True)
+        else:
+            out = jax.pure_callback(call, carried, *values)
+        return self.lax.bitcast_convert_type(out, shape.dtype) if wide else out
 
     def is_int(self, x):
         """Whether a value is an int (a staged counter, an index)."""

@@ -21,12 +21,13 @@ from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 class Body:
     """A loop body staged once: its program P (state -> next state), compiled code, and its pullback Q.
 
-    The inputs of P are the loop variable, then the state leaves; its outputs, the state leaves.
+    The inputs of P are the loop variable, then the state leaves (then, in a Scan's body, the
+    numbers it draws: `drawn`); its outputs, the state leaves.
     `diff[j]` says whether leaf j takes a cotangent (a float or float tensor). Under reverse mode
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/transform/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "ran", "_code",
+    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "drawn", "ran", "_code",
                  "_back", "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
 
     def __init__(self, program, name, diff, key, where):
@@ -42,6 +43,9 @@ class Body:
         # is not the jvp of P's pullback (mixed derivatives of a custom rule need not be symmetric)
         self.user_rules = any(step[1] in USER_CODE for step in program.steps)
         self.draws = draws_keylessly(program)
+        # a Scan's body: its keyless draws, each an input after the state, (draw, args, kw) in
+        # the order the body makes them (rolling.Lookahead; scan_body.scan_loop draws them)
+        self.drawn = ()
         self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
         self._back = self._back_code = None
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does

@@ -55,6 +55,8 @@ derivative the same way, keeping the staged body for its next runs
 (dsl/transform/jit/eager_loops.py).
 """
 
+import numpy as np
+
 from ...core import stage as S
 from ...core.primitives.loops import _loop_kernel, state_diff
 from ...core.tape import Box, peek
@@ -79,13 +81,16 @@ class NotRollable(Exception):
 
 class Lookahead(S.StageTrace):
     """The staging trace of one iteration run ahead: nothing may escape it. `draws`: whether a
-    keyless draw may be staged in the body (see `effect`)."""
+    keyless draw may be staged in the body (see `effect`); `as_data`: whether it is one of the
+    body's inputs instead, the numbers drawn before the loop (a Scan's: scan_body.scan_loop)."""
 
-    __slots__ = ("draws",)
+    __slots__ = ("draws", "as_data", "drawn")
 
-    def __init__(self, derived=False, draws=False):
+    def __init__(self, derived=False, draws=False, as_data=False):
         super().__init__(derived=derived)
         self.draws = draws
+        self.as_data = as_data
+        self.drawn = []     # (the input's box, the draw, its arguments and keywords), in order
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace or call Python."""
@@ -105,9 +110,17 @@ class Lookahead(S.StageTrace):
         iteration stopped partway puts the generator back before it runs again: loop_body.Driver).
         Under one reverse level the history keeps the generator's state as each iteration began,
         and the pass back runs each iteration again from it (Body.back); under forward mode or two
-        reverse levels the loop is written out."""
+        reverse levels the loop is written out, unless the body is a Scan's (`as_data`) and the
+        draw's arguments are constants: then each iteration's numbers are drawn before the loop,
+        in order, and reach the body as one of its inputs."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
+        if self.as_data and not any(type(a) is Box for a in args):
+            out = fn(*args, **kw)       # the look ahead's generator is put back (Roller._look_ahead)
+            if type(out) is float or (type(out) is np.ndarray and out.dtype == np.float64):
+                box = self.box(out, "Arg", (), (), None, None)
+                self.drawn.append((box, fn, tuple(args), dict(kw)))
+                return box
         if not self.draws:
             raise NotRollable("the body draws from the interpreter's random stream under forward mode or "
                               "two reverse levels (a draw with key= rolls)")
@@ -223,13 +236,17 @@ class Roller:
         deep = len(reverse) >= SCAN_FROM or (nested and (bool(forward) or items is None or top.dry))
         # the XLA backend lowers Scan, not the numpy backend's loop walks: every `for` loop is one
         scans = items is not None and any(getattr(t, "scans", False) for t in self.interp.staging)
-        # a keyless draw rolls, except under forward mode or two reverse levels, whose passes run an
-        # iteration again where no history holds the generator's state (Body.rewinder), or in a Scan
+        # a keyless draw rolls: in a Scan (a `for` loop under forward mode, two reverse levels or
+        # more, or on XLA), as an input of the body, each iteration's numbers drawn before the
+        # loop; under one reverse level or none, in the body (Lookahead.effect)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=not forward and not nested and not scans)
+                                 draws=not forward and not nested and not scans,
+                                 as_data=items is not None and (deep or scans or bool(forward) or nested))
         if staged is None:
             return False
         body, state, layout, _ = staged
+        if body.drawn:
+            deep = True
         # Loop's forward-over-reverse loop takes a custom rule to be the derivative of the function it
         # stands for; a Scan differentiates the body's own steps, the rule's too
         if not nested and mixes_custom_rules(body, forward, reverse):
@@ -247,23 +264,24 @@ class Roller:
                                                         nested=nested), body)
         return True if items is not None else body.ran
 
-    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False):
+    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
-        staged as state too where it changes some: (Body, state, layout, counters), or None."""
+        staged as state too where it changes some: (Body, state, layout, counters), or None.
+        `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead)."""
         counters = frozenset()
-        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
-            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data)
         return None if body is None else (body, state, layout, counters)
 
-    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False):
+    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
-        look = Lookahead(derived=differentiated, draws=draws)     # under grad, the loop's rule differentiates P
+        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data)     # under grad, the loop's rule differentiates P
         saved = snapshot(f)
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
@@ -296,14 +314,17 @@ class Roller:
                     _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)):
                 return self._written_out("a tensor of its variables changes shape or type from one "
                                          "iteration to the next")
-        program = S.program_of(look, [item, *args], tuple(after))
+        # the numbers a Scan's body draws are its last inputs (Body.drawn)
+        program = S.program_of(look, [item, *args, *[d[0] for d in look.drawn]], tuple(after))
         counted = {a.g for a, x in zip(args, state) if type(peek(x)) is int}
         read = {r for s in program.steps if s[0] == "guard" for r in s[2]}
         if self.bind is not None and (item.g in read or read & counted):
             # the body decides something by the loop variable or a counter: each iteration differs
             return self._written_out("the body decides something by the value of the loop variable or of "
                                      "an int it changes")
-        return Body(program, "loop_body", state_diff(state), self, self.where)
+        body = Body(program, "loop_body", state_diff(state), self, self.where)
+        body.drawn = tuple(d[1:] for d in look.drawn)
+        return body
 
     def _what_changed(self, before, after):
         """Why two frame layouts differ, naming the variable: a function made in the body, a

@@ -3,7 +3,10 @@ whole, and the bodies derived from it (its pullback, the pullback's pullback, ..
 staged once. jit rolls a loop under three or more reverse levels as a Scan (rolling.py)."""
 
 from ...backends.codegen import compile_loop, compile_program, run_code
+import numpy as np
+
 from ...core import stage as S
+from ...core.ops.shape import index, reshape
 from ...core.ops.slots import unpack
 from ...core.tape import Box
 from ...core.trees import flatten, hollow
@@ -163,16 +166,47 @@ def scan_loop(body, items, state):
     program = body.forward
     moved = [i for i, c in enumerate(body.changed) if c]
     fixed = [i for i, c in enumerate(body.changed) if not c]
+    inputs, nd = program.inputs, len(body.drawn)
+    drawn = inputs[len(inputs) - nd:]
     carried = program
-    if fixed:       # the body's program with the leaves it only reads moved after the others
-        inputs = program.inputs
-        carried = S.Program(program.nslots, (inputs[0], *[inputs[1 + i] for i in moved + fixed]), program.steps,
-                            hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
+    if fixed or nd:       # the body's program: its draws (the xs), what it changes, what it only reads
+        carried = S.Program(program.nslots, (inputs[0], *drawn, *[inputs[1 + i] for i in moved + fixed]),
+                            program.steps, hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
                             tuple(program.out_consts[i] for i in moved), program.kinds, program.spans)
-    out = scan(*[state[i] for i in moved], *[state[i] for i in fixed],
-               body=ScanBody(carried, (0, len(moved), len(fixed), 0), body), items=items)
+    xs = _draw_rows(body, [program.kinds[d] for d in drawn], len(items)) if nd else []
+    out = scan(*xs, *[state[i] for i in moved], *[state[i] for i in fixed],
+               body=ScanBody(carried, (nd, len(moved), len(fixed), 0), body), items=items)
     out = unpack(out) if type(out) is Box else out
     final = list(state)
     for k, i in enumerate(moved):
         final[i] = out[k]
     return final
+
+
+class _Draws:
+    """The draws of `n` iterations of a loop's body, made in the order the loop makes them: one
+    vector of every number, iteration by iteration (a keyless draw gives float64)."""
+
+    __slots__ = ("drawn",)
+
+    def __init__(self, drawn):
+        self.drawn = drawn
+
+    def __call__(self, n):
+        numbers = [np.ravel(fn(*args, **kw)) for _ in range(n) for fn, args, kw in self.drawn]
+        return np.concatenate(numbers) if numbers else np.zeros(0)
+
+
+def _draw_rows(body, kinds, n):
+    """The numbers the body of a Scan over `n` items draws (`kinds`: of one iteration's draws),
+    drawn now by one effect of the staged program, made again on every run as each draw of the
+    loop as written would be: per draw, a tensor of one row per iteration."""
+    shapes = [() if kind == "float" else tuple(kind[3]) for kind in kinds]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+    numbers = S.perform(body.key.interp.staging, S.Draw(_Draws(body.drawn)), (n,))
+    table = reshape(numbers, (n, sum(sizes)))
+    rows, at = [], 0
+    for size, shape in zip(sizes, shapes):
+        rows.append(reshape(index(table, (slice(None), slice(at, at + size))), (n, *shape)))
+        at += size
+    return rows
