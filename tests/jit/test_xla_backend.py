@@ -164,16 +164,23 @@ def _run_both(src, result, seed=3):
     return out
 
 
+def _same_on_both(src, result, name):
+    """Run src with jit on each backend: `result` and the output agree; the recordings XLA made
+    of the jitted function `name`, and the output."""
+    got = _run_both(src, result)
+    (want, printed, _), (have, shown, i) = got["numpy"], got["xla"]
+    _close(have, want)
+    assert shown == printed
+    return next(iter(i.lookup(name).call.entries.values())), printed
+
+
 @needs_jax
 def test_prints_and_draws_happen_in_order_on_xla_and_a_failed_guard_undoes_them():
     src = ("fn f(x) {\n  let z = randn((3,))\n  print(\"x is\", x, z[0] > 0.0)\n"
            "  if x > 2.5 { print(\"big\") }\n  return sum(x * z) + normal()\n}\n"
            "let jf = jit(f)\nlet r = (jf(1.0), jf(2.0), jf(3.0), jf(1.5), jf(4.0), randn(()))")
-    got = _run_both(src, "r")
-    (want, printed, _), (have, shown, i) = got["numpy"], got["xla"]
-    _close(have, want)
-    assert shown == printed and printed.count("big") == 2      # call 3 went the other way: printed once
-    entries = next(iter(i.lookup("jf").call.entries.values()))
+    entries, printed = _same_on_both(src, "r", "jf")
+    assert printed.count("big") == 2      # call 3 went the other way: printed once
     assert len(entries) == 2 and all(e.xla.why is None for e in entries)
 
 
@@ -198,11 +205,7 @@ def test_a_while_loop_that_draws_stays_on_numpy_and_draws_what_the_interpreter_d
     src = ("let h = jit(fn(x, n) {\n  let s = x\n  let c = 0\n  while s < 2.0 and c < n {\n"
            "    s = s + abs(randn(()))\n    c += 1\n  }\n  print(c)\n  return s\n})\n"
            "let r = (h(0.0, 30), h(0.1, 30), h(1.5, 30), h(0.0, 30), randn(()))")
-    got = _run_both(src, "r")
-    (want, printed, _), (have, shown, i) = got["numpy"], got["xla"]
-    _close(have, want)
-    assert shown == printed
-    entries = next(iter(i.lookup("h").call.entries.values()))
+    entries, _ = _same_on_both(src, "r", "h")
     assert all("a while loop whose body prints, draws without a key" in e.xla.why for e in entries)
 
 

@@ -301,14 +301,8 @@ def test_a_keyless_draw_in_a_loop_under_one_reverse_level_stages_once_and_gives_
     state as that iteration began, so the gradient is the one of what was drawn, equal to the
     loop as written, call after call, and the generator goes on where the loop as written leaves it."""
     interp = run(UNDER_GRAD + f"let fast = {how.format(name)}\nlet slow = {how.replace('jit(', '(').format(name)}")
-    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "slow", "seed", "uniform"))
+    fast, reseed = _draws_as_written(interp, rtol=1e-12, atol=0)
     x = np.array([0.3, -0.2, 0.1])
-    for seed in (3, 4, 5):      # the first call stages, the later ones run the compiled program
-        reseed(seed)
-        want = [slow(x), draw()]
-        reseed(seed)
-        got = [fast(x), draw()]
-        np.testing.assert_allclose(np.hstack(flat(got)), np.hstack(flat(want)), rtol=1e-12, atol=0)
     if how.startswith("jit"):
         assert "Loop" in ops_of(fast)
     reseed(6)
@@ -347,15 +341,7 @@ def test_a_keyless_draw_in_a_for_loop_under_forward_mode_or_two_reverse_levels_r
         pytest.importorskip("jax")
     interp = dsl.Interpreter(seed=0, backend=backend)
     interp.run(UNDER_GRAD + f"let fast = {how.format('noisy')}\nlet slow = {how.replace('jit(', '(', 1).format('noisy')}")
-    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "slow", "seed", "uniform"))
-    x = np.array([0.3, -0.2, 0.1])
-    for seed in (3, 4, 5):      # the first call stages, the later ones run the compiled program
-        reseed(seed)
-        want = [slow(x), draw()]
-        reseed(seed)
-        got = [fast(x), draw()]
-        np.testing.assert_allclose(np.hstack([np.ravel(v) for v in flat(got)]),
-                                   np.hstack([np.ravel(v) for v in flat(want)]), rtol=1e-10, atol=1e-14)
+    fast, _ = _draws_as_written(interp, rtol=1e-10, atol=1e-14)
     assert "Scan" in ops_of(fast)
 
 
@@ -370,11 +356,26 @@ def test_a_keyless_draw_in_a_while_loop_under_forward_mode_is_written_out_and_ex
     assert "Loop" not in ops_of(interp.lookup("h")) and "Scan" not in ops_of(interp.lookup("h"))
 
 
+def _draws_as_written(interp, rtol, atol):
+    """Check that `fast` gives what `slow` gives, and leaves the generator where `slow` leaves it
+    (the next `uniform()`), on three calls of x = [0.3, -0.2, 0.1] (the first stages, the later
+    ones run the compiled program): (fast, seed)."""
+    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "slow", "seed", "uniform"))
+    x = np.array([0.3, -0.2, 0.1])
+    for seed in (3, 4, 5):
+        reseed(seed)
+        want = [slow(x), draw()]
+        reseed(seed)
+        got = [fast(x), draw()]
+        np.testing.assert_allclose(np.hstack(flat(got)), np.hstack(flat(want)), rtol=rtol, atol=atol)
+    return fast, reseed
+
+
 def flat(v):
     """The numbers of a value (a tuple of numbers and tensors, nested) as a list of 1-d arrays."""
     if isinstance(v, (tuple, list)):
         return [a for x in v for a in flat(x)]
-    return [np.atleast_1d(np.asarray(v, dtype=float))]
+    return [np.ravel(np.asarray(v, dtype=float))]
 
 
 @pytest.mark.parametrize("src, kind, words", [
