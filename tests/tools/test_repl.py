@@ -452,7 +452,7 @@ def test_vars_names_struct_types_and_functions_by_what_they_are():
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc")
-def test_ctrl_c_of_a_runaway_gradient_gives_its_memory_back():
+def test_ctrl_c_of_a_runaway_gradient_gives_its_memory_back(python_sigint):
     import gc
 
     def rss():
