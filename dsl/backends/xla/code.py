@@ -72,11 +72,10 @@ class XlaCode:
         packed = [r >= 0 and kinds[r] == "float" for r in refs]
         apart = [r >= 0 and not p for r, p in zip(refs, packed)]
 
-        lowered = hoist(program)        # what reverse loops recompute, read from their forward loops
-
-        def run(*values):
+        def run(*values):       # traced only where no compiled program is read back from disk
             lowering = Lowering(jx)
-            outs = lower_steps(lowering, lowered, list(values))
+            # what reverse loops would compute again, read from their forward loops
+            outs = lower_steps(lowering, hoist(program), list(values))
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
             return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
         options = runtime.compiler_options()

@@ -80,7 +80,8 @@ def save(folder, name, compiled):
     code outside itself (a custom call: LAPACK's factorisations, a callback), whose handlers a
     new process registers only when it lowers such a program: read back first, it crashed."""
     try:
-        if "custom-call" in compiled.as_text() or "custom_call" in compiled.as_text():
+        text = compiled.as_text()
+        if "custom-call" in text or "custom_call" in text:
             return
         from jax.experimental import serialize_executable     # optional: JAX is the xla extra
         data = pickle.dumps(serialize_executable.serialize(compiled))
