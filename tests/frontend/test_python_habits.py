@@ -59,6 +59,12 @@ def test_none_in_an_index_adds_an_axis_as_numpys_none(run):
     assert run(src) == "(3, 1) (1, 3) (1, 3, 1) (2, 1, 3) (1, 3)\n[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]\n"
 
 
+def test_newaxis_is_numpys_name_for_none_in_an_index(run):
+    src = ("let m = ones((2, 3))\n"
+           "print(shape(m[:, newaxis]), shape(m[newaxis, ..., newaxis]), newaxis == none)")
+    assert run(src) == "(2, 1, 3) (1, 2, 3, 1) true\n"
+
+
 def test_none_indexing_is_differentiable_in_every_mode(run):
     f = "fn f(v) { return sum((v[:, none] * v[none, :]) ** 2) }\nlet x = [1.0, 2.0, 3.0]\n"
     src = f + ("print(grad(f)(x))\nprint(jit(grad(f))(x))\nprint(jvp(f, (x,), (x,))[1])\n"

@@ -146,7 +146,7 @@ def test_batched_calls_map_over_leading_axes_and_vmap_needs_no_loop(capfd):
                                rtol=1e-12)
     np.testing.assert_allclose(mapped[1], direct[1], rtol=1e-12)
     np.testing.assert_allclose(mapped[2], direct[3], rtol=1e-12)
-    np.testing.assert_allclose(mapped[3], np.linalg.solve(A, stack[:, 0, :].T).T, rtol=1e-12)
+    np.testing.assert_allclose(mapped[3], np.linalg.solve(A, stack[:, 0, :].T).T, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(interp.get("per_example"), np.linalg.inv(stack).transpose(0, 2, 1), rtol=1e-12)
     assert "once per example" not in capfd.readouterr().err
 

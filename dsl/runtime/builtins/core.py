@@ -17,7 +17,7 @@ from . import progress
 
 
 # numbers a program may name, as numpy's: values, not functions (documented in docs_math.py)
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "newaxis": None}
 
 
 def make(interp):

@@ -2,7 +2,7 @@
 trigonometric, hyperbolic and logistic functions and of its array functions (arrays.py), in the
 form of dsl/runtime/builtins/docs.py, which merges it."""
 
-NAMES = ["pi", "e", "inf", "nan"]
+NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
           "segment_sum", "top_k", "isnan", "isfinite", "allclose"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
@@ -25,6 +25,10 @@ Differentiable: no (a constant).
 Differentiable: no (a constant).
 >>> nan == nan
 false""",
+    "newaxis": """newaxis: none, as numpy's newaxis: in an index it adds an axis of length 1 there.
+Differentiable: no (a constant).
+>>> shape([1.0, 2.0][:, newaxis])
+(2, 1)""",
     "xlogy": """xlogy(x, y): x * ln(y), and 0 where x is 0 whatever y is (scipy's and JAX's): the terms
 of an entropy or a likelihood, where 0 ln 0 counts as 0.
 Differentiable: yes, in x (ln(y)) and in y (x / y, as JAX's: nan at x = y = 0).
