@@ -16,9 +16,31 @@ def closest(word, candidates):
 PYTHON_CONSTANTS = {"True": "true", "False": "false", "None": "none"}
 
 
+# Python's array modules: dg's builtins are their functions, called without a prefix
+PYTHON_MODULES = {"np", "numpy", "jnp", "jax", "lax", "math", "torch", "scipy"}
+MODULE_HINT = "numpy's functions are dg's builtins, called without a module: zeros(3), not np.zeros(3)"
+
+# Python builtins dg spells another way
+PYTHON_NAMES = {
+    "list": "dg has no lists: a tuple (1.0, \"a\") holds anything in order, a tensor [1.0, 2.0] numbers",
+    "dict": "a map is written {\"key\": value}; keys(m), values(m) and items(m) read it",
+    "isinstance": "type(x) names a value's type: type(1.0) == \"float\"",
+    "append": "tensors do not grow in place: cat((a, [x])) is a longer tensor, a + (x,) a longer tuple",
+}
+
+
+def module_hint(name):
+    """The hint for `import numpy` and the like, or None."""
+    return MODULE_HINT + " (no import is needed)" if name in PYTHON_MODULES else None
+
+
 def name_hint(name, candidates):
     """"did you mean 'softmax'?" for a misspelled name, or None."""
     if name in PYTHON_CONSTANTS:
         return f"did you mean {PYTHON_CONSTANTS[name]}? (dg writes true, false and none in lower case)"
+    if name in PYTHON_MODULES:
+        return MODULE_HINT
+    if name in PYTHON_NAMES:
+        return PYTHON_NAMES[name]
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None

@@ -72,6 +72,8 @@ PYTHON_WORDS = {
     "class": "dg's records are structs: struct Point { x, y }, made as Point(1.0, 2.0)",
     "pass": "an empty block is {} in dg",
     "is": "dg compares with == and !=",
+    "try": "dg has no exceptions to catch: an error stops the program and says where and why",
+    "raise": "error(\"message\") stops the program with that message",
 }
 
 
@@ -83,6 +85,13 @@ def python_habit_hint(tok, prev, expected):
             return PYTHON_WORDS[t.value]
     if tok.type == "COLON" and "LBRACE" in expected:
         return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
+    if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):
+        if tok.type == "IF":
+            return ("dg has no conditional expression (a if c else b): where(c, a, b) picks entry by "
+                    "entry, or assign in an if statement")
+        if tok.type == "FOR":
+            return ("dg has no comprehensions: tensors compute on every entry at once (x * 2.0), "
+                    "vmap(f)(xs) maps a function over rows, and a for loop builds a tuple")
     return None
 
 

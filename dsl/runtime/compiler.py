@@ -11,7 +11,7 @@ import inspect
 import numpy as np
 
 from ..base.cells import UNBOUND
-from ..base.suggest import closest, name_hint
+from ..base.suggest import PYTHON_NAMES, closest, name_hint
 from ..core import ops, tape
 from ..core.format_spec import fstring_text
 from ..core.ops import elision
@@ -347,6 +347,10 @@ def _fstring(e, ctx):
     return ev
 
 
+# numpy's attributes whose dg spelling is a call of another name
+FIELD_CALLS = {"T": "transpose({})", "item": "float({})"}
+
+
 def field_hint(obj, name, obj_text, builtins):
     """The hint for `obj.name` that failed: a close field or module name, or, for a builtin
     read as a field of a value that has no fields (`t.shape`), the call that was meant."""
@@ -358,6 +362,10 @@ def field_hint(obj, name, obj_text, builtins):
         return name_hint(name, [n for n, cell in v.cells.items() if not n.startswith("_")])
     if name in builtins:
         return f"did you mean {name}({obj_text or '...'})?"
+    if name in FIELD_CALLS and type(v) is ndarray:
+        return f"did you mean {FIELD_CALLS[name].format(obj_text or 'x')}?"
+    if name == "append":
+        return PYTHON_NAMES["append"]
     return None
 
 

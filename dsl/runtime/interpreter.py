@@ -20,7 +20,7 @@ from ..base.limits import DEFAULT_MAX_DEPTH, Limits, RECURSION
 from ..base.resources import stdlib_dir
 from ..base.sandbox import FileAccess
 from ..base.source_files import read_source
-from ..base.suggest import name_hint
+from ..base.suggest import module_hint, name_hint
 from ..core import ops, tape
 from ..core.trees import children, is_container, rebuild
 from ..core.values import Module
@@ -257,7 +257,8 @@ class Interpreter:
         if path is None:
             looked = " and ".join(str(c.parent) for c in candidates)
             denied = "" if candidates[0] == beside else "; this program may not read modules outside it"
-            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked}{denied})", span)
+            raise error("import", f"no module named '{name}' (looked for {name}.dg in {looked}{denied})", span,
+                        hint=module_hint(name))
         return path
 
     # -- names --------------------------------------------------------------

@@ -25,10 +25,38 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("for i in range(3):\n    print(i)", "blocks are in braces"),
     ("fn f(x):\n    return x", "blocks are in braces"),
     ("class Point:\n    pass", "struct Point { x, y }"),
+    ("let y = 1.0 if 2 > 1 else 2.0", "where(c, a, b)"),
+    ("let y = [x * 2.0 for x in range(3)]", "no comprehensions"),
+    ("try {\n    print(1)\n}", "no exceptions to catch"),
+    ("raise ValueError(\"bad\")", "error(\"message\")"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
     assert err.kind == "syntax" and hint in err.hint
+
+
+@pytest.mark.parametrize("src, kind, hint", [
+    ("let x = np.zeros(3)", "name", "zeros(3), not np.zeros(3)"),
+    ("let x = jnp.sum(ones(3))", "name", "called without a module"),
+    ("import numpy as np", "import", "no import is needed"),
+    ("print(list(range(3)))", "name", "a tuple (1.0, \"a\") holds anything"),
+    ("let x = [1.0, 2.0]\nx.append(3.0)", "type", "cat((a, [x]))"),
+    ("let m = ones((2, 3))\nprint(m.T)", "type", "did you mean transpose(m)?"),
+    ("let m = ones(3)\nprint(sum(m * m).item())", "type", None),        # a float has no .item
+    ("print(max(1.0, 2.0))", "index", "maximum(a, b)"),
+    ("print(min(3, 4))", "index", "minimum(a, b)"),
+    ("print(max([1.0, 3.0], [2.0, 1.0]))", "type", "maximum(a, b)"),
+    ("print(jit(fn(x) => max(x, 2.0))(1.0))", "index", "maximum(a, b)"),
+    ("print(sum(1.0, 2.0))", "index", "a + b adds two values"),
+])
+def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
+    err = run_error(src)
+    assert err.kind == kind and (err.hint == hint if hint is None else hint in err.hint)
+
+
+def test_a_reduction_over_a_wrong_axis_of_a_tensor_gets_no_two_values_hint(run_error):
+    err = run_error("print(max(ones(3), 1))")      # a real axis mistake, not Python's max(a, b)
+    assert err.kind == "index" and err.hint is None
 
 
 @pytest.mark.parametrize("src, words", [

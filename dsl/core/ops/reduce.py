@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..tape import record
+from ...errors import DgError
 from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, peek, shape_of, to_tensor, type_name
 from .shape import reshape, stack
 
@@ -15,6 +16,17 @@ def _operand(x, name):
     if type(peek(x)) is tuple:
         return stack(x)
     return x
+
+
+# Python's max(a, b) and sum(a, b) take several values; dg's reductions take one tensor and an
+# axis, so max(1.0, 2.0) fails on its axis: say what was meant
+TWO_VALUES = {
+    "max": "max(x, axis) is the largest entry of one tensor; the larger of two values, entry by entry, "
+           "is maximum(a, b)",
+    "min": "min(x, axis) is the smallest entry of one tensor; the smaller of two values, entry by entry, "
+           "is minimum(a, b)",
+    "sum": "sum(x, axis) adds the entries of one tensor; a + b adds two values (sum((a, b)) sums a tuple)",
+}
 
 
 def _reduction(op, name, fn, empty_ok):
@@ -27,7 +39,12 @@ def _reduction(op, name, fn, empty_ok):
         if type(x) is Box:
             return record(op, (x,), {"axis": axis, "keepdims": keepdims}, span)
         v = to_tensor(x, f"a tensor to {name}")
-        ax = normalize_axis(axis, v.ndim)
+        try:
+            ax = normalize_axis(axis, v.ndim)
+        except DgError as exc:
+            if exc.hint is None and (v.ndim == 0 or type(peek(axis)) is ndarray):
+                exc.hint = TWO_VALUES.get(name)
+            raise
         # only a reduction over an empty axis is undefined: max(zeros((0, 3)), axis=1) is empty, as in numpy
         if not empty_ok and (v.size == 0 if ax is None else any(v.shape[a] == 0 for a in np.atleast_1d(ax))):
             raise error("value", f"cannot take the {name} of an empty tensor (shape {fmt_shape(v.shape)})")
