@@ -356,6 +356,34 @@ def test_a_keyless_draw_in_a_while_loop_under_forward_mode_is_written_out_and_ex
     assert "Loop" not in ops_of(interp.lookup("h")) and "Scan" not in ops_of(interp.lookup("h"))
 
 
+@pytest.mark.parametrize("name", ["noisy", "noisy_while", "noisy_until"])
+@pytest.mark.parametrize("how", ["fn(x) => jvp({jf}, (x,), (x,))", "jacfwd({jf})", "hessian({jf})",
+                                 "grad(fn(x) => sum({jg}(x) * x))", "jit(fn(x) => jvp({jf}, (x,), (x,)))"])
+def test_a_jitted_loop_that_draws_keylessly_gives_the_eager_numbers_under_a_later_derivative(name, how):
+    """A jitted function staged with no derivative in view rolls its loop with the draws in the
+    body; called later under forward mode (jvp, jacfwd, hessian), its recording does not apply
+    (the loop of P' would hold one iteration's numbers as constants, and a while loop that ends on
+    a draw never ended): it is staged again there, the loop written out. Under a second reverse
+    level over jit(grad), the pass back runs each iteration again from the generator's state as
+    it began. Each gives the numbers and the generator state of the functions as written."""
+    interp = run(UNDER_GRAD + f"let jf = jit({name})\nlet jg = jit(grad({name}))\n"
+                              f"let staged = (jf([0.3, -0.2, 0.1]), jg([0.3, -0.2, 0.1]))\n"
+                              f"let fast = {how.format(jf='jf', jg='jg')}\n"
+                              f"let slow = {how.replace('jit(', '(', 1).format(jf=name, jg=f'grad({name})')}")
+    _draws_as_written(interp, rtol=1e-10, atol=1e-12)
+
+
+def test_a_jitted_while_loop_that_ends_on_a_draw_ends_under_a_later_jvp():
+    """The loop ends when a draw says so: a replay in forward mode that held one draw as a constant
+    never ended (the step budget stops such a run here)."""
+    interp = dsl.Interpreter(seed=0, max_steps=10 ** 6)
+    interp.run("fn until(x) {\n    let s = x\n    while true {\n        let r = floor(rand(()) * 10.0)\n"
+               "        if r > 8.0 { break }\n        s = s * 0.9 + r * x\n    }\n    return s\n}\n"
+               "let ju = jit(until)\nlet staged = ju([0.3, -0.2, 0.1])\n"
+               "let fast = fn(x) => jvp(ju, (x,), (x,))\nlet slow = fn(x) => jvp(until, (x,), (x,))", "t.dg")
+    _draws_as_written(interp, rtol=1e-12, atol=0)
+
+
 def _draws_as_written(interp, rtol, atol):
     """Check that `fast` gives what `slow` gives, and leaves the generator where `slow` leaves it
     (the next `uniform()`), on three calls of x = [0.3, -0.2, 0.1] (the first stages, the later

@@ -61,6 +61,19 @@ class LoopGuardFailed(S.GuardFailed):
                     + (f" (at {span.where()})" if span is not None else ""))
 
 
+class DrawsUnderForward(LoopGuardFailed):
+    """A recording's loop whose body draws from the interpreter's generator (staged with no
+    derivative in view), replayed in forward mode (jvp, jacfwd, hessian of a jitted function): P'
+    would hold one iteration's numbers as constants, and a replay of the iterations under a stage
+    would too. The recording does not apply: jit stages the function again under forward mode,
+    where such a loop is written out (dsl/transform/jit/rolling.py)."""
+
+    def __init__(self, body):
+        super().__init__(body, S.GuardFailed(-1))
+        self.why = (f"the loop at {body.where} draws from the interpreter's random stream, and a "
+                    f"derivative in forward mode needs it written out")
+
+
 class History(list):
     """The states each iteration started from (the entries), what the body's split pullback
     kept of each iteration (`residuals`, dsl/transform/jit/split.py; empty where there is none), the
@@ -108,6 +121,8 @@ def _loop_kernel(*state, body=None, items=(), history=False, nested=False, **_):
     top = tape.top_trace(state)
     if top is not None:
         if top.kind is FORWARD:
+            if _draws(body):
+                raise DrawsUnderForward(body)
             # a loop rolled under two reverse levels, replayed in forward mode (jvp of its jit): its
             # LoopBack keeps a history of cotangents, which a loop of P' does not give (JvpHistory)
             rolled = None if nested else _loop_jvp(top, state, body, items, history)
@@ -203,29 +218,46 @@ def _loop_replayed(body, items, state, history):
     A guard of the body that fails on some iteration is the loop's (LoopGuardFailed), as when the
     compiled body runs: jit stages again with the loop written out. A while loop's (`items` None)
     ends there instead: what the failed iteration recorded on an outer stage (its guard, the value
-    that went another way) is that stage's record of where the loop stopped."""
-    kept = [] if history else None
+    that went another way) is that stage's record of where the loop stopped.
+
+    A body that draws from the interpreter's generator notes its state as each iteration began
+    (History.draws: the pass back runs each again from there, `_loop_back_kernel`), and the
+    iteration a while loop stops at puts it back: the statement runs that one again as written."""
+    generator = body.generator() if _draws(body) else None
+    kept = (History(body) if generator is not None else []) if history else None
     state = list(state)
     if items is None:
         k = 0
         while True:
+            at = generator.state if generator is not None else None
             try:
                 after = list(S.run(body.forward, [k, *state]))
             except S.GuardFailed:
+                if generator is not None:
+                    generator.state = at
                 return (*state, kept)
             if kept is not None:
                 kept.append(state)
+                if generator is not None:
+                    kept.draws.append(at)
             state = after
             k += 1
             body.count_step()
     for item in items:
         if kept is not None:
             kept.append(state)
+            if generator is not None:
+                kept.draws.append(generator.state)
         try:
             state = list(S.run(body.forward, [item, *state]))
         except S.GuardFailed as failed:
             raise LoopGuardFailed(body, failed) from None
     return (*state, kept)
+
+
+def _draws(body):
+    """Whether a loop's body draws from the interpreter's generator (a keyless draw)."""
+    return getattr(body, "draws", False)
 
 
 def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None, history=False, nested=False):
@@ -264,8 +296,13 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None,
         kept = _spread_history(kept, body.diff, spread)
     items = iterations(items, kept)
     ct = list(cts)
-    for k in range(len(items) - 1, -1, -1):
-        ct = pullback(body, items[k], kept[k], ct)
+    # each iteration run again draws what it drew, from the generator's state as it began
+    rewind = body.rewinder(kept) if _draws(body) else None
+    with S.put_back(body.generator() if rewind is not None else None):
+        for k in range(len(items) - 1, -1, -1):
+            if rewind is not None:
+                rewind(k)
+            ct = pullback(body, items[k], kept[k], ct)
     return tuple(ct)
 
 
