@@ -5,7 +5,8 @@
 Both commands run through the shell; the tool defaults to dg (`python -m bench.gradbench`
 with this Python). Each message the eval writes goes to the tool and each answer back to the
 eval, one JSON object per line. Printed: one line per evaluation once the eval has judged it
-(`ok` or `BAD`, function, description, the tool's median run, the wall time of the exchange),
+(`ok` or `BAD`, function, description, the tool's median run, the wall time of the exchange,
+the number of runs the tool timed),
 then `gradbench EVAL: V valid, I invalid, F failed of N evaluations`. Exit status 0 only when
 every evaluation is valid.
 """
@@ -18,9 +19,9 @@ import time
 
 
 def median_ms(response):
-    """The median of the `evaluate` timings a tool reported, in milliseconds."""
+    """The median of the `evaluate` timings a tool reported, in milliseconds, and their count."""
     runs = sorted(t["nanoseconds"] for t in response.get("timings") or () if t.get("name") == "evaluate")
-    return runs[len(runs) // 2] / 1e6 if runs else 0.0
+    return (runs[len(runs) // 2] / 1e6 if runs else 0.0), len(runs)
 
 
 def pipe(eval_command, tool_command, out=sys.stdout):
@@ -53,10 +54,10 @@ def pipe(eval_command, tool_command, out=sys.stdout):
                     out.write(f"FAILED {message['function']} {message.get('description', '')}: "
                               f"{str(answer.get('error'))[:300]}\n")
             elif kind == "analysis" and message.get("of") in asked:
-                function, description, median, wall = asked.pop(message["of"])
+                function, description, (median, runs), wall = asked.pop(message["of"])
                 counts["valid" if message.get("valid") else "invalid"] += 1
                 out.write(f"{'ok ' if message.get('valid') else 'BAD'} {function:12s} {description:12s} "
-                          f"median run {median:10.3f} ms  wall {wall:9.1f} ms\n")
+                          f"median run {median:10.3f} ms  wall {wall:9.1f} ms  runs {runs}\n")
             ev.stdin.write(answer_line)
             ev.stdin.flush()
     except BrokenPipeError:

@@ -118,10 +118,32 @@ def test_the_pipe_runs_an_eval_against_dg_and_counts_its_verdicts(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     lines = done.stdout.splitlines()
     assert done.returncode == 1, done.stdout + done.stderr       # one invalid, one failed
-    assert lines[0].startswith("ok  primal       n=2") and "median run" in lines[0]
+    assert lines[0].startswith("ok  primal       n=2") and "median run" in lines[0] and lines[0].endswith("runs 2")
     assert lines[1].startswith("BAD primal       n=2")
     assert lines[2].startswith("FAILED nope") and "nope" in lines[2]
     assert lines[-1] == "gradbench lse: 1 valid, 1 invalid, 1 failed of 3 evaluations"
+
+
+def test_the_tables_come_from_saved_logs_and_leave_compiled_and_unwaited_runs_out(tmp_path, monkeypatch):
+    from bench.gradbench import table
+
+    def log(lines, valid):
+        return "".join(f"ok  {fn:12s} {size:12s} median run {ms:10.3f} ms  wall {1.0:9.1f} ms  runs {n}\n"
+                       for fn, size, ms, n in lines) + f"gradbench lse: {valid} valid, 0 invalid, 0 failed of 3 evaluations\n"
+    (tmp_path / "dg_lse.log").write_text(log([("primal", "n=1", 2.0, 50), ("gradient", "n=1", 8.0, 20),
+                                              ("primal", "n=2", 4.0, 30)], 3))
+    (tmp_path / "xla_lse.log").write_text(log([("primal", "n=1", 1.0, 90), ("gradient", "n=1", 1200.0, 2),
+                                               ("primal", "n=2", 1.0, 90)], 3))
+    (tmp_path / "jax_lse.log").write_text(log([("primal", "n=1", 1.0, 99), ("gradient", "n=1", 2.0, 90),
+                                               ("primal", "n=2", 0.001, 999)], 3))
+    monkeypatch.setattr(table, "RESULTS", tmp_path)
+    text = table.tables()
+    # dg / jax: 2.0 and 4.0 (n=2's jax time is under a thousandth of dg's: left out) -> sqrt(8)
+    # XLA / dg: 0.5 and 0.25 (the compiled single run is left out) -> sqrt(1/8); XLA / jax: n=1's primal
+    assert "| lse | 3 of 3 | 3 of 3 | 2.83x (2) | — | 0.35x (2) | 1.00x (1) |" in text, text
+    assert "| lse | gradient | n=1 | 8.000 | 1,200.000 † | 2.000 | — |" in text
+    assert "| lse | primal | n=2 | 4.000 | 1.000 | 0.001 ‡ | — |" in text
+    assert "| ode | — | — | — | — | — | — |" in text
 
 
 def test_min_seconds_repeats_the_run(tool):
