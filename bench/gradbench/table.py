@@ -33,21 +33,25 @@ def read(tool, name):
     return SUMMARY.search(text), runs
 
 
+def flaw(time, dg):
+    """The mark of a (ms, runs) time that does not count in a mean, or "": † for the median of one
+    or two runs, ‡ for a time under a thousandth of dg's time `dg` (None: this is dg's own)."""
+    if time[1] <= 2:
+        return "†"
+    return "‡" if dg is not None and time[0] < dg[0] / 1000 else ""
+
+
 def counted(time, dg):
-    """Whether a (ms, runs) time counts in a mean: the median of three runs or more, and not under
-    a thousandth of dg's time `dg` (dg's own: dg None)."""
-    return time is not None and time[1] > 2 and time[0] > 0 and (dg is None or time[0] >= dg[0] / 1000)
+    """Whether a (ms, runs) time counts in a mean (judged against dg's time `dg`, as `flaw`)."""
+    return time is not None and time[0] > 0 and not flaw(time, dg)
 
 
 def mark(time, dg):
     """A time as the table shows it, with its mark."""
     if time is None:
         return "—"
-    ms, runs = time
-    text = f"{ms:,.3f}"
-    if runs <= 2:
-        return text + " †"
-    return text + " ‡" if dg is not None and ms < dg[0] / 1000 else text
+    text, why = f"{time[0]:,.3f}", flaw(time, dg)
+    return f"{text} {why}" if why else text
 
 
 def geomean(pairs):

@@ -121,7 +121,7 @@ def _loop_kernel(*state, body=None, items=(), history=False, nested=False, **_):
     top = tape.top_trace(state)
     if top is not None:
         if top.kind is FORWARD:
-            if _draws(body):
+            if body.draws:
                 raise DrawsUnderForward(body)
             # a loop rolled under two reverse levels, replayed in forward mode (jvp of its jit): its
             # LoopBack keeps a history of cotangents, which a loop of P' does not give (JvpHistory)
@@ -223,7 +223,7 @@ def _loop_replayed(body, items, state, history):
     A body that draws from the interpreter's generator notes its state as each iteration began
     (History.draws: the pass back runs each again from there, `_loop_back_kernel`), and the
     iteration a while loop stops at puts it back: the statement runs that one again as written."""
-    generator = body.generator() if _draws(body) else None
+    generator = body.generator()        # None where the body does not draw
     kept = (History(body) if generator is not None else []) if history else None
     state = list(state)
     if items is None:
@@ -253,11 +253,6 @@ def _loop_replayed(body, items, state, history):
         except S.GuardFailed as failed:
             raise LoopGuardFailed(body, failed) from None
     return (*state, kept)
-
-
-def _draws(body):
-    """Whether a loop's body draws from the interpreter's generator (a keyless draw)."""
-    return getattr(body, "draws", False)
 
 
 def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None, history=False, nested=False):
@@ -297,7 +292,7 @@ def _loop_back_kernel(kept, *cts, body=None, items=(), wanted=None, spread=None,
     items = iterations(items, kept)
     ct = list(cts)
     # each iteration run again draws what it drew, from the generator's state as it began
-    rewind = body.rewinder(kept) if _draws(body) else None
+    rewind = body.rewinder(kept)        # None where the body does not draw
     with S.put_back(body.generator() if rewind is not None else None):
         for k in range(len(items) - 1, -1, -1):
             if rewind is not None:
