@@ -40,7 +40,12 @@ def parse_doc(doc):
     while k < len(lines):
         line = lines[k]
         if line.startswith("Differentiable:"):
-            differentiable = line[len("Differentiable:"):].strip()
+            # the sentence may run over several lines, up to the first example
+            j = k + 1
+            while j < len(lines) and not lines[j].startswith(">>> "):
+                j += 1
+            differentiable = " ".join(x.strip() for x in [line[len("Differentiable:"):], *lines[k + 1:j]]).strip()
+            k = j - 1
         elif line.startswith(">>> "):
             # What an example shows runs to the next example; none shows nothing.
             j = k + 1

@@ -91,3 +91,16 @@ def test_no_doc_points_at_a_spec_outside_the_repository():
     root = reference.Path(reference.__file__).resolve().parent.parent
     for path in [root / "README.md", *(root / "docs").glob("*.md")]:
         assert not re.search(r"\bSPEC\b", path.read_text()), f"{path.name} cites the SPEC, which is not in the repository"
+
+
+def test_a_derivative_sentence_over_several_lines_is_kept_whole():
+    doc = "f(x): a thing.\nDifferentiable: yes, where x is\npositive (else an error).\n>>> f(1.0)\n1.0"
+    _, _, differentiable, examples = reference.parse_doc(doc)
+    assert differentiable == "yes, where x is positive (else an error)."
+    assert examples == [("f(1.0)", "1.0")]
+
+
+@pytest.mark.parametrize("name", sorted(docs.DOCS))
+def test_every_derivative_sentence_ends(name):
+    differentiable = reference.parse_doc(docs.DOCS[name])[2]
+    assert differentiable.endswith((".", ")", "yes", "no")) or not differentiable[-1].isalpha(), differentiable
