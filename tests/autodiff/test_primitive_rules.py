@@ -154,8 +154,6 @@ def _flat_call(interp, names, args):
 
 @pytest.mark.parametrize("expr,args", CASES, ids=IDS)
 def test_reverse_over_reverse_against_central_differences_of_the_gradient(expr, args):
-    if expr == "digamma(x)":
-        pytest.skip("digamma is differentiable once (reference): trigamma has no rule of its own")
     names, n = list(args), len(args)
     params = ", ".join(names)
     argnums = "(" + ", ".join(str(k) for k in range(n)) + ("," if n == 1 else "") + ")"
@@ -342,9 +340,9 @@ def test_every_registered_primitive_is_exercised():
     # loop: tests/jit/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
     elsewhere = {"HostCall", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
                  "LoopBackAdd", "Scan",
-                 # tests/library/test_more_math.py (digamma's derivative, without one of its own) and
+                 # tests/library/test_more_math.py (digamma's derivatives, of every order) and
                  # tests/library/test_random.py (functions of keys, batched over keys and parameters)
-                 "Trigamma", "RandomUniform", "RandomNormal", "RandomSplit", "RandomFoldIn", "RandomGamma",
+                 "Trigamma", "Polygamma", "RandomUniform", "RandomNormal", "RandomSplit", "RandomFoldIn", "RandomGamma",
                  "RandomPoisson"}
     missing = sorted(set(PRIMS) - seen - elsewhere - {"Any", "IsFinite", "ClassIndices"})
     assert missing == [], f"no case exercises {missing}"

@@ -81,6 +81,7 @@ LOWER.update({
     "Lgamma": lambda L, x: L.special.gammaln(x),
     "Digamma": lambda L, x: L.special.digamma(x),
     "Trigamma": lambda L, x: L.special.polygamma(1, x),
+    "Polygamma": lambda L, n, x: L.special.polygamma(n, x),
     "Softplus": lambda L, x: L.np.logaddexp(0.0, x),
     "LogSigmoid": lambda L, x: -L.np.logaddexp(0.0, -x),
     "Logit": lambda L, x: L.np.log(x) - L.np.log1p(-x),

@@ -24,5 +24,5 @@ from .shape import (broadcast_to, cat, gather, index, index_add, make_key, resha
                     stack, swap_last, transpose)
 from .slots import map_slot, struct_slot, unpack
 from .sorting import argmax, argmin, argsort, put_along, sort, take_along
-from .special import digamma, erfinv, lgamma, trigamma, xlogy
+from .special import digamma, erfinv, lgamma, polygamma, trigamma, xlogy
 from .structs import field, item, set_field, set_item

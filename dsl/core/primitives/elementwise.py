@@ -83,12 +83,14 @@ def _atan2_x(ns, ans, y, x):
 
 
 define("Atan2", O.atan2, batch=ELEMENTWISE, partials=(_atan2_y, _atan2_x), keeps_nan=True)
-# scipy.special's: erfinv's derivative from its result; lgamma's is digamma, digamma's trigamma
-# (whose own derivative is not computed: a grad error names it)
+# scipy.special's: erfinv's derivative from its result; lgamma's is digamma, digamma's trigamma,
+# trigamma's the polygamma function of order 2, whose derivative is the next order's: every order
 unary("Erfinv", O.erfinv, lambda ns, ans, x: ns.mul(HALF_SQRT_PI, ns.exp(ns.mul(ans, ans))))
 unary("Lgamma", O.lgamma, lambda ns, ans, x: O.digamma(x))
 unary("Digamma", O.digamma, lambda ns, ans, x: O.trigamma(x))
-define("Trigamma", O.trigamma, batch=ELEMENTWISE, keeps_nan=True)
+unary("Trigamma", O.trigamma, lambda ns, ans, x: O.polygamma(2, x))
+define("Polygamma", O.polygamma, batch=ELEMENTWISE, keeps_nan=True,
+       partials=(None, lambda ns, ans, n, x: O.polygamma(n + 1, x)))      # n: the order, an int
 # x ln(y), 0 where x is 0; its partials as JAX's (x / y is nan at x = y = 0 there too)
 define("Xlogy", O.xlogy, batch=ELEMENTWISE, keeps_nan=True,
        partials=(lambda ns, ans, x, y: ns.ln(y), lambda ns, ans, x, y: ns.div(x, y)))

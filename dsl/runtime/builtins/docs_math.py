@@ -43,7 +43,8 @@ Differentiable: yes (digamma(x)).
 >>> lgamma(1.0)
 0.0""",
     "digamma": """digamma(x): the derivative of lgamma, psi(x) (scipy's digamma); nan at 0, -1, -2, ...
-Differentiable: yes (the trigamma function), once: its own derivative is a grad error.
+Differentiable: yes, to every order (its derivatives are the polygamma functions, to double precision
+except near the zeros of the even orders at negative x, as scipy's).
 >>> abs(digamma(1.0) + 0.5772156649015329) < 1e-14
 true""",
     "tan": """tan(x): the tangent, elementwise.
