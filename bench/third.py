@@ -7,6 +7,7 @@ import math
 
 from .engines import MISSING_JAX, jax_or_none
 from .engines import dg_program
+from .jaxpr_floats import python_of
 from .loops import _first_call
 from .report import make_row
 from .timing import measure, median
@@ -53,6 +54,17 @@ def third_floats(x, steps):
     return 6.0 * s3
 
 
+def _floors(jax, steps):
+    """JAX's own staged programs of grad and grad(grad(grad)) of the loop, run as Python on
+    floats (bench/jaxpr_floats.py): {order: the program as a Python function}."""
+    jnp, lax = jax.numpy, jax.lax
+
+    def f(x):
+        return lax.fori_loop(0, steps, lambda _, s: s + H * jnp.sin(s) * x, x)
+    return {1: python_of(jax.make_jaxpr(jax.grad(f))(X0)),
+            3: python_of(jax.make_jaxpr(jax.grad(jax.grad(jax.grad(f))))(X0))}
+
+
 def _jax_orders(jax, steps):
     """jax.jit(grad(f)) and jax.jit(grad(grad(grad(f)))) with the loop as lax.fori_loop: JAX's
     own ratio of the two is the reference for what linearize + transpose costs per order."""
@@ -95,8 +107,12 @@ def run(smoke):
         x1, x3 = jit(grad(f), backend="xla"), jit(grad(grad(grad(f))), backend="xla")
         if abs(x3(X0, steps) - want) > 1e-9 * max(1.0, abs(want)):
             raise AssertionError("dg's third derivative on XLA differs from the one by hand")
+        floors = _floors(jax, steps)
+        if abs(floors[3](X0)[0] - want) > 1e-9 * max(1.0, abs(want)):
+            raise AssertionError("JAX's program of the third derivative, as Python, differs from the one by hand")
         fns.update({"jax": lambda: j3(X0), "jax1": lambda: j1(X0),
-                    "xla": lambda: x3(X0, steps), "xla1": lambda: x1(X0, steps)})
+                    "xla": lambda: x3(X0, steps), "xla1": lambda: x1(X0, steps),
+                    "floor1": lambda: floors[1](X0), "floor3": lambda: floors[3](X0)})
     else:
         notes.append(MISSING_JAX)
     times = measure(fns, cfg["reps"])
@@ -104,13 +120,17 @@ def run(smoke):
     first1 = _first_call(first_order, lambda g: g(X0, steps), cfg["firsts"]) * 1e3
     first3 = _first_call(third_order, lambda g: g(X0, steps), cfg["firsts"]) * 1e3
     jax_ref = {"jax.jit": ms["jax"], "jax.jit(grad)": ms["jax1"],
-               "dg on XLA": ms["xla"], "jit(grad) on XLA": ms["xla1"]} if "jax" in ms else {}
+               "dg on XLA": ms["xla"], "jit(grad) on XLA": ms["xla1"],
+               "JAX's program as Python": ms["floor3"], "JAX's grad program as Python": ms["floor1"]} if "jax" in ms else {}
     later = ms["jit(grad(grad(grad)))"] / ms["jit(grad)"]
     what = f"d3/dx3 of a {steps}-step loop s <- s + {H} sin(s) x"
     later_notes = list(notes)
     if "jax" in ms:
         later_notes.append(f"the same ratio for jax.jit, whose loops are compiled: {ms['jax'] / ms['jax1']:.3g}x; "
                            f"for dg on XLA: {ms['xla'] / ms['xla1']:.3g}x")
+        later_notes.append(f"FLOOR: JAX's own linearize + transpose programs of the two derivatives, run as Python on "
+                           f"floats (one line per operation, repeated ones merged), take {ms['floor3'] / ms['floor1']:.3g}x: "
+                           f"the method's floor for code that runs each operation as a Python operation, above the target")
     return [
         make_row("jit(grad(grad(grad))) through a loop, first call", "ms", first3,
                  {"jit(grad), first call": first1}, first3 / first1, "jit(grad), first call",
