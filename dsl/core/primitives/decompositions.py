@@ -188,7 +188,7 @@ def _qr_parts(a, da):
     q, r = qr_q(a), qr_r(a)
     da_rinv = _mT(triangular_solve(_mT(r), _mT(da), lower=True))        # dA R^-1
     qt = O.matmul(_mT(q), da_rinv)
-    low = O.mul(qt, np.tril(np.ones((n, n)), -1))
+    low = O.mul(qt, np.tri(n, k=-1))
     skew = O.sub(low, _mT(low))
     return q, r, da_rinv, qt, skew
 
