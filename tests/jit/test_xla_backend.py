@@ -316,3 +316,39 @@ def test_a_step_budget_stops_a_loop_on_xla_at_the_same_call_as_on_numpy():
         assert "line 3" in str(raised.value) or "3 |" in str(raised.value)
     assert stopped["xla"][0] == stopped["numpy"][0] > 10
     _close(stopped["xla"][1], stopped["numpy"][1])
+
+
+# ---------------------------------------------------------------- index adds
+PAD_KEYS = [(slice(0, 3),), (slice(1, None, 2), 3), (2, slice(None, None, -1)), (Ellipsis, slice(1, 3)),
+            (slice(-2, None), Ellipsis, -1), (slice(5, 1, -2), slice(0, 7, 3), 0), (slice(3, 3),), 1,
+            (slice(None), slice(6, None, -4))]
+
+
+@needs_jax
+@pytest.mark.parametrize("key", PAD_KEYS, ids=[str(k) for k in PAD_KEYS])
+def test_an_index_add_of_ints_and_slices_is_a_pad_not_a_scatter(key):
+    # XLA's scatter runs an element at a time on CPU; a slice's transpose is a pad
+    from dsl.backends.xla.rules import _index_add
+
+    class L:
+        np, lax = jax.numpy, jax.lax
+    shape = (5, 7, 4)
+    want = np.zeros(shape)
+    g = RNG.normal(size=want[key].shape)
+    np.add.at(want, key, g)
+    jax.config.update("jax_enable_x64", True)
+    traced = jax.make_jaxpr(lambda g: _index_add(L, g, key, shape))(g)
+    assert "scatter" not in str(traced)
+    np.testing.assert_array_equal(np.asarray(_index_add(L, jax.numpy.asarray(g), key, shape)), want)
+
+
+@needs_jax
+def test_the_gradient_of_shifted_slices_agrees_on_both_backends():
+    interp = dsl.Interpreter(seed=0)
+    interp.run("fn f(x) { return sum(sin(cat(([1.0], x[0:4])) * x) * cat((x[::-2], x[1::2]))) + x[2] ** 3 }\n"
+               "let g_np = jit(grad(f))\nlet g_xla = jit(grad(f), backend=\"xla\")")
+    x = RNG.normal(size=5)
+    want = interp.lookup("g_np")(x)
+    for _ in range(2):      # the first call stages, the second runs on XLA
+        got = interp.lookup("g_xla")(x)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
