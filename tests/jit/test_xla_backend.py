@@ -352,3 +352,30 @@ def test_the_gradient_of_shifted_slices_agrees_on_both_backends():
     for _ in range(2):      # the first call stages, the second runs on XLA
         got = interp.lookup("g_xla")(x)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+@needs_jax
+def test_the_zero_rule_is_left_out_on_xla_and_a_call_that_needs_it_runs_on_numpy(monkeypatch, tmp_path):
+    # reference 6.7: where's zero cotangent times sqrt's infinite derivative at 0 is 0. XLA
+    # computes the pass back without most of the rule's masks (those whose NaN can only reach a
+    # result), checks that its results are finite, and leaves a call where one is not to the
+    # numpy backend, which computes it exactly
+    monkeypatch.setenv("DG_XLA_CACHE", str(tmp_path))     # traced here, not read back from disk
+    lowered = []
+    nz = LOWER["Nz"]
+    monkeypatch.setitem(LOWER, "Nz", lambda L, *args: lowered.append(1) or nz(L, *args))
+    i, jn, jx = _both("fn f(x) {\n let s = 0.0\n for k in range(3) { s = s + sum(where(x > 0.0, sqrt(x * (k + 1.0)), 0.0) * x) }\n"
+                      " return s\n}\nlet g = grad(f)", "g")
+    x = np.array([0.5, 2.0, 3.0])
+    for _ in range(3):
+        _close(jx(x), jn(x))
+    entry = _entry(jx)
+    assert entry.xla.why is None and entry._code is None
+    steps = [s for s in entry.program.steps if s[1] == "Scan"]
+    staged = sum(op == "Nz" for s in steps for op in [t[1] for t in s[4]["body"].program.steps])
+    staged += sum(s[1] == "Nz" for s in entry.program.steps)
+    assert 0 < len(lowered) < staged
+    at_zero = np.array([0.5, 0.0, 3.0])
+    got = jx(at_zero)
+    _close(got, jn(at_zero))
+    assert got[1] == 0.0 and entry._code is not None

@@ -20,6 +20,7 @@ from ...core import stage as S
 from ...core.primitives.registry import PRIMS
 from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
+from ..optimize import plan, resolve
 from .errors import NotLowerable
 from .rules import FALLBACK, LOWER, ON_HOST
 
@@ -220,13 +221,20 @@ def _like(jnp, value, like):
 
 def lower_steps(L, program, values):
     """The program's output leaves as JAX values, computed from `values` (its inputs'), the
-    guards' flags added to L."""
+    guards' flags added to L.
+
+    The steps are the numpy backend's plan of them (dsl/backends/optimize.py): repeated steps
+    merged, and reference 6.7's zero rules (Nz) left out where a NaN they would have zeroed can
+    only reach values the plan checks; the checks are flags too, so a call on which one fails
+    runs on the numpy backend, which computes it exactly. The rules' masks had cost a pass back
+    twice the elementwise operations of its arithmetic."""
     jnp = L.np
     kinds = program.kinds
+    planned = plan(program)
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
-    for kind, op, refs, consts, kw, span, out in program.steps:
+    for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
         if kind == "guard":
             L.require(_same(jnp, args[0], consts[0]))
@@ -248,7 +256,13 @@ def lower_steps(L, program, values):
         except Exception as exc:        # a rule that does not fit this step: the numpy backend runs it
             raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
         env[out] = as_kind(jnp, value, kinds[out], op)
-    return [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(program.out_refs, program.out_consts)]
+    for r in planned.checked:
+        L.require(jnp.isfinite(env[r]))
+    outs = []
+    for r, c in zip(program.out_refs, program.out_consts):
+        r = resolve(planned.alias, r) if r >= 0 else r
+        outs.append(_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r])
+    return outs
 
 
 def _host_kind(kind):
