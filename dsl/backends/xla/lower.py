@@ -22,6 +22,7 @@ from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
 from ..optimize import plan, resolve
 from .errors import NotLowerable
+from .liveness import ALL, body_outputs, live
 from .rules import FALLBACK, LOWER, ON_HOST
 
 
@@ -100,16 +101,34 @@ class Lowering:
         self.nn, self.linalg, self.special = jx.nn, jx.linalg, jx.special
         self.highest = jx.lax.Precision.HIGHEST     # no TF32 on a GPU where numpy computes in full float32
         self.flags = []
+        self.zeros = []
 
     def require(self, ok):
         """A condition the results depend on (a failed guard, a value numpy would refuse)."""
         self.flags.append(self.np.all(ok))
 
-    def ok(self):
+    def finite(self, value):
+        """A value the results depend on being finite (one the plan checks: lower_steps), kept as
+        a float that is 0.0 where it is and NaN where not: a loop carries their sum, and the call
+        reads it once, with the flags."""
+        zero = value * 0.0
+        self.zeros.append(self.np.sum(zero) if self.np.ndim(zero) else zero)     # a number: no reduction
+
+    def guards(self):
         """Whether every flag holds: one bool."""
         if not self.flags:
             return self.np.bool_(True)
         return self.np.all(self.np.stack(self.flags))
+
+    def zero(self):
+        """0.0 where every value `finite` was given is finite, else NaN."""
+        return functools.reduce(lambda a, b: a + b, self.zeros, self.np.float64(0.0))
+
+    def ok(self):
+        """Whether every flag holds and every value checked is finite: one bool."""
+        if self.zeros:
+            return self.np.logical_and(self.guards(), self.np.isfinite(self.zero()))
+        return self.guards()
 
     def host(self, fn, args, arg_kinds, kind, ordered=False):
         """fn(*args) run by Python on the host while XLA runs the program: an effect (`ordered`:
@@ -155,9 +174,10 @@ class Lowering:
         return s[i]
 
     # ------------------------------------------------------------ Scan
-    def scan(self, args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None):
+    def scan(self, args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None, live=ALL):
         """Scan (dsl/core/primitives/scan.py) as lax.scan: (final carry..., ys stacked..., history
-        stacked...), the body's flags carried and gathered into this lowering's."""
+        stacked...), the body's flags carried and gathered into this lowering's. `live`: the
+        positions among those outputs that the program's results need (liveness.py)."""
         jnp, lax = self.np, self.lax
         nx, nc, nk, ny = body.counts
         xs, carry, consts = list(args[:nx]), list(args[nx:nx + nc]), list(args[nx + nc:])
@@ -170,16 +190,19 @@ class Lowering:
         start = [jnp.asarray(c) for c in carry]
         jx = self.jx
 
-        def step(state, row):
-            c, ok = state
-            inner = Lowering(jx)
-            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts])
-            new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
-            return (new, jnp.logical_and(ok, inner.ok())), (*outs[nc:], *c)
+        wanted = body_outputs(program, body.counts, live)
 
-        (final, ok), stacked = lax.scan(step, (start, jnp.bool_(True)), (column, *xs), length=len(items),
-                                        reverse=reverse)
+        def step(state, row):
+            c, ok, zero = state
+            inner = Lowering(jx)
+            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts], wanted, in_loop=True)
+            new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
+            return (new, jnp.logical_and(ok, inner.guards()), zero + inner.zero()), (*outs[nc:], *c)
+
+        (final, ok, zero), stacked = lax.scan(step, (start, jnp.bool_(True), jnp.float64(0.0)), (column, *xs),
+                                              length=len(items), reverse=reverse)
         self.flags.append(ok)
+        self.zeros.append(zero)
         return (*final, *stacked)
 
     def while_loop(self, state, body=None, items=(), history=False, nested=False, **_):
@@ -197,14 +220,16 @@ class Lowering:
             return jnp.logical_and(c[2], c[0] < WHILE_CAP)
 
         def step(c):
-            k, st, _ = c
+            k, st, _, zero = c
             inner = Lowering(jx)
-            outs = lower_steps(inner, program, [k, *st])
-            ok = inner.ok()
-            return k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok
+            outs = lower_steps(inner, program, [k, *st], in_loop=True)
+            ok = inner.guards()     # the iteration that fails one ends the loop: its values are dropped
+            return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok,
+                    jnp.where(ok, zero + inner.zero(), zero))
 
-        k, final, go = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True)))
+        k, final, go, zero = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True), jnp.float64(0.0)))
         self.require(jnp.logical_not(go))
+        self.zeros.append(zero)
         return (*final, None)
 
 
@@ -219,7 +244,7 @@ def _like(jnp, value, like):
     return value.astype(like.dtype)
 
 
-def lower_steps(L, program, values):
+def lower_steps(L, program, values, wanted=ALL, in_loop=False):
     """The program's output leaves as JAX values, computed from `values` (its inputs'), the
     guards' flags added to L.
 
@@ -227,10 +252,18 @@ def lower_steps(L, program, values):
     merged, and reference 6.7's zero rules (Nz) left out where a NaN they would have zeroed can
     only reach values the plan checks; the checks are flags too, so a call on which one fails
     runs on the numpy backend, which computes it exactly. The rules' masks had cost a pass back
-    twice the elementwise operations of its arithmetic."""
+    twice the elementwise operations of its arithmetic. Only values the results need are checked
+    (liveness.py), `wanted` the positions among the outputs they read. A loop's body (`in_loop`)
+    that would check a number keeps its masks: XLA runs a scalar loop whose body is a few fused
+    operations without dispatching each iteration, and a check per iteration made grad(grad) of
+    a 100-step scalar loop 4x slower than its masks do."""
     jnp = L.np
     kinds = program.kinds
     planned = plan(program)
+    if in_loop and any(kinds[r] == "float" for r in planned.checked):
+        planned = plan(program, exact=True)     # see the docstring
+    outs = [resolve(planned.alias, r) if r >= 0 else r for r in program.out_refs]
+    slots, fields = live(planned.steps, outs, wanted)
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
@@ -249,6 +282,8 @@ def lower_steps(L, program, values):
         rule = LOWER.get(op)
         if rule is None:
             raise NotLowerable(f"{op}: {FALLBACK.get(op, 'no XLA rule is written for it')}")
+        if op == "Scan":
+            kw = {**kw, "live": fields.get(out, ALL if out in slots else set())}
         try:
             value = rule(L, *args, **(kw or {}))
         except NotLowerable:
@@ -257,12 +292,10 @@ def lower_steps(L, program, values):
             raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
         env[out] = as_kind(jnp, value, kinds[out], op)
     for r in planned.checked:
-        L.require(jnp.isfinite(env[r]))
-    outs = []
-    for r, c in zip(program.out_refs, program.out_consts):
-        r = resolve(planned.alias, r) if r >= 0 else r
-        outs.append(_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r])
-    return outs
+        if r in slots:      # else nothing the results need reads it
+            L.finite(env[r])
+    return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r]
+            for r, c in zip(outs, program.out_consts)]
 
 
 def _host_kind(kind):
