@@ -111,7 +111,8 @@ def _kept(jax, jitted, program, options):
         exe = disk.load(folder, name) if name else None
         if exe is not None:
             try:
-                out = exe(*values)
+                # waited for here: XLA reports a failed run when its results are read
+                out = jax.block_until_ready(exe(*values))
             except Exception:       # a file that loads but does not run: compiled again
                 exe = None
             else:

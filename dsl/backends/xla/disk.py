@@ -23,7 +23,8 @@ import numpy as np
 from ...core import stage as S
 from .rules import ON_HOST
 
-SOURCES = ("code.py", "lower.py", "residuals.py", "rules.py", "disk.py")     # what a program's lowering depends on
+# what a program's lowering depends on (the numpy backend's plan of its steps too)
+SOURCES = ("code.py", "lower.py", "liveness.py", "residuals.py", "rules.py", "disk.py", os.path.join("..", "optimize.py"))
 
 
 class Unkeyable(Exception):
@@ -65,14 +66,22 @@ def compile_to_keep(lowered):
     """A lowered program compiled by XLA itself, or None where JAX offers no way to: an
     executable JAX read back from its own persistent cache does not survive being written out
     again (calling it back fails for want of its fused functions), so what dg keeps is compiled
-    with JAX's cache switched off for that compilation."""
+    with JAX's cache out of use for that compilation. JAX decides once per process whether it
+    uses its cache (compilation_cache.is_cache_used), so its setting cannot switch it off: the
+    decision itself is set aside while this program compiles (a private name: where it is
+    missing, the program is not kept)."""
     try:
-        from jax._src import config    # optional: JAX is the xla extra (the switch is not public)
-        switch = config.enable_compilation_cache(False)
+        from jax._src import compilation_cache as cache     # optional: JAX is the xla extra
+        with cache._cache_initialized_mutex:
+            saved = cache._cache_checked, cache._cache_used
+            cache._cache_checked, cache._cache_used = True, False
     except Exception:
         return None
-    with switch:
+    try:
         return lowered.compile()
+    finally:
+        with cache._cache_initialized_mutex:
+            cache._cache_checked, cache._cache_used = saved
 
 
 def save(folder, name, compiled):
