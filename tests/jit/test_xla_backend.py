@@ -360,7 +360,8 @@ def test_the_zero_rule_is_left_out_on_xla_and_a_call_that_needs_it_runs_on_numpy
     # computes the pass back without most of the rule's masks (those whose NaN can only reach a
     # result), checks that its results are finite, and leaves a call where one is not to the
     # numpy backend, which computes it exactly
-    monkeypatch.setenv("DG_XLA_CACHE", str(tmp_path))     # traced here, not read back from disk
+    from dsl.backends.xla import runtime
+    monkeypatch.setitem(runtime._loaded, "folder", str(tmp_path))     # traced here, not read back from disk
     lowered = []
     nz = LOWER["Nz"]
     monkeypatch.setitem(LOWER, "Nz", lambda L, *args: lowered.append(1) or nz(L, *args))
