@@ -380,3 +380,18 @@ def test_the_zero_rule_is_left_out_on_xla_and_a_call_that_needs_it_runs_on_numpy
     got = jx(at_zero)
     _close(got, jn(at_zero))
     assert got[1] == 0.0 and entry._code is not None
+
+
+@needs_jax
+@pytest.mark.parametrize("before,env,want", [
+    ("", {}, "False"),                                              # dg starts JAX: inline
+    ("import jax; jax.numpy.zeros(1)\n", {}, "True"),               # the host program started it first
+    ("", {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "1"}, "True"),          # or said what it wants
+])
+def test_xla_runs_a_call_inline_unless_the_host_program_chose_otherwise(before, env, want):
+    code = (before + "from dsl.backends.xla import runtime\n"
+            "print(runtime.load().jax.config.values['jax_cpu_enable_async_dispatch'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT, **env}, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == want

@@ -43,10 +43,27 @@ def load():
         raise error("value", "the xla backend needs JAX: install the extra with pip install 'dg-lang[xla]' "
                              "(or pip install jax)") from None
     _use_persistent_cache(jax)
+    _dispatch_inline(jax)
     _join_processes(jax)
     _loaded["jax"] = SimpleNamespace(jax=jax, np=jnp, lax=jax.lax, nn=jax.nn, linalg=jax.scipy.linalg,
                                      special=jax.scipy.special, sharding=jax.sharding)
     return _loaded["jax"]
+
+
+def _dispatch_inline(jax):
+    """XLA's CPU programs run on the calling thread: dg reads every result as soon as its call
+    returns, so JAX's asynchronous dispatch gains nothing and hands each call to another thread
+    and back (a small program's call took 2-3x as long). Unless the host program started JAX's
+    backends before dg did, or set the flag itself: then its choice stands."""
+    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ:
+        return
+    try:
+        from jax._src import xla_bridge     # optional, as jax (a private name: where it is missing, nothing changes)
+        if xla_bridge._backends:
+            return
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
+    except (ImportError, AttributeError):
+        pass
 
 
 def _join_processes(jax):
