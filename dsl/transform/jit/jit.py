@@ -156,7 +156,10 @@ class Jitted:
             boxed = False
         else:
             key, values = signature(args, kwargs, ints), None
-            boxed = any(type(v) is Box for v in flatten((args, kwargs))[0])
+            leaves = flatten((args, kwargs))[0]
+            boxed = any(type(v) is Box for v in leaves)
+            if not boxed:       # the staged leaves, as _run would find them (nothing boxed to open)
+                values = [v for v in leaves if S.is_staged_leaf(v) or (ints and type(v) is int)]
         if self.pinned:
             found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
             key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)
