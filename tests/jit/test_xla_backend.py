@@ -395,3 +395,28 @@ def test_xla_runs_a_call_inline_unless_the_host_program_chose_otherwise(before, 
                           env={**os.environ, "PYTHONPATH": ROOT, **env}, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == want
+
+
+@needs_jax
+def test_a_loops_finite_checks_are_added_up_elementwise_and_reduced_once():
+    # a sum per iteration would be an all-reduce per iteration of a sharded loop
+    from dsl.backends.xla import runtime
+    from dsl.backends.xla.lower import Lowering, lower_steps
+    from dsl.backends.xla.residuals import hoist
+    i, jn, jx = _both("fn f(x) {\n let s = x\n for k in range(3) { s = s + sqrt(x * (k + 1.0)) * s }\n"
+                      " return sum(s)\n}\nlet g = grad(f)", "g")
+    x = np.array([0.5, 2.0, 3.0])
+    for _ in range(2):
+        _close(jx(x), jn(x))
+    program = _entry(jx).program
+    jxl = runtime.load()
+
+    def lowered(v):
+        L = Lowering(jxl)
+        return lower_steps(L, hoist(program), [v]), L.ok()
+    with runtime.x64():
+        traced = jax.make_jaxpr(lowered)(x)
+    bodies = [e.params["jaxpr"].jaxpr for e in traced.jaxpr.eqns if e.primitive.name == "scan"]
+    assert bodies and any(e.primitive.name == "mul" for b in bodies for e in b.eqns)
+    assert not [e for b in bodies for e in b.eqns if e.primitive.name.startswith("reduce")]
+    assert any(e.primitive.name == "reduce_sum" for e in traced.jaxpr.eqns)     # once, after the loops

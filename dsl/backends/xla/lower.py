@@ -109,10 +109,10 @@ class Lowering:
 
     def finite(self, value):
         """A value the results depend on being finite (one the plan checks: lower_steps), kept as
-        a float that is 0.0 where it is and NaN where not: a loop carries their sum, and the call
-        reads it once, with the flags."""
-        zero = value * 0.0
-        self.zeros.append(self.np.sum(zero) if self.np.ndim(zero) else zero)     # a number: no reduction
+        value * 0.0: 0.0 where it is, NaN where not. A loop adds its body's up elementwise, and
+        the call sums them once, with the flags: a sum per iteration would be an all-reduce per
+        iteration of a sharded loop."""
+        self.zeros.append(value * 0.0)
 
     def guards(self):
         """Whether every flag holds: one bool."""
@@ -122,7 +122,7 @@ class Lowering:
 
     def zero(self):
         """0.0 where every value `finite` was given is finite, else NaN."""
-        return functools.reduce(lambda a, b: a + b, self.zeros, self.np.float64(0.0))
+        return functools.reduce(lambda a, b: a + self.np.sum(b), self.zeros, self.np.float64(0.0))
 
     def ok(self):
         """Whether every flag holds and every value checked is finite: one bool."""
@@ -190,19 +190,20 @@ class Lowering:
         start = [jnp.asarray(c) for c in carry]
         jx = self.jx
 
-        wanted = body_outputs(program, body.counts, live)
+        prepared = prepare(program, body_outputs(program, body.counts, live), in_loop=True)
 
         def step(state, row):
-            c, ok, zero = state
+            c, ok, zero, acc = state
             inner = Lowering(jx)
-            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts], wanted, in_loop=True)
+            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts], prepared=prepared)
             new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
-            return (new, jnp.logical_and(ok, inner.guards()), zero + inner.zero()), (*outs[nc:], *c)
+            zero, acc = _accumulated(inner, zero, acc)
+            return (new, jnp.logical_and(ok, inner.guards()), zero, acc), (*outs[nc:], *c)
 
-        (final, ok, zero), stacked = lax.scan(step, (start, jnp.bool_(True), jnp.float64(0.0)), (column, *xs),
-                                              length=len(items), reverse=reverse)
+        state = (start, jnp.bool_(True), jnp.float64(0.0), _accumulators(jnp, program, prepared))
+        (final, ok, zero, acc), stacked = lax.scan(step, state, (column, *xs), length=len(items), reverse=reverse)
         self.flags.append(ok)
-        self.zeros.append(zero)
+        self.zeros += [zero, *acc]
         return (*final, *stacked)
 
     def while_loop(self, state, body=None, items=(), history=False, nested=False, **_):
@@ -219,17 +220,21 @@ class Lowering:
         def going(c):
             return jnp.logical_and(c[2], c[0] < WHILE_CAP)
 
-        def step(c):
-            k, st, _, zero = c
-            inner = Lowering(jx)
-            outs = lower_steps(inner, program, [k, *st], in_loop=True)
-            ok = inner.guards()     # the iteration that fails one ends the loop: its values are dropped
-            return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok,
-                    jnp.where(ok, zero + inner.zero(), zero))
+        prepared = prepare(program, ALL, in_loop=True)
 
-        k, final, go, zero = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True), jnp.float64(0.0)))
+        def step(c):
+            k, st, _, zero, acc = c
+            inner = Lowering(jx)
+            outs = lower_steps(inner, program, [k, *st], prepared=prepared)
+            ok = inner.guards()     # the iteration that fails one ends the loop: its values are dropped
+            more, more_acc = _accumulated(inner, zero, acc)
+            return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok,
+                    jnp.where(ok, more, zero), [jnp.where(ok, m, a) for m, a in zip(more_acc, acc)])
+
+        k, final, go, zero, acc = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True), jnp.float64(0.0),
+                                                              _accumulators(jnp, program, prepared)))
         self.require(jnp.logical_not(go))
-        self.zeros.append(zero)
+        self.zeros += [zero, *acc]
         return (*final, None)
 
 
@@ -244,7 +249,36 @@ def _like(jnp, value, like):
     return value.astype(like.dtype)
 
 
-def lower_steps(L, program, values, wanted=ALL, in_loop=False):
+def prepare(program, wanted=ALL, in_loop=False):
+    """What lower_steps lowers of a program (see there): (the plan, the output slots, the live
+    slots, the live fields of its loops, the values it checks)."""
+    kinds = program.kinds
+    planned = plan(program)
+    if in_loop and any(kinds[r] == "float" for r in planned.checked):
+        planned = plan(program, exact=True)     # see lower_steps
+    outs = [resolve(planned.alias, r) if r >= 0 else r for r in program.out_refs]
+    slots, fields = live(planned.steps, outs, wanted)
+    return planned, outs, slots, fields, [r for r in planned.checked if r in slots]
+
+
+def _accumulators(jnp, program, prepared):
+    """Zeros shaped as the values a loop's body checks (prepare), which the loop adds them to."""
+    return [jnp.zeros(tuple(program.kinds[r][3]) if is_array_kind(program.kinds[r]) else (), np.float64)
+            for r in prepared[4]]
+
+
+def _accumulated(inner, zero, acc):
+    """A loop's (number, accumulators) after an iteration whose lowering is `inner`: its own
+    checks (the last `finite` values it gave, one per accumulator) added elementwise, those of
+    loops inside it (already added up) summed into the number."""
+    n = len(acc)
+    own, nested = inner.zeros[len(inner.zeros) - n:], inner.zeros[:len(inner.zeros) - n]
+    for z in nested:
+        zero = zero + inner.np.sum(z)
+    return zero, [a + z for a, z in zip(acc, own)]
+
+
+def lower_steps(L, program, values, wanted=ALL, in_loop=False, prepared=None):
     """The program's output leaves as JAX values, computed from `values` (its inputs'), the
     guards' flags added to L.
 
@@ -259,11 +293,7 @@ def lower_steps(L, program, values, wanted=ALL, in_loop=False):
     a 100-step scalar loop 4x slower than its masks do."""
     jnp = L.np
     kinds = program.kinds
-    planned = plan(program)
-    if in_loop and any(kinds[r] == "float" for r in planned.checked):
-        planned = plan(program, exact=True)     # see the docstring
-    outs = [resolve(planned.alias, r) if r >= 0 else r for r in program.out_refs]
-    slots, fields = live(planned.steps, outs, wanted)
+    planned, outs, slots, fields, checks = prepared or prepare(program, wanted, in_loop)
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v
@@ -291,9 +321,8 @@ def lower_steps(L, program, values, wanted=ALL, in_loop=False):
         except Exception as exc:        # a rule that does not fit this step: the numpy backend runs it
             raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
         env[out] = as_kind(jnp, value, kinds[out], op)
-    for r in planned.checked:
-        if r in slots:      # else nothing the results need reads it
-            L.finite(env[r])
+    for r in checks:       # live ones only: nothing the results need reads the others
+        L.finite(env[r])
     return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r]
             for r, c in zip(outs, program.out_consts)]
 
