@@ -27,8 +27,8 @@ class _Writer:
 
 
 def python_of(closed):
-    """A Python function of the jaxpr's inputs (floats, ints) returning its outputs: tuples
-    for what the jaxpr stacks (a scan's ys)."""
+    """A Python function of the jaxpr's inputs (floats, ints) returning the tuple of its outputs:
+    lists for what the jaxpr stacks (a scan's ys)."""
     w = _Writer()
     jaxpr = closed.jaxpr
     names = {}
@@ -100,11 +100,10 @@ def _scan(w, e, args, names, indent):
         w.lines.append(f"{indent}{y} = []\n")
     order = (lambda s: f"reversed({s})") if p["reverse"] else (lambda s: s)
     if xs:
-        target = "".join(r + ", " for r in rows)
-        source = f"zip({', '.join(order(x) for x in xs)})"
+        head = f"for ({''.join(r + ', ' for r in rows)}) in zip({', '.join(order(x) for x in xs)}):"
     else:
-        target, source = "_", f"range({p['length']})"
-    w.lines.append(f"{indent}for ({target}) in {source}:\n" if xs else f"{indent}for _ in {source}:\n")
+        head = f"for _ in range({p['length']}):"
+    w.lines.append(f"{indent}{head}\n")
     _body(w, body.eqns, inner, indent + "    ")
     outs = [_read(inner, v) for v in body.outvars]
     for y, o in zip(ys, outs[nc:]):

@@ -54,24 +54,24 @@ def third_floats(x, steps):
     return 6.0 * s3
 
 
+def _jax_loop(jax, steps):
+    """The loop in JAX, as lax.fori_loop."""
+    jnp, lax = jax.numpy, jax.lax
+    return lambda x: lax.fori_loop(0, steps, lambda _, s: s + H * jnp.sin(s) * x, x)
+
+
 def _floors(jax, steps):
     """JAX's own staged programs of grad and grad(grad(grad)) of the loop, run as Python on
     floats (bench/jaxpr_floats.py): {order: the program as a Python function}."""
-    jnp, lax = jax.numpy, jax.lax
-
-    def f(x):
-        return lax.fori_loop(0, steps, lambda _, s: s + H * jnp.sin(s) * x, x)
+    f = _jax_loop(jax, steps)
     return {1: python_of(jax.make_jaxpr(jax.grad(f))(X0)),
             3: python_of(jax.make_jaxpr(jax.grad(jax.grad(jax.grad(f))))(X0))}
 
 
 def _jax_orders(jax, steps):
-    """jax.jit(grad(f)) and jax.jit(grad(grad(grad(f)))) with the loop as lax.fori_loop: JAX's
-    own ratio of the two is the reference for what linearize + transpose costs per order."""
-    jnp, lax = jax.numpy, jax.lax
-
-    def f(x):
-        return lax.fori_loop(0, steps, lambda _, s: s + H * jnp.sin(s) * x, x)
+    """jax.jit(grad(f)) and jax.jit(grad(grad(grad(f)))) of the loop: JAX's own ratio of the two
+    is the reference for what linearize + transpose costs per order."""
+    f, jnp = _jax_loop(jax, steps), jax.numpy
     first, third = jax.jit(jax.grad(f)), jax.jit(jax.grad(jax.grad(jax.grad(f))))
     return lambda x: float(first(jnp.float64(x))), lambda x: float(third(jnp.float64(x)))
 

@@ -38,22 +38,16 @@ def parse_doc(doc):
         signature, meaning = (text[:cut + 1], text[cut + 3:]) if cut >= 0 else (text, "")
     differentiable, examples = "", []
     while k < len(lines):
-        line = lines[k]
+        # the derivative's sentence, or what an example shows, runs over the lines up to the next
+        # example (an example that shows nothing has none)
+        line, j = lines[k], k + 1
+        while j < len(lines) and not lines[j].startswith(">>> "):
+            j += 1
         if line.startswith("Differentiable:"):
-            # the sentence may run over several lines, up to the first example
-            j = k + 1
-            while j < len(lines) and not lines[j].startswith(">>> "):
-                j += 1
             differentiable = " ".join(x.strip() for x in [line[len("Differentiable:"):], *lines[k + 1:j]]).strip()
-            k = j - 1
         elif line.startswith(">>> "):
-            # What an example shows runs to the next example; none shows nothing.
-            j = k + 1
-            while j < len(lines) and not lines[j].startswith(">>> "):
-                j += 1
             examples.append((line[4:], "\n".join(lines[k + 1:j]) if j > k + 1 else None))
-            k = j - 1
-        k += 1
+        k = j
     return signature, meaning, differentiable, examples
 
 

@@ -24,7 +24,7 @@ def live(steps, out_refs, wanted=ALL):
                 if read is not ALL:
                     read.add(kw["field_index"])
             continue
-        if kind == "guard" or kind == "effect" or op == "Effect" or out in slots or out in fields:
+        if kind == "guard" or kind == "effect" or out in slots or out in fields:
             for r in refs:
                 if r >= 0:
                     slots.add(r)

@@ -250,12 +250,22 @@ def _like(jnp, value, like):
 
 
 def prepare(program, wanted=ALL, in_loop=False):
-    """What lower_steps lowers of a program (see there): (the plan, the output slots, the live
-    slots, the live fields of its loops, the values it checks)."""
+    """What lower_steps lowers of a program: (the plan, the output slots, the live slots, the live
+    fields of its loops, the values it checks).
+
+    The plan is the numpy backend's (dsl/backends/optimize.py): repeated steps merged, and
+    reference 6.7's zero rules (Nz) left out where a NaN they would have zeroed can only reach
+    values the plan checks; the checks are flags too, so a call on which one fails runs on the
+    numpy backend, which computes it exactly. The rules' masks had cost a pass back twice the
+    elementwise operations of its arithmetic. Only values the results need are checked
+    (liveness.py), `wanted` the positions among the outputs they read. A loop's body (`in_loop`)
+    that would check a number keeps its masks: XLA runs a scalar loop whose body is a few fused
+    operations without dispatching each iteration, and a check per iteration made grad(grad) of
+    a 100-step scalar loop 4x slower than its masks do."""
     kinds = program.kinds
     planned = plan(program)
     if in_loop and any(kinds[r] == "float" for r in planned.checked):
-        planned = plan(program, exact=True)     # see lower_steps
+        planned = plan(program, exact=True)     # see the docstring
     outs = [resolve(planned.alias, r) if r >= 0 else r for r in program.out_refs]
     slots, fields = live(planned.steps, outs, wanted)
     return planned, outs, slots, fields, [r for r in planned.checked if r in slots]
@@ -278,22 +288,13 @@ def _accumulated(inner, zero, acc):
     return zero, [a + z for a, z in zip(acc, own)]
 
 
-def lower_steps(L, program, values, wanted=ALL, in_loop=False, prepared=None):
+def lower_steps(L, program, values, prepared=None):
     """The program's output leaves as JAX values, computed from `values` (its inputs'), the
-    guards' flags added to L.
-
-    The steps are the numpy backend's plan of them (dsl/backends/optimize.py): repeated steps
-    merged, and reference 6.7's zero rules (Nz) left out where a NaN they would have zeroed can
-    only reach values the plan checks; the checks are flags too, so a call on which one fails
-    runs on the numpy backend, which computes it exactly. The rules' masks had cost a pass back
-    twice the elementwise operations of its arithmetic. Only values the results need are checked
-    (liveness.py), `wanted` the positions among the outputs they read. A loop's body (`in_loop`)
-    that would check a number keeps its masks: XLA runs a scalar loop whose body is a few fused
-    operations without dispatching each iteration, and a check per iteration made grad(grad) of
-    a 100-step scalar loop 4x slower than its masks do."""
+    guards' flags and the finite checks added to L: the steps of `prepared` (prepare; a whole
+    program's where None)."""
     jnp = L.np
     kinds = program.kinds
-    planned, outs, slots, fields, checks = prepared or prepare(program, wanted, in_loop)
+    planned, outs, slots, fields, checks = prepared or prepare(program)
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         env[s] = v

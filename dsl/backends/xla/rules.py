@@ -139,8 +139,8 @@ def _padded(L, g, key, shape):
             g = np_.expand_dims(g, axis)
             config.append((k, n - k - 1, 0))
         else:
-            start, _, step = k.indices(n)
-            count = len(range(*k.indices(n)))
+            picked = range(*k.indices(n))
+            start, step, count = picked.start, picked.step, len(picked)
             if count == 0:
                 return np_.zeros(shape, np_.result_type(g))
             if step < 0:        # the same entries in increasing order

@@ -67,12 +67,13 @@ def _poles(x):
     return (x <= 0) & (x == np.floor(x))
 
 
-def _shifted(z, power):
-    """z moved up to at least 10 by the recurrence, and the sum of 1 / z^power over the steps (what
-    psi, or psi', loses on the way: psi(z) = psi(z + 1) - 1 / z, psi'(z) = psi'(z + 1) + 1 / z^2)."""
+def _shifted(z, power, until=10):
+    """z moved up to at least `until` (z >= 0) by the recurrence, and the sum of 1 / z^power over the
+    steps (what psi, or psi', loses on the way: psi(z) = psi(z + 1) - 1 / z, psi'(z) = psi'(z + 1)
+    + 1 / z^2; psi^(n)'s sum is of 1 / z^(n+1))."""
     shift = np.zeros(z.shape)
-    for _ in range(10):
-        low = z < 10.0
+    for _ in range(until):
+        low = z < until
         shift = np.where(low, shift + 1.0 / z ** power, shift)
         z = np.where(low, z + 1.0, z)
     return z, shift
@@ -126,12 +127,7 @@ def _polygamma_vector(n, x):
     sign, fact = (-1.0) ** (n + 1), math.factorial(n)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         reflect = x < 0.5
-        z = np.where(reflect, 1.0 - x, x)
-        shift = np.zeros(z.shape)
-        for _ in range(15):
-            low = z < 15.0
-            shift = np.where(low, shift + 1.0 / z ** (n + 1), shift)
-            z = np.where(low, z + 1.0, z)
+        z, shift = _shifted(np.where(reflect, 1.0 - x, x), n + 1, 15)
         # sum_k B_2k (2k + n - 1)! / ((2k)! z^(2k + n)), Bernoulli numbers B_2 .. B_20
         bern = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330)
         series = math.factorial(n - 1) / z ** n + fact / (2.0 * z ** (n + 1))
