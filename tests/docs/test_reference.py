@@ -1,5 +1,6 @@
 """docs/reference.md and the builtins' docstrings: one source, every builtin documented, every example true."""
 
+import inspect
 import io
 import re
 
@@ -35,6 +36,27 @@ def test_every_builtin_has_a_docstring_in_the_reference_format(name):
     assert meaning, f"{name}'s docstring has no meaning after its signature"
     assert re.match(r"(yes|no)\b", differentiable), f"{name}'s docstring does not say whether it is differentiable"
     assert examples, f"{name}'s docstring has no example"
+
+
+def _documented_parameters(name):
+    """The parameter names of a builtin's first signature in its docstring ("f(a, b=1, *xs)" ->
+    ["a", "b", "xs"]), or None for a constant."""
+    signature = reference.parse_doc(doc_of(BUILTINS, name) or "")[0]
+    found = re.match(rf"{name}\((.*?)\)", signature)
+    if found is None:
+        return None
+    return [p.split("=")[0].strip().lstrip("*") for p in found.group(1).split(",") if p.strip()]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in BUILTINS if callable(BUILTINS[n])))
+def test_every_parameter_the_reference_names_is_one_the_builtin_takes(name):
+    """A call by keyword works as documented: `logit(p=0.5)`, `bernoulli(0.5, dtype="bool")`."""
+    params = inspect.signature(BUILTINS[name]).parameters
+    kinds = {p.kind for p in params.values()}
+    if inspect.Parameter.VAR_KEYWORD in kinds or inspect.Parameter.VAR_POSITIONAL in kinds:
+        return      # takes what it is given (print's sep and end, einsum's operands): checked by its tests
+    missing = [p for p in _documented_parameters(name) or () if p not in params]
+    assert not missing, f"{name}'s reference entry names {missing}, which it does not take ({list(params)})"
 
 
 @pytest.mark.parametrize("name,example,shown", EXAMPLES, ids=[f"{n}:{e}" for n, e, _ in EXAMPLES])

@@ -406,7 +406,38 @@ def flat(v):
     return [np.ravel(np.asarray(v, dtype=float))]
 
 
+@pytest.mark.parametrize("draw, dtype", [
+    ("bernoulli(0.3, (50,), key=k, dtype={})", "bool"), ("bernoulli(0.3, (50,), key=k, dtype={})", "float32"),
+    ("categorical([0.0, 1.0, 2.0], shape=(50,), key=k, dtype={})", "int64"),
+    ("poisson(3.0, (50,), key=k, dtype={})", "int32"), ("permutation(50, key=k, dtype={})", "int64"),
+    ("choice(7, (50,), key=k, dtype={})", "int64"), ("choice(7, (5,), replace=false, key=k, dtype={})", "float32"),
+])
+def test_a_discrete_draw_comes_in_the_element_type_asked_for(draw, dtype):
+    """The same numbers as without dtype, in that type: in the interpreter, under jit and vmap."""
+    interp = run(f"fn plain(k) {{ return {draw.format('none')} }}\n"
+                 f"fn typed(k) {{ return {draw.format(repr(dtype).replace(chr(39), chr(34)))} }}\n"
+                 "let keys = split(rng(3), 2)\n"
+                 "let eager = (plain(keys[0]), typed(keys[0]))\n"
+                 "let jitted = jit(typed)(keys[0])\nlet batched = vmap(typed)(keys)\nlet rows = vmap(plain)(keys)")
+    plain, typed = interp.get("eager")
+    assert typed.dtype == np.dtype(dtype) and plain.dtype == np.float64
+    np.testing.assert_array_equal(typed, plain.astype(dtype))
+    np.testing.assert_array_equal(interp.get("jitted"), typed)
+    assert interp.get("batched").dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(interp.get("batched"), interp.get("rows").astype(dtype))
+
+
+def test_a_discrete_draw_without_dtype_has_its_parameters_float_type():
+    interp = run('let p = astype([0.2, 0.7], "float32")\n'
+                 'let types = (dtype(bernoulli(p, key=rng(0))), dtype(categorical(astype([[0.0, 1.0]], "float32"), '
+                 'key=rng(0))), dtype(poisson(p, key=rng(0))), dtype(bernoulli(0.5, (2,), key=rng(0))))')
+    assert interp.get("types") == ("float32", "float32", "float32", "float64")
+
+
 @pytest.mark.parametrize("src, kind, words", [
+    ("permutation([1.0, 2.0], dtype=\"int64\")", "type", "a tensor's rows keep its type"),
+    ("bernoulli(0.5, dtype=\"int8\")", "value", "unknown dtype"),
+    ("uniform(dtype=\"int64\")", "value", "draws floats"),
     ("uniform(key=[1.0, 2.0, 3.0])", "type", "key must be a random key"),
     ("uniform(key=[1.5, 2.0])", "value", "two whole numbers"),
     ("normal(key=3)", "type", "key must be a random key"),

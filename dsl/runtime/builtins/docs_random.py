@@ -4,10 +4,21 @@ dsl/runtime/builtins/docs.py, which merges it."""
 NAMES = ["rng", "split", "fold_in", "uniform", "normal", "exponential", "bernoulli", "categorical", "permutation",
          "choice", "gamma", "beta", "dirichlet", "poisson", "truncated_normal"]
 
-_KEY = """Without key, the draw takes a fresh key from the interpreter's stream (seed(n) restarts
-it); with key=k it is a function of k: the same key, the same numbers, under jit and vmap too.
+_STREAM = """Without key, the draw takes a fresh key from the interpreter's stream (seed(n) restarts
+it); with key=k it is a function of k: the same key, the same numbers, under jit and vmap too."""
+
+_KEY = _STREAM + """
 dtype="float32" (or "float16") draws in that type; without it the draw has the float type its
 tensor parameters promote to (float64 for numbers)."""
+
+# a discrete draw's values are whole numbers: any element type holds them, as JAX's int and bool draws
+_COUNTS = _STREAM + """
+dtype= names the result's element type ("int64", "bool", "float32", ... as astype's); without it
+the result has the float type its tensor parameters promote to (float64 for numbers)."""
+
+_POSITIONS = _STREAM + """
+dtype= names the element type of positions drawn from an int n ("int64", "float32", ... as
+astype's; float64 without it); a tensor's rows keep the tensor's type."""
 
 DOCS = {
     "rng": """rng(seed): a random key: the tensor [seed // 2^32, seed % 2^32] of a whole number seed in
@@ -41,24 +52,25 @@ Differentiable: yes, in mean and std (pathwise: mean + std * z).
 Differentiable: yes, in scale.
 >>> exponential(2.0, (3,), key=rng(0)) >= 0.0
 [true, true, true]""",
-    "bernoulli": f"""bernoulli(p=0.5, shape=none, key=none): 1.0 with probability p, else 0.0. {_KEY}
+    "bernoulli": f"""bernoulli(p=0.5, shape=none, key=none, dtype=none): 1.0 with probability p, else 0.0.
+{_COUNTS}
 Differentiable: no (its derivative in p is 0 almost everywhere).
 >>> bernoulli(1.0, (3,), key=rng(0))
 [1.0, 1.0, 1.0]""",
-    "categorical": f"""categorical(logits, axis=-1, shape=none, key=none): class indices (as floats) drawn with
+    "categorical": f"""categorical(logits, axis=-1, shape=none, key=none, dtype=none): class indices (as floats) drawn with
 probabilities softmax(logits) along axis (JAX's categorical, by the Gumbel-max trick); shape none
-is the logits' shape without that axis. {_KEY}
+is the logits' shape without that axis. {_COUNTS}
 Differentiable: no.
 >>> categorical([0.0, -1e9, -1e9], shape=(2,), key=rng(0))
 [0.0, 0.0]""",
-    "permutation": f"""permutation(x, key=none): an int n gives 0, ..., n-1 (as floats, as argsort's) in a
-random order; a tensor gives its rows (axis 0) in a random order. {_KEY}
+    "permutation": f"""permutation(x, key=none, dtype=none): an int n gives 0, ..., n-1 (as floats, as argsort's) in a
+random order; a tensor gives its rows (axis 0) in a random order. {_POSITIONS}
 Differentiable: yes, in a tensor x (its rows are moved, not changed).
 >>> sort(permutation(4, key=rng(0)))
 [0.0, 1.0, 2.0, 3.0]""",
-    "choice": f"""choice(a, shape=(), replace=true, p=none, key=none): entries drawn from a tensor's
+    "choice": f"""choice(a, shape=(), replace=true, p=none, key=none, dtype=none): entries drawn from a tensor's
 rows (or from 0, ..., a-1 for an int a), uniformly or with probabilities p (one per entry), with
-or without replacement (numpy's Generator.choice). {_KEY}
+or without replacement (numpy's Generator.choice). {_POSITIONS}
 Differentiable: yes, in a tensor a.
 >>> choice(tensor([5.0, 6.0]), (3,), p=[0.0, 1.0], key=rng(0))
 [6.0, 6.0, 6.0]""",
@@ -78,8 +90,8 @@ true""",
 Differentiable: no (as gamma's, in alpha).
 >>> abs(sum(dirichlet([1.0, 2.0, 3.0], key=rng(0))) - 1.0) < 1e-12
 true""",
-    "poisson": f"""poisson(lam=1, shape=none, key=none): Poisson counts (as floats) of mean lam in
-[0, 1e10] (numpy's algorithms: products of uniforms below 10, Hormann's PTRS above). {_KEY}
+    "poisson": f"""poisson(lam=1, shape=none, key=none, dtype=none): Poisson counts (as floats) of mean lam
+in [0, 1e10] (numpy's algorithms: products of uniforms below 10, Hormann's PTRS above). {_COUNTS}
 Differentiable: no (its derivative in lam is 0 almost everywhere).
 >>> poisson(0.0, (2,), key=rng(0))
 [0.0, 0.0]""",

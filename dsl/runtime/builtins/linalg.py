@@ -35,8 +35,9 @@ def triangular_solve(a, b, lower=False):
     return M.triangular_solve(a, b, lower=_flag(lower, "triangular_solve", "lower"))
 
 
-def cho_solve(factor, b):
+def cho_solve(l, b):    # noqa: E741 (the reference's name for the factor)
     """cho_solve(l, b): x with (l l^T) x = b, l the lower factor cholesky gives; JAX's (c, lower) pair too."""
+    factor = l
     f = peek(factor)
     lower = True
     if type(f) is tuple:

@@ -33,11 +33,13 @@ def _param(v, who, name):
     raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
 
 
-def _in_type(u, dtype, who, *params):
+def _in_type(u, dtype, who, *params, counts=False):
     """A float64 draw `u` in the float type `dtype` names, or else in the one its parameters promote
-    to (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion."""
+    to (float64 when they are numbers): float32 parameters give float32 draws, as numpy's promotion.
+    With `counts` (a discrete draw: 0/1, class indices, counts, positions), `dtype` may name any
+    element type ("int64", "bool", ...), as astype's."""
     if dtype is not None:
-        kind = _float_dtype(dtype, who)
+        kind = ops.dtype_arg(dtype, who) if counts else _float_dtype(dtype, who)
     else:
         # numbers take the tensors' type (weak, as in numpy 2), so only float tensors decide it
         floats = [v.dtype for v in map(peek, params) if type(v) is np.ndarray and v.dtype.kind == "f"]
@@ -55,14 +57,18 @@ def _shape_of(*params):
                     + " do not broadcast together") from None
 
 
-def _population(x, who):
+def _population(x, who, dtype=None):
     """What a permutation or a choice draws from: (n, true) for an int n (0..n-1), (its rows, false)
-    for a tensor. Only the type is peeked: a staged tensor's values stay free of guards."""
+    for a tensor. Only the type is peeked: a staged tensor's values stay free of guards. A tensor's
+    rows keep their own type: `dtype` is for the positions drawn from an int."""
     v = peek(x)
     if type(v) in (int, float) and not isinstance(v, bool):
         return _count(raw(x), f"{who} needs an int or a tensor"), True
     if type(v) is not np.ndarray or not v.shape:
         raise error("type", f"{who} needs an int or a tensor with at least one axis, got {type_name(v)}")
+    if dtype is not None:
+        raise error("type", f"{who}: dtype= is for draws from an int n; a tensor's rows keep its type "
+                            f"(astype the result to change it)")
     return v.shape[0], False
 
 
@@ -122,19 +128,19 @@ def make(interp):
         u = _in_type(R.uniform01(fresh(key, "exponential"), draw_shape(shape, scale)), dtype, "exponential", scale)
         return ops.mul(scale, ops.neg(ops.log1p(ops.neg(u))))
 
-    def bernoulli(p=0.5, shape=None, key=None):
-        """bernoulli(p=0.5, shape=none, key=none): 1.0 with probability p, else 0.0."""
+    def bernoulli(p=0.5, shape=None, key=None, dtype=None):
+        """bernoulli(p=0.5, shape=none, key=none, dtype=none): 1.0 with probability p, else 0.0."""
         p = _param(p, "bernoulli", "p")
         u = R.uniform01(fresh(key, "bernoulli"), draw_shape(shape, p))
-        return ops.where(ops.order("<", u, p), 1.0, 0.0)
+        return _in_type(ops.where(ops.order("<", u, p), 1.0, 0.0), dtype, "bernoulli", p, counts=True)
 
     def gumbel(k, shape):
         """Standard Gumbel floats, -ln(-ln u)."""
         return ops.neg(ops.ln(ops.neg(ops.log1p(ops.neg(R.uniform01(k, shape))))))
 
-    def categorical(logits, axis=-1, shape=None, key=None):
-        """categorical(logits, axis=-1, shape=none, key=none): class indices drawn with probabilities
-        softmax(logits) along axis (the Gumbel-max trick, as JAX's)."""
+    def categorical(logits, axis=-1, shape=None, key=None, dtype=None):
+        """categorical(logits, axis=-1, shape=none, key=none, dtype=none): class indices drawn with
+        probabilities softmax(logits) along axis (the Gumbel-max trick, as JAX's)."""
         logits = _param(logits, "categorical", "logits")
         full = np.shape(peek(logits))
         if not full:
@@ -144,18 +150,19 @@ def make(interp):
         batch = full[:ax] + full[ax + 1:]
         out = batch if raw(shape) is None else _shape(shape)
         g = gumbel(fresh(key, "categorical"), tuple(out) + (full[ax],))
-        return ops.argmax(ops.add(last, g), -1)
+        return _in_type(ops.argmax(ops.add(last, g), -1), dtype, "categorical", logits, counts=True)
 
-    def permutation(x, key=None):
-        """permutation(x, key=none): an int n gives 0..n-1 shuffled; a tensor, its rows shuffled."""
-        n, count = _population(x, "permutation")
+    def permutation(x, key=None, dtype=None):
+        """permutation(x, key=none, dtype=none): an int n gives 0..n-1 shuffled; a tensor, its rows
+        shuffled."""
+        n, count = _population(x, "permutation", dtype)
         order = ops.argsort(R.uniform01(fresh(key, "permutation"), (n,)))
-        return order if count else ops.gather(x, order, 0)
+        return _in_type(order, dtype, "permutation", counts=True) if count else ops.gather(x, order, 0)
 
-    def choice(a, shape=(), replace=True, p=None, key=None):
-        """choice(a, shape=(), replace=true, p=none, key=none): entries of a (rows of a tensor, or
-        0..a-1 for an int), uniformly or with probabilities p."""
-        n, count = _population(a, "choice")
+    def choice(a, shape=(), replace=True, p=None, key=None, dtype=None):
+        """choice(a, shape=(), replace=true, p=none, key=none, dtype=none): entries of a (rows of a
+        tensor, or 0..a-1 for an int), uniformly or with probabilities p."""
+        n, count = _population(a, "choice", dtype)
         out = _shape(shape)
         size = math.prod(out)
         if type(raw(replace)) is not bool:
@@ -176,7 +183,7 @@ def make(interp):
             scores = gumbel(k, (n,)) if raw(p) is None else ops.add(ops.ln(p), gumbel(k, (n,)))
             idx = ops.reshape(ops.index(ops.argsort(ops.neg(scores)), (slice(0, size),)), out)
         if count:
-            return idx
+            return _in_type(idx, dtype, "choice", counts=True)
         rows = ops.gather(a, ops.reshape(idx, (size,)), 0)
         return ops.reshape(rows, tuple(out) + tuple(np.shape(peek(a)))[1:])
 
@@ -204,10 +211,11 @@ def make(interp):
         g = R.gamma01(fresh(key, "dirichlet"), alpha, tuple(_shape(shape)) + dims)
         return _in_type(ops.div(g, ops.sum_(g, -1, True)), dtype, "dirichlet", alpha)
 
-    def poisson(lam=1.0, shape=None, key=None):
-        """poisson(lam=1, shape=none, key=none): counts (as floats) of mean lam."""
+    def poisson(lam=1.0, shape=None, key=None, dtype=None):
+        """poisson(lam=1, shape=none, key=none, dtype=none): counts (as floats) of mean lam."""
         lam = _param(lam, "poisson", "lam")
-        return R.poisson01(fresh(key, "poisson"), lam, kernel_shape(shape, "poisson", lam))
+        counts = R.poisson01(fresh(key, "poisson"), lam, kernel_shape(shape, "poisson", lam))
+        return _in_type(counts, dtype, "poisson", lam, counts=True)
 
     def truncated_normal(lo, hi, shape=None, key=None, dtype=None):
         """truncated_normal(lo, hi, shape=none, key=none): standard normal floats in [lo, hi]."""

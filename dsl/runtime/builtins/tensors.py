@@ -46,11 +46,28 @@ def make(interp):
         "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
         "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
-        "log_sigmoid": ops.log_sigmoid, "logit": ops.logit, "atan2": ops.atan2, "logaddexp": ops.logaddexp,
-        "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": ops.xlogy,
+        "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
+        "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
     }
+
+
+# the parameters by the names the reference gives them (numpy's and scipy's), so that a call by
+# keyword works as documented
+def logit(p):
+    """logit(p): ln(p / (1 - p))."""
+    return ops.logit(p)
+
+
+def atan2(y, x):
+    """atan2(y, x): the angle of the point (x, y)."""
+    return ops.atan2(y, x)
+
+
+def xlogy(x, y):
+    """xlogy(x, y): x * ln(y), 0 where x is 0."""
+    return ops.xlogy(x, y)
 
 
 def einsum(spec, *xs):
