@@ -38,9 +38,17 @@ def _available():
 
 
 def needed(max_depth):
-    """Whether a run allowing `max_depth` nested calls needs a bigger stack than this thread's."""
-    need = max_depth * STACK_PER_CALL
-    return need > _available() and not _grow_main_stack(need + HEADROOM)
+    """Whether a run allowing `max_depth` nested calls needs a bigger stack than this thread's.
+    Known once per thread and depth: a thread's stack does not shrink, and asking the system
+    (two getrlimit calls) was a third of a small jitted call's cost from Python."""
+    known = getattr(_local, "needed", None)
+    if known is None:
+        known = _local.needed = {}
+    answer = known.get(max_depth)
+    if answer is None:
+        need = max_depth * STACK_PER_CALL
+        answer = known[max_depth] = need > _available() and not _grow_main_stack(need + HEADROOM)
+    return answer
 
 
 # Linux grows the main thread's stack on demand up to the soft RLIMIT_STACK, read when the stack

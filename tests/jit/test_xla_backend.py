@@ -387,6 +387,8 @@ def test_the_zero_rule_is_left_out_on_xla_and_a_call_that_needs_it_runs_on_numpy
     ("", {}, "False"),                                              # dg starts JAX: inline
     ("import jax; jax.numpy.zeros(1)\n", {}, "True"),               # the host program started it first
     ("", {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "1"}, "True"),          # or said what it wants
+    ("", {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "false"}, "False"),     # (JAX itself does not read it)
+    ("import jax; jax.numpy.zeros(1)\n", {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "false"}, "True"),
 ])
 def test_xla_runs_a_call_inline_unless_the_host_program_chose_otherwise(before, env, want):
     code = (before + "from dsl.backends.xla import runtime\n"

@@ -54,14 +54,15 @@ def _dispatch_inline(jax):
     """XLA's CPU programs run on the calling thread: dg reads every result as soon as its call
     returns, so JAX's asynchronous dispatch gains nothing and hands each call to another thread
     and back (a small program's call took 2-3x as long). Unless the host program started JAX's
-    backends before dg did, or set the flag itself: then its choice stands."""
-    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ:
-        return
+    backends before dg did: then its choice stands. JAX does not read this flag from the
+    environment; dg reads JAX_CPU_ENABLE_ASYNC_DISPATCH ("1"/"true" keeps JAX's asynchronous
+    dispatch, "0"/"false" turns it off)."""
+    wanted = os.environ.get("JAX_CPU_ENABLE_ASYNC_DISPATCH", "").strip().lower()
     try:
         from jax._src import xla_bridge     # optional, as jax (a private name: where it is missing, nothing changes)
         if xla_bridge._backends:
             return
-        jax.config.update("jax_cpu_enable_async_dispatch", False)
+        jax.config.update("jax_cpu_enable_async_dispatch", wanted in ("1", "true", "yes", "on"))
     except (ImportError, AttributeError):
         pass
 

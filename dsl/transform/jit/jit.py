@@ -155,11 +155,11 @@ class Jitted:
             key, values = flat
             boxed = False
         else:
-            key, values = signature(args, kwargs, ints), None
-            leaves = flatten((args, kwargs))[0]
-            boxed = any(type(v) is Box for v in leaves)
-            if not boxed:       # the staged leaves, as _run would find them (nothing boxed to open)
-                values = [v for v in leaves if S.is_staged_leaf(v) or (ints and type(v) is int)]
+            values = []
+            key = _walked_call(args, kwargs, ints, values)
+            boxed = key is None
+            if boxed:       # a transformation around the call: _run opens its boxes and finds the leaves
+                key, values = signature(args, kwargs, ints), None
         if self.pinned:
             found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
             key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)
@@ -373,6 +373,51 @@ def _flat_call(args, ints=False):
         else:
             return None
     return (tuple(keys), ()), leaves
+
+
+def _walked_call(args, kwargs, ints, values):
+    """signature(args, kwargs, ints) of a call holding no Box, its staged leaves appended to
+    `values` in flatten's order, in one walk (a structured call's cost from Python was mostly
+    walking its arguments twice); None where a Box is found."""
+    key = _walked(args, ints, values)
+    if key is None or not kwargs:
+        return None if key is None else (key, ())
+    named = []
+    for name, v in kwargs.items():
+        k = _walked(v, ints, values)
+        if k is None:
+            return None
+        named.append((name, k))
+    return key, tuple(sorted(named))
+
+
+def _walked(v, ints, values):
+    """_key(v, ints) of a value holding no Box, appending its staged leaves to `values`; None
+    where it holds a Box."""
+    t = type(v)
+    if t is float or t is np.float64 or t is np.ndarray:
+        values.append(v)
+        return "f" if t is not np.ndarray else ("t", v.shape, v.dtype.str)
+    if t is int and ints:
+        values.append(v)
+        return "i"
+    if t is int or t is bool or t is str or v is None:
+        return (t.__name__, v)
+    if t is tuple or t is dict or t is Struct:
+        keys = []
+        for x in (v if t is tuple else v.values() if t is dict else v.vals):
+            k = _walked(x, ints, values)
+            if k is None:
+                return None
+            keys.append(k)
+        if t is tuple:
+            return ("tuple", *keys)
+        if t is dict:
+            return ("map", *((type(name).__name__, name, k) for name, k in zip(v, keys)))
+        return ("struct", id(v.sdef), v.sdef, *keys)
+    if t is Box:
+        return None
+    return ("object", id(v), v)
 
 
 def _key(v, ints=False):
