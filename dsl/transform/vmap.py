@@ -25,7 +25,8 @@ from ..core.tape import Box, peek
 from ..core.trees import children, flatten, flatten_open, is_container, opened, rebuild, unflatten
 from ..core.values import Struct
 from ..errors import error
-from .jit.jit import cells_hold, reads, signature
+from .jit.jit import cells_hold, reads
+from .jit.signatures import signature
 from .transformed import Transformed, describe, fname
 import sys
 

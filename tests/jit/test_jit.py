@@ -568,7 +568,7 @@ def test_the_path_last_taken_is_tried_first_and_past_the_limit_misses_stop_tryin
 def test_the_fast_signature_of_plain_arguments_is_the_general_one():
     # jit builds the key of numbers, strings and tensors in one pass (_flat_call); it must be the
     # key signature() gives, or a call would miss (or worse, take) another signature's recording
-    from dsl.transform.jit.jit import _flat_call, signature
+    from dsl.transform.jit.signatures import _flat_call, signature
     cases = [(1.0, 2.0), (np.float64(1.5), np.ones((2, 3))), (3, True, "s", 1.0), (), (np.ones(2, dtype=bool),),
              (np.arange(3),), (0, False)]
     for args in cases:
@@ -576,6 +576,25 @@ def test_the_fast_signature_of_plain_arguments_is_the_general_one():
         assert key == signature(args, {})
         assert [type(v) for v in leaves] == [type(v) for v in args if type(v) in (float, np.float64, np.ndarray)]
     assert _flat_call(((1.0, 2.0),)) is None and _flat_call(({"a": 1.0},)) is None
+
+
+def test_the_one_walk_signature_of_structured_arguments_is_the_general_one():
+    # a structured call's key and staged leaves come from one walk (_walked_call): the same key as
+    # signature() and the same leaves, in flatten's order, as _run would find
+    from dsl.core import stage as S
+    from dsl.core.trees import flatten
+    from dsl.transform.jit.signatures import _walked_call, signature
+    interp = dsl.Interpreter()
+    interp.run("struct P { w, b }\nlet p = P([1.0, 2.0], 3)\nlet f = fn(x) => x")
+    p, f = interp.run("p"), interp.run("f")
+    cases = [((1.0, {"a": np.ones(2), "b": (3, "s", None, True)}), {}),
+             ((p, 2, np.float64(1.5)), {"z": {1: 2.0, True: f}, "a": 3}), ((), {"k": (np.ones((2, 2)),)})]
+    for ints in (False, True):
+        for args, kwargs in cases:
+            values = []
+            assert _walked_call(args, kwargs, ints, values) == signature(args, kwargs, ints)
+            want = [v for v in flatten((args, kwargs))[0] if S.is_staged_leaf(v) or (ints and type(v) is int)]
+            assert len(values) == len(want) and all(a is b for a, b in zip(values, want))
 
 
 def test_a_masks_product_is_left_unchecked_only_where_its_factors_reach_a_checked_value_unchanged():

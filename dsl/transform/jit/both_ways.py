@@ -12,7 +12,7 @@ from ...core.primitives.registry import PRIMS
 from ...core.tape import peek
 from ...core.trees import flatten_open, unflatten
 from .frames import restore, same_spec, same_static, set_slot, snapshot
-from .jit import _key
+from .signatures import _key
 from .rolling import Lookahead
 
 

@@ -44,7 +44,8 @@ from ...core.tape import peek
 from ...core.values import Function
 from ...errors import DgError
 from .frames import LEAF, frame_leaves, same_layout, same_static
-from .jit import _key, cells_hold, reads_from
+from .jit import cells_hold, reads_from
+from .signatures import _key
 from .loop_modes import mixes_custom_rules, modes, write_back
 
 MIN_ITEMS = 16      # measured: a rolled run costs ~75 us, a scalar iteration written out 4-6 us

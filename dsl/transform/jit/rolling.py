@@ -62,7 +62,7 @@ from ...core.primitives.loops import _loop_kernel, state_diff
 from ...core.tape import Box, peek
 from .eager_loops import EagerLoops
 from .frames import changed_ints, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
-from .jit import _key
+from .signatures import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, write_back
 from .scan_body import scan_loop

@@ -1,0 +1,165 @@
+"""The signature of a jitted call: what a recording depends on besides the float and tensor values
+(the arguments' structure, their strings, bools and ints, and which functions they hold), found
+with the call's staged leaves in one walk, and said in words where two differ."""
+
+import numpy as np
+
+from ...core.tape import Box, peek
+from ...core.values import Struct
+
+
+def signature(args, kwargs, ints=False):
+    """What a recording depends on besides the float and tensor values (and, with `ints`, the
+    ints' values, which its guards check instead): a hashable key."""
+    return (_key(args, ints), tuple(sorted((k, _key(v, ints)) for k, v in kwargs.items())))
+
+
+def _flat_call(args, ints=False):
+    """(signature(args, {}), the staged leaves) for positional arguments that are all numbers,
+    strings or tensors (the common call: nothing to flatten), else None. The key is built here
+    as _key builds it, one look at each argument: this is most of a small jitted call's cost."""
+    keys, leaves = ["tuple"], []
+    for v in args:
+        t = type(v)
+        if t is float or t is np.float64:
+            keys.append("f")
+            leaves.append(v)
+        elif t is np.ndarray:
+            keys.append(("t", v.shape, v.dtype.str))
+            leaves.append(v)
+        elif t is int and ints:
+            keys.append("i")
+            leaves.append(v)
+        elif t is int or t is bool or t is str:
+            keys.append((t.__name__, v))
+        else:
+            return None
+    return (tuple(keys), ()), leaves
+
+
+def _walked_call(args, kwargs, ints, values):
+    """signature(args, kwargs, ints) of a call holding no Box, its staged leaves appended to
+    `values` in flatten's order, in one walk (a structured call's cost from Python was mostly
+    walking its arguments twice); None where a Box is found."""
+    key = _walked(args, ints, values)
+    if key is None or not kwargs:
+        return None if key is None else (key, ())
+    named = []
+    for name, v in kwargs.items():
+        k = _walked(v, ints, values)
+        if k is None:
+            return None
+        named.append((name, k))
+    return key, tuple(sorted(named))
+
+
+def _walked(v, ints, values):
+    """_key(v, ints) of a value holding no Box, appending its staged leaves to `values`; None
+    where it holds a Box."""
+    t = type(v)
+    if t is float or t is np.float64 or t is np.ndarray:
+        values.append(v)
+        return "f" if t is not np.ndarray else ("t", v.shape, v.dtype.str)
+    if t is int and ints:
+        values.append(v)
+        return "i"
+    if t is int or t is bool or t is str or v is None:
+        return (t.__name__, v)
+    if t is tuple or t is dict or t is Struct:
+        keys = []
+        for x in (v if t is tuple else v.values() if t is dict else v.vals):
+            k = _walked(x, ints, values)
+            if k is None:
+                return None
+            keys.append(k)
+        if t is tuple:
+            return ("tuple", *keys)
+        if t is dict:
+            return ("map", *((type(name).__name__, name, k) for name, k in zip(v, keys)))
+        return ("struct", id(v.sdef), v.sdef, *keys)
+    if t is Box:
+        return None
+    return ("object", id(v), v)
+
+
+def _key(v, ints=False):
+    """The signature of one value (with `ints`, an int's kind in place of its value: jit stages
+    the arguments' ints)."""
+    if type(v) is Box and type(peek(v)) is int:
+        return "i"      # an int another stage traces is an input of the recording, not a constant
+    v = peek(v)
+    t = type(v)
+    if t is float or t is np.float64:
+        return "f"
+    if t is np.ndarray:
+        return ("t", v.shape, v.dtype.str)
+    if t is int and ints:
+        return "i"
+    if t in (int, bool, str) or v is None:
+        return (t.__name__, v)
+    if t is tuple:
+        return ("tuple",) + tuple(_key(x, ints) for x in v)
+    if t is dict:
+        return ("map",) + tuple((type(k).__name__, k, _key(x, ints)) for k, x in v.items())
+    if t is Struct:
+        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x, ints) for x in v.vals)
+    return ("object", id(v), v)        # functions, modules, struct types: by identity
+
+
+def changed_leaf(old, new):
+    """Where two signatures first differ, in words: 'arg 1 ["step"]: int 1 -> 2'."""
+    if old is None:
+        return "its first"
+    found = _first_change(old[0], new[0], "") or _first_change(old[1], new[1], "keyword")
+    if found is None:
+        if old[2:] != new[2:]:      # the ints whose values the recordings depend on (Jitted.pinned)
+            was, now = old[2] if old[2:] else (), new[2] if new[2:] else ()
+            return f"an int the recording depends on: {', '.join(map(str, was))} -> {', '.join(map(str, now))}"
+        return "the same signature"
+    path, a, b = found
+    return f"{path or 'the arguments'}: {_leaf_words(a)} -> {_leaf_words(b)}"
+
+
+def _first_change(a, b, path):
+    """(path, old leaf key, new leaf key) of the first difference of two keys, or None."""
+    if a == b:
+        return None
+    if type(a) is tuple and type(b) is tuple and a and b and a[0] == b[0] and len(a) == len(b):
+        if a[0] == "tuple":
+            for i, (x, y) in enumerate(zip(a[1:], b[1:])):
+                found = _first_change(x, y, f"arg {i}" if path == "" else f"{path}[{i}]")
+                if found:
+                    return found
+        elif a[0] == "map" and [k[:2] for k in a[1:]] == [k[:2] for k in b[1:]]:
+            for (_, k, x), (_, _, y) in zip(a[1:], b[1:]):
+                found = _first_change(x, y, f"{path} [{k!r}]".replace("'", '"'))
+                if found:
+                    return found
+        elif a[0] == "struct" and a[1] == b[1]:
+            for name, x, y in zip(a[2].fields, a[3:], b[3:]):
+                found = _first_change(x, y, f"{path}.{name}")
+                if found:
+                    return found
+        elif path == "keyword":
+            for (k, x), (_, y) in zip(a, b):
+                found = _first_change(x, y, f"keyword {k}")
+                if found:
+                    return found
+    return path, a, b
+
+
+def _leaf_words(k):
+    """A signature's leaf key in words."""
+    if k == "f":
+        return "a float"
+    if k == "i":
+        return "an int"
+    if type(k) is tuple and k and k[0] == "t":
+        return f"a tensor of shape {tuple(k[1])}"
+    if type(k) is tuple and len(k) == 2 and k[0] in ("int", "bool", "str", "NoneType"):
+        v = k[1]
+        return {"int": f"int {v}", "bool": f"{str(v).lower()}", "str": f'string "{v}"',
+                "NoneType": "none"}[k[0]]
+    if type(k) is tuple and k and k[0] in ("tuple", "map", "struct"):
+        return {"tuple": "a tuple", "map": "a map", "struct": f"a {k[2].name}" if len(k) > 2 else "a struct"}[k[0]]
+    return "a value of another kind"
