@@ -46,6 +46,7 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(max(1.0, 2.0))", "index", "maximum(a, b)"),
     ("print(min(3, 4))", "index", "minimum(a, b)"),
     ("print(max([1.0, 3.0], [2.0, 1.0]))", "type", "maximum(a, b)"),
+    ("print(max([1.0, 3.0], 0.5))", "type", "maximum(a, b)"),       # a float axis: a value was meant
     ("print(jit(fn(x) => max(x, 2.0))(1.0))", "index", "maximum(a, b)"),
     ("print(sum(1.0, 2.0))", "index", "a + b adds two values"),
 ])

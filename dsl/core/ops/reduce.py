@@ -42,7 +42,8 @@ def _reduction(op, name, fn, empty_ok):
         try:
             ax = normalize_axis(axis, v.ndim)
         except DgError as exc:
-            if exc.hint is None and (v.ndim == 0 or type(peek(axis)) is ndarray):
+            # a number's axis, or an axis that is a tensor or a float: two values were meant
+            if exc.hint is None and (v.ndim == 0 or type(peek(axis)) in (ndarray, float)):
                 exc.hint = TWO_VALUES.get(name)
             raise
         # only a reduction over an empty axis is undefined: max(zeros((0, 3)), axis=1) is empty, as in numpy
