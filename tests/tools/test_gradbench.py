@@ -136,14 +136,42 @@ def test_the_tables_come_from_saved_logs_and_leave_compiled_and_unwaited_runs_ou
                                                ("primal", "n=2", 1.0, 90)], 3))
     (tmp_path / "jax_lse.log").write_text(log([("primal", "n=1", 1.0, 99), ("gradient", "n=1", 2.0, 90),
                                                ("primal", "n=2", 0.001, 999)], 3))
+    (tmp_path / "jax-waited_lse.log").write_text(log([("primal", "n=1", 2.0, 99), ("gradient", "n=1", 4.0, 90),
+                                                      ("primal", "n=2", 2.0, 50)], 3))
     monkeypatch.setattr(table, "RESULTS", tmp_path)
     text = table.tables()
     # dg / jax: 2.0 and 4.0 (n=2's jax time is under a thousandth of dg's: left out) -> sqrt(8)
-    # XLA / dg: 0.5 and 0.25 (the compiled single run is left out) -> sqrt(1/8); XLA / jax: n=1's primal
-    assert "| lse | 3 of 3 | 3 of 3 | 2.83x (2) | — | 0.35x (2) | 1.00x (1) |" in text, text
-    assert "| lse | gradient | n=1 | 8.000 | 1,200.000 † | 2.000 | — |" in text
-    assert "| lse | primal | n=2 | 4.000 | 1.000 | 0.001 ‡ | — |" in text
-    assert "| ode | — | — | — | — | — | — |" in text
+    # dg / jax waited: 1, 2 and 2 -> 4^(1/3); XLA / dg: 0.5 and 0.25 (the compiled single run is
+    # left out) -> sqrt(1/8); XLA / jax: n=1's primal; XLA / jax waited: 0.5 and 0.5
+    assert "| lse | 3 of 3 | 3 of 3 | 2.83x (2) | 1.59x (3) | — | 0.35x (2) | 1.00x (1) | 0.50x (2) |" in text, text
+    assert "| lse | gradient | n=1 | 8.000 | 1,200.000 † | 2.000 | 4.000 | — |" in text
+    assert "| lse | primal | n=2 | 4.000 | 1.000 | 0.001 ‡ | 2.000 | — |" in text
+    assert "| ode | — | — | — | — | — | — | — | — |" in text
+
+
+def test_the_jax_tool_waited_times_each_call_up_to_its_results(monkeypatch):
+    # bench/gradbench/waited.py: GradBench's timing decorators wrapped so that the timed call
+    # ends with jax.block_until_ready on its result (the tool's own code unchanged)
+    from types import SimpleNamespace
+    from bench.gradbench import waited
+    events = []
+    clock = iter(range(100))
+
+    def multiple_runs(*, pre, post):
+        def decorate(fn):
+            def timed(raw):
+                start = next(clock)
+                out = fn(pre(raw))
+                events.append(("timer stops", next(clock) - start))
+                return post(out)
+            return timed
+        return decorate
+    fake_wrap = SimpleNamespace(function=multiple_runs, multiple_runs=multiple_runs)
+    fake_jax = SimpleNamespace(block_until_ready=lambda v: events.append(("waited for", v)) or v)
+    waited.wrap_timing(fake_jax, fake_wrap)
+    primal = fake_wrap.multiple_runs(pre=float, post=str)(lambda x: x * 2.0)
+    assert primal("1.5") == "3.0"
+    assert events == [("waited for", 3.0), ("timer stops", 1)]       # the wait is inside the timed call
 
 
 def test_min_seconds_repeats_the_run(tool):
