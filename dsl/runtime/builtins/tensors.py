@@ -53,23 +53,6 @@ def make(interp):
     }
 
 
-# the parameters by the names the reference gives them (numpy's and scipy's), so that a call by
-# keyword works as documented
-def logit(p):
-    """logit(p): ln(p / (1 - p))."""
-    return ops.logit(p)
-
-
-def atan2(y, x):
-    """atan2(y, x): the angle of the point (x, y)."""
-    return ops.atan2(y, x)
-
-
-def xlogy(x, y):
-    """xlogy(x, y): x * ln(y), 0 where x is 0."""
-    return ops.xlogy(x, y)
-
-
 def einsum(spec, *xs):
     """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (differentiable)."""
     s = raw(spec)
@@ -122,8 +105,10 @@ def _count(v, need):
     return v
 
 
+# builtins whose parameters have the names the reference gives them (numpy's and scipy's), so
+# that a call by keyword works as documented, over primitives whose own names differ
 def neg(x):
-    """neg(x): -x (named x like the other unary math builtins, so neg(x=...) works)."""
+    """neg(x): -x."""
     return ops.neg(x)
 
 
@@ -135,6 +120,21 @@ def pow_(x, y):
 def matmul(a, b):
     """matmul(a, b): a @ b."""
     return ops.matmul(a, b)
+
+
+def logit(p):
+    """logit(p): ln(p / (1 - p))."""
+    return ops.logit(p)
+
+
+def atan2(y, x):
+    """atan2(y, x): the angle of the point (x, y)."""
+    return ops.atan2(y, x)
+
+
+def xlogy(x, y):
+    """xlogy(x, y): x * ln(y), 0 where x is 0."""
+    return ops.xlogy(x, y)
 
 
 def _float_dtype(dtype, who):
