@@ -126,3 +126,13 @@ def test_a_derivative_sentence_over_several_lines_is_kept_whole():
 def test_every_derivative_sentence_ends(name):
     differentiable = reference.parse_doc(docs.DOCS[name])[2]
     assert differentiable.endswith((".", ")", "yes", "no")) or not differentiable[-1].isalpha(), differentiable
+
+
+def test_every_command_line_option_is_in_the_reference():
+    # reference section 8 lists `dg run`'s options; one added to the CLI belongs there too
+    from pathlib import Path
+    from dsl.cli import FLAGS, VALUES
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reference.md").read_text(encoding="utf-8")
+    tools = text[text.index("## 8. Tools"):text.index("## 9. Standard library")]
+    missing = [option for option in (*FLAGS, *VALUES) if f"`{option}" not in tools]
+    assert not missing, f"reference section 8 does not name {missing}"
