@@ -136,3 +136,12 @@ def test_every_command_line_option_is_in_the_reference():
     tools = text[text.index("## 8. Tools"):text.index("## 9. Standard library")]
     missing = [option for option in (*FLAGS, *VALUES) if f"`{option}" not in tools]
     assert not missing, f"reference section 8 does not name {missing}"
+
+
+def test_the_python_page_shows_every_parameter_of_the_interpreter():
+    from pathlib import Path
+    page = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
+    shown = page[page.index("`dsl.Interpreter("):]
+    shown = shown[:shown.index(")`")]
+    missing = [p for p in inspect.signature(dsl.Interpreter.__init__).parameters if p != "self" and f"{p}=" not in shown]
+    assert not missing, f"docs/python.md's Interpreter signature leaves out {missing}"
