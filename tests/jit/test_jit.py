@@ -579,22 +579,32 @@ def test_the_fast_signature_of_plain_arguments_is_the_general_one():
 
 
 def test_the_one_walk_signature_of_structured_arguments_is_the_general_one():
-    # a structured call's key and staged leaves come from one walk (_walked_call): the same key as
-    # signature() and the same leaves, in flatten's order, as _run would find
+    # a call's key and staged leaves come from one walk (_walked_call): the key signature() gives,
+    # laid out as written below, and the same leaves, in flatten's order, as _run would find; a
+    # Box is one leaf, keyed by what it holds (an int another stage traces is "i")
     from dsl.core import stage as S
+    from dsl.core.tape import Box
     from dsl.core.trees import flatten
     from dsl.transform.jit.signatures import _walked_call, signature
     interp = dsl.Interpreter()
     interp.run("struct P { w, b }\nlet p = P([1.0, 2.0], 3)\nlet f = fn(x) => x")
     p, f = interp.run("p"), interp.run("f")
     cases = [((1.0, {"a": np.ones(2), "b": (3, "s", None, True)}), {}),
-             ((p, 2, np.float64(1.5)), {"z": {1: 2.0, True: f}, "a": 3}), ((), {"k": (np.ones((2, 2)),)})]
+             ((p, 2, np.float64(1.5)), {"z": {2: 2.0, True: f}, "a": 3}), ((), {"k": (np.ones((2, 2)),)})]
     for ints in (False, True):
         for args, kwargs in cases:
             values = []
             assert _walked_call(args, kwargs, ints, values) == signature(args, kwargs, ints)
             want = [v for v in flatten((args, kwargs))[0] if S.is_staged_leaf(v) or (ints and type(v) is int)]
             assert len(values) == len(want) and all(a is b for a, b in zip(values, want))
+    three = ("int", 3)
+    assert signature(*cases[0], False) == (("tuple", "f", ("map", ("str", "a", ("t", (2,), "<f8")), ("str", "b", (
+        "tuple", three, ("str", "s"), ("NoneType", None), ("bool", True))))), ())
+    assert signature(*cases[0], True)[0][2][2][2][1] == "i"
+    boxed = [Box(4, None, None, (), (), None, None), Box((1.0, 2), None, None, (), (), None, None)]
+    values = []
+    assert _walked_call((tuple(boxed),), {}, False, values)[0] == ("tuple", ("tuple", "i", ("tuple", "f", ("int", 2))))
+    assert values == boxed
 
 
 def test_a_masks_product_is_left_unchecked_only_where_its_factors_reach_a_checked_value_unchanged():

@@ -43,7 +43,7 @@ from ...base.limits import NEVER
 from ...core import stage as S
 from ...core.primitives.loops import LoopGuardFailed
 from ...core.primitives.scan import outputs_read
-from ...core.tape import peek
+from ...core.tape import Box, peek
 from ...core.trees import children, flatten, flatten_open, is_container, unflatten
 from ...core.values import Function, Module
 from ...errors import DgError, error
@@ -158,9 +158,9 @@ class Jitted:
         else:
             values = []
             key = _walked_call(args, kwargs, ints, values)
-            boxed = key is None
+            boxed = any(type(v) is Box for v in values)
             if boxed:       # a transformation around the call: _run opens its boxes and finds the leaves
-                key, values = signature(args, kwargs, ints), None
+                values = None
         if self.pinned:
             found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
             key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)

@@ -11,7 +11,7 @@ from ...core.values import Struct
 def signature(args, kwargs, ints=False):
     """What a recording depends on besides the float and tensor values (and, with `ints`, the
     ints' values, which its guards check instead): a hashable key."""
-    return (_key(args, ints), tuple(sorted((k, _key(v, ints)) for k, v in kwargs.items())))
+    return _walked_call(args, kwargs, ints, [])
 
 
 def _flat_call(args, ints=False):
@@ -38,25 +38,22 @@ def _flat_call(args, ints=False):
 
 
 def _walked_call(args, kwargs, ints, values):
-    """signature(args, kwargs, ints) of a call holding no Box, its staged leaves appended to
-    `values` in flatten's order, in one walk (a structured call's cost from Python was mostly
-    walking its arguments twice); None where a Box is found."""
-    key = _walked(args, ints, values)
-    if key is None or not kwargs:
-        return None if key is None else (key, ())
-    named = []
-    for name, v in kwargs.items():
-        k = _walked(v, ints, values)
-        if k is None:
-            return None
-        named.append((name, k))
-    return key, tuple(sorted(named))
+    """signature(args, kwargs, ints), the call's staged leaves appended to `values` in flatten's
+    order, in one walk (a structured call's cost from Python was mostly walking its arguments
+    twice). A Box among them is one leaf: the caller tells a call with one by it."""
+    return _walked(args, ints, values), tuple(sorted((name, _walked(v, ints, values)) for name, v in kwargs.items()))
 
 
 def _walked(v, ints, values):
-    """_key(v, ints) of a value holding no Box, appending its staged leaves to `values`; None
-    where it holds a Box."""
+    """The signature of one value (with `ints`, an int's kind in place of its value: jit stages
+    the arguments' ints), appending its staged leaves to `values`. A Box is a leaf (flatten does
+    not open it); its key is that of what it holds, and an int another stage traces is "i", an
+    input of the recording rather than a constant."""
     t = type(v)
+    if t is Box:
+        values.append(v)
+        inside = peek(v)
+        return "i" if type(inside) is int else _walked(inside, ints, [])
     if t is float or t is np.float64 or t is np.ndarray:
         values.append(v)
         return "f" if t is not np.ndarray else ("t", v.shape, v.dtype.str)
@@ -65,45 +62,18 @@ def _walked(v, ints, values):
         return "i"
     if t is int or t is bool or t is str or v is None:
         return (t.__name__, v)
-    if t is tuple or t is dict or t is Struct:
-        keys = []
-        for x in (v if t is tuple else v.values() if t is dict else v.vals):
-            k = _walked(x, ints, values)
-            if k is None:
-                return None
-            keys.append(k)
-        if t is tuple:
-            return ("tuple", *keys)
-        if t is dict:
-            return ("map", *((type(name).__name__, name, k) for name, k in zip(v, keys)))
-        return ("struct", id(v.sdef), v.sdef, *keys)
-    if t is Box:
-        return None
-    return ("object", id(v), v)
+    if t is tuple:
+        return ("tuple", *(_walked(x, ints, values) for x in v))
+    if t is dict:
+        return ("map", *((type(name).__name__, name, _walked(x, ints, values)) for name, x in v.items()))
+    if t is Struct:
+        return ("struct", id(v.sdef), v.sdef, *(_walked(x, ints, values) for x in v.vals))
+    return ("object", id(v), v)        # functions, modules, struct types: by identity
 
 
 def _key(v, ints=False):
-    """The signature of one value (with `ints`, an int's kind in place of its value: jit stages
-    the arguments' ints)."""
-    if type(v) is Box and type(peek(v)) is int:
-        return "i"      # an int another stage traces is an input of the recording, not a constant
-    v = peek(v)
-    t = type(v)
-    if t is float or t is np.float64:
-        return "f"
-    if t is np.ndarray:
-        return ("t", v.shape, v.dtype.str)
-    if t is int and ints:
-        return "i"
-    if t in (int, bool, str) or v is None:
-        return (t.__name__, v)
-    if t is tuple:
-        return ("tuple",) + tuple(_key(x, ints) for x in v)
-    if t is dict:
-        return ("map",) + tuple((type(k).__name__, k, _key(x, ints)) for k, x in v.items())
-    if t is Struct:
-        return ("struct", id(v.sdef), v.sdef) + tuple(_key(x, ints) for x in v.vals)
-    return ("object", id(v), v)        # functions, modules, struct types: by identity
+    """The signature of one value (see _walked)."""
+    return _walked(v, ints, [])
 
 
 def changed_leaf(old, new):
