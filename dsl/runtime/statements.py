@@ -230,7 +230,8 @@ def _while(s, ctx):
     def iteration(f):
         """One iteration as jit looks ahead at it (dsl/transform/jit/rolling.py): BREAK where it ends the loop."""
         return body(f) if cond(f) else BREAK
-    roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span, reads=ctx.globals_read)
+    roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span, reads=ctx.globals_read,
+                    body_locals=declared([s.body]))
 
     def loop(f):
         roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step
@@ -258,7 +259,7 @@ def _for(s, ctx):
     span = s.iterable.span
     bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
     roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
-                                               reads=ctx.globals_read)
+                                               reads=ctx.globals_read, body_locals=declared([s.body]))
 
     def loop(f):
         items = iterable(f)

@@ -134,13 +134,17 @@ class Roller:
     (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
     condition and then the body, and gives BREAK where the condition is false)."""
 
-    def __init__(self, body, bind, interp, where, scope, span=None, reads=()):
+    def __init__(self, body, bind, interp, where, scope, span=None, reads=(), body_locals=frozenset()):
         self.body = body
         self.bind = bind
         self.interp = interp
         self.where = where
         self.scope = scope      # the function's frame layout (resolver.FunctionScope), for names
         self.span = span        # a while loop's condition: where its compiled iterations count steps
+        # the slots of the variables the body declares: each iteration sets them before it reads
+        # them and nothing after the loop reads them, so they are not the loop's state (a loop
+        # that carried them would carry, under grad, their always-zero cotangents back)
+        self.body_locals = frozenset(body_locals)
         # (id of a staging trace, how many of this while loop's runs in it stopped within
         # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
         # out) is rolled three times at most per staging
@@ -203,7 +207,7 @@ class Roller:
         self.bind(f, items[1])
         skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
         roll = self._roll if self.interp.staging else self.eager.roll
-        if not roll(f, skip, items[1], items[1:]):
+        if not roll(f, skip | self.body_locals, items[1], items[1:]):
             return False
         self.bind(f, items[-1])
         return True
@@ -213,10 +217,10 @@ class Roller:
         than the one staged (its condition turns false, a `break` is taken): the statement then
         goes on as written from the state that iteration started from."""
         if not self.interp.staging:
-            self.eager.roll(f, set(), 0, None)
+            self.eager.roll(f, set(self.body_locals), 0, None)
             return
         top = id(self.interp.staging[-1])
-        if (self._roll(f, set(), 0, None) or 0) < MIN_ITEMS:
+        if (self._roll(f, set(self.body_locals), 0, None) or 0) < MIN_ITEMS:
             trace, count = self.short
             self.short = (top, count + 1 if trace == top else 1)
 
@@ -291,7 +295,7 @@ class Roller:
         staging.append(look)
         try:
             write_frame(f, layout, skip, args, None)
-            for j in skip:
+            for j in skip - self.body_locals:        # the loop variable
                 set_slot(f, j, item)
             try:
                 if self.body(f) is not None:
