@@ -83,7 +83,7 @@ whose body goes the same way on every iteration is compiled once, as a loop, and
 `while` loop, whatever its trip count, also inside grad, jvp and vmap of any depth (f =
 grad(grad(grad(g))) stages each of g's loop bodies a few times, not once per iteration); an `if`
 in such a body whose branches only compute runs both ways, choosing by where; explain=true says
-why a loop is not compiled as a loop (a print, a function made in the body, ...). static_argnums (an int or a tuple of ints) names arguments
+why a loop is not compiled as a loop (a print, a function stored in a variable declared outside the loop, ...). static_argnums (an int or a tuple of ints) names arguments
 that are constants of the compiled code, as in JAX: f is compiled for each of their values
 (numbers, strings, tensors by value, functions by identity); they cannot be differentiated.
 backend is "numpy" (Python code calling numpy) or "xla" (XLA's native code, through JAX: the

@@ -9,7 +9,8 @@ from its second iteration:
 1. The first iteration runs as written (it may turn ints into floats, or
    declare the body's variables: the state settles).
 2. The second is run once *ahead*, on a fresh staging trace, with every number
-   and tensor of the function's variables (the loop's state) replaced by an
+   and tensor of the function's variables (the loop's state; not those the body
+   declares, which each iteration sets before it reads them) replaced by an
    argument of that trace: the body as a program P from one state to the next
    (a Body: dsl/transform/jit/loop_body.py; the frame as leaves: dsl/transform/jit/frames.py).
    Nothing it does escapes: an effect (print, the clock) or a value of an
@@ -331,7 +332,7 @@ class Roller:
         return body
 
     def _what_changed(self, before, after):
-        """Why two frame layouts differ, naming the variable: a function made in the body, a
+        """Why two frame layouts differ, naming the variable: a function stored in it, a
         structure that changes shape."""
         for j, (x, y) in enumerate(zip(before, after)):
             if x is None or y is None or same_layout([x], [y]):
