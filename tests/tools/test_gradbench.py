@@ -167,8 +167,11 @@ def test_the_jax_tool_waited_times_each_call_up_to_its_results(monkeypatch):
             return timed
         return decorate
     fake_wrap = SimpleNamespace(function=multiple_runs, multiple_runs=multiple_runs)
-    fake_jax = SimpleNamespace(block_until_ready=lambda v: events.append(("waited for", v)) or v)
-    waited.wrap_timing(fake_jax, fake_wrap)
+    flags = {}
+    fake_jax = SimpleNamespace(block_until_ready=lambda v: events.append(("waited for", v)) or v,
+                               config=SimpleNamespace(update=flags.__setitem__))
+    waited.prepare(fake_jax, fake_wrap)
+    assert flags == {"jax_enable_x64": True}        # float64, as dg (GradBench's ode module leaves float32)
     primal = fake_wrap.multiple_runs(pre=float, post=str)(lambda x: x * 2.0)
     assert primal("1.5") == "3.0"
     assert events == [("waited for", 3.0), ("timer stops", 1)]       # the wait is inside the timed call
