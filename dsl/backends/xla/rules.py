@@ -314,9 +314,13 @@ LOWER.update({"ClassIndices": _class_indices, "CrossEntropy": _cross_entropy})
 # Primitives whose own numpy kernel runs in Python while XLA runs the program (Lowering.host): an
 # effect (print, a keyless draw, the clock), at its place in the program's order, and the keyed
 # draws of dsl/core/primitives/random.py, pure functions of their key giving numpy's numbers bit
-# for bit.
+# for bit; and the derivatives of gamma draws in their shape parameter (series and continued
+# fractions run to convergence entry by entry: dsl/core/ops/gamma_draws.py; XLA's random_gamma_grad
+# stops at 2,000 terms and differs by up to 1e-11 relative), which only a derivative computes.
 ON_HOST = frozenset({"Effect", "RandomUniform", "RandomNormal", "RandomGamma", "RandomPoisson", "RandomSplit",
-                     "RandomFoldIn"})
+                     "RandomFoldIn", "GammaDrawGrad", "GammaDrawGrad2"})
+# a gamma draw as a function of its shape parameter: the draw itself (its derivative is the rule's)
+LOWER["GammaDraw"] = lambda L, a, x: L.np.broadcast_to(x, L.np.broadcast_shapes(L.np.shape(a), L.np.shape(x)))
 
 
 # ---------------------------------------------------------------- what stays on numpy, and why

@@ -9,8 +9,9 @@ fold_in derive new keys from the same hash in domains of their own, so streams d
 key never overlap the numbers it draws.
 
 Every primitive here is a function of its key; the numbers carry no derivative of it. gamma's
-draws depend smoothly on their shape parameter, but their derivative (the implicit
-reparameterisation) is not computed: asking for it is dg's grad error, never a silent zero.
+draws depend smoothly on their shape parameter a: RandomGamma draws with a held constant, and
+GammaDraw gives them their derivative in a, the implicit reparameterisation (JAX's; the
+functions in dsl/core/ops/gamma_draws.py), to the second order; a third is dg's grad error.
 """
 
 import math
@@ -18,8 +19,12 @@ import math
 import numpy as np
 
 from ...errors import error
+from ..ops import gamma_draws as G
 from ..ops.core import check_size, fmt_shape, shape_of
+from ..ops.special import digamma
 from ..tape import Box
+from .batching import ELEMENTWISE
+from .mechanism import ONE
 from .registry import define
 
 MASK = np.uint64(0xFFFFFFFF)
@@ -255,18 +260,38 @@ def _keys_batched(kernel, shaped=True):
     return rule
 
 
-def _no_derivative_in_a(ns, g, ans, args, kw, wanted):
-    """gamma's draws as a function of a: their derivative is not computed; say so."""
-    if wanted[1]:
-        raise error("grad", "gamma's draws have no derivative with respect to their shape parameter a in dg "
-                            "(JAX's implicit reparameterisation is not implemented)",
-                    hint="stop_gradient(a) if a is not to be learnt")
-    return [None, None]
+def _log_ratio(ns, a, x):
+    """ln x - psi(a), the derivative in a of ln p(x; a) (x = 0, a draw that underflowed, as 1)."""
+    return ns.sub(ns.ln(ns.where(ns.greater(x, 0.0), x, 1.0)), digamma(a))
+
+
+def _grad_in_a(ns, ans, a, x):
+    """d/da G = -K - G (ln x - psi(a)) (dsl/core/ops/gamma_draws.py)."""
+    return ns.neg(ns.add(G.gamma_draw_grad2(a, x), ns.mul(ans, _log_ratio(ns, a, x))))
+
+
+def _grad_in_x(ns, ans, a, x):
+    """d/dx G = -(ln x - psi(a)) - G ((a - 1) / x - 1); 0 at x = 0, where G is 0."""
+    xs = ns.where(ns.greater(x, 0.0), x, 1.0)
+    d = ns.neg(ns.add(_log_ratio(ns, a, x), ns.mul(ans, ns.sub(ns.div(ns.sub(a, 1.0), xs), 1.0))))
+    return ns.where(ns.greater(x, 0.0), d, 0.0)
+
+
+def _third_order(*rule_args):
+    """A third derivative of gamma's draws in a (GammaDrawGrad2's, in either mode): not computed; say so."""
+    raise error("grad", "gamma's draws have derivatives with respect to their shape parameter a of the first "
+                        "and second order in dg, not of the third",
+                hint="stop_gradient(a) inside the outer derivatives if a is not to be learnt there")
 
 
 UNIFORM = define("RandomUniform", uniform01, differentiable=False, batch=_keys_batched(uniform01))
 NORMAL = define("RandomNormal", normal01, differentiable=False, batch=_keys_batched(normal01))
 SPLIT_P = define("RandomSplit", split, differentiable=False, batch=_keys_batched(split))
 FOLD_IN = define("RandomFoldIn", fold_in, differentiable=False, batch=_keys_batched(fold_in, shaped=False))
-GAMMA_P = define("RandomGamma", gamma01, vjp_all=_no_derivative_in_a, batch=_keys_batched(gamma01), can_fail=True)
+GAMMA_P = define("RandomGamma", gamma01, differentiable=False, batch=_keys_batched(gamma01), can_fail=True)
+# x as a function of a, the draw x made with a held constant (dsl/runtime/builtins/random.py)
+define("GammaDraw", G.gamma_draw, batch=ELEMENTWISE, keeps_nan=True,
+       partials=(lambda ns, ans, a, x: G.gamma_draw_grad(a, ans), ONE))     # ans: the draw, a function of a
+define("GammaDrawGrad", G.gamma_draw_grad, batch=ELEMENTWISE, keeps_nan=True, partials=(_grad_in_a, _grad_in_x))
+define("GammaDrawGrad2", G.gamma_draw_grad2, batch=ELEMENTWISE, keeps_nan=True, vjp_all=_third_order, jvp=_third_order)
 POISSON_P = define("RandomPoisson", poisson01, differentiable=False, batch=_keys_batched(poisson01), can_fail=True)

@@ -76,18 +76,19 @@ Differentiable: yes, in a tensor a.
 [6.0, 6.0, 6.0]""",
     "gamma": f"""gamma(a, scale=1, shape=none, key=none, dtype=none): gamma floats of shape parameter a > 0 and
 scale (numpy's gamma; mean a * scale), by Marsaglia and Tsang's method. {_KEY}
-Differentiable: yes, in scale; in a, a grad error (the implicit reparameterisation JAX uses is
-not implemented; stop_gradient(a) if a is not learnt).
+Differentiable: yes, in scale, and in a by implicit reparameterisation, as JAX's: a draw x stands
+for F^-1(u; a) at its quantile u = F(x; a), whose derivative in a is -(dF/da) / (dF/dx); first and
+second derivatives (a third is a grad error).
 >>> gamma(2.0, 0.0, key=rng(0))
 0.0""",
     "beta": f"""beta(a, b, shape=none, key=none, dtype=none): beta floats in [0, 1] (mean a / (a + b)), as
 x / (x + y) of two gamma draws. {_KEY}
-Differentiable: no (as gamma's, in a and b).
+Differentiable: yes, in a and b, through gamma's draws (to the second order).
 >>> beta(2.0, 3.0, key=rng(0)) < 1.0
 true""",
     "dirichlet": f"""dirichlet(alpha, shape=(), key=none, dtype=none): probability vectors of concentrations alpha
 (a vector), of shape shape + shape(alpha), each summing to 1. {_KEY}
-Differentiable: no (as gamma's, in alpha).
+Differentiable: yes, in alpha, through gamma's draws (to the second order).
 >>> abs(sum(dirichlet([1.0, 2.0, 3.0], key=rng(0))) - 1.0) < 1e-12
 true""",
     "poisson": f"""poisson(lam=1, shape=none, key=none, dtype=none): Poisson counts (as floats) of mean lam

@@ -11,9 +11,10 @@ import numpy as np
 
 from ...core import ops
 from ...core.ops.core import fmt_shape, normalize_axis, to_float
+from ...core.ops.gamma_draws import gamma_draw
 from ...core.primitives import random as R
-from ...core.stage import Draw, perform
-from ...core.tape import peek, raw
+from ...core.stage import Draw, differentiated, perform
+from ...core.tape import peek, raw, strip_unstaged
 from ...core.values import type_name
 from ...errors import error
 from .tensors import _count, _float_dtype, _shape
@@ -31,6 +32,13 @@ def _param(v, who, name):
     if t in (float, int, bool) or isinstance(p, np.generic):
         return v if type(v) is not t else to_float(p)
     raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
+
+
+def _gamma01(key, a, shape):
+    """Gamma(a, 1) draws with their derivative in a: drawn with a held constant, which GammaDraw
+    then gives back as their shape parameter (the implicit reparameterisation, JAX's)."""
+    x = R.gamma01(key, strip_unstaged(a), shape)
+    return gamma_draw(a, x) if differentiated(a) else x
 
 
 def _in_type(u, dtype, who, *params, counts=False):
@@ -190,7 +198,7 @@ def make(interp):
     def gamma(a, scale=1.0, shape=None, key=None, dtype=None):
         """gamma(a, scale=1, shape=none, key=none): gamma floats of shape parameter a (numpy's)."""
         a, scale = _param(a, "gamma", "a"), _param(scale, "gamma", "scale")
-        g = R.gamma01(fresh(key, "gamma"), a, kernel_shape(shape, "gamma", a, scale))
+        g = _gamma01(fresh(key, "gamma"), a, kernel_shape(shape, "gamma", a, scale))
         return ops.mul(scale, _in_type(g, dtype, "gamma", a, scale))
 
     def beta(a, b, shape=None, key=None, dtype=None):
@@ -199,7 +207,7 @@ def make(interp):
         keys = R.split(fresh(key, "beta"), 2)      # a staged pair under jit or vmap: read row by row
         ka, kb = ops.index(keys, (0,)), ops.index(keys, (1,))
         out = kernel_shape(shape, "beta", a, b)
-        x, y = R.gamma01(ka, a, out), R.gamma01(kb, b, out)
+        x, y = _gamma01(ka, a, out), _gamma01(kb, b, out)
         return _in_type(ops.div(x, ops.add(x, y)), dtype, "beta", a, b)
 
     def dirichlet(alpha, shape=(), key=None, dtype=None):
@@ -208,7 +216,7 @@ def make(interp):
         dims = np.shape(peek(alpha))
         if len(dims) != 1:
             raise error("shape", f"dirichlet needs alpha as a vector of concentrations, got shape {fmt_shape(dims)}")
-        g = R.gamma01(fresh(key, "dirichlet"), alpha, tuple(_shape(shape)) + dims)
+        g = _gamma01(fresh(key, "dirichlet"), alpha, tuple(_shape(shape)) + dims)
         return _in_type(ops.div(g, ops.sum_(g, -1, True)), dtype, "dirichlet", alpha)
 
     def poisson(lam=1.0, shape=None, key=None, dtype=None):
