@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from ..tape import record
-from .core import Box, as_operands, check_broadcast, norm
+from .elementwise import _binary_elementwise
 from .special import _digamma_vector, _polygamma_vector
 
 _EPS = 1e-15
@@ -109,26 +108,13 @@ def _derivatives(a, x):
     return np.where(bad, np.nan, g), np.where(bad, np.nan, k)
 
 
-def _elementwise(op, kernel):
-    """A broadcasting binary operation (a, x) recording `op` where an argument is boxed."""
-    def prim(a, x, span=None):
-        if type(a) is Box or type(x) is Box:
-            return record(op, (a, x), None, span)
-        a, x = as_operands(a, x, "differentiate a gamma draw by")
-        check_broadcast(a, x, "differentiate a gamma draw by")
-        out = kernel(a, x)
-        return norm(out[()] if out.ndim == 0 else out)
-    prim.__name__ = op
-    return prim
-
-
 def _reparameterised(a, x):
-    """The draw x itself, broadcast with a."""
-    return np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))[1].copy()
+    """The draw x itself, broadcast with a ([()]: a number of numbers, as a ufunc gives)."""
+    return np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))[1].copy()[()]
 
 
 # gamma_draw(a, x): x, whose derivative in a is gamma_draw_grad(a, x); x is the draw made with a
 # held constant (dsl/runtime/builtins/random.py)
-gamma_draw = _elementwise("GammaDraw", _reparameterised)
-gamma_draw_grad = _elementwise("GammaDrawGrad", lambda a, x: _derivatives(a, x)[0])
-gamma_draw_grad2 = _elementwise("GammaDrawGrad2", lambda a, x: _derivatives(a, x)[1])
+gamma_draw = _binary_elementwise("GammaDraw", "gamma_draw", _reparameterised)
+gamma_draw_grad = _binary_elementwise("GammaDrawGrad", "gamma_draw_grad", lambda a, x: _derivatives(a, x)[0][()])
+gamma_draw_grad2 = _binary_elementwise("GammaDrawGrad2", "gamma_draw_grad2", lambda a, x: _derivatives(a, x)[1][()])

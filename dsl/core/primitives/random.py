@@ -260,21 +260,23 @@ def _keys_batched(kernel, shaped=True):
     return rule
 
 
-def _log_ratio(ns, a, x):
-    """ln x - psi(a), the derivative in a of ln p(x; a) (x = 0, a draw that underflowed, as 1)."""
-    return ns.sub(ns.ln(ns.where(ns.greater(x, 0.0), x, 1.0)), digamma(a))
+def _log_ratio(ns, a, xs):
+    """ln x - psi(a), the derivative in a of ln p(x; a), at xs: x with 0 (a draw that underflowed) as 1."""
+    return ns.sub(ns.ln(xs), digamma(a))
 
 
 def _grad_in_a(ns, ans, a, x):
     """d/da G = -K - G (ln x - psi(a)) (dsl/core/ops/gamma_draws.py)."""
-    return ns.neg(ns.add(G.gamma_draw_grad2(a, x), ns.mul(ans, _log_ratio(ns, a, x))))
+    xs = ns.where(ns.greater(x, 0.0), x, 1.0)
+    return ns.neg(ns.add(G.gamma_draw_grad2(a, x), ns.mul(ans, _log_ratio(ns, a, xs))))
 
 
 def _grad_in_x(ns, ans, a, x):
     """d/dx G = -(ln x - psi(a)) - G ((a - 1) / x - 1); 0 at x = 0, where G is 0."""
-    xs = ns.where(ns.greater(x, 0.0), x, 1.0)
-    d = ns.neg(ns.add(_log_ratio(ns, a, x), ns.mul(ans, ns.sub(ns.div(ns.sub(a, 1.0), xs), 1.0))))
-    return ns.where(ns.greater(x, 0.0), d, 0.0)
+    positive = ns.greater(x, 0.0)
+    xs = ns.where(positive, x, 1.0)
+    d = ns.neg(ns.add(_log_ratio(ns, a, xs), ns.mul(ans, ns.sub(ns.div(ns.sub(a, 1.0), xs), 1.0))))
+    return ns.where(positive, d, 0.0)
 
 
 def _third_order(*rule_args):
