@@ -164,11 +164,12 @@ class Block:
 
 @dataclass(eq=False)
 class Let(Stmt):
-    """`let a = e` or `let a, b = e`."""
-    names: list          # str
+    """`let a = e`, `let a, b = e` or `let (a, b), c = e`."""
+    names: list          # str, every name the statement declares, in order
     value: Expr
     bindings: list = field(default_factory=list)
     name_spans: list = field(default_factory=list)
+    pattern: Optional["Pattern"] = None     # where names are nested in tuples: how
 
 
 @dataclass(eq=False)
@@ -217,11 +218,20 @@ class While(Stmt):
 
 @dataclass(eq=False)
 class For(Stmt):
-    """`for a in xs { }` or `for a, b in pairs { }`."""
+    """`for a in xs { }`, `for a, b in pairs { }` or `for i, (a, b) in enumerate(pairs) { }`."""
     names: list
     iterable: Expr
     body: Block
     bindings: list = field(default_factory=list)
+    pattern: Optional["Pattern"] = None     # as Let's
+
+
+@dataclass(eq=False)
+class Pattern:
+    """How a value is taken apart into nested names: `(a, b), c`. Each item is the index of a
+    name (in the statement's `names`) or a Pattern, a tuple inside the tuple."""
+    span: Span
+    items: list
 
 
 @dataclass(eq=False)

@@ -232,6 +232,10 @@ class Resolver:
 
     def target(self, t):
         """Resolve an assignment target: the root name must be assignable from here."""
+        if type(t) is A.TupleLit:       # `(a, b), c = ...`: each of them
+            for item in t.items:
+                self.target(item)
+            return
         while isinstance(t, (A.Field, A.Index)):
             if isinstance(t, A.Index):
                 for sub in t.subs:

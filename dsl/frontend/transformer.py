@@ -90,18 +90,41 @@ class ToAst(Transformer):
 
     # ---------------------------------------------------------- statements
     def let_stmt(self, ch):
-        names = ch[1]
+        names, pattern = self._names(ch[1])
         return A.Let(self.span(ch), [t.value for t in names], ch[3],
-                     name_spans=[self.tspan(t) for t in names])
+                     name_spans=[self.tspan(t) for t in names], pattern=pattern)
 
     def name_list(self, ch):
-        toks = [t for t in ch if isinstance(t, Token) and t.type == "NAME"]
-        seen = set()
-        for t in toks:
-            if t.value in seen:
-                self.fail(f"the name '{t.value}' appears twice", self.tspan(t))
-            seen.add(t.value)
-        return toks
+        return [c for c in ch if not (type(c) is Token and c.type == "COMMA")]
+
+    def pattern(self, ch):
+        if len(ch) == 1:
+            return ch[0]        # a name
+        items = ch[1]
+        return items[0] if len(items) == 1 else A.Pattern(self.span(ch), items)    # `(a)` is `a`
+
+    def _names(self, items):
+        """The name tokens of a name list, in order, and the Pattern that nests them (None where
+        the list is flat). `let (a, b) = t` is `let a, b = t`, as in Python."""
+        if len(items) == 1 and type(items[0]) is A.Pattern:
+            items = items[0].items
+        toks, seen = [], set()
+
+        def indexed(items):
+            out = []
+            for item in items:
+                if type(item) is A.Pattern:
+                    out.append(A.Pattern(item.span, indexed(item.items)))
+                    continue
+                if item.value in seen:
+                    self.fail(f"the name '{item.value}' appears twice", self.tspan(item))
+                seen.add(item.value)
+                out.append(len(toks))
+                toks.append(item)
+            return out
+        top = indexed(items)
+        nested = any(type(item) is A.Pattern for item in top)
+        return toks, (A.Pattern(self.span(items), top) if nested else None)
 
     def assign(self, ch):
         left, value = ch[0], ch[2]
@@ -112,11 +135,18 @@ class ToAst(Transformer):
 
     def aug_assign(self, ch):
         target, op, value = ch[0], ch[1], ch[2]
+        if type(target) is A.TupleLit:
+            self.fail(f"'{op.value}' updates one target, not a tuple of them", target.span)
         self._check_target(target)
         return A.AugAssign(self.span(ch), target, op.value[:-1], value)
 
     def _check_target(self, t):
-        """Only a name, or fields and indices of a name, can be assigned to."""
+        """Only a name, or fields and indices of a name, can be assigned to, or a tuple of
+        them, taken apart: `(l, aux), g = value_and_grad(f, has_aux=true)(x)`."""
+        if type(t) is A.TupleLit and t.items:
+            for item in t.items:
+                self._check_target(item)
+            return
         root = t
         while isinstance(root, (A.Field, A.Index)):
             root = root.obj
@@ -159,7 +189,8 @@ class ToAst(Transformer):
         return A.While(self.span(ch), ch[1], ch[2])
 
     def for_stmt(self, ch):
-        return A.For(self.span(ch), [t.value for t in ch[1]], ch[3], ch[4])
+        names, pattern = self._names(ch[1])
+        return A.For(self.span(ch), [t.value for t in names], ch[3], ch[4], pattern=pattern)
 
     def struct_decl(self, ch):
         names = [t for t in ch if isinstance(t, Token) and t.type == "NAME"]

@@ -68,6 +68,18 @@ def _expr_stmt(s, ctx):
     return ex
 
 
+def _declarer(s, span, ctx):
+    """A closure store(f, value) for the names a `let` or `for` declares, taking the value apart
+    as they are nested (`let (l, aux), g = ...`)."""
+    binders = [compile_declare(b, ctx) for b in s.bindings]
+    if s.pattern is None:
+        return _unpacker(binders, span)
+
+    def nested(pattern, span):
+        return _unpacker([binders[i] if type(i) is int else nested(i, i.span) for i in pattern.items], span)
+    return nested(s.pattern, span)
+
+
 def _unpacker(binders, span):
     """A closure store(f, value) through one binder, or taking a tuple apart through several."""
     if len(binders) == 1:
@@ -95,7 +107,7 @@ def _let(s, ctx):
         def let_local(f):
             f[slot] = value(f)
         return let_local
-    store = _unpacker([compile_declare(b, ctx) for b in s.bindings], s.span)
+    store = _declarer(s, s.span, ctx)
 
     def let(f):
         store(f, value(f))
@@ -257,7 +269,7 @@ def _for(s, ctx):
     body = compile_block(s.body, ctx)
     limits = ctx.limits
     span = s.iterable.span
-    bind = _unpacker([compile_declare(b, ctx) for b in s.bindings], span)
+    bind = _declarer(s, span, ctx)
     roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
                                                reads=ctx.globals_read, body_locals=declared([s.body]))
 

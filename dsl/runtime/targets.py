@@ -146,6 +146,13 @@ def compile_assign_one(t, ctx):
     """A closure assign(f, value) for one target."""
     if isinstance(t, A.Name):
         return compile_store(t.binding, ctx, t.span)
+    if type(t) is A.TupleLit:       # `(a, b), c = ...`: taken apart into each
+        stores, n, span = [compile_assign_one(item, ctx) for item in t.items], len(t.items), t.span
+
+        def assign_each(f, value):
+            for store, v in zip(stores, destructure(value, n, span)):
+                store(f, v)
+        return assign_each
     target = Target(t, ctx)
 
     def assign(f, value):

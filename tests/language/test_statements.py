@@ -103,6 +103,36 @@ def test_destructure_non_tuple_is_type_error(run_error):
     assert run_error("let a, b = 5").kind == "type"
 
 
+def test_destructure_nested_as_python(run):
+    src = ('fn f(x) { return sum(x * x), {"m": mean(x)} }\n'
+           'let (l, aux), g = value_and_grad(f, has_aux=true)([1.0, 2.0])\n'
+           'print(l, aux, g)\n'
+           'let (p, q) = (1, 2)\nlet (r) = 3\nprint(p, q, r)\n'
+           'let m = {"k": 0}\n(m["k"], p), q = ((10, 11), 12)\nprint(m, p, q)\n'
+           'for i, (a, (b, c)) in enumerate(((1, (2, 3)), (4, (5, 6)))) { print(i, a + b + c) }')
+    assert run(src) == '5.0 {"m": 1.5} [2.0, 4.0]\n1 2 3\n{"k": 10} 11 12\n0 6\n1 15\n'
+
+
+def test_destructure_nested_under_grad_and_jit(run):
+    body = "{ let (a, b), c = ((x, 2.0 * x), x * x); return a * b * c }"
+    src = (f"fn f(x) {body}\n"
+           "fn loop(xs) { let t = 0.0\n for k, (u, v) in enumerate(xs) { t += k * u * v }\n return t }\n"
+           "print(grad(f)(3.0), jit(grad(f))(3.0), jit(f)(3.0))\n"
+           "print(grad(fn(x) => loop(((x, x), (x, 2.0), (3.0, x))))(2.0))")
+    # 2x^4 -> 8x^3; loop: 0 + 1 * 2x + 2 * 3x -> 8
+    assert run(src) == "216.0 216.0 162.0\n8.0\n"
+
+
+def test_destructure_nested_errors_point_at_the_inner_tuple(run_error):
+    err = run_error("let (u, v), w = (1, 2)")
+    assert err.kind == "type" and (err.line, err.column) == (1, 5) and "2 names" in err.message
+    assert run_error("let (u, v), w = (1, 2, 3)").kind == "value"
+    err = run_error("let (a, (b, a)) = 1")
+    assert err.kind == "syntax" and "'a' appears twice" in err.message and err.column == 13
+    err = run_error("let x = 1\n(x, x) += 1")
+    assert err.kind == "syntax" and "one target" in err.message
+
+
 # ---------------------------------------------------------------- if / while / for
 def test_if_else_if_else(run):
     src = ('fn sign(x) {\n if x < 0 { return -1 } else if x == 0 { return 0 } else { return 1 }\n}\n'
