@@ -289,6 +289,29 @@ def test_float32_stays_float32_and_jaxs_own_x64_flag_is_left_as_it_was():
 
 
 @needs_jax
+@pytest.mark.parametrize("body", [
+    "x * sum(x)",                                               # a float the program computed
+    "x / max(x)",
+    "where(x > 0.0, x, 0.0) + mean(x)",
+    "cumsum(x) + x[0] * 2",
+    "x * (1.0 - 0.9 ** n)",                                      # an int input, staged
+    "optim.adam({'w': x}, {'w': x}, optim.adam_init({'w': x}), 0.01)[0]['w']",
+])
+def test_a_number_the_program_computes_keeps_a_float32_tensor_float32(body):
+    # numpy takes a Python number as weakly typed (NEP 50); XLA's program must as well, or
+    # x / max(x) computes in float64 on XLA and an adam step trains float32 parameters in float64
+    i = dsl.Interpreter()
+    i.run(f'import optim\nlet jf = jit(fn(x, n) => {body.replace(chr(39), chr(34))}, backend="xla")\n'
+          f'let jn = jit(fn(x, n) => {body.replace(chr(39), chr(34))})')
+    x = RNG.standard_normal(4).astype(np.float32)
+    for n in (1, 2, 3):
+        got, want = i.lookup("jf")(x, n), i.lookup("jn")(x, n)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert _entry(i.lookup("jf")).xla is not None and not _entry(i.lookup("jf")).xla.why
+
+
+@needs_jax
 def test_dg_run_takes_a_backend(tmp_path):
     prog = tmp_path / "p.dg"
     prog.write_text("fn f(x) { return sum(x * x) }\nlet g = jit(grad(f))\n"

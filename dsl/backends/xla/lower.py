@@ -297,7 +297,8 @@ def lower_steps(L, program, values, prepared=None):
     planned, outs, slots, fields, checks = prepared or prepare(program)
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
-        env[s] = v
+        number = NUMBER_TYPES.get(kinds[s])
+        env[s] = v if number is None else L.jx.weak(jnp.asarray(v), number)     # as numpy takes them
     for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
         if kind == "guard":
@@ -321,7 +322,7 @@ def lower_steps(L, program, values, prepared=None):
             raise
         except Exception as exc:        # a rule that does not fit this step: the numpy backend runs it
             raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
-        env[out] = as_kind(jnp, value, kinds[out], op)
+        env[out] = as_kind(L, value, kinds[out], op)
     for r in checks:       # live ones only: nothing the results need reads the others
         L.finite(env[r])
     return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r]
@@ -355,9 +356,11 @@ def from_device(kind):
     return lambda v: v
 
 
-def as_kind(jnp, value, kind, op):
-    """A rule's result as the step's kind (stage.kind_of): a number as a 0-d value of its type, a
-    tensor of the staged shape and type kind; anything else is NotLowerable."""
+def as_kind(L, value, kind, op):
+    """A rule's result as the step's kind (stage.kind_of): a number as a weakly typed 0-d value of
+    its type (numpy's Python numbers take a tensor's type: a float32 tensor over a float stays
+    float32), a tensor of the staged shape and type kind; anything else is NotLowerable."""
+    jnp = L.np
     if kind == "tuple":
         if type(value) is not tuple:
             raise NotLowerable(f"{op} gives a tuple on the numpy backend")
@@ -367,7 +370,7 @@ def as_kind(jnp, value, kind, op):
     if number is not None:
         if value.ndim:
             raise NotLowerable(f"{op} gives a {kind} on the numpy backend, a tensor of shape {value.shape} here")
-        return value.astype(number)
+        return L.jx.weak(value, number)
     if not is_array_kind(kind):
         raise NotLowerable(f"{op} gives a {kind} value")
     if tuple(value.shape) != tuple(kind[3]):

@@ -46,8 +46,21 @@ def load():
     _dispatch_inline(jax)
     _join_processes(jax)
     _loaded["jax"] = SimpleNamespace(jax=jax, np=jnp, lax=jax.lax, nn=jax.nn, linalg=jax.scipy.linalg,
-                                     special=jax.scipy.special, sharding=jax.sharding)
+                                     special=jax.scipy.special, sharding=jax.sharding, weak=_weak_maker())
     return _loaded["jax"]
+
+
+def _weak_maker():
+    """weak(value, dtype): a number the program computed as a weakly typed value of that type,
+    as numpy takes a Python number (NEP 50): `m / c` keeps a float32 `m` float32 where `c` is a
+    float, on XLA as on numpy. JAX's public casts make strongly typed values, which promote
+    float32 tensors to float64; the private cast JAX itself uses for Python numbers keeps them
+    weak. Where a JAX lacks it, numbers stay strong (float32 programs then compute in float64)."""
+    try:
+        from jax._src.lax.lax import _convert_element_type     # optional, as jax (a private name)
+    except ImportError:
+        return lambda value, dtype: value.astype(dtype)
+    return lambda value, dtype: _convert_element_type(value, np.dtype(dtype), weak_type=True)
 
 
 def _dispatch_inline(jax):
