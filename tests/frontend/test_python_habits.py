@@ -43,12 +43,18 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("let x = [1.0, 2.0]\nx.append(3.0)", "type", "cat((a, [x]))"),
     ("let m = ones((2, 3))\nprint(m.T)", "type", "did you mean transpose(m)?"),
     ("let m = ones(3)\nprint(sum(m * m).item())", "type", None),        # a float has no .item
-    ("print(max(1.0, 2.0))", "index", "maximum(a, b)"),
+    ("print(max(1.0, 2.0))", "type", "maximum(a, b)"),
     ("print(min(3, 4))", "index", "minimum(a, b)"),
     ("print(max([1.0, 3.0], [2.0, 1.0]))", "type", "maximum(a, b)"),
     ("print(max([1.0, 3.0], 0.5))", "type", "maximum(a, b)"),       # a float axis: a value was meant
-    ("print(jit(fn(x) => max(x, 2.0))(1.0))", "index", "maximum(a, b)"),
-    ("print(sum(1.0, 2.0))", "index", "a + b adds two values"),
+    # a whole float is an axis only where written as axis=: positionally, Python's two values
+    # (max(x, 0.0) would otherwise be the max along axis 0), or sum's start value
+    ("print(max([1.0, 3.0], 0.0))", "type", "maximum(a, b)"),
+    ("print(min(ones((2, 2)), 1.0))", "type", "minimum(a, b)"),
+    ("print(sum([1.0, 3.0], 0.0))", "type", "a + b adds two values"),
+    ("print(grad(fn(x) => max(x, 0.0))([1.0, 3.0]))", "type", "maximum(a, b)"),
+    ("print(jit(fn(x) => max(x, 2.0))(1.0))", "type", "maximum(a, b)"),
+    ("print(sum(1.0, 2.0))", "type", "a + b adds two values"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)
@@ -58,6 +64,10 @@ def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
 def test_a_reduction_over_a_wrong_axis_of_a_tensor_gets_no_two_values_hint(run_error):
     err = run_error("print(max(ones(3), 1))")      # a real axis mistake, not Python's max(a, b)
     assert err.kind == "index" and err.hint is None
+
+
+def test_a_whole_float_axis_written_as_axis_is_still_an_axis(run):
+    assert run("print(max([[1.0, 3.0], [4.0, 2.0]], axis=1.0), sum([1.0, 3.0], 0))") == "[3.0, 4.0] 4.0\n"
 
 
 @pytest.mark.parametrize("src, words", [

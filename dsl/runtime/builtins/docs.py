@@ -290,7 +290,9 @@ Differentiable: yes, in x, gamma and beta.
 >>> batch_norm([[1.0], [3.0]])
 [[-0.9999950000374997], [0.9999950000374997]]""",
     # ---------------------------------------------------------------- reductions and linear algebra
-    "sum": """sum(x, axis=none, keepdims=false): the sum over all axes (a float) or the given ones.
+    "sum": """sum(x, axis=none, keepdims=false): the sum over all axes (a float) or the given ones. A
+float as the second positional argument is an error, not an axis: Python's sum(xs, 0.0) means a
+start value (write axis= for an axis held in a float).
 Differentiable: yes.
 >>> sum([[1.0, 2.0], [3.0, 4.0]], axis=0)
 [4.0, 6.0]""",
@@ -299,10 +301,13 @@ Differentiable: yes.
 >>> mean([1.0, 2.0, 6.0])
 3.0""",
     "max": """max(x, axis=none, keepdims=false): the largest entry over all axes or the given ones.
+The larger of two values, entry by entry, is maximum(a, b): max(x, 0.0) is an error, not the max
+along axis 0 (write axis= for an axis held in a float).
 Differentiable: yes; entries that tie share the gradient equally.
 >>> max([[1.0, 5.0], [3.0, 2.0]], axis=1)
 [5.0, 3.0]""",
     "min": """min(x, axis=none, keepdims=false): the smallest entry over all axes or the given ones.
+The smaller of two values, entry by entry, is minimum(a, b): min(x, 0.0) is an error, as max's.
 Differentiable: yes; entries that tie share the gradient equally.
 >>> min([4.0, -1.0, 2.0])
 -1.0""",

@@ -5,6 +5,8 @@ interpreter where they need its state, each with its documentation (docs.py) as 
 import inspect
 
 from ...core.ops.core import int_axis
+from ...core.ops.reduce import TWO_VALUES
+from ...errors import error
 from ..compiler import call_error
 from . import arrays, conv, core, data, files, grads, help, linalg, plot, progress, random, tensors, trees
 from .docs import DOCS
@@ -60,6 +62,7 @@ def _public(fn, facts):
         plain.__name__ = plain.__qualname__ = getattr(fn, "__name__", "builtin")
         return plain
     sig, hidden, most, at = got
+    name = fn.__name__
 
     def builtin(*args, **kwargs):
         if hidden and (len(args) > most or "span" in kwargs):
@@ -68,6 +71,11 @@ def _public(fn, facts):
             if "axis" in kwargs:
                 kwargs["axis"] = int_axis(kwargs["axis"])
             elif len(args) > at:
+                if type(args[at]) is float and name in TWO_VALUES:
+                    # max(x, 0.0) is Python's larger of two values and sum(xs, 0.0) its start
+                    # value, not an axis (a float axis is accepted where written as axis=)
+                    raise error("type", f"{name}'s second argument is an axis, an int; got the float "
+                                        f"{args[at]!r}", hint=TWO_VALUES[name])
                 args = (*args[:at], int_axis(args[at]), *args[at + 1:])
         try:
             return fn(*args, **kwargs)
