@@ -44,6 +44,25 @@ def test_rounding_is_half_to_even_and_positions_index():
     assert ev("x[1][argmax(x[1])]") == 4.0
 
 
+@pytest.mark.parametrize("decimals", [1, 2, 3, -1, -2])
+def test_round_to_decimals_gives_numpys_floats(decimals):
+    x = np.array([2.675, 1234.5, -0.125, 0.3333333, 15.5, 1e-4, 98765.4321])
+    got = ev(f"round(x, {decimals})", x=x)
+    assert np.array_equal(got, np.round(x, decimals))      # bit for bit: numpy's own algorithm
+    assert ev(f"round(2.675, {decimals})") == float(np.round(2.675, decimals))
+    i = dsl.Interpreter()
+    i.run(f"let g = grad(fn(x) => sum(round(x, {decimals}) * x))([1.26, 2.34])\n"
+          f"let j = jit(fn(x) => round(x, {decimals}))([1.26, 2.34])")
+    assert list(i.lookup("g")) == list(np.round([1.26, 2.34], decimals))   # round passes no gradient
+    assert np.array_equal(i.lookup("j"), np.round([1.26, 2.34], decimals))
+
+
+def test_round_takes_an_int_decimals():
+    with pytest.raises(DgError) as e:
+        ev("round(x, 1.0)")
+    assert e.value.kind == "type" and "decimals" in e.value.message
+
+
 def test_sort_is_stable_and_its_gradient_follows_the_entries_back():
     i = dsl.Interpreter()
     i.run("let g = grad(fn(v) => sum(sort(v) * [1.0, 2.0, 3.0, 4.0]))([3.0, 1.0, 3.0, 0.0])")

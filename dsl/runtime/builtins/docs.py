@@ -216,10 +216,15 @@ Differentiable: no.
 Differentiable: no.
 >>> ceil([1.5, -1.5])
 [2.0, -1.0]""",
-    "round": """round(x): x rounded to the nearest whole number, halves to even (numpy's rule).
-Differentiable: no.
+    "round": """round(x, decimals=0): x rounded to the nearest whole number, halves to even (numpy's
+rule); with decimals, to that many digits after the point (before it, where negative), as numpy's
+round computes it: x times 10^decimals rounded, divided back (so round(2.675, 2) is numpy's 2.68,
+where Python's correctly rounded round gives 2.67).
+Differentiable: no (its gradient is zero).
 >>> round([0.5, 1.5, 2.6])
-[0.0, 2.0, 3.0]""",
+[0.0, 2.0, 3.0]
+>>> round(3.14159, 2)
+3.14""",
     "erf": """erf(x): the error function.
 Differentiable: yes.
 >>> erf(0.0)

@@ -43,7 +43,7 @@ def make(interp):
         "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
         "minimum": ops.minimum, "matmul": matmul, "ssm_scan": ops.ssm_scan,
         "argmax": ops.argmax, "argmin": ops.argmin, "sort": ops.sort, "argsort": ops.argsort,
-        "ceil": ops.ceil, "round": ops.round_, "log1p": ops.log1p, "expm1": ops.expm1,
+        "ceil": ops.ceil, "round": round_, "log1p": ops.log1p, "expm1": ops.expm1,
         "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
         "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
@@ -51,6 +51,20 @@ def make(interp):
         "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
     }
+
+
+def round_(x, decimals=0):
+    """round(x, decimals=0): numpy's round: x times 10^decimals, rounded halves to even, divided back."""
+    d = raw(decimals)
+    if type(d) is not int:
+        raise error("type", f"round's decimals must be an int, got {type_name(d)}")
+    if d == 0:
+        return ops.round_(x)
+    if d > 0:       # as numpy computes it, so the same floats come out
+        scale = 10.0 ** d
+        return ops.div(ops.round_(ops.mul(x, scale)), scale)
+    scale = 10.0 ** -d
+    return ops.mul(ops.round_(ops.div(x, scale)), scale)
 
 
 def einsum(spec, *xs):
