@@ -43,6 +43,13 @@ def log2(x):
     return -INF if x == 0.0 else NAN
 
 
+def log10(x):
+    """log10 of a float."""
+    if x > 0.0:
+        return math.log10(x)
+    return -INF if x == 0.0 else NAN
+
+
 def log1p(x):
     """log(1 + x) of a float (-inf at -1, nan below)."""
     if x > -1.0:
@@ -138,5 +145,5 @@ def where(c, a, b):
 # an index out of range). A program without effects calls these and, when one raises, is run again
 # exactly (codegen.run_code): a call through a Python function costs as much as the sine itself.
 RAISING = {"sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "exp": math.exp,
-           "ln": math.log, "log2": math.log2, "log1p": math.log1p, "div": operator.truediv}
+           "ln": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "div": operator.truediv}
 RAISED = (ValueError, OverflowError, ZeroDivisionError, IndexError)    # IndexError: a Row out of range

@@ -26,6 +26,14 @@ PYTHON_NAMES = {
     "dict": "a map is written {\"key\": value}; keys(m), values(m) and items(m) read it",
     "isinstance": "type(x) names a value's type: type(1.0) == \"float\"",
     "append": "tensors do not grow in place: cat((a, [x])) is a longer tensor, a + (x,) a longer tuple",
+    # numpy's names for what dg names otherwise
+    "concatenate": "dg's is cat((a, b), axis=0)",
+    "hstack": "cat((a, b), axis=-1) joins along the last axis; stack((a, b)) adds a new one",
+    "vstack": "cat((a, b), axis=0) joins along the first axis; stack((a, b)) adds a new one",
+    "clip": "dg's is clamp(x, lo, hi)",
+    "dot": "a @ b (or matmul(a, b)) is the dot product of two vectors and the matrix product; einsum the rest",
+    "array": "a bracket literal [1.0, 2.0] is a tensor; tensor(t) makes one of a tuple",
+    "asarray": "a bracket literal [1.0, 2.0] is a tensor; tensor(t) makes one of a tuple",
 }
 
 

@@ -92,6 +92,9 @@ def python_habit_hint(tok, prev, expected):
         if tok.type == "FOR":
             return ("dg has no comprehensions: tensors compute on every entry at once (x * 2.0), "
                     "vmap(f)(xs) maps a function over rows, and a for loop builds a tuple")
+        if tok.type == "IN":
+            return ("'in' belongs to a for loop only: has(m, k) says whether a map has the key k, "
+                    "any(x == v) whether a tensor holds v")
     return None
 
 

@@ -40,7 +40,7 @@ CASES = [
     ("x ** 2", dict(x=r(3))), ("x // 0.3 + x", dict(x=r(3))),
     ("x @ y", dict(x=r(3, 4), y=r(4, 2))), ("x @ y", dict(x=r(4), y=r(4, 2))), ("x @ y", dict(x=r(3, 4), y=r(4))),
     ("x @ y", dict(x=r(4), y=r(4))), ("x @ y", dict(x=r(2, 3, 4), y=r(4, 2))), ("x @ y", dict(x=r(2, 2, 3, 4), y=r(4, 2))),
-    ("exp(x)", dict(x=r(3))), ("ln(x)", dict(x=r(3, low=0.5))), ("log2(x)", dict(x=r(2, low=0.5))),
+    ("exp(x)", dict(x=r(3))), ("ln(x)", dict(x=r(3, low=0.5))), ("log2(x)", dict(x=r(2, low=0.5))), ("log10(x)", dict(x=r(2, low=0.5))),
     ("sin(x)", dict(x=r(3))), ("cos(x)", dict(x=r(3))), ("sqrt(x)", dict(x=r(3, low=0.5))),
     ("abs(x)", dict(x=r(4, low=0.3) * np.array([1, -1, 1, -1]))), ("relu(x)", dict(x=np.array([-1.2, 0.7, 2.1]))),
     ("sigmoid(x)", dict(x=r(3))), ("tanh(x)", dict(x=r(3))), ("erf(x)", dict(x=r(3))), ("silu(x)", dict(x=r(3))),

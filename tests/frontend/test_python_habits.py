@@ -27,6 +27,8 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("class Point:\n    pass", "struct Point { x, y }"),
     ("let y = 1.0 if 2 > 1 else 2.0", "where(c, a, b)"),
     ("let y = [x * 2.0 for x in range(3)]", "no comprehensions"),
+    ("let m = {\"a\": 1}\nprint(\"a\" in m)", "has(m, k)"),
+    ("let m = {\"a\": 1}\nif \"a\" in m { print(1) }", "has(m, k)"),
     ("try {\n    print(1)\n}", "no exceptions to catch"),
     ("raise ValueError(\"bad\")", "error(\"message\")"),
 ])
@@ -55,6 +57,9 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(grad(fn(x) => max(x, 0.0))([1.0, 3.0]))", "type", "maximum(a, b)"),
     ("print(jit(fn(x) => max(x, 2.0))(1.0))", "type", "maximum(a, b)"),
     ("print(sum(1.0, 2.0))", "type", "a + b adds two values"),
+    ("print(concatenate(([1.0], [2.0])))", "name", "cat((a, b), axis=0)"),
+    ("print(clip([1.0], 0.0, 1.0))", "name", "clamp(x, lo, hi)"),
+    ("print(dot([1.0], [2.0]))", "name", "a @ b"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

@@ -34,7 +34,7 @@ ESCAPES = [
     "progress(range(2)).__iter__", "custom_vjp(f, f).__closure__", "true.__class__", "none.__class__",
     'f"{x:__class__}"', 'f"{x.__class__}"', 'f"{x!r}"', 'f"{s.__dict__}"', 'nn["mse"]', 's["a"]',
     'm["__class__"]', "t[\"a\"]", "getattr", "__import__", "eval", "exec", "open", "globals", "__builtins__",
-    "dsl", "os", "sys", "interp", "self", "_",
+    "dsl", "os", "sys", "interpreter", "interp.__globals__", "self", "_",
 ]
 
 

@@ -53,7 +53,7 @@ def _clamp(L, x, lo=None, hi=None):
 
 
 UNARY = {
-    "Exp": "exp", "Ln": "log", "Log2": "log2", "Sin": "sin", "Cos": "cos", "Sqrt": "sqrt", "Abs": "abs",
+    "Exp": "exp", "Ln": "log", "Log2": "log2", "Log10": "log10", "Sin": "sin", "Cos": "cos", "Sqrt": "sqrt", "Abs": "abs",
     "TanhAct": "tanh", "Log1p": "log1p", "Expm1": "expm1", "Tan": "tan", "Asin": "arcsin", "Acos": "arccos",
     "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
     "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Neg": "negative",

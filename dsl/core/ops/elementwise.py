@@ -88,6 +88,7 @@ def _silu_scalar(x):
 exp = _unary("Exp", "exp", math.exp, np.exp)
 ln = _unary("Ln", "ln", math.log, np.log)
 log2 = _unary("Log2", "log2", math.log2, np.log2)
+log10 = _unary("Log10", "log10", math.log10, np.log10)
 sin = _unary("Sin", "sin", math.sin, np.sin)
 cos = _unary("Cos", "cos", math.cos, np.cos)
 sqrt = _unary("Sqrt", "sqrt", math.sqrt, np.sqrt)

@@ -9,6 +9,7 @@ from .arith import ELEMENTWISE
 from .registry import define
 
 LN2 = math.log(2.0)
+LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_HALF = math.sqrt(0.5)
@@ -23,6 +24,7 @@ def unary(name, impl, partial, emit=None, piecewise=False):
 unary("Exp", O.exp, lambda ns, ans, x: ans, {"float": "K.exp({0})", "array": "np.exp({0})"})                   # exp(1000) = inf where g may be 0: nz
 unary("Ln", O.ln, lambda ns, ans, x: ns.div(1.0, x), {"float": "K.ln({0})", "array": "np.log({0})"})
 unary("Log2", O.log2, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN2)), {"float": "K.log2({0})", "array": "np.log2({0})"})
+unary("Log10", O.log10, lambda ns, ans, x: ns.div(1.0, ns.mul(x, LN10)), {"float": "K.log10({0})", "array": "np.log10({0})"})
 unary("Sin", O.sin, lambda ns, ans, x: ns.cos(x), {"float": "K.sin({0})", "array": "np.sin({0})"})
 unary("Cos", O.cos, lambda ns, ans, x: ns.negate(ns.sin(x)), {"float": "K.cos({0})", "array": "np.cos({0})"})     # 0.0, not -0.0, at x = 0
 unary("Sqrt", O.sqrt, lambda ns, ans, x: ns.div(0.5, ans), {"float": "K.sqrt({0})", "array": "np.sqrt({0})"})

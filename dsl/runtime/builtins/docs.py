@@ -19,7 +19,7 @@ SECTIONS = [
     ("Shapes and indexing", ["shape", "ndim", "size", "reshape", "transpose", "cat", "stack", "gather",
                              "where", "clamp"]),
     ("Constants", NUMBER_NAMES),
-    ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
+    ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
                           "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"] + MATH_FUNCTIONS),
     ("Activations and losses", ["sigmoid", "softplus", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
                                 "logsumexp", "cross_entropy", "layer_norm", "batch_norm"]),
@@ -175,6 +175,10 @@ Differentiable: yes.
     "log2": """log2(x): the base-2 logarithm.
 Differentiable: yes.
 >>> log2(8.0)
+3.0""",
+    "log10": """log10(x): the base-10 logarithm.
+Differentiable: yes.
+>>> log10(1000.0)
 3.0""",
     "log1p": """log1p(x): ln(1 + x), accurate for small x.
 Differentiable: yes.

@@ -4,7 +4,8 @@ form of dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
-          "segment_sum", "top_k", "isnan", "isfinite", "allclose"]
+          "segment_sum", "top_k", "isnan", "isfinite", "allclose", "isclose", "any", "all", "squeeze",
+          "expand_dims", "square", "cross", "trapezoid", "interp", "quantile", "median"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
@@ -104,6 +105,64 @@ back at the start (numpy's; with axis none, over the flattened tensor).
 Differentiable: yes.
 >>> roll([1.0, 2.0, 3.0], 1)
 [3.0, 1.0, 2.0]""",
+    "isclose": """isclose(a, b, rtol=1e-05, atol=1e-08): entry by entry, whether |a - b| <= atol + rtol |b|
+(numpy's; an infinity is close to itself, nan to nothing): a bool tensor, a bool for numbers.
+Differentiable: no (a comparison).
+>>> isclose([1.0, 2.0], [1.0 + 1e-9, 2.1])
+[true, false]""",
+    "any": """any(x, axis=none, keepdims=false): whether any entry is true (not zero; nan counts as true),
+over all entries (a bool) or along the given axes (a bool tensor).
+Differentiable: no (a test of entries).
+>>> any([0.0, 2.0] > 1.0)
+true""",
+    "all": """all(x, axis=none, keepdims=false): whether every entry is true (not zero; nan counts as true),
+over all entries (a bool) or along the given axes (a bool tensor).
+Differentiable: no (a test of entries).
+>>> all([[1.0, 0.0], [2.0, 3.0]], axis=1)
+[false, true]""",
+    "squeeze": """squeeze(x, axis=none): x without its axes of length 1: all of them, or the given ones
+(an int or a tuple; an axis whose length is not 1 is a shape error).
+Differentiable: yes.
+>>> shape(squeeze(zeros((1, 3, 1))))
+(3,)""",
+    "expand_dims": """expand_dims(x, axis): x with a new axis of length 1 at each position given (an int or a
+tuple, counted in the result's axes), as x[none] does at the front.
+Differentiable: yes.
+>>> shape(expand_dims(zeros((2, 3)), (0, -1)))
+(1, 2, 3, 1)""",
+    "square": """square(x): x * x, entry by entry.
+Differentiable: yes.
+>>> square([2.0, -3.0])
+[4.0, 9.0]""",
+    "cross": """cross(a, b, axis=-1): the cross product of 3-vectors laid along an axis (numpy's), batched
+over the other axes, which broadcast.
+Differentiable: yes, in a and b.
+>>> cross([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+[0.0, 0.0, 1.0]""",
+    "trapezoid": """trapezoid(y, x=none, dx=1.0, axis=-1): the integral of y along an axis by the trapezoid rule
+(numpy's), at the sample points x (a vector as long as that axis, or a tensor of y's shape) or at
+points dx apart.
+Differentiable: yes, in y, x and dx.
+>>> trapezoid([1.0, 2.0, 3.0], x=[0.0, 1.0, 3.0])
+6.5""",
+    "interp": """interp(x, xp, fp, left=none, right=none): the piecewise-linear function through the points
+(xp, fp) at x (numpy's interp): xp a vector of increasing knots, fp their values; fp[0] (or left)
+below xp[0], fp[-1] (or right) above xp[-1].
+Differentiable: yes, in x, xp and fp (one-sided at a knot: the segment to its right, as the
+segment search takes a knot as the start of the next).
+>>> interp([0.5, 2.0, 9.0], [0.0, 1.0, 3.0], [0.0, 10.0, 30.0])
+[5.0, 20.0, 30.0]""",
+    "quantile": """quantile(x, q, axis=none, keepdims=false): the q-th quantile, q a number in [0, 1], of all
+entries or along an axis, interpolating linearly between the sorted entries (numpy's default,
+"linear"); nan where a nan is among them, as numpy's.
+Differentiable: yes in x (through the sort: the entries the quantile lies between), not in q.
+>>> quantile([4.0, 1.0, 3.0, 2.0], 0.25)
+1.75""",
+    "median": """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
+middle ones for an even count), of all entries or along an axis; nan where a nan is among them.
+Differentiable: yes (through the sort).
+>>> median([[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]], axis=1)
+[2.0, 4.0]""",
     "diff": """diff(x, n=1, axis=-1): the differences of neighbours along an axis, taken n times (numpy's).
 Differentiable: yes.
 >>> diff([1.0, 4.0, 9.0])

@@ -35,7 +35,7 @@ def make(interp):
         "ones_like": ones_like, "shape": shape, "ndim": ndim, "size": size,
         "reshape": ops.reshape, "transpose": ops.transpose, "cat": ops.cat, "stack": ops.stack,
         "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
-        "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "sin": ops.sin,
+        "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "log10": ops.log10, "sin": ops.sin,
         "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
         "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "floor": ops.floor, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
         "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,

@@ -1,0 +1,199 @@
+"""numpy's everyday functions a scientist reaches for (any, all, isclose, squeeze, expand_dims,
+square, cross, trapezoid, interp, quantile, median), composed of dg's primitives: their
+derivatives, batching, staging and lowering are those of the primitives they record, so each
+differentiates, vmaps and jits as they do, on every backend."""
+
+import numpy as np
+
+from ...core import ops
+from ...core.ops.core import fmt_shape, normalize_axis
+from ...core.tape import peek, raw
+from ...core.values import brief
+from ...errors import DgError, error
+from .arrays import _along, _axis, _numbers, _tensor_shape
+
+
+# ---------------------------------------------------------------- truth of entries
+def any_(x, axis=None, keepdims=False):
+    """any(x, axis=none, keepdims=false): whether any entry is true (not zero; nan counts as true)."""
+    x = _numbers(x, "any")
+    return ops.order(">", ops.sum_(ops.ne(x, 0), _axes(axis, x, "any"), keepdims), 0)
+
+
+def all_(x, axis=None, keepdims=False):
+    """all(x, axis=none, keepdims=false): whether every entry is true (not zero; nan counts as true)."""
+    x = _numbers(x, "all")
+    return ops.eq(ops.sum_(ops.eq(x, 0), _axes(axis, x, "all"), keepdims), 0)
+
+
+def _axes(axis, x, who):
+    """An axis argument checked against x's axes (an int, a tuple of ints or none), as the
+    reductions check it, in the words of `who`."""
+    try:
+        return normalize_axis(raw(axis), len(np.shape(peek(x))))
+    except DgError as exc:
+        raise error(exc.kind, f"{who}: {exc.message}") from None
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08):
+    """isclose(a, b, rtol=1e-05, atol=1e-08): entry by entry, whether |a - b| <= atol + rtol |b|."""
+    a, b = _numbers(a, "isclose"), _numbers(b, "isclose")
+    rtol, atol = raw(rtol), raw(atol)
+    if any(type(t) not in (float, int) for t in (rtol, atol)):
+        raise error("type", "isclose: rtol and atol must be numbers")
+    near = ops.order("<=", ops.abs_(ops.sub(a, b)), ops.add(atol, ops.mul(rtol, ops.abs_(b))))
+    return ops.logical_or(ops.eq(a, b), near)       # inf is close to itself, as numpy's
+
+
+# ---------------------------------------------------------------- shapes
+def squeeze(x, axis=None):
+    """squeeze(x, axis=none): x without its axes of length 1 (all of them, or the given ones)."""
+    shape = _tensor_shape(x, "squeeze")
+    if raw(axis) is None:
+        gone = {a for a, n in enumerate(shape) if n == 1}
+    else:
+        found = _axes(axis, x, "squeeze")
+        gone = set(found if type(found) is tuple else (found,))
+        for a in sorted(gone):
+            if shape[a] != 1:
+                raise error("shape", f"squeeze: axis {a} of a tensor of shape {fmt_shape(shape)} has length "
+                                     f"{shape[a]}, not 1")
+    return ops.reshape(x, tuple(n for a, n in enumerate(shape) if a not in gone))
+
+
+def expand_dims(x, axis):
+    """expand_dims(x, axis): x with a new axis of length 1 at each position given (in the result)."""
+    shape = _tensor_shape(x, "expand_dims")
+    given = raw(axis)
+    positions = given if type(given) is tuple else (given,)
+    nd = len(shape) + len(positions)
+    try:
+        at = normalize_axis(tuple(positions), nd)
+    except DgError as exc:
+        raise error(exc.kind, f"expand_dims: {exc.message}") from None
+    rest = iter(shape)
+    return ops.reshape(x, tuple(1 if a in at else next(rest) for a in range(nd)))
+
+
+# ---------------------------------------------------------------- arithmetic
+def square(x):
+    """square(x): x * x, entry by entry."""
+    x = _numbers(x, "square")
+    return ops.mul(x, x)
+
+
+def cross(a, b, axis=-1):
+    """cross(a, b, axis=-1): the cross product of 3-vectors along an axis (batched over the rest)."""
+    sa, sb = _tensor_shape(a, "cross"), _tensor_shape(b, "cross")
+    ka, kb = _axis(axis, len(sa), "cross"), _axis(axis, len(sb), "cross")
+    if sa[ka] != 3 or sb[kb] != 3:
+        raise error("shape", f"cross needs vectors of length 3 along the axis, got shapes {fmt_shape(sa)} and "
+                             f"{fmt_shape(sb)}")
+    a1, a2, a3 = (ops.index(a, _along(ka, i)) for i in range(3))
+    b1, b2, b3 = (ops.index(b, _along(kb, i)) for i in range(3))
+    parts = (ops.sub(ops.mul(a2, b3), ops.mul(a3, b2)), ops.sub(ops.mul(a3, b1), ops.mul(a1, b3)),
+             ops.sub(ops.mul(a1, b2), ops.mul(a2, b1)))
+    out = ops.stack(parts, -1)
+    nd = len(np.shape(peek(out)))
+    at = ka - len(sa) + nd          # a's axis, counted in the (broadcast) result's axes
+    return out if at == nd - 1 else ops.transpose(out, _moved(nd, at))
+
+
+def _moved(nd, at):
+    """The axes order that moves the last axis of an nd tensor to position `at`."""
+    order = list(range(nd - 1))
+    order.insert(at, nd - 1)
+    return tuple(order)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """trapezoid(y, x=none, dx=1.0, axis=-1): the integral of y along an axis by the trapezoid rule,
+    at sample points x (a vector along that axis, or y's shape) or spaced dx apart."""
+    shape = _tensor_shape(y, "trapezoid")
+    if not shape:
+        raise error("shape", "trapezoid needs a tensor with at least one axis, got a number")
+    a = _axis(axis, len(shape), "trapezoid")
+    if raw(x) is None:
+        d = dx
+    else:
+        xs = _tensor_shape(x, "trapezoid")
+        d = ops.sub(ops.index(x, _along(len(xs) - 1 if len(xs) == 1 else a, slice(1, None))),
+                    ops.index(x, _along(len(xs) - 1 if len(xs) == 1 else a, slice(None, -1))))
+        if len(xs) == 1:
+            if xs[0] != shape[a]:
+                raise error("shape", f"trapezoid: x has {xs[0]} points, y {shape[a]} along axis {a}")
+            d = ops.reshape(d, tuple(xs[0] - 1 if k == a else 1 for k in range(len(shape))))
+        elif xs != shape:
+            raise error("shape", f"trapezoid: x must be a vector or of y's shape {fmt_shape(shape)}, got "
+                                 f"{fmt_shape(xs)}")
+    mid = ops.mul(ops.add(ops.index(y, _along(a, slice(1, None))), ops.index(y, _along(a, slice(None, -1)))), 0.5)
+    return ops.sum_(ops.mul(mid, d), a)
+
+
+def interp(x, xp, fp, left=None, right=None):
+    """interp(x, xp, fp, left=none, right=none): the piecewise-linear function through the points
+    (xp, fp), xp increasing, at x (numpy's interp): fp[0] (or left) below xp[0], fp[-1] (or right)
+    above xp[-1]."""
+    x = _numbers(x, "interp")
+    sp, sf = _tensor_shape(xp, "interp"), _tensor_shape(fp, "interp")
+    if len(sp) != 1 or sp != sf or sp[0] == 0:
+        raise error("shape", f"interp needs xp and fp of one same length (vectors), got shapes {fmt_shape(sp)} "
+                             f"and {fmt_shape(sf)}")
+    n = sp[0]
+    if n == 1:
+        below = ops.where(ops.order("<", x, ops.index(xp, (0,))), ops.index(fp, (0,)) if left is None else left,
+                          ops.index(fp, (0,)))
+        return ops.where(ops.order(">", x, ops.index(xp, (0,))), ops.index(fp, (0,)) if right is None else right,
+                         below)
+    # the segment each x falls in: how many knots lie at or below it, less one, kept inside;
+    # read with take_along, which takes a position the program computes (a staged one too)
+    shape = np.shape(peek(x))
+    flat = ops.reshape(x, (int(np.prod(shape)), 1))
+    i = ops.clamp(ops.sub(ops.sum_(ops.order(">=", flat, xp), -1), 1.0), 0.0, float(n - 2))
+    j = ops.add(i, 1.0)
+    x0, x1, y0, y1 = (ops.reshape(ops.take_along(v, k, 0), shape) for v, k in ((xp, i), (xp, j), (fp, i), (fp, j)))
+    inside = ops.add(y0, ops.mul(ops.div(ops.sub(x, x0), ops.sub(x1, x0)), ops.sub(y1, y0)))
+    lo, hi = ops.index(xp, (0,)), ops.index(xp, (n - 1,))
+    out = ops.where(ops.order("<", x, lo), ops.index(fp, (0,)) if left is None else left, inside)
+    return ops.where(ops.order(">", x, hi), ops.index(fp, (n - 1,)) if right is None else right, out)
+
+
+# ---------------------------------------------------------------- order statistics
+def quantile(x, q, axis=None, keepdims=False):
+    """quantile(x, q, axis=none, keepdims=false): the q-th quantile (q in [0, 1]) over all entries or
+    along an axis, interpolating linearly between the sorted entries (numpy's default method);
+    nan where a nan is among them."""
+    shape = _tensor_shape(x, "quantile")
+    qv = raw(q)
+    if type(qv) not in (float, int) or not 0 <= qv <= 1:
+        raise error("value", f"quantile: q must be a number in [0, 1], got {brief(qv)}")
+    if raw(axis) is None:
+        flat = ops.reshape(x, (int(np.prod(shape)),))
+        out = quantile(flat, q, 0)
+        return ops.reshape(out, (1,) * len(shape)) if keepdims else out
+    a = _axis(axis, len(shape), "quantile")
+    n = shape[a]
+    if n == 0:
+        raise error("value", f"cannot take the quantile of an empty tensor (shape {fmt_shape(shape)})")
+    s = ops.sort(x, a)
+    pos = float(qv) * (n - 1)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    below, above = ops.index(s, _along(a, lo)), ops.index(s, _along(a, hi))
+    out = below if frac == 0 else ops.add(below, ops.mul(ops.sub(above, below), frac))
+    # numpy's quantile is nan where the entries hold a nan (sort puts it last, out of reach)
+    out = ops.where(any_(ops.ne(x, x), a), np.nan, out)
+    return ops.reshape(out, (*shape[:a], 1, *shape[a + 1:])) if keepdims else out
+
+
+def median(x, axis=None, keepdims=False):
+    """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
+    middle ones for an even count), over all entries or along an axis; nan where a nan is among them."""
+    return quantile(x, 0.5, axis, keepdims)
+
+
+BUILTINS = {"any": any_, "all": all_, "isclose": isclose, "squeeze": squeeze, "expand_dims": expand_dims,
+            "square": square, "cross": cross, "trapezoid": trapezoid, "interp": interp,
+            "quantile": quantile, "median": median}
+NAMES = list(BUILTINS)

@@ -1,0 +1,154 @@
+"""numpy's everyday functions (dsl/runtime/builtins/numeric.py): values as numpy's, derivatives
+against central differences (always) and JAX (where installed), batched by vmap, jitted on the
+numpy and XLA backends, and dg's errors for bad shapes."""
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError
+from gradcheck import check
+
+RNG = np.random.default_rng(11)
+M = RNG.normal(size=(3, 4))
+V3 = RNG.normal(size=(5, 3))
+W3 = RNG.normal(size=(5, 3))
+XP = np.array([-1.0, 0.0, 0.5, 2.0, 3.5])
+FP = RNG.normal(size=5)
+XQ = np.array([-2.0, -0.5, 0.2, 0.7, 1.9, 3.0, 4.0])      # outside, inside, none on a knot
+Y = RNG.normal(size=(3, 6))
+T = np.sort(RNG.uniform(0.0, 4.0, size=6))
+
+# (dg expression, numpy/jax.numpy function of (np, *args), the arguments)
+CASES = [
+    ("square(m)", lambda np_, m: np_.square(m), {"m": M}),
+    ("cross(v, w)", lambda np_, v, w: np_.cross(v, w), {"v": V3, "w": W3}),
+    ("cross(transpose(v), transpose(w), axis=0)", lambda np_, v, w: np_.cross(v.T, w.T, axis=0), {"v": V3, "w": W3}),
+    ("trapezoid(y)", lambda np_, y: np_.trapezoid(y), {"y": Y}),
+    ("trapezoid(y, x=t)", lambda np_, y, t: np_.trapezoid(y, x=t), {"y": Y, "t": T}),
+    ("trapezoid(y, dx=0.3, axis=0)", lambda np_, y: np_.trapezoid(y, dx=0.3, axis=0), {"y": Y}),
+    ("interp(q, xp, fp)", lambda np_, q, xp, fp: np_.interp(q, xp, fp), {"q": XQ, "xp": XP, "fp": FP}),
+    ("interp(q, xp, fp, left=-5.0, right=5.0)", lambda np_, q, xp, fp: np_.interp(q, xp, fp, left=-5.0, right=5.0),
+     {"q": XQ, "xp": XP, "fp": FP}),
+    ("median(m)", lambda np_, m: np_.median(m), {"m": M}),
+    ("median(m, axis=1)", lambda np_, m: np_.median(m, axis=1), {"m": M}),
+    ("median(m, axis=0, keepdims=true)", lambda np_, m: np_.median(m, axis=0, keepdims=True), {"m": M}),
+    ("quantile(m, 0.3, axis=1)", lambda np_, m: np_.quantile(m, 0.3, axis=1), {"m": M}),
+    ("quantile(m, 0.9)", lambda np_, m: np_.quantile(m, 0.9), {"m": M}),
+    ("squeeze(expand_dims(m, (0, 2)), 0)", lambda np_, m: np_.squeeze(np_.expand_dims(m, (0, 2)), 0), {"m": M}),
+]
+IDS = [c[0] for c in CASES]
+
+
+def jax_or_skip():
+    """jax with float64, or skip."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _interp(args, backend="numpy"):
+    """An interpreter with the arguments set."""
+    interp = dsl.Interpreter(seed=0, backend=backend)
+    for name, v in args.items():
+        interp.set(name, v)
+    return interp
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_values_are_numpys(expr, ref, args):
+    got = _interp(args).eval(expr)
+    np.testing.assert_allclose(got, ref(np, *args.values()), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_gradients_agree_with_central_differences(expr, ref, args):
+    check(expr, rtol=1e-6, atol=1e-7, **args)
+
+
+@pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
+def test_gradients_and_tangents_agree_with_jax(expr, ref, args):
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    names, values = list(args), [np.asarray(v) for v in args.values()]
+    cot = np.random.default_rng(1).normal(size=np.shape(ref(np, *values)))
+    tangents = [np.random.default_rng(2 + i).normal(size=v.shape) for i, v in enumerate(values)]
+    want_grads = jax.grad(lambda *xs: jnp.sum(ref(jnp, *xs) * cot), argnums=tuple(range(len(values))))(*values)
+    want_tangent = jax.jvp(lambda *xs: ref(jnp, *xs), tuple(values), tuple(tangents))[1]
+    interp = _interp(dict(args, cot=cot, **{f"t{i}": t for i, t in enumerate(tangents)}))
+    params = ", ".join(names)
+    interp.run(f"fn f({params}) {{ return {expr} }}\n"
+               f"let grads = grad(fn({params}) => sum(f({params}) * cot), argnums={tuple(range(len(names)))})({params})\n"
+               f"let tangent = jvp(f, ({params},), ({', '.join(f't{i}' for i in range(len(names)))},))[1]")
+    for got, want in zip(interp.get("grads"), want_grads):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(interp.get("tangent"), np.asarray(want_tangent), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_jit_and_vmap_give_the_eager_values(backend):
+    if backend == "xla":
+        jax_or_skip()
+    interp = _interp({"m": M, "v": V3, "w": W3, "q": XQ, "xp": XP, "fp": FP, "y": Y, "t": T}, backend)
+    interp.run("fn f(m, v, w, q, fp, y) {\n"
+               "  return (median(m, axis=1), cross(v, w), interp(q, xp, fp), trapezoid(y, x=t),\n"
+               "          quantile(m, 0.3), any(m > 1.0), all(m > -3.0, axis=0), isclose(m, m + 1e-9))\n}\n"
+               "let eager = f(m, v, w, q, fp, y)\n"
+               "let jitted = jit(f)(m, v, w, q, fp, y)\nlet again = jit(f)(m, v, w, q + 0.25, fp, y)\n"
+               "let mapped = vmap(fn(r) => (median(r), interp(r, xp, fp), any(r > 1.0), quantile(r, 0.3)))(m)\n"
+               "let g = jit(grad(fn(q, fp) => sum(interp(q, xp, fp) * q), argnums=(0, 1)))(q, fp)")
+    eager, jitted = interp.get("eager"), interp.get("jitted")
+    for a, b in zip(eager, jitted):
+        np.testing.assert_allclose(np.asarray(b, dtype=float), np.asarray(a, dtype=float), rtol=1e-12)
+    # a second call with the points moved to other segments: no stale segment from the first
+    np.testing.assert_allclose(interp.get("again")[2], np.interp(XQ + 0.25, XP, FP), rtol=1e-12)
+    med, inter, anys, quant = interp.get("mapped")
+    np.testing.assert_allclose(med, np.median(M, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(inter, np.interp(M, XP, FP), rtol=1e-13)
+    assert list(anys) == list((M > 1.0).any(axis=1))
+    np.testing.assert_allclose(quant, np.quantile(M, 0.3, axis=1), rtol=1e-13)
+    gq, gfp = interp.get("g")
+    slope = np.diff(FP) / np.diff(XP)
+    seg = np.clip(np.searchsorted(XP, XQ, side="right") - 1, 0, len(XP) - 2)
+    inside = (XQ > XP[0]) & (XQ < XP[-1])
+    np.testing.assert_allclose(gq, np.interp(XQ, XP, FP) + XQ * np.where(inside, slope[seg], 0.0), rtol=1e-12)
+    assert gfp.shape == FP.shape
+
+
+def test_any_all_and_isclose_are_numpys():
+    interp = _interp({"m": M})
+    assert type(interp.eval("any(m > 1.0)")) is bool and interp.eval("any(m > 1.0)") == bool((M > 1.0).any())
+    assert interp.eval("any(m > 9.0)") is False
+    assert type(interp.eval("all(m > -9.0)")) is bool and interp.eval("all(m > -9.0)")
+    assert list(interp.eval("all(m > 0.0, axis=1)")) == list((M > 0.0).all(axis=1))
+    assert list(interp.eval("any([0.0, nan, 0.0] != 0.0, axis=0, keepdims=true)")) == [True]
+    assert interp.eval("any(zeros((0,)))") is False and interp.eval("all(zeros((0,)))") is True
+    a = np.array([1.0, np.inf, np.nan, 1e-9, 1.0])
+    b = np.array([1.0 + 1e-9, np.inf, np.nan, 0.0, 1.1])
+    interp.set("a", a)
+    interp.set("b", b)
+    assert list(interp.eval("isclose(a, b)")) == list(np.isclose(a, b))
+    assert list(interp.eval("isclose(a, b, atol=0.2, rtol=0.0)")) == list(np.isclose(a, b, atol=0.2, rtol=0.0))
+
+
+def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
+    interp = _interp({"m": np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0]])})
+    got = interp.eval("median(m, axis=1)")
+    assert np.isnan(got[0]) and got[1] == 2.0
+    assert np.isnan(interp.eval("quantile(m, 0.5)"))
+
+
+@pytest.mark.parametrize("expr, kind, words", [
+    ("squeeze(zeros((2, 1)), 0)", "shape", "axis 0"),
+    ("squeeze(zeros((2, 1)), 2)", "index", "squeeze"),
+    ("expand_dims(zeros((2,)), 3)", "index", "expand_dims"),
+    ("cross(zeros((2,)), zeros((2,)))", "shape", "length 3"),
+    ("interp(0.5, [0.0, 1.0], [1.0, 2.0, 3.0])", "shape", "one same length"),
+    ("quantile(ones(3), 1.5)", "value", "[0, 1]"),
+    ("trapezoid(ones(3), x=ones(4))", "shape", "4 points"),
+    ("isclose(ones(2), ones(2), rtol=\"a\")", "type", "rtol"),
+])
+def test_bad_arguments_are_dg_errors(expr, kind, words):
+    with pytest.raises(DgError) as e:
+        dsl.Interpreter().eval(expr)
+    assert e.value.kind == kind and words in e.value.message
