@@ -72,7 +72,7 @@ def stdlib_markdown(interp):
     out = []
     for name in STDLIB:
         module = interp.eval(f"fn() {{ import {name}\n return {name} }}()")
-        out += [f"### `{name}`", "", module_comment(module).split("\n")[0], ""]
+        out += [f"### `{name}`", "", " ".join(module_comment(module).split("\n\n")[0].split("\n")), ""]
         for key, cell in module.cells.items():
             value = cell.v
             if isinstance(value, Function):

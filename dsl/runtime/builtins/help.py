@@ -22,7 +22,10 @@ def comment_above(span):
     k = span.line - 1       # Source.line splits the text once for all its declarations
     found = []
     while k >= 1 and source.line(k).strip().startswith("#"):
-        found.append(source.line(k).strip()[1:].strip())
+        text = source.line(k).strip()[1:].strip()
+        if text.startswith("---"):      # a section's banner above the comment: not part of it
+            break
+        found.append(text)
         k -= 1
     return "\n".join(reversed(found))
 
