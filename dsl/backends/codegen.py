@@ -27,6 +27,7 @@ from ..core.ops.finite import finite
 from ..core.primitives.registry import PRIMS
 from ..core.stage import GuardFailed, is_array_kind, kind_of, same
 from ..core.tape import REFCOUNTS_EXACT
+from ..errors import DgError
 from . import kernels
 from .backoff import Backoff
 from .optimize import plan, resolve
@@ -303,6 +304,14 @@ def run_code(program, code, values, rewind=None):
     except kernels.RAISED:
         if not code.raising:
             raise
+        if rewind is not None:
+            rewind()
+        return S.output_leaves(program, values)
+    except DgError as exc:
+        if exc.span is not None:
+            raise
+        # a kernel's error (7 // 0) inside compiled code, which knows no lines: the replay
+        # meets it again at its step, and says which line it is
         if rewind is not None:
             rewind()
         return S.output_leaves(program, values)

@@ -294,13 +294,13 @@ def strip_unstaged(x):
     return x
 
 
-def nondiff(op, args, kw=None):
+def nondiff(op, args, kw=None, span=None):
     """A primitive without derivatives (comparisons, floor, argmax): computed on the values
     under any reverse or forward box, recorded only on a trace that stages every operation."""
     plain = [strip_unstaged(a) for a in args]
     staged = any(type(a) is Box for a in plain)
     if staged:
-        return record(op, plain, kw)
+        return record(op, plain, kw, span)
     fn = IMPLS[op]
     return fn(*plain, **kw) if kw else fn(*plain)
 

@@ -191,3 +191,19 @@ def test_an_int_pinned_by_a_shape_makes_what_it_computes_constant():
     assert f(2.0, 5) == 0.0
     program = next(iter(f.call.entries.values()))[0].program
     assert [s[1] for s in program.steps] == ["Guard", "Mul", "Sum"]      # t is a constant of the program
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+@pytest.mark.parametrize("op", ["//", "%", "/"])
+def test_an_int_division_by_zero_in_compiled_code_points_at_the_division(backend, op):
+    # the compiled code's kernel fails without knowing its line; the error must still point at
+    # `a // b`, as the interpreter's does, not at the jitted function's call
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(backend=backend, stdout=io.StringIO())
+    i.run(f"fn f(a, b) {{\n    return a {op} b\n}}\nlet g = jit(f)\nlet first = g(7, 2)", "d.dg")
+    with pytest.raises(DgError) as info:
+        i.run("let second = g(7, 0)", "call.dg")
+    err = info.value
+    assert err.kind == "value" and "division by zero" in err.message
+    assert (err.span.source.name, err.line, err.column) == ("d.dg", 2, 12)

@@ -32,6 +32,14 @@ def _floor_int(fn):
     return rule
 
 
+def _div(L, a, b):
+    """a / b: numpy's, but an int number divided by the int 0 is dg's error (int tensors divide
+    as numpy's, to inf)."""
+    if L.is_int(a) and L.is_int(b) and not L.np.ndim(a) and not L.np.ndim(b):
+        L.require(b != 0)
+    return L.np.true_divide(a, b)
+
+
 def _pow(L, a, b):
     """a ** b: an int result only from ints with a non-negative exponent that stays an int64."""
     if L.is_int(a) and L.is_int(b):
@@ -60,7 +68,7 @@ UNARY = {
     "LogicalNot": "logical_not", "IsFinite": "isfinite",
 }
 BINARY = {
-    "Add": "add", "Sub": "subtract", "Mul": "multiply", "ScalarMul": "multiply", "Div": "true_divide",
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "ScalarMul": "multiply",
     "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp",
     "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
@@ -69,6 +77,7 @@ BINARY = {
 LOWER = {name: (lambda fn: lambda L, x: getattr(L.np, fn)(x))(fn) for name, fn in UNARY.items()}
 LOWER.update({name: (lambda fn: lambda L, a, b: getattr(L.np, fn)(a, b))(fn) for name, fn in BINARY.items()})
 LOWER.update({
+    "Div": _div,
     "FloorDiv": _floor_int(lambda np_: np_.floor_divide),
     "Mod": _floor_int(lambda np_: np_.mod),
     "Pow": _pow,

@@ -216,7 +216,7 @@ def _div_by_zero(a, b, ufunc):
 def floordiv(a, b, span=None):
     """a // b: floor division (not differentiable: its derivative is zero almost everywhere)."""
     if type(a) is Box or type(b) is Box:
-        return nondiff("FloorDiv", (a, b))
+        return nondiff("FloorDiv", (a, b), span=span)     # its line, should 7 // 0 fail in compiled code
     ta, tb = type(a), type(b)
     if (ta is float or ta is int or ta is bool) and (tb is float or tb is int or tb is bool):
         if not b:
