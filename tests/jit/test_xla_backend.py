@@ -312,6 +312,18 @@ def test_a_number_the_program_computes_keeps_a_float32_tensor_float32(body):
 
 
 @needs_jax
+def test_ints_stay_exact_past_int64_as_dgs_ints_are():
+    # XLA's ints are int64 and wrap around; dg's are Python's: a call whose int arithmetic
+    # leaves int64's safe range, or whose int argument is past int64, is computed by numpy
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run('let g = jit(fn(n, x) => (n * n * n * n, n + 9223372036854775000, x * n, n - 3), backend="xla")')
+    g = i.lookup("g")
+    for n in (10, 100000, 3000000000, 2 ** 70, -(2 ** 65), 7):
+        assert g(n, 1.5) == (n ** 4, n + 9223372036854775000, 1.5 * n, n - 3)
+    assert _entry(g).xla is not None and not _entry(g).xla.why      # small ints still run on XLA
+
+
+@needs_jax
 def test_dg_run_takes_a_backend(tmp_path):
     prog = tmp_path / "p.dg"
     prog.write_text("fn f(x) { return sum(x * x) }\nlet g = jit(grad(f))\n"

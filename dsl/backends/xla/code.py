@@ -52,6 +52,8 @@ class XlaCode:
             except NotLowerable as exc:
                 self.why = str(exc)
                 return None
+            except OverflowError:       # an int argument past int64: numpy's run computes it exactly
+                return None
         if not ok:
             return None
         consts = self.program.out_consts

@@ -40,6 +40,18 @@ def _div(L, a, b):
     return L.np.true_divide(a, b)
 
 
+def _int_exact(fn):
+    """a + b, a - b, a * b: numpy's, but where both are int numbers (dg's ints are Python's,
+    exact at any size) the result must stay well inside int64, which XLA would wrap around;
+    past that the numpy backend computes the call."""
+
+    def rule(L, a, b):
+        if L.is_int(a) and L.is_int(b) and not L.np.ndim(a) and not L.np.ndim(b):
+            L.require(L.np.abs(fn(L.np, L.np.asarray(a, np.float64), L.np.asarray(b, np.float64))) < 2.0 ** 62)
+        return fn(L.np, a, b)
+    return rule
+
+
 def _pow(L, a, b):
     """a ** b: an int result only from ints with a non-negative exponent that stays an int64."""
     if L.is_int(a) and L.is_int(b):
@@ -68,7 +80,7 @@ UNARY = {
     "LogicalNot": "logical_not", "IsFinite": "isfinite",
 }
 BINARY = {
-    "Add": "add", "Sub": "subtract", "Mul": "multiply", "ScalarMul": "multiply",
+    "ScalarMul": "multiply",
     "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp",
     "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
@@ -77,6 +89,9 @@ BINARY = {
 LOWER = {name: (lambda fn: lambda L, x: getattr(L.np, fn)(x))(fn) for name, fn in UNARY.items()}
 LOWER.update({name: (lambda fn: lambda L, a, b: getattr(L.np, fn)(a, b))(fn) for name, fn in BINARY.items()})
 LOWER.update({
+    "Add": _int_exact(lambda np_, a, b: np_.add(a, b)),
+    "Sub": _int_exact(lambda np_, a, b: np_.subtract(a, b)),
+    "Mul": _int_exact(lambda np_, a, b: np_.multiply(a, b)),
     "Div": _div,
     "FloorDiv": _floor_int(lambda np_: np_.floor_divide),
     "Mod": _floor_int(lambda np_: np_.mod),
