@@ -75,11 +75,27 @@ def _to_dg(value, interp):
         return value.dg
     if isinstance(value, (Function, StructDef, Module, Transformed, HostFunction, range)):
         return value
+    if hasattr(value, "__array__") and not callable(value):
+        found = _foreign_array(value, interp)
+        if found is not None:
+            return found
     if callable(value):
         return HostFunction(getattr(value, "__name__", "host"), value, None, interp)
     raise error("type", f"cannot convert a Python {t.__name__} to a dg value",
                 hint="dg takes numbers, strings, bools, None, numpy arrays, tuples, lists, dicts and "
                      "dsl.Struct values")
+
+
+def _foreign_array(value, interp):
+    """Another library's array (JAX's, PyTorch's, a pandas column) as numpy reads it, converted as
+    a numpy array (a number where it has no axes); None where numpy cannot read it as numbers."""
+    try:
+        a = np.asarray(value)
+    except Exception:       # a torch tensor that requires grad, a device array numpy cannot reach
+        return None
+    if type(a) is not np.ndarray or a.dtype.kind not in "biuf":
+        return None
+    return _array_to_dg(a, interp) if a.ndim else _scalar_to_dg(a[()])
 
 
 def _bounded_int(value):

@@ -115,6 +115,23 @@ def test_values_convert_from_python_to_the_dg_kind(value, dg_type):
     assert interp.eval("type(v)") == dg_type
 
 
+def test_other_libraries_arrays_convert_as_numpys():
+    # a JAX user passes jax arrays, a PyTorch user CPU tensors: what numpy.asarray reads
+    class Column:       # any object with __array__ (a pandas column, an xarray)
+        def __array__(self, dtype=None, copy=None):
+            return np.array([1.0, 2.0, 3.0])
+    interp = dsl.Interpreter()
+    interp.run("fn f(x) { return sum(x * x) }")
+    assert interp.function("f")(Column()) == 14.0
+    assert interp.grad("f")(Column()).tolist() == [2.0, 4.0, 6.0]
+    interp.set("c", Column())
+    assert interp.eval("type(c)") == "tensor"
+    jnp = pytest.importorskip("jax.numpy")
+    assert interp.function("f")(jnp.array([1.0, 2.0])) == 5.0
+    interp.set("s", jnp.asarray(2.5))
+    assert interp.eval("type(s)") == "float"
+
+
 def test_conversions_round_trip_and_normalise():
     interp = dsl.Interpreter()
     interp.set("ints", np.arange(3, dtype=np.int32))
