@@ -1,6 +1,6 @@
-"""numpy's everyday functions (dsl/runtime/builtins/numeric.py): values as numpy's, derivatives
-against central differences (always) and JAX (where installed), batched by vmap, jitted on the
-numpy and XLA backends, and dg's errors for bad shapes."""
+"""numpy's everyday functions (dsl/runtime/builtins/numeric.py, and var's and std's ddof): values
+as numpy's, derivatives against central differences (always) and JAX (where installed), batched
+by vmap, jitted on the numpy and XLA backends, and dg's errors for bad shapes."""
 
 import numpy as np
 import pytest
@@ -36,6 +36,9 @@ CASES = [
     ("quantile(m, 0.3, axis=1)", lambda np_, m: np_.quantile(m, 0.3, axis=1), {"m": M}),
     ("quantile(m, 0.9)", lambda np_, m: np_.quantile(m, 0.9), {"m": M}),
     ("squeeze(expand_dims(m, (0, 2)), 0)", lambda np_, m: np_.squeeze(np_.expand_dims(m, (0, 2)), 0), {"m": M}),
+    ("var(m, ddof=1)", lambda np_, m: np_.var(m, ddof=1), {"m": M}),
+    ("std(m, axis=1, ddof=1)", lambda np_, m: np_.std(m, axis=1, ddof=1), {"m": M}),
+    ("var(m, axis=0, keepdims=true, ddof=2)", lambda np_, m: np_.var(m, axis=0, keepdims=True, ddof=2), {"m": M}),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -324,12 +324,15 @@ Differentiable: yes; entries that tie share the gradient equally.
 Differentiable: yes, exactly also where entries are zero.
 >>> prod([2.0, 3.0, 4.0])
 24.0""",
-    "var": """var(x, axis=none, keepdims=false): the mean squared deviation from the mean (numpy's,
-ddof 0).
+    "var": """var(x, axis=none, keepdims=false, ddof=0): the squared deviations from the mean, summed
+and divided by n - ddof (numpy's; the default is the mean squared deviation, ddof=1 the sample
+variance).
 Differentiable: yes.
 >>> var([1.0, 3.0])
-1.0""",
-    "std": """std(x, axis=none, keepdims=false): the standard deviation, sqrt(var(x)).
+1.0
+>>> var([1.0, 3.0], ddof=1)
+2.0""",
+    "std": """std(x, axis=none, keepdims=false, ddof=0): the standard deviation, sqrt(var(x, ddof=ddof)).
 Differentiable: yes.
 >>> std([1.0, 3.0])
 1.0""",

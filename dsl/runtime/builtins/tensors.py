@@ -48,7 +48,7 @@ def make(interp):
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
         "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
         "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
-        "var": ops.var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
+        "var": var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
     }
 
@@ -96,9 +96,25 @@ def einsum(spec, *xs):
     return ops.einsum(",".join(subs) + arrow + out, *xs)
 
 
-def std(x, axis=None, keepdims=False):
-    """std(x, axis=none): the standard deviation, sqrt(var(x)) (numpy's, ddof 0)."""
-    return ops.sqrt(ops.var(x, axis, keepdims))
+def var(x, axis=None, keepdims=False, ddof=0):
+    """var(x, axis=none, keepdims=false, ddof=0): the squared deviations from the mean, summed and
+    divided by n - ddof (numpy's: ddof=1 is the sample variance)."""
+    out = ops.var(x, axis, keepdims)
+    d = raw(ddof)
+    if type(d) is not int:
+        raise error("type", f"var's ddof must be an int, got {type_name(d)}")
+    if d == 0:
+        return out
+    # the entries each result was taken over (var reads a tuple as its stacked tensor)
+    n = (len(peek(x)) if type(peek(x)) is tuple else int(np.size(peek(x)))) // int(np.size(peek(out)))
+    with np.errstate(divide="ignore"):
+        factor = float(np.float64(n) / np.float64(n - d))      # inf where n == ddof, as numpy's
+    return ops.mul(out, factor)
+
+
+def std(x, axis=None, keepdims=False, ddof=0):
+    """std(x, axis=none, keepdims=false, ddof=0): the standard deviation, sqrt(var(x, ddof=ddof))."""
+    return ops.sqrt(var(x, axis, keepdims, ddof))
 
 
 def _shape(shape):
