@@ -17,6 +17,8 @@ def format_value(v, spec):
     """An f-string field: Python's format-spec mini-language applied to numbers
     (and to each element of a tensor); other values print as `str` does."""
     v = raw(v)
+    if spec is None:        # f"{x=}": as Python's repr, a string quoted
+        return show(v, nested=True)
     if not spec:
         return show(v)
     if any(len(n) > 5 or int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec)):

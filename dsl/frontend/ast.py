@@ -33,7 +33,7 @@ class FString(Expr):
 class FPart:
     """One `{expr:spec}` piece of an f-string."""
     expr: Expr
-    spec: str
+    spec: Optional[str]     # None: the value as shown inside a container (f"{x=}" quotes a string)
 
 
 @dataclass(eq=False)

@@ -23,7 +23,8 @@ def unescape(body):
 
 
 def split_fstring(body, fail):
-    """Yield ("text", s, offset) and ("expr", (expr_text, spec), offset) pieces of an f-string body.
+    """Yield ("text", s, offset) and ("expr", (expr_text, spec), offset) pieces of an f-string body
+    (spec None: the value as it prints inside a container, for f"{x=}").
 
     `{{` and `}}` are literal braces. The format spec starts at the first `:`
     that is not nested inside brackets or a string within the expression.
@@ -52,6 +53,12 @@ def split_fstring(body, fail):
             if not expr_text.strip():
                 fail("an f-string has an empty '{}' (expected an expression inside)", i)
             spec = body[colon + 1:end] if colon is not None else ""
+            if _self_documenting(expr_text):
+                # Python's f"{x=}": the expression as written, then its value (quoted where it is
+                # a string, unless a format spec says how to show it)
+                yield "text", body[i + 1:expr_end], i + 1
+                expr_text = expr_text.rstrip()[:-1]
+                spec = spec if colon is not None else None
             yield "expr", (expr_text, spec), i + 1
             i = end + 1
             text_start = i
@@ -65,6 +72,12 @@ def split_fstring(body, fail):
             i += 1
     if text:
         yield "text", "".join(text), text_start
+
+
+def _self_documenting(text):
+    """Whether a field's expression ends in a lone `=` (f"{x=}"), not in ==, !=, <= or >=."""
+    t = text.rstrip()
+    return t.endswith("=") and (len(t) < 2 or t[-2] not in "=!<>")
 
 
 def _match_brace(body, i, fail):

@@ -198,6 +198,15 @@ def test_fstring_string_field_is_bare(run):
     assert run('let s = "hi"\nprint(f"<{s}>")') == "<hi>\n"
 
 
+def test_fstring_self_documenting_field_as_pythons(run):
+    # f"{x=}": the expression as written, its whitespace kept, then the value (a string quoted);
+    # a format spec after the = formats it; ==, !=, <= and >= are comparisons, not this
+    src = ('let x = [1.0, 2.0]\nlet s = "hi"\n'
+           'print(f"{x=}|{x = }|{sum(x)=:.3f}|{s=}|{1 == 1}|{x[0] >= 1.0}|{x[1] != 2.0}")\n'
+           'print(jit(fn(v) => f"{v=}")(2.5))')
+    assert run(src) == 'x=[1.0, 2.0]|x = [1.0, 2.0]|sum(x)=3.000|s="hi"|true|true|false\nv=2.5\n'
+
+
 def test_fstring_string_field_with_width(run):
     assert run('let s = "hi"\nprint(f"<{s:>5}>")') == "<   hi>\n"
 
