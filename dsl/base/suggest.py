@@ -26,6 +26,9 @@ PYTHON_NAMES = {
     "dict": "a map is written {\"key\": value}; keys(m), values(m) and items(m) read it",
     "isinstance": "type(x) names a value's type: type(1.0) == \"float\"",
     "append": "tensors do not grow in place: cat((a, [x])) is a longer tensor, a + (x,) a longer tuple",
+    "pass": "an empty block is {} in dg",
+    "reversed": "flip(x) reverses a tensor along its axes; t[::-1] reverses a tuple",
+    "sorted": "sort(x) sorts a tensor's entries (tensor(t) makes a tensor of a tuple of numbers)",
     # numpy's names for what dg names otherwise
     "concatenate": "dg's is cat((a, b), axis=0)",
     "hstack": "cat((a, b), axis=-1) joins along the last axis; stack((a, b)) adds a new one",

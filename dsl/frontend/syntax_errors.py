@@ -74,6 +74,7 @@ PYTHON_WORDS = {
     "is": "dg compares with == and !=",
     "try": "dg has no exceptions to catch: an error stops the program and says where and why",
     "raise": "error(\"message\") stops the program with that message",
+    "assert": "assert is a function in dg: assert(x > 0, \"message\")",
 }
 
 
@@ -83,6 +84,10 @@ def python_habit_hint(tok, prev, expected):
     for t in (prev, tok):
         if t is not None and t.type == "NAME" and t.value in PYTHON_WORDS:
             return PYTHON_WORDS[t.value]
+    if prev is not None and prev.type == "STRING" and prev.value == '""' and tok.type == "STRING":
+        return "dg has no triple-quoted strings: a comment (# ...) right above a fn documents it"
+    if prev is not None and prev.type == "COMMA" and tok.type == "MUL_OP" and tok.value == "*":
+        return "dg has no starred names: t[1:] is the rest of a tuple, and a fn takes a tuple for many values"
     if tok.type == "COLON" and "LBRACE" in expected:
         return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
     if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):

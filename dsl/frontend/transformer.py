@@ -288,7 +288,7 @@ class ToAst(Transformer):
 
     # ---------------------------------------------------------- atoms
     def int(self, ch):
-        text = ch[0].value
+        text = ch[0].value.replace("_", "")     # 1_000_000, as Python writes it
         if len(text) > 4300:        # Python's limit on int <-> decimal text (sys.get_int_max_str_digits)
             raise error("limit", f"an int literal may have at most 4300 digits, this one has {len(text)}",
                         self.span(ch))

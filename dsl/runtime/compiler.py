@@ -366,6 +366,8 @@ def field_hint(obj, name, obj_text, builtins):
         return f"did you mean {FIELD_CALLS[name].format(obj_text or 'x')}?"
     if name == "append":
         return PYTHON_NAMES["append"]
+    if name == "format" and type(v) is str:
+        return 'an f-string formats values: f"{x} and {y:.3f}"'
     return None
 
 

@@ -137,9 +137,15 @@ def test_keyword_prefix_is_an_ordinary_name(run):
 # ---------------------------------------------------------------- numbers
 @pytest.mark.parametrize("text, shown", [("42", "42"), ("1.5", "1.5"), ("1e-3", "0.001"), ("2.", "2.0"),
                                           ("1E3", "1000.0"), ("2.5e+2", "250.0"), ("0", "0"),
-                                          ("007", "7")])
+                                          ("007", "7"), ("1_000_000", "1000000"), ("2_5.0_1", "25.01"),
+                                          ("1e1_0", "10000000000.0"), (".5_5", "0.55")])
 def test_number_literals(run, text, shown):
     assert run(f"print({text})") == shown + "\n"
+
+
+@pytest.mark.parametrize("text", ["1__0", "1_", "1_.5"])
+def test_an_underscore_between_digits_only(run_error, text):
+    assert run_error(f"print({text})").kind == "syntax"
 
 
 def test_int_and_float_literal_types(run):

@@ -31,6 +31,9 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("let m = {\"a\": 1}\nif \"a\" in m { print(1) }", "has(m, k)"),
     ("try {\n    print(1)\n}", "no exceptions to catch"),
     ("raise ValueError(\"bad\")", "error(\"message\")"),
+    ("assert 1 > 0, \"msg\"", "assert(x > 0, \"message\")"),
+    ("fn f(x) {\n    \"\"\"doc\"\"\"\n    return x\n}", "a comment (# ...) right above a fn"),
+    ("let t = (1, 2, 3)\nlet a, *rest = t", "t[1:] is the rest of a tuple"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
@@ -60,6 +63,11 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(concatenate(([1.0], [2.0])))", "name", "cat((a, b), axis=0)"),
     ("print(clip([1.0], 0.0, 1.0))", "name", "clamp(x, lo, hi)"),
     ("print(dot([1.0], [2.0]))", "name", "a @ b"),
+    ("print(max(1.0, 2.0, 3.0))", "type", "maximum(a, b)"),
+    ("print(\"%.3f\" % 1.5)", "type", "f\"{x:.3f}\""),
+    ("print(\"{}\".format(1.5))", "type", "an f-string formats values"),
+    ("pass", "name", "an empty block is {}"),
+    ("print(reversed((1, 2)))", "name", "t[::-1] reverses a tuple"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

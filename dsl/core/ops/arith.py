@@ -71,7 +71,9 @@ def _arith(ufunc, verb, a, b):
         x, y = as_operands(a, b, verb)
         check_broadcast(x, y, verb)
         return norm(ufunc(x, y))
-    raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}")
+    # Python's "%.3f" % x: dg formats with f-strings
+    hint = 'an f-string formats values: f"{x:.3f}"' if verb == "take the remainder of" and type(a) is str else None
+    raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}", hint=hint)
 
 
 def _ieee(ufunc, a, b):

@@ -33,8 +33,9 @@ def _reduction(op, name, fn, empty_ok):
     """Make a reduction primitive `name(x, axis=none, keepdims=false)`."""
 
     def prim(x, axis=None, keepdims=False, span=None):
-        if type(keepdims) is not bool:
-            raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}")
+        if type(keepdims) is not bool:      # max(a, b, c): Python's largest of several values
+            raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}",
+                        hint=TWO_VALUES.get(name))
         x = _operand(x, name)
         if type(x) is Box:
             return record(op, (x,), {"axis": axis, "keepdims": keepdims}, span)
