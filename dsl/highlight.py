@@ -62,9 +62,9 @@ class DgLexer(RegexLexer):
             (r".", Text),
         ],
         "numbers": [
-            (r"(\d+\.\d*|\.\d+)([eE][-+]?\d+)?", Number.Float),
-            (r"\d+[eE][-+]?\d+", Number.Float),
-            (r"\d+", Number.Integer),
+            (r"(\d+(_\d+)*\.(\d+(_\d+)*)?|\.\d+(_\d+)*)([eE][-+]?\d+(_\d+)*)?", Number.Float),
+            (r"\d+(_\d+)*[eE][-+]?\d+(_\d+)*", Number.Float),
+            (r"\d+(_\d+)*", Number.Integer),
         ],
         "escapes": [
             (r'\\[nt"\\r0]', String.Escape),
