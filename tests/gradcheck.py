@@ -101,3 +101,40 @@ fn gv({params}, c, v) {{ return sum(grad(f)({params}, c) * v) }}
     want = numeric_grad(directional, values, 0)
     assert_close(analytic, want, f"second derivative of {expr}", rtol, atol)
     return analytic
+
+
+def jax_or_skip():
+    """jax with float64, or skip the test (JAX is the xla extra)."""
+    import pytest
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def check_against_jax(expr, ref, args, rtol=1e-10, atol=1e-12):
+    """dg's value, gradient (of sum(expr * cot), a random cotangent) and tangent (along random
+    tangents) of `expr` against JAX's of ref(jax.numpy, *args), for every argument; skipped
+    where JAX is not installed."""
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    names, values = list(args), [np.asarray(v) for v in args.values()]
+    cot = np.random.default_rng(1).normal(size=np.shape(ref(jnp, *values)))
+    tangents = [np.random.default_rng(2 + i).normal(size=v.shape) for i, v in enumerate(values)]
+    want_value = np.asarray(ref(jnp, *values))
+    want_grads = jax.grad(lambda *xs: jnp.sum(ref(jnp, *xs) * cot), argnums=tuple(range(len(values))))(*values)
+    want_tangent = jax.jvp(lambda *xs: ref(jnp, *xs), tuple(values), tuple(tangents))[1]
+    interp = _interp()
+    for name, v in zip(names, values):
+        interp.set(name, v)
+    interp.set("cot", cot)
+    for i, t in enumerate(tangents):
+        interp.set(f"t{i}", t)
+    params = ", ".join(names)
+    interp.run(f"fn f({params}) {{ return {expr} }}\n"
+               f"let value = f({params})\n"
+               f"let grads = grad(fn({params}) => sum(f({params}) * cot), argnums={tuple(range(len(names)))})({params})\n"
+               f"let tangent = jvp(f, ({params},), ({', '.join(f't{i}' for i in range(len(names)))},))[1]")
+    np.testing.assert_allclose(interp.get("value"), want_value, rtol=1e-12, atol=1e-12)
+    for got, want in zip(interp.get("grads"), want_grads):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(interp.get("tangent"), np.asarray(want_tangent), rtol=rtol, atol=atol)

@@ -7,7 +7,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from gradcheck import check
+from gradcheck import check, check_against_jax, jax_or_skip
 
 RNG = np.random.default_rng(7)
 A = RNG.normal(size=(3, 3)) + 3.0 * np.eye(3)           # well conditioned, not symmetric
@@ -71,13 +71,6 @@ def run(src):
     return interp
 
 
-def jax_or_skip():
-    """jax with float64, or skip."""
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 @pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
 def test_gradients_agree_with_central_differences(expr, ref, args):
     check(expr, rtol=1e-6, atol=1e-7, **args)
@@ -85,33 +78,7 @@ def test_gradients_agree_with_central_differences(expr, ref, args):
 
 @pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
 def test_values_gradients_and_tangents_agree_with_jax(expr, ref, args):
-    jax = jax_or_skip()
-    jnp = jax.numpy
-    names = list(args)
-    values = [np.asarray(v) for v in args.values()]
-    cot = np.random.default_rng(1).normal(size=np.shape(ref(jnp, *values)))
-    tangents = [np.random.default_rng(2 + i).normal(size=v.shape) for i, v in enumerate(values)]
-
-    def loss(*xs):
-        return jnp.sum(ref(jnp, *xs) * cot)
-    want_value = np.asarray(ref(jnp, *values))
-    want_grads = jax.grad(loss, argnums=tuple(range(len(values))))(*values)
-    want_tangent = jax.jvp(lambda *xs: ref(jnp, *xs), tuple(values), tuple(tangents))[1]
-    interp = dsl.Interpreter(seed=0)
-    for name, v in zip(names, values):
-        interp.set(name, v)
-    interp.set("cot", cot)
-    for i, t in enumerate(tangents):
-        interp.set(f"t{i}", t)
-    params = ", ".join(names)
-    interp.run(f"fn f({params}) {{ return {expr} }}\n"
-               f"let value = f({params})\n"
-               f"let grads = grad(fn({params}) => sum(f({params}) * cot), argnums={tuple(range(len(names)))})({params})\n"
-               f"let tangent = jvp(f, ({params},), ({', '.join(f't{i}' for i in range(len(names)))},))[1]")
-    np.testing.assert_allclose(interp.get("value"), want_value, rtol=1e-12, atol=1e-12)
-    for got, want in zip(interp.get("grads"), want_grads):
-        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(interp.get("tangent"), np.asarray(want_tangent), rtol=1e-10, atol=1e-12)
+    check_against_jax(expr, ref, args)
 
 
 def test_second_derivatives_agree_with_jax():

@@ -7,7 +7,7 @@ import pytest
 
 import dsl
 from dsl.errors import DgError
-from gradcheck import check
+from gradcheck import check, check_against_jax, jax_or_skip
 
 RNG = np.random.default_rng(11)
 M = RNG.normal(size=(3, 4))
@@ -43,13 +43,6 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-def jax_or_skip():
-    """jax with float64, or skip."""
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 def _interp(args, backend="numpy"):
     """An interpreter with the arguments set."""
     interp = dsl.Interpreter(seed=0, backend=backend)
@@ -70,22 +63,8 @@ def test_gradients_agree_with_central_differences(expr, ref, args):
 
 
 @pytest.mark.parametrize("expr, ref, args", CASES, ids=IDS)
-def test_gradients_and_tangents_agree_with_jax(expr, ref, args):
-    jax = jax_or_skip()
-    jnp = jax.numpy
-    names, values = list(args), [np.asarray(v) for v in args.values()]
-    cot = np.random.default_rng(1).normal(size=np.shape(ref(np, *values)))
-    tangents = [np.random.default_rng(2 + i).normal(size=v.shape) for i, v in enumerate(values)]
-    want_grads = jax.grad(lambda *xs: jnp.sum(ref(jnp, *xs) * cot), argnums=tuple(range(len(values))))(*values)
-    want_tangent = jax.jvp(lambda *xs: ref(jnp, *xs), tuple(values), tuple(tangents))[1]
-    interp = _interp(dict(args, cot=cot, **{f"t{i}": t for i, t in enumerate(tangents)}))
-    params = ", ".join(names)
-    interp.run(f"fn f({params}) {{ return {expr} }}\n"
-               f"let grads = grad(fn({params}) => sum(f({params}) * cot), argnums={tuple(range(len(names)))})({params})\n"
-               f"let tangent = jvp(f, ({params},), ({', '.join(f't{i}' for i in range(len(names)))},))[1]")
-    for got, want in zip(interp.get("grads"), want_grads):
-        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(interp.get("tangent"), np.asarray(want_tangent), rtol=1e-10, atol=1e-12)
+def test_values_gradients_and_tangents_agree_with_jax(expr, ref, args):
+    check_against_jax(expr, ref, args)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "xla"])
