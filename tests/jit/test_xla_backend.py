@@ -324,6 +324,22 @@ def test_ints_stay_exact_past_int64_as_dgs_ints_are():
 
 
 @needs_jax
+def test_a_value_check_in_a_while_loop_is_not_the_loops_end():
+    # k * 3 leaves int64 on the 40th iteration: on XLA that check must send the call to numpy,
+    # not end the loop there as its condition turning false would (a silently short loop)
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run('fn f(x) { let k = 1\n while x > 1.0 { x = x / 2.0\n k = k * 3 }\n return k }\n'
+          'let g = jit(f, backend="xla")\n'
+          'fn h(x) { let k = 1\n for i in range(60) { if x > 1.0 { x = x / 2.0\n k = k * 3 } }\n return k }\n'
+          'let gh = jit(h, backend="xla")')
+    g, gh = i.lookup("g"), i.lookup("gh")
+    for x in (5.0, 2.0 ** 20, 2.0 ** 50, 2.0 ** 20):
+        n = int(np.ceil(np.log2(x)))
+        assert g(x) == 3 ** n and gh(x) == 3 ** n
+    assert not _entry(g).xla.why and not _entry(gh).xla.why
+
+
+@needs_jax
 def test_dg_run_takes_a_backend(tmp_path):
     prog = tmp_path / "p.dg"
     prog.write_text("fn f(x) { return sum(x * x) }\nlet g = jit(grad(f))\n"

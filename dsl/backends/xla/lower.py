@@ -100,12 +100,19 @@ class Lowering:
         self.jax, self.np, self.lax = jx.jax, jx.np, jx.lax
         self.nn, self.linalg, self.special = jx.nn, jx.linalg, jx.special
         self.highest = jx.lax.Precision.HIGHEST     # no TF32 on a GPU where numpy computes in full float32
-        self.flags = []
+        self.flags = []     # the guards: the path the program took (a while loop's condition)
+        self.checks = []    # values numpy would refuse or compute otherwise (an index out of range)
         self.zeros = []
 
-    def require(self, ok):
-        """A condition the results depend on (a failed guard, a value numpy would refuse)."""
+    def guard(self, ok):
+        """A guard of the program: the path it was staged on holds."""
         self.flags.append(self.np.all(ok))
+
+    def require(self, ok):
+        """A condition on values the results depend on (numpy would refuse them, or compute them
+        otherwise: an index out of range, an int past int64). Unlike a guard, it never ends a
+        while loop: an iteration that breaks one leaves the whole call to numpy."""
+        self.checks.append(self.np.all(ok))
 
     def finite(self, value):
         """A value the results depend on being finite (one the plan checks: lower_steps), kept as
@@ -115,10 +122,18 @@ class Lowering:
         self.zeros.append(value * 0.0)
 
     def guards(self):
-        """Whether every flag holds: one bool."""
-        if not self.flags:
+        """Whether every guard holds: one bool."""
+        return self._all(self.flags)
+
+    def holds(self):
+        """Whether every guard and every condition on values holds: one bool."""
+        return self._all(self.flags + self.checks)
+
+    def _all(self, flags):
+        """Whether every one of `flags` holds: one bool."""
+        if not flags:
             return self.np.bool_(True)
-        return self.np.all(self.np.stack(self.flags))
+        return self.np.all(self.np.stack(flags))
 
     def zero(self):
         """0.0 where every value `finite` was given is finite, else NaN."""
@@ -127,8 +142,8 @@ class Lowering:
     def ok(self):
         """Whether every flag holds and every value checked is finite: one bool."""
         if self.zeros:
-            return self.np.logical_and(self.guards(), self.np.isfinite(self.zero()))
-        return self.guards()
+            return self.np.logical_and(self.holds(), self.np.isfinite(self.zero()))
+        return self.holds()
 
     def host(self, fn, args, arg_kinds, kind, ordered=False):
         """fn(*args) run by Python on the host while XLA runs the program: an effect (`ordered`:
@@ -198,11 +213,11 @@ class Lowering:
             outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts], prepared=prepared)
             new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
             zero, acc = _accumulated(inner, zero, acc)
-            return (new, jnp.logical_and(ok, inner.guards()), zero, acc), (*outs[nc:], *c)
+            return (new, jnp.logical_and(ok, inner.holds()), zero, acc), (*outs[nc:], *c)
 
         state = (start, jnp.bool_(True), jnp.float64(0.0), _accumulators(jnp, program, prepared))
         (final, ok, zero, acc), stacked = lax.scan(step, state, (column, *xs), length=len(items), reverse=reverse)
-        self.flags.append(ok)
+        self.checks.append(ok)      # a path the body did not take, or a value: numpy runs the call
         self.zeros += [zero, *acc]
         return (*final, *stacked)
 
@@ -218,22 +233,26 @@ class Lowering:
         start = [jnp.asarray(s) for s in state]
 
         def going(c):
-            return jnp.logical_and(c[2], c[0] < WHILE_CAP)
+            return jnp.logical_and(jnp.logical_and(c[2], c[3]), c[0] < WHILE_CAP)
 
         prepared = prepare(program, ALL, in_loop=True)
 
         def step(c):
-            k, st, _, zero, acc = c
+            k, st, _, clean, zero, acc = c
             inner = Lowering(jx)
             outs = lower_steps(inner, program, [k, *st], prepared=prepared)
             ok = inner.guards()     # the iteration that fails one ends the loop: its values are dropped
+            # a value numpy would refuse in an iteration that counts stops the loop, and the call
+            # goes to numpy (it must not pass for the loop's end)
+            clean = jnp.logical_and(clean, jnp.logical_or(jnp.logical_not(ok), inner._all(inner.checks)))
             more, more_acc = _accumulated(inner, zero, acc)
-            return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok,
+            return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok, clean,
                     jnp.where(ok, more, zero), [jnp.where(ok, m, a) for m, a in zip(more_acc, acc)])
 
-        k, final, go, zero, acc = lax.while_loop(going, step, (jnp.int64(0), start, jnp.bool_(True), jnp.float64(0.0),
-                                                              _accumulators(jnp, program, prepared)))
-        self.require(jnp.logical_not(go))
+        k, final, go, clean, zero, acc = lax.while_loop(
+            going, step, (jnp.int64(0), start, jnp.bool_(True), jnp.bool_(True), jnp.float64(0.0),
+                          _accumulators(jnp, program, prepared)))
+        self.require(jnp.logical_and(clean, jnp.logical_not(go)))
         self.zeros += [zero, *acc]
         return (*final, None)
 
@@ -302,7 +321,7 @@ def lower_steps(L, program, values, prepared=None):
     for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
         if kind == "guard":
-            L.require(_same(jnp, args[0], consts[0]))
+            L.guard(_same(jnp, args[0], consts[0]))
             continue
         if op in ON_HOST:     # an effect in the program's order, or numpy's kernel of a keyed draw
             kernel = functools.partial(S._effect_kernel if op == "Effect" else PRIMS[op].plain or PRIMS[op].impl,

@@ -80,7 +80,6 @@ UNARY = {
     "LogicalNot": "logical_not", "IsFinite": "isfinite",
 }
 BINARY = {
-    "ScalarMul": "multiply",
     "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp",
     "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
@@ -92,6 +91,7 @@ LOWER.update({
     "Add": _int_exact(lambda np_, a, b: np_.add(a, b)),
     "Sub": _int_exact(lambda np_, a, b: np_.subtract(a, b)),
     "Mul": _int_exact(lambda np_, a, b: np_.multiply(a, b)),
+    "ScalarMul": _int_exact(lambda np_, a, b: np_.multiply(a, b)),
     "Div": _div,
     "FloorDiv": _floor_int(lambda np_: np_.floor_divide),
     "Mod": _floor_int(lambda np_: np_.mod),
