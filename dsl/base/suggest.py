@@ -40,6 +40,27 @@ PYTHON_NAMES = {
 }
 
 
+# numpy's and PyTorch's names for parameters dg names otherwise
+PARAMETER_NAMES = {"dim": "axis", "keepdim": "keepdims", "size": "shape", "min": "lo", "max": "hi",
+                   "a_min": "lo", "a_max": "hi", "num": "n", "loc": "mean", "scale": "std"}
+
+
+def call_hint(name, params, args, kwargs):
+    """The hint for a builtin called with numpy's or PyTorch's habits (`mean(x, dim=0)`,
+    `reshape(x, 2, 3)`), or None. `params`: the names the builtin takes, in order."""
+    for k in kwargs:
+        right = PARAMETER_NAMES.get(k)
+        if k not in params and right in params:
+            return f"dg names it {right}=, as in {name}(..., {right}=...)"
+    tupled = [p for p in params if p in ("shape", "axes", "reps")]
+    if len(args) > len(params) and tupled:
+        at = params.index(tupled[0])
+        if all(type(a) is int for a in args[at:]):
+            written = ", ".join(["x"] * at + [f"({', '.join(map(str, args[at:]))})"])
+            return f"the {tupled[0]} {'are' if tupled[0] == 'axes' else 'is'} one tuple: {name}({written})"
+    return None
+
+
 def module_hint(name):
     """The hint for `import numpy` and the like, or None."""
     return MODULE_HINT + " (no import is needed)" if name in PYTHON_MODULES else None

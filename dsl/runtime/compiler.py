@@ -11,7 +11,7 @@ import inspect
 import numpy as np
 
 from ..base.cells import UNBOUND
-from ..base.suggest import PYTHON_NAMES, closest, name_hint
+from ..base.suggest import PYTHON_NAMES, call_hint, closest, name_hint
 from ..core import ops, tape
 from ..core.format_spec import fstring_text
 from ..core.ops import elision
@@ -473,7 +473,8 @@ def call_error(fn, args, kwargs, exc, span):
         text = str(bad).replace("'", "")
         if "span" in kwargs:
             text = "unexpected keyword argument span"
-        return error("type", f"wrong arguments for {name}({accepted}): {text}", span)
+        return error("type", f"wrong arguments for {name}({accepted}): {text}", span,
+                     hint=call_hint(name, [p.name for p in public], args, kwargs))
     if "span" in kwargs:
         return error("type", f"{name}() got an unexpected keyword argument 'span'", span)
     return exc

@@ -67,6 +67,17 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(\"%.3f\" % 1.5)", "type", "f\"{x:.3f}\""),
     ("print(\"{}\".format(1.5))", "type", "an f-string formats values"),
     ("pass", "name", "an empty block is {}"),
+    # numpy's and PyTorch's ways of calling what dg has
+    ("print(zeros(3, 4))", "type", "the shape is one tuple"),
+    ("print(eye(3, 4))", "type", "eye(n) is the n by n identity"),
+    ("print(reshape(ones(6), 2, 3))", "type", "reshape(x, (2, 3))"),
+    ("print(transpose(ones((2, 3)), 1, 0))", "type", "transpose(x, (1, 0))"),
+    ("print(cat(ones(2), ones(2)))", "type", "cat((a, b))"),
+    ("print(stack(ones(2), ones(2)))", "type", "stack((a, b))"),
+    ("print(mean(ones((2, 3)), dim=0))", "type", "dg names it axis="),
+    ("print(max(ones((2, 3)), axis=1, keepdim=true))", "type", "keepdims="),
+    ("print(clamp([1.0], min=0.0))", "type", "lo="),
+    ("print(normal(size=(2,)))", "type", "shape="),
     ("print(reversed((1, 2)))", "name", "t[::-1] reverses a tuple"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):

@@ -23,7 +23,11 @@ def dtype_arg(name, who):
     if name is None:
         return DTYPES["float64"]
     if type(name) is not str:
-        raise error("type", f"{who}'s dtype is a name such as \"float32\", got {type_name(name)}")
+        # zeros(3, 4): the shape is one argument, as in numpy
+        hint = None
+        if type(name) is int:
+            hint = "eye(n) is the n by n identity" if who == "eye" else f"the shape is one tuple: {who}((n, m))"
+        raise error("type", f"{who}'s dtype is a name such as \"float32\", got {type_name(name)}", hint=hint)
     if name in DTYPES:
         return DTYPES[name]
     if name == "bfloat16":

@@ -79,9 +79,13 @@ def _tensors(items, name):
 
 
 def _axis_given(axis, name):
-    """cat, stack and gather work along one axis: none is not one."""
+    """cat, stack and gather work along one axis: none is not one; a tensor there is the second
+    of the tensors to join, given apart (numpy's concatenate takes them as one sequence too)."""
     if axis is None:
         raise error("type", f"{name} needs an int axis, got none")
+    if type(peek(axis)) is ndarray and name in ("cat", "stack"):
+        raise error("type", f"{name}'s second argument is the axis, got a tensor",
+                    hint=f"{name} takes the tensors as one tuple: {name}((a, b))")
 
 
 def cat(tensors, axis=0, span=None):
