@@ -79,6 +79,7 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(clamp([1.0], min=0.0))", "type", "lo="),
     ("print(normal(size=(2,)))", "type", "shape="),
     ("print(mean(ones((2, 3)), axis=[0, 1]))", "type", "several axes are a tuple: axis=(0, 1)"),
+    ("print(split(arange(6.0), 3))", "type", "a tensor's parts are slices"),
     ("print(reversed((1, 2)))", "name", "t[::-1] reverses a tuple"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
