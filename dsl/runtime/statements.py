@@ -17,7 +17,7 @@ from ..transform.jit.frames import declared, exits
 from ..transform.jit.rolling import Roller
 from .compiler import compile_expr, compile_read, stored_slot
 from .fusion import body_fuses, fusable, fused_body, fused_run
-from .targets import Target, compile_assign_one, compile_declare, compile_store, destructure, iterate
+from .targets import Target, compile_assign_one, compile_declare, compile_store, iterate, unpacker
 
 BREAK = object()
 CONTINUE = object()
@@ -82,14 +82,7 @@ def _declarer(s, span, ctx):
 
 def _unpacker(binders, span):
     """A closure store(f, value) through one binder, or taking a tuple apart through several."""
-    if len(binders) == 1:
-        return binders[0]
-    n = len(binders)
-
-    def store_each(f, value):
-        for bind, v in zip(binders, destructure(value, n, span)):
-            bind(f, v)
-    return store_each
+    return binders[0] if len(binders) == 1 else unpacker(binders, span)
 
 
 def _let(s, ctx):

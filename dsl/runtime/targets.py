@@ -49,6 +49,17 @@ def compile_declare(b, ctx):
     return compile_store(b, ctx, None)
 
 
+def unpacker(binders, span):
+    """A closure store(f, value) taking a tuple (or a tensor's rows) apart through the binders,
+    one store(f, item) each."""
+    n = len(binders)
+
+    def store_each(f, value):
+        for bind, v in zip(binders, destructure(value, n, span)):
+            bind(f, v)
+    return store_each
+
+
 def destructure(value, n, span):
     """Split a tuple (or the rows of a tensor) into exactly n values."""
     v = peek(value)
@@ -147,12 +158,7 @@ def compile_assign_one(t, ctx):
     if isinstance(t, A.Name):
         return compile_store(t.binding, ctx, t.span)
     if type(t) is A.TupleLit:       # `(a, b), c = ...`: taken apart into each
-        stores, n, span = [compile_assign_one(item, ctx) for item in t.items], len(t.items), t.span
-
-        def assign_each(f, value):
-            for store, v in zip(stores, destructure(value, n, span)):
-                store(f, v)
-        return assign_each
+        return unpacker([compile_assign_one(item, ctx) for item in t.items], t.span)
     target = Target(t, ctx)
 
     def assign(f, value):

@@ -113,6 +113,13 @@ def test_any_all_and_isclose_are_numpys():
     assert list(interp.eval("isclose(a, b, atol=0.2, rtol=0.0)")) == list(np.isclose(a, b, atol=0.2, rtol=0.0))
 
 
+def test_interp_through_one_knot_is_its_value_and_left_right_outside():
+    interp = _interp({"q": np.array([0.5, 1.0, 2.0])})
+    assert list(interp.eval("interp(q, [1.0], [3.0])")) == list(np.interp([0.5, 1.0, 2.0], [1.0], [3.0]))
+    got = interp.eval("interp(q, [1.0], [3.0], left=-1.0, right=9.0)")
+    assert list(got) == list(np.interp([0.5, 1.0, 2.0], [1.0], [3.0], left=-1.0, right=9.0))
+
+
 def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     interp = _interp({"m": np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0]])})
     got = interp.eval("median(m, axis=1)")

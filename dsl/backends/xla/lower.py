@@ -125,6 +125,10 @@ class Lowering:
         """Whether every guard holds: one bool."""
         return self._all(self.flags)
 
+    def values_hold(self):
+        """Whether every condition on values holds: one bool."""
+        return self._all(self.checks)
+
     def holds(self):
         """Whether every guard and every condition on values holds: one bool."""
         return self._all(self.flags + self.checks)
@@ -244,7 +248,7 @@ class Lowering:
             ok = inner.guards()     # the iteration that fails one ends the loop: its values are dropped
             # a value numpy would refuse in an iteration that counts stops the loop, and the call
             # goes to numpy (it must not pass for the loop's end)
-            clean = jnp.logical_and(clean, jnp.logical_or(jnp.logical_not(ok), inner._all(inner.checks)))
+            clean = jnp.logical_and(clean, jnp.logical_or(jnp.logical_not(ok), inner.values_hold()))
             more, more_acc = _accumulated(inner, zero, acc)
             return (k + 1, [jnp.where(ok, _like(jnp, o, s), s) for o, s in zip(outs, st)], ok, clean,
                     jnp.where(ok, more, zero), [jnp.where(ok, m, a) for m, a in zip(more_acc, acc)])

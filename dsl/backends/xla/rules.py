@@ -32,10 +32,16 @@ def _floor_int(fn):
     return rule
 
 
+def _int_numbers(L, a, b):
+    """Whether both operands are int numbers: dg's Python ints (not int tensors, which are
+    numpy's int64 on both backends)."""
+    return L.is_int(a) and L.is_int(b) and not L.np.ndim(a) and not L.np.ndim(b)
+
+
 def _div(L, a, b):
     """a / b: numpy's, but an int number divided by the int 0 is dg's error (int tensors divide
     as numpy's, to inf)."""
-    if L.is_int(a) and L.is_int(b) and not L.np.ndim(a) and not L.np.ndim(b):
+    if _int_numbers(L, a, b):
         L.require(b != 0)
     return L.np.true_divide(a, b)
 
@@ -46,7 +52,7 @@ def _int_exact(fn):
     past that the numpy backend computes the call."""
 
     def rule(L, a, b):
-        if L.is_int(a) and L.is_int(b) and not L.np.ndim(a) and not L.np.ndim(b):
+        if _int_numbers(L, a, b):
             L.require(L.np.abs(fn(L.np, L.np.asarray(a, np.float64), L.np.asarray(b, np.float64))) < 2.0 ** 62)
         return fn(L.np, a, b)
     return rule

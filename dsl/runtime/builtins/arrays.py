@@ -12,10 +12,11 @@ from ...core.values import brief, type_name
 from ...errors import DgError, error
 
 
-def _axis(axis, nd, who):
-    """An axis given as an int, checked against the number of axes (as every builtin's axis)."""
+def _axis(axis, nd, who, several=False):
+    """An axis given as an int (`several`: or a tuple of ints, or none), checked against the number
+    of axes (as every builtin's axis), an error in the words of `who`."""
     try:
-        return normalize_axis(raw(axis), nd, False)
+        return normalize_axis(raw(axis), nd, several)
     except DgError as exc:
         raise error(exc.kind, f"{who}: {exc.message}") from None
 

@@ -6,10 +6,10 @@ differentiates, vmaps and jits as they do, on every backend."""
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape, normalize_axis
+from ...core.ops.core import fmt_shape
 from ...core.tape import peek, raw
 from ...core.values import brief
-from ...errors import DgError, error
+from ...errors import error
 from .arrays import _along, _axis, _numbers, _tensor_shape
 
 
@@ -17,22 +17,13 @@ from .arrays import _along, _axis, _numbers, _tensor_shape
 def any_(x, axis=None, keepdims=False):
     """any(x, axis=none, keepdims=false): whether any entry is true (not zero; nan counts as true)."""
     x = _numbers(x, "any")
-    return ops.order(">", ops.sum_(ops.ne(x, 0), _axes(axis, x, "any"), keepdims), 0)
+    return ops.order(">", ops.sum_(ops.ne(x, 0), _axis(axis, np.ndim(peek(x)), "any", True), keepdims), 0)
 
 
 def all_(x, axis=None, keepdims=False):
     """all(x, axis=none, keepdims=false): whether every entry is true (not zero; nan counts as true)."""
     x = _numbers(x, "all")
-    return ops.eq(ops.sum_(ops.eq(x, 0), _axes(axis, x, "all"), keepdims), 0)
-
-
-def _axes(axis, x, who):
-    """An axis argument checked against x's axes (an int, a tuple of ints or none), as the
-    reductions check it, in the words of `who`."""
-    try:
-        return normalize_axis(raw(axis), len(np.shape(peek(x))))
-    except DgError as exc:
-        raise error(exc.kind, f"{who}: {exc.message}") from None
+    return ops.eq(ops.sum_(ops.eq(x, 0), _axis(axis, np.ndim(peek(x)), "all", True), keepdims), 0)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08):
@@ -52,7 +43,7 @@ def squeeze(x, axis=None):
     if raw(axis) is None:
         gone = {a for a, n in enumerate(shape) if n == 1}
     else:
-        found = _axes(axis, x, "squeeze")
+        found = _axis(axis, len(shape), "squeeze", True)
         gone = set(found if type(found) is tuple else (found,))
         for a in sorted(gone):
             if shape[a] != 1:
@@ -67,10 +58,7 @@ def expand_dims(x, axis):
     given = raw(axis)
     positions = given if type(given) is tuple else (given,)
     nd = len(shape) + len(positions)
-    try:
-        at = normalize_axis(tuple(positions), nd)
-    except DgError as exc:
-        raise error(exc.kind, f"expand_dims: {exc.message}") from None
+    at = _axis(tuple(positions), nd, "expand_dims", True)
     rest = iter(shape)
     return ops.reshape(x, tuple(1 if a in at else next(rest) for a in range(nd)))
 
@@ -140,22 +128,20 @@ def interp(x, xp, fp, left=None, right=None):
         raise error("shape", f"interp needs xp and fp of one same length (vectors), got shapes {fmt_shape(sp)} "
                              f"and {fmt_shape(sf)}")
     n = sp[0]
-    if n == 1:
-        below = ops.where(ops.order("<", x, ops.index(xp, (0,))), ops.index(fp, (0,)) if left is None else left,
-                          ops.index(fp, (0,)))
-        return ops.where(ops.order(">", x, ops.index(xp, (0,))), ops.index(fp, (0,)) if right is None else right,
-                         below)
-    # the segment each x falls in: how many knots lie at or below it, less one, kept inside;
-    # read with take_along, which takes a position the program computes (a staged one too)
-    shape = np.shape(peek(x))
-    flat = ops.reshape(x, (int(np.prod(shape)), 1))
-    i = ops.clamp(ops.sub(ops.sum_(ops.order(">=", flat, xp), -1), 1.0), 0.0, float(n - 2))
-    j = ops.add(i, 1.0)
-    x0, x1, y0, y1 = (ops.reshape(ops.take_along(v, k, 0), shape) for v, k in ((xp, i), (xp, j), (fp, i), (fp, j)))
-    inside = ops.add(y0, ops.mul(ops.div(ops.sub(x, x0), ops.sub(x1, x0)), ops.sub(y1, y0)))
-    lo, hi = ops.index(xp, (0,)), ops.index(xp, (n - 1,))
-    out = ops.where(ops.order("<", x, lo), ops.index(fp, (0,)) if left is None else left, inside)
-    return ops.where(ops.order(">", x, hi), ops.index(fp, (n - 1,)) if right is None else right, out)
+    first, last = ops.index(fp, (0,)), ops.index(fp, (n - 1,))
+    if n == 1:      # one knot: its value where x is on it
+        inside = first
+    else:
+        # the segment each x falls in: how many knots lie at or below it, less one, kept inside;
+        # read with take_along, which takes a position the program computes (a staged one too)
+        shape = np.shape(peek(x))
+        flat = ops.reshape(x, (int(np.prod(shape)), 1))
+        i = ops.clamp(ops.sub(ops.sum_(ops.order(">=", flat, xp), -1), 1.0), 0.0, float(n - 2))
+        j = ops.add(i, 1.0)
+        x0, x1, y0, y1 = (ops.reshape(ops.take_along(v, k, 0), shape) for v, k in ((xp, i), (xp, j), (fp, i), (fp, j)))
+        inside = ops.add(y0, ops.mul(ops.div(ops.sub(x, x0), ops.sub(x1, x0)), ops.sub(y1, y0)))
+    out = ops.where(ops.order("<", x, ops.index(xp, (0,))), first if left is None else left, inside)
+    return ops.where(ops.order(">", x, ops.index(xp, (n - 1,))), last if right is None else right, out)
 
 
 # ---------------------------------------------------------------- order statistics
