@@ -61,6 +61,26 @@ def call_hint(name, params, args, kwargs):
     return None
 
 
+def tuple_hint(value):
+    """For a shape, a window or pad widths written as a bracket literal (`zeros([2, 3])`, numpy's
+    and JAX's lists), the tuple to write instead, or None: in dg a bracket literal is a tensor."""
+    rows = value.tolist() if hasattr(value, "tolist") and getattr(value, "ndim", 0) in (1, 2) else None
+    if not rows or any(type(r) is list and not r for r in rows):
+        return None
+
+    def text(item):
+        if type(item) is list:
+            return "(" + ", ".join(text(i) for i in item) + ("," if len(item) == 1 else "") + ")"
+        if not float(item).is_integer():
+            raise ValueError(item)
+        return str(int(item))
+
+    try:
+        return f"write it as a tuple, {text(rows)}: a bracket literal [...] is a tensor"
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def module_hint(name):
     """The hint for `import numpy` and the like, or None."""
     return MODULE_HINT + " (no import is needed)" if name in PYTHON_MODULES else None

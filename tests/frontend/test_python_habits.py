@@ -81,6 +81,14 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(mean(ones((2, 3)), axis=[0, 1]))", "type", "several axes are a tuple: axis=(0, 1)"),
     ("print(split(arange(6.0), 3))", "type", "a tensor's parts are slices"),
     ("print(reversed((1, 2)))", "name", "t[::-1] reverses a tuple"),
+    # numpy's and JAX's lists as shapes, windows and pad widths: dg's bracket literal is a tensor
+    ("print(zeros([2, 3]))", "type", "write it as a tuple, (2, 3)"),
+    ("print(reshape(arange(6.0), [3, 2]))", "type", "write it as a tuple, (3, 2)"),
+    ("print(transpose(ones((2, 3)), [1, 0]))", "type", "write it as a tuple, (1, 0)"),
+    ("print(tile(arange(3.0), [2]))", "value", "write it as a tuple, (2,)"),
+    ("print(max_pool(ones((1, 1, 4, 4)), [2, 2]))", "value", "write it as a tuple, (2, 2)"),
+    ("print(pad(arange(3.0), [[1, 2]]))", "value", "write it as a tuple, ((1, 2),)"),
+    ("print(zeros([2.5]))", "type", None),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

@@ -4,6 +4,7 @@ import contextvars
 
 import numpy as np
 
+from ...base.suggest import tuple_hint
 from ...errors import error
 from ..tape import Box, peek, raw
 from ..values import a_type_name, type_name
@@ -162,7 +163,8 @@ def check_shape_arg(shape, what="shape"):
     if type(shape) is int or (type(shape) is float and shape.is_integer()):
         shape = (int(shape),)
     if type(shape) is not tuple:
-        raise error("type", f"a {what} must be an int or a tuple of ints, got {type_name(shape)}")
+        raise error("type", f"a {what} must be an int or a tuple of ints, got {type_name(shape)}",
+                    hint=tuple_hint(shape))
     out = []
     for s in shape:
         s = raw(s)

@@ -9,6 +9,7 @@ from ...core import ops
 from ...core.ops.core import check_size, fmt_shape, normalize_axis, to_float
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
+from ...base.suggest import tuple_hint
 from ...errors import DgError, error
 
 
@@ -151,7 +152,8 @@ def _int_tuple(v, who, name):
     v = raw(v)
     items = v if type(v) is tuple else (v,)
     if not items or any(type(raw(i)) is not int or raw(i) < 0 for i in items):
-        raise error("value", f"{who}: {name} must be a non-negative int or a tuple of them, got {brief(v)}")
+        raise error("value", f"{who}: {name} must be a non-negative int or a tuple of them, got {brief(v)}",
+                    hint=tuple_hint(v))
     return tuple(raw(i) for i in items)
 
 

@@ -14,6 +14,7 @@ from ...core.ops.core import check_size, float_type, fmt_shape
 from ...core.primitives.windows import out_sizes, windows, windows_t
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
+from ...base.suggest import tuple_hint
 from ...errors import error
 
 
@@ -33,7 +34,7 @@ def _ints(v, n, who, name, least):
     if len(items) != n or any(type(raw(i)) not in (int, float) or isinstance(raw(i), bool)
                               or raw(i) != int(raw(i)) or raw(i) < least for i in items):
         raise error("value", f"{who}: {name} must be an int of at least {least} or a tuple of {n} of them "
-                             f"(one per spatial axis), got {brief(v)}")
+                             f"(one per spatial axis), got {brief(v)}", hint=tuple_hint(v))
     return tuple(int(raw(i)) for i in items)
 
 
@@ -213,8 +214,11 @@ def pad(x, pad_width, mode="constant", constant_values=0.0):
         pads = tuple(_ints(tuple(q), 2, "pad", "each pair of pad_width", 0) for q in p)
     elif type(p) is tuple and len(p) == 2 and all(type(raw(q)) is not tuple for q in p):
         pads = (_ints(p, 2, "pad", "pad_width", 0),) * nd
+    elif type(p) in (int, float) and p == int(p) >= 0:
+        pads = ((int(p),) * 2,) * nd
     else:
-        pads = ((_ints(p, 1, "pad", "pad_width (an int, a pair or a pair per axis)", 0)[0],) * 2,) * nd
+        raise error("value", f"pad: pad_width must be an int of at least 0, a (before, after) pair or one "
+                             f"pair per axis ({nd}), got {brief(p)}", hint=tuple_hint(p))
     if m == "constant":
         c = raw(constant_values)
         if type(c) not in (int, float) or isinstance(c, bool):
