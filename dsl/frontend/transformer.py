@@ -100,13 +100,16 @@ class ToAst(Transformer):
     def pattern(self, ch):
         if len(ch) == 1:
             return ch[0]        # a name
+        if len(ch) == 4:        # `(a,)` takes a tuple of one apart, as in Python
+            return A.Pattern(self.span(ch), [ch[1]])
         items = ch[1]
         return items[0] if len(items) == 1 else A.Pattern(self.span(ch), items)    # `(a)` is `a`
 
     def _names(self, items):
         """The name tokens of a name list, in order, and the Pattern that nests them (None where
-        the list is flat). `let (a, b) = t` is `let a, b = t`, as in Python."""
-        if len(items) == 1 and type(items[0]) is A.Pattern:
+        the list is flat). `let (a, b) = t` is `let a, b = t`, as in Python; `let (a,) = t` takes a
+        tuple of one apart."""
+        if len(items) == 1 and type(items[0]) is A.Pattern and len(items[0].items) > 1:
             items = items[0].items
         toks, seen = [], set()
 
@@ -128,7 +131,8 @@ class ToAst(Transformer):
 
     def assign(self, ch):
         left, value = ch[0], ch[2]
-        targets = left.items if isinstance(left, A.TupleLit) else [left]
+        # `(x,) = t` takes a tuple of one apart, as in Python: the one target is the tuple itself
+        targets = left.items if isinstance(left, A.TupleLit) and len(left.items) != 1 else [left]
         for t in targets:
             self._check_target(t)
         return A.Assign(self.span(ch), targets, value)

@@ -79,7 +79,7 @@ def stored_slot(stmt, ctx):
     """The frame slot a `let` or an assignment of one plain local stores into (then it stores
     there directly), else None."""
     if type(stmt) is A.Let:
-        return local_slot(stmt.bindings[0], ctx) if len(stmt.bindings) == 1 else None
+        return local_slot(stmt.bindings[0], ctx) if len(stmt.bindings) == 1 and stmt.pattern is None else None
     t = stmt.targets[0]
     return local_slot(t.binding, ctx) if len(stmt.targets) == 1 and type(t) is A.Name else None
 

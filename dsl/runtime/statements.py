@@ -75,9 +75,12 @@ def _declarer(s, span, ctx):
     if s.pattern is None:
         return _unpacker(binders, span)
 
-    def nested(pattern, span):
-        return _unpacker([binders[i] if type(i) is int else nested(i, i.span) for i in pattern.items], span)
-    return nested(s.pattern, span)
+    def parts(pattern):
+        return [binders[i] if type(i) is int else taken_apart(i) for i in pattern.items]
+
+    def taken_apart(pattern):       # in parentheses a tuple is taken apart, `(a,)`'s too
+        return unpacker(parts(pattern), pattern.span)
+    return _unpacker(parts(s.pattern), span)
 
 
 def _unpacker(binders, span):
@@ -88,7 +91,7 @@ def _unpacker(binders, span):
 def _let(s, ctx):
     value = compile_expr(s.value, ctx)
     b = s.bindings[0]
-    if type(s.value) is A.Lambda and b.kind == "local" and b.captured:
+    if type(s.value) is A.Lambda and b.kind == "local" and b.captured and s.pattern is None:
         slot = b.slot
 
         def let_recursive(f):

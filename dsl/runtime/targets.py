@@ -68,9 +68,10 @@ def destructure(value, n, span):
     elif type(v) is ndarray and v.ndim > 0:
         items = [ops.item(value, (i,)) for i in range(v.shape[0])]
     else:
-        raise error("type", f"cannot unpack {a_type_name(v)} into {n} names", span)
+        raise error("type", f"cannot unpack {a_type_name(v)} into {n} name{'s' * (n != 1)}", span)
     if len(items) != n:
-        raise error("value", f"cannot unpack {len(items)} value{'s' * (len(items) != 1)} into {n} names", span)
+        raise error("value", f"cannot unpack {len(items)} value{'s' * (len(items) != 1)} "
+                             f"into {n} name{'s' * (n != 1)}", span)
     return items
 
 

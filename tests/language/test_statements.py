@@ -123,6 +123,19 @@ def test_destructure_nested_under_grad_and_jit(run):
     assert run(src) == "216.0 216.0 162.0\n8.0\n"
 
 
+def test_a_tuple_of_one_is_taken_apart_as_in_python(run, run_error):
+    # (x,) = t binds x to t's one item; without the comma (x) is x itself
+    src = ("let (a,) = (5,)\nlet ((b, c),), (d,) = ((1, 2),), ((3,),)\nlet (e) = (6,)\nlet x = 0\n"
+           "(x,) = (7,)\nprint(a, b, c, d, e, x)\nfor (i,) in ((1,), (2,)) { print(i) }\n"
+           "fn f(t) { let (u,) = t\n return u * u }\n"
+           "fn g(t) { let s = 0.0\n for (k,) in t { s = s + k * k }\n return s }\n"
+           "print(grad(f)((3.0,)), jit(f)((2.0,)), grad(g)(((1.0,), (2.0,))), jit(grad(g))(((1.0,), (2.0,))))")
+    assert run(src) == "5 1 2 (3,) (6,) 7\n1\n2\n(6.0,) 4.0 ((2.0,), (4.0,)) ((2.0,), (4.0,))\n"
+    err = run_error("let (a,) = (1, 2)")
+    assert err.kind == "value" and err.message == "cannot unpack 2 values into 1 name"
+    assert run_error("let x = 0\n(x,) = 5").kind == "type"
+
+
 def test_destructure_nested_errors_point_at_the_inner_tuple(run_error):
     err = run_error("let (u, v), w = (1, 2)")
     assert err.kind == "type" and (err.line, err.column) == (1, 5) and "2 names" in err.message
