@@ -94,6 +94,10 @@ class ToAst(Transformer):
         return A.Let(self.span(ch), [t.value for t in names], ch[3],
                      name_spans=[self.tspan(t) for t in names], pattern=pattern)
 
+    def let_one(self, ch):
+        """`let a, = t`: Python's `a, = t`, a tuple of one taken apart."""
+        return self.let_stmt([ch[0], [A.Pattern(self.span(ch[1:3]), [ch[1]])], ch[2], ch[4]])
+
     def name_list(self, ch):
         return [c for c in ch if not (type(c) is Token and c.type == "COMMA")]
 

@@ -131,6 +131,10 @@ def test_a_tuple_of_one_is_taken_apart_as_in_python(run, run_error):
            "fn g(t) { let s = 0.0\n for (k,) in t { s = s + k * k }\n return s }\n"
            "print(grad(f)((3.0,)), jit(f)((2.0,)), grad(g)(((1.0,), (2.0,))), jit(grad(g))(((1.0,), (2.0,))))")
     assert run(src) == "5 1 2 (3,) (6,) 7\n1\n2\n(6.0,) 4.0 ((2.0,), (4.0,)) ((2.0,), (4.0,))\n"
+    # Python's bare forms: `a, = t` (JAX's `g, = pullback(ct)`) and `return x,`
+    src = ("let a, = (5,)\nlet (b, c), = ((1, 2),)\nlet x = 0\nx, = (7,)\n"
+           "fn f() { return 1, }\nprint(a, b, c, x, f())")
+    assert run(src) == "5 1 2 7 (1,)\n"
     err = run_error("let (a,) = (1, 2)")
     assert err.kind == "value" and err.message == "cannot unpack 2 values into 1 name"
     assert run_error("let x = 0\n(x,) = 5").kind == "type"
