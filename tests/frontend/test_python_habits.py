@@ -89,6 +89,8 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(max_pool(ones((1, 1, 4, 4)), [2, 2]))", "value", "write it as a tuple, (2, 2)"),
     ("print(pad(arange(3.0), [[1, 2]]))", "value", "write it as a tuple, ((1, 2),)"),
     ("print(zeros([2.5]))", "type", None),
+    ("print(normal((2, 3)))", "type", "a shape goes by name: normal(..., shape=(2, 3))"),
+    ("print(gamma(2.0, (3,)))", "type", "gamma(..., shape=(3,))"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

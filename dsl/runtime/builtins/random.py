@@ -15,7 +15,7 @@ from ...core.ops.gamma_draws import gamma_draw
 from ...core.primitives import random as R
 from ...core.stage import Draw, differentiated, perform
 from ...core.tape import peek, raw, strip_unstaged
-from ...core.values import type_name
+from ...core.values import brief, type_name
 from ...errors import error
 from .tensors import _count, _float_dtype, _shape
 
@@ -31,7 +31,9 @@ def _param(v, who, name):
         return v if p.dtype.kind == "f" or type(v) is not np.ndarray else p.astype(float)
     if t in (float, int, bool) or isinstance(p, np.generic):
         return v if type(v) is not t else to_float(p)
-    raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}")
+    shaped = t is tuple and all(type(peek(s)) is int for s in p)    # gamma(2.0, (3,)): a shape meant
+    raise error("type", f"{who}: {name} must be a number or a tensor, got {type_name(p)}",
+                hint=f"a shape goes by name: {who}(..., shape={brief(p)})" if shaped else None)
 
 
 def _gamma01(key, a, shape):
