@@ -73,7 +73,9 @@ def test_sort_is_stable_and_its_gradient_follows_the_entries_back():
 @pytest.mark.parametrize("expr,kind,words", [
     ("argmax(zeros((0,)))", "value", "empty"), ("sort(3.0)", "shape", "at least one axis"),
     ("einsum(\"ij,jk\", x)", "type", "names 2 operands but 1 was given"),
-    ("einsum(\"ii->i\", x)", "shape", "has sizes 2 and 4"), ("einsum(\"i...\", x)", "value", "no '...'"),
+    ("einsum(\"ii->i\", x)", "shape", "has sizes 2 and 4"), ("einsum(\"i...i...\", x)", "value", "once"),
+    ("einsum(\"ijk...\", x)", "shape", "names 3 axes and '...'"),
+    ("einsum(\"...ij,...jk\", ones((2, 3, 4)), ones((3, 4, 5)))", "shape", "do not broadcast"),
     ("einsum(\"ijk\", x)", "shape", "names 3 axes"), ("einsum(3, x)", "type", "spec"),
     ("einsum(\"ij,ij->i\", x, transpose(x))", "shape", "has sizes"),
 ])
@@ -190,7 +192,15 @@ ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x:
           ("segment_sum(x, [1.0, 0.0, 1.0], 3)", lambda np_, x: _scatter_add(np_, np_.zeros((3, 4)), [1, 0, 1], x)),
           ("top_k(x, 2)[0]", lambda np_, x: -np_.sort(-x, axis=-1)[:, :2]),
           ("einsum(\"ii->i\", x[:, 0:3])", lambda np_, x: np_.einsum("ii->i", x[:, 0:3])),
-          ("einsum(\"ij,jj\", x[:, 0:3], x[:, 1:4])", lambda np_, x: np_.einsum("ij,jj", x[:, 0:3], x[:, 1:4]))]
+          ("einsum(\"ij,jj\", x[:, 0:3], x[:, 1:4])", lambda np_, x: np_.einsum("ij,jj", x[:, 0:3], x[:, 1:4])),
+          # an ellipsis stands for the axes the letters leave, broadcast (numpy's and JAX's einsum)
+          ("einsum(\"...j,jk->...k\", x, transpose(x))", lambda np_, x: np_.einsum("...j,jk->...k", x, x.T)),
+          ("einsum(\"...i,...i\", x, x[0])", lambda np_, x: np_.einsum("...i,...i", x, x[0])),
+          ("einsum(\"...ij,...jk\", reshape(x, (3, 2, 2)), reshape(x, (3, 2, 2))[0:1])",
+           lambda np_, x: np_.einsum("...ij,...jk", x.reshape(3, 2, 2), x.reshape(3, 2, 2)[0:1])),
+          ("einsum(\"i...->...\", x)", lambda np_, x: np_.einsum("i...->...", x)),
+          ("einsum(\"...ii->...i\", reshape(x[:, 0:4], (3, 2, 2)))",
+           lambda np_, x: np_.einsum("...ii->...i", x[:, 0:4].reshape(3, 2, 2)))]
 
 
 def _scatter_add(np_, x, idx, v):

@@ -17,7 +17,7 @@ def parse_spec(spec, n):
                             f"got {type_name(spec)}")
     s = spec.replace(" ", "")
     if not _SPEC.match(s):
-        raise error("value", f"einsum supports specs of letters, commas and '->' (no '...'), got {spec!r}")
+        raise error("value", f"einsum's spec is letters, commas, '...' and '->', got {spec!r}")
     ins, _, out = s.partition("->")
     inputs = ins.split(",")
     if len(inputs) != n:

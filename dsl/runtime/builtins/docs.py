@@ -365,7 +365,9 @@ Differentiable: yes, in a and b.
 >>> matmul([[1.0, 2.0]], [[3.0], [4.0]])
 [[11.0]]""",
     "einsum": """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b; a letter twice
-in one operand takes its diagonal ("ii->i", "ii" the trace); no ellipsis.
+in one operand takes its diagonal ("ii->i", "ii" the trace); "..." stands for the axes an operand's
+letters leave, broadcast between operands ("...ij,...jk->...ik" multiplies stacks of matrices);
+left out of an explicit output, those axes are summed, as in JAX.
 Differentiable: yes, in every operand.
 >>> einsum("i,i->", [1.0, 2.0], [3.0, 4.0])
 11.0""",

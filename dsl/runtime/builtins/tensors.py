@@ -3,7 +3,7 @@
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import check_shape_arg, check_size, ndarray, to_float, to_tensor
+from ...core.ops.core import check_shape_arg, check_size, fmt_shape, ndarray, to_float, to_tensor
 from ...core.stage import Draw, perform
 from ...core.tape import Box, peek, raw, record
 from ...core.values import a_type_name, type_name
@@ -67,9 +67,51 @@ def round_(x, decimals=0):
     return ops.mul(ops.round_(ops.div(x, scale)), scale)
 
 
+def _ellipsis(s, xs):
+    """A spec with `...` written out in letters of its own (numpy's rule: each operand's `...`
+    stands for the axes its letters leave, aligned at the right and broadcast, as they are in
+    the result: first where the output is implicit), and the operands broadcast where their
+    `...` axes differ. `...` left out of an explicit output sums those axes, as JAX does."""
+    s = s.replace(" ", "")
+    ins, arrow, out = s.partition("->")
+    subs = ins.split(",")
+    if len(subs) != len(xs):
+        return s, xs            # einsum's own error
+    if any(p.count("...") > 1 for p in subs + [out]):
+        raise error("value", f"einsum: '...' may stand once in each operand and the output, got {s!r}")
+    shapes = [np.shape(peek(x)) for x in xs]
+    lead = [len(shape) - len(p.replace("...", "")) if "..." in p else 0 for p, shape in zip(subs, shapes)]
+    for p, shape, k in zip(subs, shapes, lead):
+        if k < 0:
+            raise error("shape", f"einsum: {p!r} names {len(p) - 3} axes and '...', but its operand has shape "
+                                 f"{fmt_shape(shape)}")
+    try:
+        batch = np.broadcast_shapes(*(shape[p.index("..."):p.index("...") + k]
+                                      for p, shape, k in zip(subs, shapes, lead) if "..." in p))
+    except ValueError:
+        raise error("shape", f"einsum: the axes '...' stands for do not broadcast: "
+                             f"{' and '.join(fmt_shape(sh) for sh in shapes)}") from None
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in s]
+    names = "".join(free[:len(batch)])
+    xs = list(xs)
+    for i, (p, shape, k) in enumerate(zip(subs, shapes, lead)):
+        if "..." in p:
+            at = p.index("...")
+            full = shape[:at] + batch[len(batch) - k:] + shape[at + k:]
+            if full != shape:
+                xs[i] = ops.broadcast_to(xs[i], full)
+            subs[i] = p.replace("...", names[len(names) - k:])
+    if not arrow:       # implicit output: the `...` axes, then the letters used once, in order
+        letters = "".join(subs)
+        out = "..." + "".join(sorted(c for c in set(ins) if c.isalpha() and letters.count(c) == 1))
+    return ",".join(subs) + "->" + out.replace("...", names), xs
+
+
 def einsum(spec, *xs):
     """einsum(spec, *xs): numpy's einsum, e.g. einsum("ij,jk->ik", a, b) is a @ b (differentiable)."""
     s = raw(spec)
+    if type(s) is str and "..." in s:
+        s, xs = _ellipsis(s, xs)
     if type(s) is str and "->" not in s.replace(" ", "") and any(len(set(p)) < len(p) for p in s.split(",")):
         # numpy's implicit output: the letters used once in all, before diagonals are taken
         letters = s.replace(" ", "").replace(",", "")
