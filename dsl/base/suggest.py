@@ -37,6 +37,17 @@ PYTHON_NAMES = {
     "dot": "a @ b (or matmul(a, b)) is the dot product of two vectors and the matrix product; einsum the rest",
     "array": "a bracket literal [1.0, 2.0] is a tensor; tensor(t) makes one of a tuple",
     "asarray": "a bracket literal [1.0, 2.0] is a tensor; tensor(t) makes one of a tuple",
+    "expit": "dg's is sigmoid(x)",
+    "power": "x ** y (or pow(x, y)) raises entry by entry",
+    "mod": "x % y is the remainder with the divisor's sign, as numpy's mod",
+    "remainder": "x % y is the remainder with the divisor's sign, as numpy's remainder",
+    "tensordot": "einsum names the axes to contract: einsum(\"ijk,jkl->il\", a, b)",
+    "inner": "einsum(\"...i,...i\", a, b) sums the products over the last axis; a @ b for vectors",
+    "vdot": "sum(a * b) is the dot product of two tensors' entries",
+    "amax": "dg's is max(x, axis=none)",
+    "amin": "dg's is min(x, axis=none)",
+    "flatten": "ravel(x) (or reshape(x, -1)) lays the entries along one axis",
+    "identity": "dg's is eye(n)",
 }
 
 

@@ -90,6 +90,9 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(pad(arange(3.0), [[1, 2]]))", "value", "write it as a tuple, ((1, 2),)"),
     ("print(zeros([2.5]))", "type", None),
     ("print(normal((2, 3)))", "type", "a shape goes by name: normal(..., shape=(2, 3))"),
+    ("print(expit(1.0))", "name", "sigmoid(x)"),
+    ("print(tensordot(ones(2), ones(2)))", "name", "einsum"),
+    ("print(flatten(ones((2, 2))))", "name", "ravel(x)"),
     ("print(gamma(2.0, (3,)))", "type", "gamma(..., shape=(3,))"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):

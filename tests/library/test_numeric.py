@@ -37,6 +37,14 @@ CASES = [
     ("quantile(m, 0.9)", lambda np_, m: np_.quantile(m, 0.9), {"m": M}),
     ("squeeze(expand_dims(m, (0, 2)), 0)", lambda np_, m: np_.squeeze(np_.expand_dims(m, (0, 2)), 0), {"m": M}),
     ("var(m, ddof=1)", lambda np_, m: np_.var(m, ddof=1), {"m": M}),
+    ("broadcast_to(m[0], (2, 3, 4)) * m", lambda np_, m: np_.broadcast_to(m[0], (2, 3, 4)) * m, {"m": M}),
+    ("broadcast_to(m[:, 0:1], (3, 4)) * m", lambda np_, m: np_.broadcast_to(m[:, 0:1], (3, 4)) * m, {"m": M}),
+    ("ravel(m) * arange(12.0)", lambda np_, m: np_.ravel(m) * np.arange(12.0), {"m": M}),
+    ("moveaxis(v[:, :, newaxis] * w[:, newaxis, 0:2], (0, 1), (2, 0))",
+     lambda np_, v, w: np_.moveaxis(v[:, :, None] * w[:, None, 0:2], (0, 1), (2, 0)), {"v": V3, "w": W3}),
+    ("swapaxes(v[:, :, newaxis] * w[:, newaxis, 0:2], 0, 2)",
+     lambda np_, v, w: np_.swapaxes(v[:, :, None] * w[:, None, 0:2], 0, 2), {"v": V3, "w": W3}),
+    ("full_like(m, sum(m)) * m", lambda np_, m: np_.full_like(m, np_.sum(m)) * m, {"m": M}),
     ("std(m, axis=1, ddof=1)", lambda np_, m: np_.std(m, axis=1, ddof=1), {"m": M}),
     ("var(m, axis=0, keepdims=true, ddof=2)", lambda np_, m: np_.var(m, axis=0, keepdims=True, ddof=2), {"m": M}),
 ]
@@ -74,7 +82,9 @@ def test_jit_and_vmap_give_the_eager_values(backend):
     interp = _interp({"m": M, "v": V3, "w": W3, "q": XQ, "xp": XP, "fp": FP, "y": Y, "t": T}, backend)
     interp.run("fn f(m, v, w, q, fp, y) {\n"
                "  return (median(m, axis=1), cross(v, w), interp(q, xp, fp), trapezoid(y, x=t),\n"
-               "          quantile(m, 0.3), any(m > 1.0), all(m > -3.0, axis=0), isclose(m, m + 1e-9))\n}\n"
+               "          quantile(m, 0.3), any(m > 1.0), all(m > -3.0, axis=0), isclose(m, m + 1e-9),\n"
+               "          moveaxis(broadcast_to(m, (2, 3, 4)), 0, -1) * sum(m), swapaxes(v, 0, 1), ravel(w),\n"
+               "          full_like(m, sum(m)), isinf(m / (m - m[0, 0])))\n}\n"
                "let eager = f(m, v, w, q, fp, y)\n"
                "let jitted = jit(f)(m, v, w, q, fp, y)\nlet again = jit(f)(m, v, w, q + 0.25, fp, y)\n"
                "let mapped = vmap(fn(r) => (median(r), interp(r, xp, fp), any(r > 1.0), quantile(r, 0.3)))(m)\n"
@@ -113,6 +123,15 @@ def test_any_all_and_isclose_are_numpys():
     assert list(interp.eval("isclose(a, b, atol=0.2, rtol=0.0)")) == list(np.isclose(a, b, atol=0.2, rtol=0.0))
 
 
+def test_isinf_and_full_likes_types_are_numpys():
+    interp = _interp({"a": np.array([1.0, np.inf, -np.inf, np.nan])})
+    assert list(interp.eval("isinf(a)")) == [False, True, True, False]
+    assert interp.eval("isinf(-inf)") is True and interp.eval("isinf(10 ** 400)") is False
+    assert interp.eval("dtype(full_like(astype(a, \"float32\"), 2))") == "float32"
+    got = interp.eval("full_like(a, 2, dtype=\"int64\")")
+    assert got.dtype == np.int64 and list(got) == [2, 2, 2, 2]
+
+
 def test_interp_through_one_knot_is_its_value_and_left_right_outside():
     interp = _interp({"q": np.array([0.5, 1.0, 2.0])})
     assert list(interp.eval("interp(q, [1.0], [3.0])")) == list(np.interp([0.5, 1.0, 2.0], [1.0], [3.0]))
@@ -136,6 +155,10 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("quantile(ones(3), 1.5)", "value", "[0, 1]"),
     ("trapezoid(ones(3), x=ones(4))", "shape", "4 points"),
     ("isclose(ones(2), ones(2), rtol=\"a\")", "type", "rtol"),
+    ("broadcast_to(ones(3), (2, 4))", "shape", "does not broadcast to (2, 4)"),
+    ("moveaxis(zeros((2, 3)), (0, 1), 0)", "value", "as many axes"),
+    ("swapaxes(zeros((2, 3)), 0, 2)", "index", "swapaxes"),
+    ("full_like(ones(2), (1,))", "type", "full_like needs a number"),
 ])
 def test_bad_arguments_are_dg_errors(expr, kind, words):
     with pytest.raises(DgError) as e:

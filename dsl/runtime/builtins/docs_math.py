@@ -4,8 +4,8 @@ form of dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
-          "segment_sum", "top_k", "isnan", "isfinite", "allclose", "isclose", "any", "all", "squeeze",
-          "expand_dims", "square", "cross", "trapezoid", "interp", "quantile", "median"]
+          "segment_sum", "top_k", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all", "squeeze",
+          "expand_dims", "broadcast_to", "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile", "median"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
@@ -130,6 +130,28 @@ tuple, counted in the result's axes), as x[none] does at the front.
 Differentiable: yes.
 >>> shape(expand_dims(zeros((2, 3)), (0, -1)))
 (1, 2, 3, 1)""",
+    "broadcast_to": """broadcast_to(x, shape): x repeated along new leading axes and along its axes of length 1
+to the given shape, as numpy's broadcasting would (a shape it does not broadcast to is a shape error).
+Differentiable: yes (the gradient sums over the repeated axes).
+>>> broadcast_to([1.0, 2.0], (2, 2))
+[[1.0, 2.0], [1.0, 2.0]]""",
+    "ravel": """ravel(x): x's entries along one axis, in row-major order (reshape(x, -1)).
+Differentiable: yes.
+>>> ravel([[1.0, 2.0], [3.0, 4.0]])
+[1.0, 2.0, 3.0, 4.0]""",
+    "moveaxis": """moveaxis(x, source, destination): x with the axes at source (an int or a tuple) moved to the
+positions destination (as many), the other axes kept in their order, as numpy's.
+Differentiable: yes.
+>>> shape(moveaxis(zeros((2, 3, 4)), 0, -1))
+(3, 4, 2)""",
+    "swapaxes": """swapaxes(x, axis1, axis2): x with two axes exchanged.
+Differentiable: yes.
+>>> shape(swapaxes(zeros((2, 3, 4)), 0, 2))
+(4, 3, 2)""",
+    "full_like": """full_like(x, v, dtype=none): a tensor of x's shape and element type (or dtype's) filled with v.
+Differentiable: yes, in v (as full's fill value); not in x, whose values it does not read.
+>>> full_like([1.0, 2.0], 7.0)
+[7.0, 7.0]""",
     "square": """square(x): x * x, entry by entry.
 Differentiable: yes.
 >>> square([2.0, -3.0])
@@ -184,6 +206,10 @@ Differentiable: no (a mask).
 Differentiable: no (a mask).
 >>> isfinite([1.0, inf])
 [true, false]""",
+    "isinf": """isinf(x): which entries are infinite, of either sign: a bool tensor, or a bool for a number.
+Differentiable: no (a mask).
+>>> isinf([1.0, -inf, nan])
+[false, true, false]""",
     "allclose": """allclose(a, b, rtol=1e-05, atol=1e-08): whether every |a - b| <= atol + rtol * |b| (numpy's).
 Differentiable: no (a bool).
 >>> allclose([1.0, 2.0], [1.0, 2.0000001])

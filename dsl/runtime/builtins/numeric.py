@@ -1,16 +1,18 @@
-"""numpy's everyday functions a scientist reaches for (any, all, isclose, squeeze, expand_dims,
-square, cross, trapezoid, interp, quantile, median), composed of dg's primitives: their
+"""numpy's everyday functions a scientist reaches for (any, all, isclose, isinf, squeeze,
+expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, cross, trapezoid,
+interp, quantile, median), composed of dg's primitives: their
 derivatives, batching, staging and lowering are those of the primitives they record, so each
 differentiates, vmaps and jits as they do, on every backend."""
 
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape
+from ...core.ops.core import check_shape_arg, check_size, fmt_shape
 from ...core.tape import peek, raw
-from ...core.values import brief
+from ...core.values import brief, type_name
 from ...errors import error
 from .arrays import _along, _axis, _numbers, _tensor_shape
+from .tensors import full
 
 
 # ---------------------------------------------------------------- truth of entries
@@ -34,6 +36,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08):
         raise error("type", "isclose: rtol and atol must be numbers")
     near = ops.order("<=", ops.abs_(ops.sub(a, b)), ops.add(atol, ops.mul(rtol, ops.abs_(b))))
     return ops.logical_or(ops.eq(a, b), near)       # inf is close to itself, as numpy's
+
+
+def isinf(x):
+    """isinf(x): which entries are infinite, either sign (a bool tensor; a bool for a number)."""
+    x = _numbers(x, "isinf")
+    return False if type(peek(x)) is int else ops.eq(ops.abs_(x), np.inf)
 
 
 # ---------------------------------------------------------------- shapes
@@ -61,6 +69,62 @@ def expand_dims(x, axis):
     at = _axis(tuple(positions), nd, "expand_dims", True)
     rest = iter(shape)
     return ops.reshape(x, tuple(1 if a in at else next(rest) for a in range(nd)))
+
+
+def broadcast_to(x, shape):
+    """broadcast_to(x, shape): x repeated along new leading axes and its axes of length 1 (numpy's)."""
+    have = _tensor_shape(x, "broadcast_to")
+    want = check_shape_arg(shape)
+    try:
+        fits = np.broadcast_shapes(have, want) == want
+    except ValueError:
+        fits = False
+    if not fits:
+        raise error("shape", f"broadcast_to: a tensor of shape {fmt_shape(have)} does not broadcast to "
+                             f"{fmt_shape(want)}")
+    check_size(want, "broadcast_to result")
+    return ops.broadcast_to(x, want)
+
+
+def ravel(x):
+    """ravel(x): x's entries in one axis, in row-major order."""
+    return ops.reshape(x, (int(np.prod(_tensor_shape(x, "ravel"))),))
+
+
+def moveaxis(x, source, destination):
+    """moveaxis(x, source, destination): x with the axes at source (an int or a tuple) moved to the
+    positions destination, the others kept in order (numpy's)."""
+    shape = _tensor_shape(x, "moveaxis")
+    nd = len(shape)
+    src, dst = raw(source), raw(destination)
+    src = _axis(src if type(src) is tuple else (src,), nd, "moveaxis", True)
+    dst = _axis(dst if type(dst) is tuple else (dst,), nd, "moveaxis", True)
+    if len(src) != len(dst):
+        raise error("value", f"moveaxis: source and destination must name as many axes, got {len(src)} "
+                             f"and {len(dst)}")
+    rest = [a for a in range(nd) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        rest.insert(d, s)
+    return ops.transpose(x, tuple(rest))
+
+
+def swapaxes(x, axis1, axis2):
+    """swapaxes(x, axis1, axis2): x with two axes exchanged."""
+    shape = _tensor_shape(x, "swapaxes")
+    a, b = _axis(axis1, len(shape), "swapaxes"), _axis(axis2, len(shape), "swapaxes")
+    order = list(range(len(shape)))
+    order[a], order[b] = b, a
+    return ops.transpose(x, tuple(order))
+
+
+def full_like(x, v, dtype=None):
+    """full_like(x, v, dtype=none): a tensor of x's shape (and element type, unless dtype says
+    another) filled with v; a differentiated v keeps its gradient, as full's does."""
+    like = peek(x)
+    if type(peek(v)) not in (int, float, bool):
+        raise error("type", f"full_like needs a number to fill with, got {type_name(peek(v))}")
+    kind = np.result_type(like) if dtype is None else ops.dtype_arg(dtype, "full_like")
+    return full(np.shape(like), v, np.dtype(kind).name)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -180,6 +244,8 @@ def median(x, axis=None, keepdims=False):
 
 
 BUILTINS = {"any": any_, "all": all_, "isclose": isclose, "squeeze": squeeze, "expand_dims": expand_dims,
+            "broadcast_to": broadcast_to, "ravel": ravel, "moveaxis": moveaxis, "swapaxes": swapaxes,
+            "full_like": full_like, "isinf": isinf,
             "square": square, "cross": cross, "trapezoid": trapezoid, "interp": interp,
             "quantile": quantile, "median": median}
 NAMES = list(BUILTINS)
