@@ -202,8 +202,12 @@ def _char_error(exc, source, text, line_offset, col_offset):
         err.message = "this string is not closed before the end of the line"
         rest = text[exc.pos_in_stream:]
         err.incomplete = "\n" not in rest
-    elif char in "!?$`'\\":
-        hint = {"'": 'strings use double quotes: "..."', "!": "use 'not' for negation and '!=' for inequality"}.get(char)
+    elif char in "!?$`'\\&|~^":
+        hint = {"'": 'strings use double quotes: "..."', "!": "use 'not' for negation and '!=' for inequality",
+                "&": "'and' joins two bools; logical_and(a, b) joins masks entry by entry",
+                "|": "'or' joins two bools; logical_or(a, b) joins masks entry by entry",
+                "~": "'not' negates a bool; logical_not(m) negates a mask entry by entry",
+                "^": "x ** y raises to a power; logical_xor(a, b) is the exclusive or of masks"}.get(char)
         err.message = f"unexpected character '{char}'"
         err.hint = hint
     else:

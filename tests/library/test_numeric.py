@@ -123,6 +123,28 @@ def test_any_all_and_isclose_are_numpys():
     assert list(interp.eval("isclose(a, b, atol=0.2, rtol=0.0)")) == list(np.isclose(a, b, atol=0.2, rtol=0.0))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_logical_functions_are_numpys_and_work_under_every_transformation(backend):
+    if backend == "xla":
+        jax_or_skip()
+    a, b = M > 0.0, M < 0.5
+    interp = _interp({"m": M}, backend)
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        got = interp.eval(f"{name}(m > 0.0, m < 0.5)")
+        assert got.dtype == np.bool_ and list(got.ravel()) == list(getattr(np, name)(a, b).ravel())
+        jitted = interp.eval(f"jit(fn(m) => {name}(m > 0.0, m < 0.5))(m)")
+        assert list(jitted.ravel()) == list(got.ravel())
+        mapped = interp.eval(f"vmap(fn(r) => {name}(r > 0.0, r < 0.5))(m)")
+        assert list(mapped.ravel()) == list(got.ravel())
+    assert list(interp.eval("logical_not(m > 0.0)").ravel()) == list(np.logical_not(a).ravel())
+    # numbers are true where not zero, as numpy's; two bools give a bool
+    assert list(interp.eval("logical_and([2.0, 0.0, -1.0], 1.0)")) == [True, False, True]
+    assert interp.eval("logical_or(false, false)") is False and interp.eval("logical_not(0.0)") is True
+    # a mask inside a differentiated where passes the gradient of the branch it picks
+    g = interp.eval("jit(grad(fn(m) => sum(where(logical_and(m > 0.0, m < 0.5), m * m, -m))))(m)")
+    np.testing.assert_allclose(g, np.where(a & b, 2.0 * M, -1.0))
+
+
 def test_isinf_and_full_likes_types_are_numpys():
     interp = _interp({"a": np.array([1.0, np.inf, -np.inf, np.nan])})
     assert list(interp.eval("isinf(a)")) == [False, True, True, False]

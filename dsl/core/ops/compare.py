@@ -120,9 +120,11 @@ def truth(c, what="a condition"):
     if t is ndarray:
         if c.size == 1:
             return bool(c.reshape(()))
+        masks = "'" in what      # `and`, `or`, `not`: numpy's &, | and ~ were meant
         raise error("shape", f"{what} must be a single bool, got a tensor of shape "
                              f"{fmt_shape(c.shape)}",
-                    hint="reduce it to one element first, e.g. sum(x > 0) > 0, or index one element")
+                    hint="logical_and, logical_or and logical_not combine masks entry by entry" if masks else
+                    "reduce it to one element first, e.g. sum(x > 0) > 0, or index one element")
     raise error("type", f"{what} must be a bool, got {type_name(c)}",
                 hint="compare explicitly, e.g. x != 0" if t in (int, float) else None)
 

@@ -4,7 +4,8 @@ form of dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
-          "segment_sum", "top_k", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all", "squeeze",
+          "segment_sum", "top_k", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
+          "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze",
           "expand_dims", "broadcast_to", "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile", "median"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
@@ -120,6 +121,23 @@ over all entries (a bool) or along the given axes (a bool tensor).
 Differentiable: no (a test of entries).
 >>> all([[1.0, 0.0], [2.0, 3.0]], axis=1)
 [false, true]""",
+    "logical_and": """logical_and(a, b): entry by entry, whether both are true (numpy's & on masks), a bool tensor
+(a bool for two bools); numbers count as true where they are not zero. `and` takes two single bools.
+Differentiable: no (a mask).
+>>> logical_and([1.0, 2.0, 3.0] > 1.5, [1.0, 2.0, 3.0] < 2.5)
+[false, true, false]""",
+    "logical_or": """logical_or(a, b): entry by entry, whether either is true (numpy's | on masks).
+Differentiable: no (a mask).
+>>> logical_or([true, false], [false, false])
+[true, false]""",
+    "logical_xor": """logical_xor(a, b): entry by entry, whether exactly one of the two is true.
+Differentiable: no (a mask).
+>>> logical_xor([true, true], [true, false])
+[false, true]""",
+    "logical_not": """logical_not(x): entry by entry, whether x is false (numpy's ~ on a mask).
+Differentiable: no (a mask).
+>>> logical_not([1.0, 2.0] > 1.5)
+[true, false]""",
     "squeeze": """squeeze(x, axis=none): x without its axes of length 1: all of them, or the given ones
 (an int or a tuple; an axis whose length is not 1 is a shape error).
 Differentiable: yes.

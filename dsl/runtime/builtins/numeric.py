@@ -1,4 +1,5 @@
-"""numpy's everyday functions a scientist reaches for (any, all, isclose, isinf, squeeze,
+"""numpy's everyday functions a scientist reaches for (any, all, logical_and/or/xor/not,
+isclose, isinf, squeeze,
 expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, cross, trapezoid,
 interp, quantile, median), composed of dg's primitives: their
 derivatives, batching, staging and lowering are those of the primitives they record, so each
@@ -26,6 +27,33 @@ def all_(x, axis=None, keepdims=False):
     """all(x, axis=none, keepdims=false): whether every entry is true (not zero; nan counts as true)."""
     x = _numbers(x, "all")
     return ops.eq(ops.sum_(ops.eq(x, 0), _axis(axis, np.ndim(peek(x)), "all", True), keepdims), 0)
+
+
+def _mask(x, who):
+    """A mask of x's entries: bools as they are, numbers true where not zero (numpy's truth)."""
+    x = _numbers(x, who)
+    v = peek(x)
+    return x if type(v) is bool or getattr(v, "dtype", None) == np.bool_ else ops.ne(x, 0)
+
+
+def logical_and(a, b):
+    """logical_and(a, b): entry by entry, whether both are true (numpy's &, on masks)."""
+    return ops.logical_and(_mask(a, "logical_and"), _mask(b, "logical_and"))
+
+
+def logical_or(a, b):
+    """logical_or(a, b): entry by entry, whether either is true (numpy's |, on masks)."""
+    return ops.logical_or(_mask(a, "logical_or"), _mask(b, "logical_or"))
+
+
+def logical_xor(a, b):
+    """logical_xor(a, b): entry by entry, whether exactly one is true."""
+    return ops.ne(_mask(a, "logical_xor"), _mask(b, "logical_xor"))
+
+
+def logical_not(x):
+    """logical_not(x): entry by entry, whether x is false (numpy's ~, on masks)."""
+    return ops.logical_not(_mask(x, "logical_not"))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08):
@@ -245,7 +273,8 @@ def median(x, axis=None, keepdims=False):
 
 BUILTINS = {"any": any_, "all": all_, "isclose": isclose, "squeeze": squeeze, "expand_dims": expand_dims,
             "broadcast_to": broadcast_to, "ravel": ravel, "moveaxis": moveaxis, "swapaxes": swapaxes,
-            "full_like": full_like, "isinf": isinf,
+            "full_like": full_like, "isinf": isinf, "logical_and": logical_and, "logical_or": logical_or,
+            "logical_xor": logical_xor, "logical_not": logical_not,
             "square": square, "cross": cross, "trapezoid": trapezoid, "interp": interp,
             "quantile": quantile, "median": median}
 NAMES = list(BUILTINS)
