@@ -29,6 +29,10 @@ PYTHON_NAMES = {
     "pass": "an empty block is {} in dg",
     "reversed": "flip(x) reverses a tensor along its axes; t[::-1] reverses a tuple",
     "sorted": "sort(x) sorts a tensor's entries (tensor(t) makes a tensor of a tuple of numbers)",
+    "map": "tree_map(f, t) applies f to each item of a tuple (each leaf of a tree); vmap(f)(xs) maps f over a "
+           "tensor's rows",
+    "filter": "dg has no filter: where(mask, x, y) picks entry by entry, x[mask] keeps the entries of a mask",
+    "divmod": "(a // b, a % b) is the quotient and the remainder",
     # numpy's names for what dg names otherwise
     "concatenate": "dg's is cat((a, b), axis=0)",
     "hstack": "cat((a, b), axis=-1) joins along the last axis; stack((a, b)) adds a new one",
