@@ -43,7 +43,7 @@ CASES = [
     ("exp(x)", dict(x=r(3))), ("ln(x)", dict(x=r(3, low=0.5))), ("log2(x)", dict(x=r(2, low=0.5))), ("log10(x)", dict(x=r(2, low=0.5))),
     ("sin(x)", dict(x=r(3))), ("cos(x)", dict(x=r(3))), ("sqrt(x)", dict(x=r(3, low=0.5))),
     ("abs(x)", dict(x=r(4, low=0.3) * np.array([1, -1, 1, -1]))), ("relu(x)", dict(x=np.array([-1.2, 0.7, 2.1]))),
-    ("sigmoid(x)", dict(x=r(3))), ("tanh(x)", dict(x=r(3))), ("erf(x)", dict(x=r(3))), ("silu(x)", dict(x=r(3))),
+    ("sigmoid(x)", dict(x=r(3))), ("tanh(x)", dict(x=r(3))), ("erf(x)", dict(x=r(3))), ("erfc(x)", dict(x=r(3))), ("silu(x)", dict(x=r(3))),
     ("gelu(x)", dict(x=r(3))), ("maximum(x, y)", dict(x=r(4), y=r(4))), ("minimum(x, y)", dict(x=r(4), y=r(1))),
     ("where(x > 0.0, x * y, y)", dict(x=r(4), y=r(4))), ("clamp(x, -0.5, 0.5)", dict(x=np.array([-1.0, 0.1, 0.9]))),
     ("clamp(x, y, y + 1.0)", dict(x=np.array([-1.0, 0.3, 3.0]), y=np.array([0.0, 0.0, 0.5]))),

@@ -91,7 +91,8 @@ MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos"
         ("acosh(x + 2.5)", "arccosh", 1.0), ("atanh(x)", "arctanh", 0.6),
         ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
         ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0),
-        ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0)]
+        ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0),
+        ("erfc(x)", "erfc", 6.0)]
 
 
 @pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
@@ -102,6 +103,7 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     fns = {"log_sigmoid": lambda x: jax.nn.log_sigmoid(x * 30.0), "logit": lambda x: jax.scipy.special.logit(x * 0.4 + 0.5),
            "arctan2": lambda x: jnp.arctan2(x, x * x - 0.3), "logaddexp": lambda x: jnp.logaddexp(x * 100.0, x),
            "arccosh": lambda x: jnp.arccosh(x + 2.5), "erfinv": jax.scipy.special.erfinv,
+           "erfc": jax.scipy.special.erfc,
            "xlogy": lambda x: jax.scipy.special.xlogy(x * x, x + 1.5),
            "gammaln": lambda x: jax.scipy.special.gammaln(x * 3.0)}
     f = fns[name] if name in fns else getattr(jnp, name)

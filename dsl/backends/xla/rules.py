@@ -107,6 +107,7 @@ LOWER.update({
     "Silu": lambda L, x: x * L.nn.sigmoid(x),
     "Gelu": lambda L, x: 0.5 * x * (1.0 + L.special.erf(x / np.sqrt(2.0))),
     "Erf": lambda L, x: L.special.erf(x),
+    "Erfc": lambda L, x: L.special.erfc(x),
     "Erfinv": lambda L, x: L.special.erfinv(x),
     "Lgamma": lambda L, x: L.special.gammaln(x),
     "Digamma": lambda L, x: L.special.digamma(x),

@@ -52,11 +52,17 @@ def _sigmoid_vector(x):
 
 
 _erf_vec = np.frompyfunc(math.erf, 1, 1)
+_erfc_vec = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf_vector(x):
     """erf over a tensor (numpy has none; math.erf is exact to the last bit)."""
     return _erf_vec(x).astype(FLOAT) if x.ndim else FLOAT(math.erf(float(x)))
+
+
+def _erfc_vector(x):
+    """erfc over a tensor: 1 - erf(x) without the cancellation (erfc(10) is 2e-45, not 0)."""
+    return _erfc_vec(x).astype(FLOAT) if x.ndim else FLOAT(math.erfc(float(x)))
 
 
 def _gelu_scalar(x):
@@ -99,6 +105,7 @@ relu = _unary("Relu", "relu", lambda x: 0.0 if x <= 0 else float(x), lambda x: n
 silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
 gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
+erfc = _unary("Erfc", "erfc", math.erfc, _erfc_vector)
 log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
 expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)
 softplus = _unary("Softplus", "softplus", _softplus_scalar, _softplus_vector)

@@ -36,6 +36,7 @@ unary("Log1p", O.log1p, lambda ns, ans, x: ns.div(1.0, ns.add(1.0, x)), {"float"
 unary("Expm1", O.expm1, lambda ns, ans, x: ns.add(ans, 1.0), {"array": "np.expm1({0})"})
 unary("Softplus", O.softplus, lambda ns, ans, x: ns.sigmoid(x), {"float": "K.softplus({0})", "array": "np.logaddexp(0.0, {0})"})
 unary("Erf", O.erf, lambda ns, ans, x: ns.mul(TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
+unary("Erfc", O.erfc, lambda ns, ans, x: ns.mul(-TWO_OVER_SQRT_PI, ns.exp(ns.neg(ns.mul(x, x)))))
 
 
 def _silu(ns, ans, x):

@@ -20,7 +20,7 @@ SECTIONS = [
                              "where", "clamp"]),
     ("Constants", NUMBER_NAMES),
     ("Elementwise math", ["neg", "exp", "ln", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "sqrt", "abs",
-                          "pow", "sign", "floor", "ceil", "round", "erf", "maximum", "minimum"] + MATH_FUNCTIONS),
+                          "pow", "sign", "floor", "ceil", "round", "erf", "erfc", "maximum", "minimum"] + MATH_FUNCTIONS),
     ("Activations and losses", ["sigmoid", "softplus", "relu", "tanh", "silu", "gelu", "softmax", "log_softmax",
                                 "logsumexp", "cross_entropy", "layer_norm", "batch_norm"]),
     ("Reductions and linear algebra", ["sum", "mean", "max", "min", "prod", "var", "std", "norm", "cumsum",
@@ -233,6 +233,11 @@ Differentiable: no (its gradient is zero).
 Differentiable: yes.
 >>> erf(0.0)
 0.0""",
+    "erfc": """erfc(x): the complementary error function, 1 - erf(x), exact where erf(x) is near 1 (a normal
+tail: 0.5 * erfc(z / sqrt(2)) is the probability beyond z).
+Differentiable: yes.
+>>> erfc(10.0) > 0.0
+true""",
     "maximum": """maximum(a, b): the larger of a and b, entry by entry (broadcasting).
 Differentiable: yes, in a and b; ties share the gradient equally.
 >>> maximum([1.0, 5.0], 3.0)

@@ -37,7 +37,7 @@ def make(interp):
         "gather": ops.gather, "where": ops.where, "clamp": ops.clamp,
         "neg": neg, "exp": ops.exp, "ln": ops.ln, "log": ops.ln, "log2": ops.log2, "log10": ops.log10, "sin": ops.sin,
         "cos": ops.cos, "sqrt": ops.sqrt, "abs": ops.abs_, "pow": pow_, "sigmoid": ops.sigmoid,
-        "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "floor": ops.floor, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf,
+        "relu": ops.relu, "tanh": ops.tanh, "sign": ops.sign, "floor": ops.floor, "silu": ops.silu, "gelu": ops.gelu, "erf": ops.erf, "erfc": ops.erfc,
         "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
         "cross_entropy": ops.cross_entropy, "layer_norm": ops.layer_norm, "batch_norm": ops.batch_norm,
         "sum": ops.sum_, "mean": ops.mean, "max": ops.max_, "min": ops.min_, "maximum": ops.maximum,
