@@ -162,7 +162,10 @@ class Jitted:
             if boxed:       # a transformation around the call: _run opens its boxes and finds the leaves
                 values = None
         if self.pinned:
-            found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
+            if values is not None and ints and not kwargs:      # the leaves hold the ints, in order
+                found = [v for v in values if type(v) is int]
+            else:
+                found = [peek(v) for v in flatten_open((tuple(args), dict(kwargs)))[0] if type(peek(v)) is int]
             key = key + (tuple(found[i] if i < len(found) else None for i in self.pinned),)
         return key, values, boxed
 
