@@ -35,6 +35,9 @@ CASES = [
     ("median(m, axis=0, keepdims=true)", lambda np_, m: np_.median(m, axis=0, keepdims=True), {"m": M}),
     ("quantile(m, 0.3, axis=1)", lambda np_, m: np_.quantile(m, 0.3, axis=1), {"m": M}),
     ("quantile(m, 0.9)", lambda np_, m: np_.quantile(m, 0.9), {"m": M}),
+    ("quantile(m, [0.1, 0.5, 0.9], axis=1)", lambda np_, m: np_.quantile(m, np.array([0.1, 0.5, 0.9]), axis=1), {"m": M}),
+    ("quantile(m, [0.25, 0.75], axis=0, keepdims=true)",
+     lambda np_, m: np_.quantile(m, np.array([0.25, 0.75]), axis=0, keepdims=True), {"m": M}),
     ("squeeze(expand_dims(m, (0, 2)), 0)", lambda np_, m: np_.squeeze(np_.expand_dims(m, (0, 2)), 0), {"m": M}),
     ("var(m, ddof=1)", lambda np_, m: np_.var(m, ddof=1), {"m": M}),
     ("broadcast_to(m[0], (2, 3, 4)) * m", lambda np_, m: np_.broadcast_to(m[0], (2, 3, 4)) * m, {"m": M}),
@@ -159,6 +162,11 @@ def test_interp_through_one_knot_is_its_value_and_left_right_outside():
     assert list(interp.eval("interp(q, [1.0], [3.0])")) == list(np.interp([0.5, 1.0, 2.0], [1.0], [3.0]))
     got = interp.eval("interp(q, [1.0], [3.0], left=-1.0, right=9.0)")
     assert list(got) == list(np.interp([0.5, 1.0, 2.0], [1.0], [3.0], left=-1.0, right=9.0))
+
+
+def test_quantile_of_a_tensor_of_q_has_qs_axes_first_as_numpys():
+    got = _interp({"m": M}).eval("quantile(m, [[0.25], [0.75]], axis=1)")
+    np.testing.assert_allclose(got, np.quantile(M, np.array([[0.25], [0.75]]), axis=1), rtol=1e-14)
 
 
 def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():

@@ -194,7 +194,8 @@ segment search takes a knot as the start of the next).
 [5.0, 20.0, 30.0]""",
     "quantile": """quantile(x, q, axis=none, keepdims=false): the q-th quantile, q a number in [0, 1], of all
 entries or along an axis, interpolating linearly between the sorted entries (numpy's default,
-"linear"); nan where a nan is among them, as numpy's.
+"linear"); nan where a nan is among them, as numpy's. A tensor of q gives one quantile per entry
+of q, along new leading axes, as numpy's.
 Differentiable: yes in x (through the sort: the entries the quantile lies between), not in q.
 >>> quantile([4.0, 1.0, 3.0, 2.0], 0.25)
 1.75""",

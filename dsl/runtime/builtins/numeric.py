@@ -240,11 +240,16 @@ def interp(x, xp, fp, left=None, right=None):
 def quantile(x, q, axis=None, keepdims=False):
     """quantile(x, q, axis=none, keepdims=false): the q-th quantile (q in [0, 1]) over all entries or
     along an axis, interpolating linearly between the sorted entries (numpy's default method);
-    nan where a nan is among them."""
+    nan where a nan is among them. A tensor of q gives one quantile per entry, along new leading
+    axes (numpy's)."""
     shape = _tensor_shape(x, "quantile")
     qv = raw(q)
+    if type(qv) is np.ndarray and qv.dtype.kind in "fiu" and qv.size and np.all((qv >= 0) & (qv <= 1)):
+        each = [quantile(x, float(p), axis, keepdims) for p in qv.ravel()]
+        stacked = ops.stack(tuple(each), 0)
+        return ops.reshape(stacked, qv.shape + tuple(np.shape(peek(each[0]))))
     if type(qv) not in (float, int) or not 0 <= qv <= 1:
-        raise error("value", f"quantile: q must be a number in [0, 1], got {brief(qv)}")
+        raise error("value", f"quantile: q must be a number or a tensor of numbers in [0, 1], got {brief(qv)}")
     if raw(axis) is None:
         flat = ops.reshape(x, (int(np.prod(shape)),))
         out = quantile(flat, q, 0)
