@@ -5,11 +5,11 @@ allclose."""
 
 import numpy as np
 
+from ...base.suggest import tuple_hint
 from ...core import ops
 from ...core.ops.core import check_size, fmt_shape, normalize_axis, to_float
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
-from ...base.suggest import tuple_hint
 from ...errors import DgError, error
 
 

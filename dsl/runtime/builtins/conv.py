@@ -9,12 +9,12 @@ import math
 
 import numpy as np
 
+from ...base.suggest import tuple_hint
 from ...core import ops
 from ...core.ops.core import check_size, float_type, fmt_shape
 from ...core.primitives.windows import out_sizes, windows, windows_t
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
-from ...base.suggest import tuple_hint
 from ...errors import error
 
 

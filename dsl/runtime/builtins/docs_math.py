@@ -5,8 +5,9 @@ form of dsl/runtime/builtins/docs.py, which merges it."""
 NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
           "segment_sum", "top_k", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
-          "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze",
-          "expand_dims", "broadcast_to", "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile", "median"]
+          "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
+          "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
+          "median"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
