@@ -185,6 +185,57 @@ def test_set_index_gradient_flows_to_both_tensor_and_value():
     assert np.all(np.asarray(gx)[1] == 0.0)
 
 
+REPEATS = """
+fn f(x, v, c) {
+    let z = x * 1.0
+    z[tensor([0, 2, 0])] = v * v            # position 0 written twice: v[2] stays
+    z[tensor([1, 1]), :] = sin(z[2:4, :])   # a row written twice, from rows 2 and 3: row 3 stays
+    z[3, tensor([0, 0])] = 2.0 * v[0, 0]    # one number written twice
+    return sum(z * c)
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_position_assigned_twice_passes_the_gradient_of_the_write_that_stays(backend):
+    # numpy keeps the last write to a repeated index; only that write reaches the result, so
+    # only it receives the gradient (both did, and `z[[0, 0]] = [a, b]` gave a the gradient of b)
+    from gradcheck import assert_close, jax_or_skip, numeric_grad
+    if backend == "xla":
+        jax_or_skip()
+    interp = dsl.Interpreter(backend=backend)
+    interp.run(REPEATS + "let gf = jit(grad(f, argnums=(0, 1)))")
+    x, v, c = r(4, 3), r(3, 3), r(4, 3)
+    f, grad = interp.lookup("f"), interp.lookup("grad")
+    gx, gv = grad(f, (0, 1))(x, v, c)
+    assert_close(gx, numeric_grad(lambda *a: f(*a, c), [x, v], 0), "d/dx")
+    assert_close(gv, numeric_grad(lambda *a: f(*a, c), [x, v], 1), "d/dv")
+    assert np.all(gv[0, 1:] == 0.0)     # v's row 0 was overwritten at 0 (its first entry is read later)
+    jx, jv = interp.lookup("gf")(x, v, c)
+    np.testing.assert_allclose(jx, gx, rtol=1e-13)
+    np.testing.assert_allclose(jv, gv, rtol=1e-13)
+    assert interp.eval("f")(x, v, c) == pytest.approx(f(x, v, c))
+
+
+def test_a_position_assigned_twice_agrees_with_jax():
+    from gradcheck import jax_or_skip
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    interp = dsl.Interpreter()
+    interp.run(REPEATS)
+    x, v, c = r(4, 3), r(3, 3), r(4, 3)
+
+    def f(x, v):
+        z = x.at[jnp.array([0, 2, 0])].set(v * v)
+        z = z.at[jnp.array([1, 1]), :].set(jnp.sin(z[2:4, :]))
+        z = z.at[3, jnp.array([0, 0])].set(2.0 * v[0, 0])
+        return jnp.sum(z * c)
+    want = jax.grad(f, argnums=(0, 1))(x, v)
+    got = interp.lookup("grad")(interp.lookup("f"), (0, 1))(x, v, c)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-13, atol=1e-15)
+
+
 def test_iterating_tensor_rows_is_differentiable():
     from gradcheck import _interp, numeric_grad, assert_close
     interp = _interp()

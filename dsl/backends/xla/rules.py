@@ -19,6 +19,7 @@ import itertools
 
 import numpy as np
 
+from ...core.primitives.shape import written
 from .errors import NotLowerable
 
 # ---------------------------------------------------------------- elementwise
@@ -203,6 +204,18 @@ def _row_add(L, g, i, shape):
     return L.np.zeros(shape, L.np.result_type(g)).at[i].set(g)
 
 
+def _set_index(L, x, v, key=None):
+    """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
+    (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
+    x = L.np.asarray(x)
+    keep = written(np.shape(x), key)
+    if keep is None:
+        return x.at[key].set(v)
+    slots = np.arange(int(np.prod(np.shape(x)))).reshape(np.shape(x))[key]
+    kept = L.np.broadcast_to(L.np.asarray(v), slots.shape)[keep]
+    return x.ravel().at[slots[keep]].set(kept).reshape(np.shape(x))
+
+
 def _take_along(L, x, idx, axis):
     """x's entries at idx along axis; each position must be in range (numpy raises otherwise)."""
     idx = L.np.asarray(idx).astype(L.np.int64)
@@ -237,7 +250,7 @@ LOWER.update({
     "Index": lambda L, x, key, op="Index": x[key],
     "GatherOp": lambda L, x, key, op="Index": x[key],
     "IndexAdd": _index_add,
-    "SetIndex": lambda L, x, v, key=None: L.np.asarray(x).at[key].set(v),
+    "SetIndex": _set_index,
     "Row": _row,
     "RowAdd": _row_add,
     "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),

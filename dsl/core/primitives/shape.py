@@ -154,9 +154,31 @@ def _set_index_batch(ns, args, batched, kw):
     return ns.set_index(x, key, v)
 
 
+def written(shape, key):
+    """Which entries of x[key] (x of `shape`) the result of x[key] = v keeps: where an index
+    array names a position twice, the one write numpy makes last there; None where no position
+    repeats (slices, ints and masks never do). Found by the same assignment the kernel makes."""
+    if not any(type(k) is np.ndarray and k.dtype.kind in "iu" and k.size > 1 for k in
+               (key if type(key) is tuple else (key,))):
+        return None
+    slots = np.arange(int(np.prod(shape))).reshape(shape)[key]
+    if np.unique(slots).size == slots.size:
+        return None
+    order = np.full(shape, -1)
+    order[key] = np.arange(slots.size).reshape(slots.shape)
+    return order[key] == np.arange(slots.size).reshape(slots.shape)
+
+
+def _set_index_v_vjp(ns, g, ans, x, v, key=None):
+    """The cotangent of x[key] reaching v: an entry overwritten by a later write of the same
+    position reaches nothing (`x[[0, 0]] = [a, b]` keeps b)."""
+    part = ns.index(g, key)
+    keep = written(shape_of(x), key)
+    return ns.unbroadcast(part if keep is None else ns.where(keep, part, 0.0), shape_of(v))
+
+
 define("SetIndex", _set_index_forward,
-       vjp=(lambda ns, g, ans, x, v, key=None: ns.set_index(g, key, 0.0),
-            lambda ns, g, ans, x, v, key=None: ns.unbroadcast(ns.index(g, key), shape_of(v))),
+       vjp=(lambda ns, g, ans, x, v, key=None: ns.set_index(g, key, 0.0), _set_index_v_vjp),
        jvp=_set_index_jvp, batch=_set_index_batch, keeps_nan=True)
 
 
