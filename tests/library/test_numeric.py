@@ -184,10 +184,14 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("interp(0.5, [0.0, 1.0], [1.0, 2.0, 3.0])", "shape", "one same length"),
     ("quantile(ones(3), 1.5)", "value", "[0, 1]"),
     ("trapezoid(ones(3), x=ones(4))", "shape", "4 points"),
+    ("trapezoid(ones(3), 0.5)", "type", "the sample points"),
     ("isclose(ones(2), ones(2), rtol=\"a\")", "type", "rtol"),
     ("broadcast_to(ones(3), (2, 4))", "shape", "does not broadcast to (2, 4)"),
     ("moveaxis(zeros((2, 3)), (0, 1), 0)", "value", "as many axes"),
     ("swapaxes(zeros((2, 3)), 0, 2)", "index", "swapaxes"),
+    ("swapaxes(zeros((2, 3)), none, 1)", "type", "an axis must be an int"),
+    ("moveaxis(zeros((2, 3)), 0, none)", "type", "an axis must be an int"),
+    ("logical_and(ones(2), ones(3) > 0.0)", "shape", "cannot and the masks of tensors of shapes (2,) and (3,)"),
     ("full_like(ones(2), (1,))", "type", "full_like needs a number"),
 ])
 def test_bad_arguments_are_dg_errors(expr, kind, words):

@@ -8,7 +8,7 @@ differentiates, vmaps and jits as they do, on every backend."""
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import check_shape_arg, check_size, fmt_shape
+from ...core.ops.core import check_broadcast, check_shape_arg, check_size, fmt_shape
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
 from ...errors import error
@@ -36,19 +36,26 @@ def _mask(x, who):
     return x if type(v) is bool or getattr(v, "dtype", None) == np.bool_ else ops.ne(x, 0)
 
 
+def _masks(a, b, who):
+    """Two masks that broadcast together, or dg's shape error."""
+    a, b = _mask(a, who), _mask(b, who)
+    check_broadcast(peek(a), peek(b), f"{who.split('_')[1]} the masks of")
+    return a, b
+
+
 def logical_and(a, b):
     """logical_and(a, b): entry by entry, whether both are true (numpy's &, on masks)."""
-    return ops.logical_and(_mask(a, "logical_and"), _mask(b, "logical_and"))
+    return ops.logical_and(*_masks(a, b, "logical_and"))
 
 
 def logical_or(a, b):
     """logical_or(a, b): entry by entry, whether either is true (numpy's |, on masks)."""
-    return ops.logical_or(_mask(a, "logical_or"), _mask(b, "logical_or"))
+    return ops.logical_or(*_masks(a, b, "logical_or"))
 
 
 def logical_xor(a, b):
     """logical_xor(a, b): entry by entry, whether exactly one is true."""
-    return ops.ne(_mask(a, "logical_xor"), _mask(b, "logical_xor"))
+    return ops.ne(*_masks(a, b, "logical_xor"))
 
 
 def logical_not(x):
@@ -119,14 +126,21 @@ def ravel(x):
     return ops.reshape(x, (int(np.prod(_tensor_shape(x, "ravel"))),))
 
 
+def _axes_given(v, nd, who):
+    """An int axis or a tuple of them (none is not one here), normalised against nd axes."""
+    v = raw(v)
+    items = v if type(v) is tuple else (v,)
+    if any(raw(i) is None for i in items):
+        raise error("type", f"{who}: an axis must be an int, got none")
+    return _axis(tuple(items), nd, who, True)
+
+
 def moveaxis(x, source, destination):
     """moveaxis(x, source, destination): x with the axes at source (an int or a tuple) moved to the
     positions destination, the others kept in order (numpy's)."""
     shape = _tensor_shape(x, "moveaxis")
     nd = len(shape)
-    src, dst = raw(source), raw(destination)
-    src = _axis(src if type(src) is tuple else (src,), nd, "moveaxis", True)
-    dst = _axis(dst if type(dst) is tuple else (dst,), nd, "moveaxis", True)
+    src, dst = _axes_given(source, nd, "moveaxis"), _axes_given(destination, nd, "moveaxis")
     if len(src) != len(dst):
         raise error("value", f"moveaxis: source and destination must name as many axes, got {len(src)} "
                              f"and {len(dst)}")
@@ -139,7 +153,7 @@ def moveaxis(x, source, destination):
 def swapaxes(x, axis1, axis2):
     """swapaxes(x, axis1, axis2): x with two axes exchanged."""
     shape = _tensor_shape(x, "swapaxes")
-    a, b = _axis(axis1, len(shape), "swapaxes"), _axis(axis2, len(shape), "swapaxes")
+    (a,), (b,) = _axes_given(axis1, len(shape), "swapaxes"), _axes_given(axis2, len(shape), "swapaxes")
     order = list(range(len(shape)))
     order[a], order[b] = b, a
     return ops.transpose(x, tuple(order))
@@ -148,11 +162,12 @@ def swapaxes(x, axis1, axis2):
 def full_like(x, v, dtype=None):
     """full_like(x, v, dtype=none): a tensor of x's shape (and element type, unless dtype says
     another) filled with v; a differentiated v keeps its gradient, as full's does."""
+    shape = _tensor_shape(x, "full_like")
     like = peek(x)
     if type(peek(v)) not in (int, float, bool):
         raise error("type", f"full_like needs a number to fill with, got {type_name(peek(v))}")
     kind = np.result_type(like) if dtype is None else ops.dtype_arg(dtype, "full_like")
-    return full(np.shape(like), v, np.dtype(kind).name)
+    return full(shape, v, np.dtype(kind).name)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -197,6 +212,9 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         d = dx
     else:
         xs = _tensor_shape(x, "trapezoid")
+        if not xs:
+            raise error("type", "trapezoid: x is the sample points, a tensor, got a number",
+                        hint=f"a spacing goes by name: trapezoid(y, dx={brief(raw(x))})")
         d = ops.sub(ops.index(x, _along(len(xs) - 1 if len(xs) == 1 else a, slice(1, None))),
                     ops.index(x, _along(len(xs) - 1 if len(xs) == 1 else a, slice(None, -1))))
         if len(xs) == 1:
