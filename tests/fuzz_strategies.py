@@ -363,7 +363,10 @@ class Generator:
             if kind == "T":
                 return [f"{pad}{name}[0] = {self.expr('f', d)}"]
             if kind == "t":
-                return [f"{pad}{name}[{self.pick(['0', '1:3'])}] = {self.expr('f', d)}"]
+                # an index tensor naming a position twice keeps the last write (numpy's): only it
+                # may receive a gradient
+                where = self.pick(['0', '1:3', 'tensor([1, 0, 1])', 'tensor([2, 2])', '::-1'])
+                return [f"{pad}{name}[{where}] = {self.expr('f', d)}"]
             return [f"{pad}{name} = {self.expr(kind, d)}"]
         if form == 4:
             return [f"{pad}{self.expr(self.pick(KINDS), d)}"]

@@ -155,6 +155,21 @@ class Writer:
                 f"    mp{name}[\"x\"].a += {self.expr('s', 2)}\n"
                 f"    let {name} = mp{name}[\"y\"][0] * 0.5 + {field}")
 
+    def form_assign(self, kind, name):
+        """A tensor written through an index: a slice, a reversed view, or an index tensor naming a
+        position twice (numpy keeps the last write; only it passes a gradient on)."""
+        e, r = self.expr, self.r
+        if kind == "m":
+            where, value = r.choice([("tensor([0, 0]), :", f"stack(({e('v', 2)}, {e('v', 2)}))"),
+                                     (":, tensor([3, 1, 3])", f"{e('m', 2)}[:, 0:3]"), ("1:3, ::-1", e('s', 2))])
+        else:
+            where, value = r.choice([("tensor([1, 3, 1])", f"{e('v', 2)}[0:3]"), ("tensor([2, 2])", e('s', 2)),
+                                     ("1:3", f"{e('v', 2)}[2:4]"), ("::-1", e('v', 2))])
+        target = "m" if kind == "m" else "v"
+        read = {"s": f"sum(w{name} * v0)", "v": f"w{name}", "m": f"w{name}"}[kind]
+        return (f"let w{name} = {e(target, 1)} * 1.0\n    w{name}[{where}] = {value}\n"
+                f"    let {name} = {read}")
+
     def form_tuple(self, kind, name):
         """A tuple destructured."""
         return f"let {name}, _{name} = ({self.expr(kind, 1)}, {self.expr('s', 2)})"
@@ -259,7 +274,8 @@ let ruled = custom_vjp(fn(x) => tanh(x) * 2.0, fn(x, out, g) => (g * 2.0 * (1.0 
 
 # the statement forms and how often each is written
 FORMS = [("let", 50), ("for", 6), ("for_branch", 5), ("rows", 4), ("while", 4), ("struct", 8), ("tuple", 4), ("helper", 6),
-         ("closure", 5), ("captured", 6), ("branch", 5), ("rules", 5), ("inner", 5)]
+         ("closure", 5), ("captured", 6), ("branch", 5), ("rules", 5), ("inner", 5),
+         ("assign", 5)]
 
 # The derivatives the test compares, in dg: <g, d> for trees like the arguments, f moved along
 # a direction, and the first- and second-order forms.
