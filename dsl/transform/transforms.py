@@ -108,9 +108,11 @@ def _seed(value, who):
         return 1.0
     if t is np.ndarray and v.size == 1 and v.dtype.kind == "f":
         return np.ones(v.shape)
+    hint = ("a function that ends without `return` gives none: return the number to differentiate"
+            if v is None else
+            "reduce the result with sum(...) or mean(...), or use jacobian(f) for every derivative")
     raise error("grad", f"{who} needs a function that returns a single number, but it returned "
-                        f"{describe(v)}",
-                hint="reduce the result with sum(...) or mean(...), or use jacobian(f) for every derivative")
+                        f"{describe(v)}", hint=hint)
 
 
 def _run(f, args, kwargs, nums, opts, who, has_aux=False):

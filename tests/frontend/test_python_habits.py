@@ -93,6 +93,8 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(expit(1.0))", "name", "sigmoid(x)"),
     ("print(map(fn(x) => x * 2.0, (1.0, 2.0)))", "name", "tree_map(f, t)"),
     ("print(divmod(7, 2))", "name", "(a // b, a % b)"),
+    ("fn f(x) { let y = x * 2.0 }\nprint(grad(f)(1.0))", "grad", "ends without `return` gives none"),
+    ("print(grad(fn(x) => x * [1.0, 2.0])(1.0))", "grad", "reduce the result with sum(...)"),
     ("let x = ones(3)\nprint((x > 0.0) & (x < 2.0))", "syntax", "logical_and(a, b)"),
     ("let x = ones(3)\nprint((x > 0.0) | (x < 2.0))", "syntax", "logical_or(a, b)"),
     ("let x = ones(3)\nprint(~(x > 0.0))", "syntax", "logical_not(m)"),
