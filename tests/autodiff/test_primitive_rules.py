@@ -245,7 +245,8 @@ NONDIFF = ["x > y", "x < y", "x >= y", "x <= y", "x == y", "x != y", "floor(x)",
            "where(x > y, x, y)", "cross_entropy(reshape(x, (2, 2)), [0.0, 1.0]) + y", "ceil(x) + round(y)",
            "argsort(x) + y", "argmax(reshape(x, (2, 2)), axis=1)[1] + argmin(y) + y",
            "argmax(x) + y", "stop_gradient(x) * y", "slogdet(reshape(x, (2, 2)))[0] + y",
-           "astype(x * 3.0, \"int64\") + y"]
+           "astype(x * 3.0, \"int64\") + y", "searchsorted(sort(x), y) + y",
+           "searchsorted(sort(x), y, side=\"right\") + searchsorted([0.0], y[0])"]
 
 
 @pytest.mark.parametrize("expr", NONDIFF)

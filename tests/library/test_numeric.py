@@ -148,6 +148,28 @@ def test_logical_functions_are_numpys_and_work_under_every_transformation(backen
     np.testing.assert_allclose(g, np.where(a & b, 2.0 * M, -1.0))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_searchsorted_and_digitize_are_numpys_under_jit_and_vmap(backend):
+    if backend == "xla":
+        jax_or_skip()
+    a = np.array([1.0, 2.0, 2.0, 3.0, np.nan])
+    v = np.array([[2.0, 0.5, np.nan], [3.0, 2.0, 9.0]])
+    interp = _interp({"a": a, "v": v, "b": np.stack([a, a - 1.0])}, backend)
+    for side in ("left", "right"):
+        want = np.searchsorted(a, v, side=side)
+        for expr in (f"searchsorted(a, v, side=\"{side}\")", f"jit(fn(a, v) => searchsorted(a, v, side=\"{side}\"))(a, v)",
+                     f"vmap(fn(r) => searchsorted(a, r, side=\"{side}\"))(v)"):
+            np.testing.assert_array_equal(interp.eval(expr), want)
+        # a batch of sorted vectors: each row searched in its own (nan after every number)
+        per_row = np.stack([np.searchsorted(a, v[0], side=side), np.searchsorted(a - 1.0, v[1], side=side)])
+        np.testing.assert_array_equal(interp.eval(f"jit(vmap(fn(s, r) => searchsorted(s, r, side=\"{side}\")))(b, v)"),
+                                      per_row)
+    assert interp.eval("searchsorted(a, 2.0)") == 1 and type(interp.eval("searchsorted(a, 2.0)")) is int
+    for right in (False, True):
+        got = interp.eval(f"digitize(v, [1.0, 2.0, 3.0], right={str(right).lower()})")
+        np.testing.assert_array_equal(got, np.digitize(v, [1.0, 2.0, 3.0], right=right))
+
+
 def test_isinf_and_full_likes_types_are_numpys():
     interp = _interp({"a": np.array([1.0, np.inf, -np.inf, np.nan])})
     assert list(interp.eval("isinf(a)")) == [False, True, True, False]
@@ -191,6 +213,9 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("swapaxes(zeros((2, 3)), 0, 2)", "index", "swapaxes"),
     ("swapaxes(zeros((2, 3)), none, 1)", "type", "an axis must be an int"),
     ("moveaxis(zeros((2, 3)), 0, none)", "type", "an axis must be an int"),
+    ("searchsorted(ones((2, 2)), 1.0)", "shape", "a sorted vector"),
+    ("searchsorted(ones(2), 1.0, side=\"middle\")", "value", "side"),
+    ("digitize(1.0, ones(2), right=1)", "type", "right"),
     ("logical_and(ones(2), ones(3) > 0.0)", "shape", "cannot and the masks of tensors of shapes (2,) and (3,)"),
     ("full_like(ones(2), (1,))", "type", "full_like needs a number"),
 ])

@@ -216,6 +216,12 @@ def _set_index(L, x, v, key=None):
     return x.ravel().at[slots[keep]].set(kept).reshape(np.shape(x))
 
 
+def _searchsorted(L, a, v, side="left"):
+    """numpy's searchsorted: an int for a number, float positions for a tensor."""
+    found = L.np.searchsorted(a, v, side=side)
+    return found.astype(L.np.float64) if L.np.ndim(v) else found
+
+
 def _take_along(L, x, idx, axis):
     """x's entries at idx along axis; each position must be in range (numpy raises otherwise)."""
     idx = L.np.asarray(idx).astype(L.np.int64)
@@ -243,6 +249,7 @@ LOWER.update({
     "Sort": lambda L, x, axis=-1: L.np.sort(x, axis=axis, stable=True),
     "ArgSort": lambda L, x, axis=-1: L.np.argsort(x, axis=axis, stable=True),
     "TakeAlong": _take_along,
+    "SearchSorted": _searchsorted,
     "PutAlong": _put_along,
     "Reshape": lambda L, x, shape: L.np.reshape(x, shape),
     "TransposeOp": lambda L, x, axes=None: L.np.transpose(x, axes),

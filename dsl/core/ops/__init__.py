@@ -23,6 +23,6 @@ from .reduce import (count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, m
 from .shape import (broadcast_to, cat, gather, index, index_add, make_key, reshape, row, row_add, set_index,
                     stack, swap_last, transpose)
 from .slots import map_slot, struct_slot, unpack
-from .sorting import argmax, argmin, argsort, put_along, sort, take_along
+from .sorting import argmax, argmin, argsort, put_along, searchsorted, sort, take_along
 from .special import digamma, erfinv, lgamma, polygamma, trigamma, xlogy
 from .structs import field, item, set_field, set_item

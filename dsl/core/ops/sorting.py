@@ -77,3 +77,17 @@ def put_along(g, idx, axis, shape, span=None):
     grids[axis % len(shape)] = i
     np.add.at(out, tuple(grids), g)
     return out
+
+
+def searchsorted(a, v, side="left", span=None):
+    """searchsorted(a, v, side="left"): where each entry of v would go in the sorted vector a to
+    keep it sorted (numpy's: before equal entries, or after them with side "right"; nan after
+    every number): an int for a number v, else a float tensor of v's shape."""
+    if type(a) is Box or type(v) is Box:
+        return nondiff("SearchSorted", (a, v), {"side": side})
+    av = to_tensor(a, "a sorted vector for searchsorted")
+    if av.ndim != 1:
+        raise error("shape", f"searchsorted needs a sorted vector, got a tensor of shape {fmt_shape(av.shape)}")
+    if type(v) in (int, float, bool):
+        return int(np.searchsorted(av, float(v), side=side))
+    return np.searchsorted(av, to_tensor(v, "values for searchsorted"), side=side).astype(FLOAT)

@@ -1,4 +1,4 @@
-"""Ordering primitives: ArgMax ArgMin ArgSort (no derivative) and Sort."""
+"""Ordering primitives: ArgMax ArgMin ArgSort SearchSorted (no derivative) and Sort."""
 
 from .. import ops as O
 from ..ops.core import normalize_axis, shape_of
@@ -25,6 +25,29 @@ define("ArgMax", O.argmax, differentiable=False, batch=_arg_batch(O.argmax))
 define("ArgMin", O.argmin, differentiable=False, batch=_arg_batch(O.argmin))
 define("ArgSort", O.argsort, differentiable=False,
        batch=lambda ns, args, batched, kw: O.argsort(args[0], _along(kw.get("axis", -1), len(shape_of(args[0])) - 1)))
+
+
+def _searchsorted_batch(ns, args, batched, kw):
+    """searchsorted per example. Values alone batched: one search of them all. A batch of sorted
+    vectors: each position counted as the entries before it, in numpy's order (nan after every
+    number), a comparison of every value with its example's vector."""
+    a, v = args
+    if not batched[0]:
+        return O.searchsorted(a, v, kw.get("side", "left"))
+    if not batched[1]:
+        v = ns.broadcast_to(v, shape_of(a)[:1] + shape_of(v))
+    extra = len(shape_of(v)) - 1
+    a = ns.reshape(a, shape_of(a)[:1] + (1,) * extra + shape_of(a)[1:])
+    v = ns.reshape(v, shape_of(v) + (1,))
+    v_nan, a_nan = O.ne(v, v), O.ne(a, a)
+    if kw.get("side", "left") == "left":
+        before = O.logical_or(O.order("<", a, v), O.logical_and(v_nan, O.logical_not(a_nan)))
+    else:
+        before = O.logical_or(O.order("<=", a, v), v_nan)
+    return O.sum_(before, len(shape_of(v)) - 1)      # a count of bools: a float, as positions are
+
+
+define("SearchSorted", O.searchsorted, differentiable=False, batch=_searchsorted_batch)
 
 
 def _positions(x, axis):

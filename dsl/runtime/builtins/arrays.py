@@ -1,7 +1,7 @@
 """numpy's array functions that dg composes of its own operations (so each is differentiable
 wherever its parts are, under every transformation): flip, roll, diff, cumprod, meshgrid, tile,
-repeat, take_along_axis, scatter_add, segment_sum, top_k, and the tests isnan, isfinite and
-allclose."""
+repeat, take_along_axis, scatter_add, segment_sum, top_k, searchsorted and digitize, and the
+tests isnan, isfinite and allclose."""
 
 import numpy as np
 
@@ -279,7 +279,30 @@ def top_k(x, k):
     return ops.take_along(x, idx, -1), idx
 
 
+def searchsorted(a, v, side="left"):
+    """searchsorted(a, v, side="left"): where each entry of v would go in the sorted vector a to keep
+    it sorted: before the entries equal to it ("left") or after them ("right"), as numpy's."""
+    shape = _tensor_shape(a, "searchsorted")
+    if len(shape) != 1:
+        raise error("shape", f"searchsorted needs a sorted vector, got a tensor of shape {fmt_shape(shape)}")
+    _tensor_shape(v, "searchsorted")
+    s = raw(side)
+    if s not in ("left", "right"):
+        raise error("value", f"searchsorted: side must be \"left\" or \"right\", got {brief(s)}")
+    return ops.searchsorted(a, v, s)
+
+
+def digitize(x, bins, right=False):
+    """digitize(x, bins, right=false): the index of the bin of each entry of x between the
+    increasing edges bins (numpy's): i where bins[i-1] <= x < bins[i], 0 below the first edge,
+    len(bins) from the last on; with right, bins[i-1] < x <= bins[i]."""
+    r = raw(right)
+    if type(r) is not bool:
+        raise error("type", f"digitize: right must be true or false, got {brief(r)}")
+    return searchsorted(bins, x, "left" if r else "right")
+
+
 BUILTINS = {"flip": flip, "roll": roll, "diff": diff, "cumprod": cumprod, "meshgrid": meshgrid,
             "isnan": isnan, "isfinite": isfinite, "allclose": allclose, "tile": tile, "repeat": repeat,
             "take_along_axis": take_along_axis, "scatter_add": scatter_add, "segment_sum": segment_sum,
-            "top_k": top_k}
+            "top_k": top_k, "searchsorted": searchsorted, "digitize": digitize}

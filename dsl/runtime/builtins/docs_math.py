@@ -4,7 +4,7 @@ form of dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
-          "segment_sum", "top_k", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
+          "segment_sum", "top_k", "searchsorted", "digitize", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
           "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
           "median"]
@@ -226,6 +226,18 @@ Differentiable: no (a mask).
 Differentiable: no (a mask).
 >>> isfinite([1.0, inf])
 [true, false]""",
+    "searchsorted": """searchsorted(a, v, side="left"): where each entry of v would go in the sorted vector a to
+keep it sorted: before the entries equal to it ("left") or after them ("right"), as numpy's (nan
+after every number). An int for a number v, else float positions of v's shape.
+Differentiable: no (positions).
+>>> searchsorted([1.0, 2.0, 3.0], [2.0, 2.5, 9.0])
+[1.0, 2.0, 3.0]""",
+    "digitize": """digitize(x, bins, right=false): the bin of each entry of x between the increasing edges bins,
+as numpy's: i where bins[i-1] <= x < bins[i], 0 below the first edge and len(bins) from the last
+on; with right=true, bins[i-1] < x <= bins[i]. Positions as searchsorted gives them.
+Differentiable: no (positions).
+>>> digitize([0.5, 1.0, 2.5], [1.0, 2.0])
+[0.0, 1.0, 2.0]""",
     "isinf": """isinf(x): which entries are infinite, of either sign: a bool tensor, or a bool for a number.
 Differentiable: no (a mask).
 >>> isinf([1.0, -inf, nan])
