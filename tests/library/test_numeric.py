@@ -170,6 +170,30 @@ def test_searchsorted_and_digitize_are_numpys_under_jit_and_vmap(backend):
         np.testing.assert_array_equal(got, np.digitize(v, [1.0, 2.0, 3.0], right=right))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_histogram_is_numpys_and_differentiable_in_its_weights(backend):
+    if backend == "xla":
+        jax_or_skip()
+    x = np.random.default_rng(3).normal(size=200)
+    x[5] = x.max()      # the largest entry twice: the last bin holds its upper edge
+    w = np.random.default_rng(4).uniform(size=200)
+    interp = _interp({"x": x, "w": w}, backend)
+    cases = [("histogram(x)", {}), ("histogram(x, bins=5, range=(-1.0, 1.0))", dict(bins=5, range=(-1, 1))),
+             ("histogram(x, bins=[-3.0, -1.0, 0.0, 0.5, 3.0])", dict(bins=[-3.0, -1.0, 0.0, 0.5, 3.0])),
+             ("histogram(x, weights=w, density=true)", dict(weights=w, density=True)),
+             ("jit(fn(x) => histogram(x, bins=7))(x)", dict(bins=7)), ("histogram(ones(4) * 2.0, bins=4)", None)]
+    for expr, kw in cases:
+        counts, edges = interp.eval(expr)
+        want = np.histogram(np.ones(4) * 2.0, 4) if kw is None else np.histogram(x, **kw)
+        np.testing.assert_allclose(counts, want[0], rtol=1e-13)
+        np.testing.assert_allclose(edges, want[1], rtol=1e-13)
+    mapped = interp.eval("vmap(fn(r) => histogram(r, bins=3, range=(-2.0, 2.0))[0])(reshape(x, (4, 50)))")
+    np.testing.assert_array_equal(mapped, [np.histogram(r, 3, range=(-2, 2))[0] for r in x.reshape(4, 50)])
+    g = interp.eval("grad(fn(w) => sum(histogram(x, bins=4, weights=w)[0] * [1.0, 2.0, 3.0, 4.0]))(w)")
+    bin_of = np.clip(np.searchsorted(np.histogram(x, 4)[1], x, "right") - 1, 0, 3)
+    np.testing.assert_array_equal(g, bin_of + 1.0)
+
+
 def test_isinf_and_full_likes_types_are_numpys():
     interp = _interp({"a": np.array([1.0, np.inf, -np.inf, np.nan])})
     assert list(interp.eval("isinf(a)")) == [False, True, True, False]
@@ -214,6 +238,13 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("swapaxes(zeros((2, 3)), none, 1)", "type", "an axis must be an int"),
     ("moveaxis(zeros((2, 3)), 0, none)", "type", "an axis must be an int"),
     ("searchsorted(ones((2, 2)), 1.0)", "shape", "a sorted vector"),
+    ("histogram(ones(3), bins=0)", "value", "at least 1"),
+    ("histogram(ones(3), range=1.0)", "type", "(lo, hi) pair"),
+    ("histogram(ones(3), bins=[1.0])", "type", "two edges"),
+    ("histogram(ones(3), bins=[2.0, 1.0, 3.0])", "value", "must increase"),
+    ("histogram(ones(3), density=1)", "type", "density"),
+    ("histogram(zeros((0,)))", "value", "its range"),
+    ("histogram(ones(3), weights=ones(2))", "shape", "weights"),
     ("searchsorted(ones(2), 1.0, side=\"middle\")", "value", "side"),
     ("digitize(1.0, ones(2), right=1)", "type", "right"),
     ("logical_and(ones(2), ones(3) > 0.0)", "shape", "cannot and the masks of tensors of shapes (2,) and (3,)"),

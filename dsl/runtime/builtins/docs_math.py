@@ -7,7 +7,7 @@ ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take
           "segment_sum", "top_k", "searchsorted", "digitize", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
           "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
-          "median"]
+          "median", "histogram"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
@@ -200,6 +200,14 @@ of q, along new leading axes, as numpy's.
 Differentiable: yes in x (through the sort: the entries the quantile lies between), not in q.
 >>> quantile([4.0, 1.0, 3.0, 2.0], 0.25)
 1.75""",
+    "histogram": """histogram(x, bins=10, range=none, weights=none, density=false): (counts, edges) of x's entries,
+as numpy's: bins equal bins over range, a (lo, hi) pair (x's smallest and largest entries when
+none), or the given increasing edges; a bin holds lo <= x < hi, the last one its upper edge too,
+and entries outside the edges are not counted. weights counts each entry by its weight; density
+divides the counts by their total times the bin's width. Counts are floats.
+Differentiable: yes in weights (each weight moves its bin's count); not in x, whose bins are positions.
+>>> histogram([1.0, 2.0, 2.5, 4.0], bins=3)[0]
+[1.0, 2.0, 1.0]""",
     "median": """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
 middle ones for an even count), of all entries or along an axis; nan where a nan is among them.
 Differentiable: yes (through the sort).

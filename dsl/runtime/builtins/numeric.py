@@ -13,7 +13,7 @@ from ...core.tape import peek, raw
 from ...core.values import brief, type_name
 from ...errors import error
 from .arrays import _along, _axis, _numbers, _tensor_shape
-from .tensors import full
+from .tensors import full, linspace
 
 
 # ---------------------------------------------------------------- truth of entries
@@ -288,6 +288,53 @@ def quantile(x, q, axis=None, keepdims=False):
     return ops.reshape(out, (*shape[:a], 1, *shape[a + 1:])) if keepdims else out
 
 
+def histogram(x, bins=10, range=None, weights=None, density=False):
+    """histogram(x, bins=10, range=none, weights=none, density=false): (counts, edges) of x's
+    entries, as numpy's: bins equal bins over range (x's min and max when none) or the given
+    increasing edges; each bin holds lo <= x < hi, the last its upper edge too."""
+    shape = _tensor_shape(x, "histogram")
+    n = int(np.prod(shape))
+    flat = ops.reshape(x, (n,))
+    b = raw(bins)
+    if type(b) is int:
+        if b < 1:
+            raise error("value", f"histogram: bins must be at least 1, got {b}")
+        r = raw(range)
+        if r is None:
+            if n == 0:
+                raise error("value", "histogram of an empty tensor needs its range")
+            lo, hi = ops.min_(flat), ops.max_(flat)
+        elif type(r) is tuple and len(r) == 2 and all(type(peek(e)) in (int, float) for e in r):
+            lo, hi = r
+        else:
+            raise error("type", f"histogram: range must be a (lo, hi) pair of numbers, got {brief(r)}")
+        same = ops.eq(lo, hi)       # one value: numpy's bins span it by half a unit either way
+        edges = linspace(ops.where(same, ops.sub(lo, 0.5), lo), ops.where(same, ops.add(hi, 0.5), hi), b + 1)
+    elif type(b) is np.ndarray and b.ndim == 1 and b.size >= 2:
+        if np.any(np.diff(b) < 0) or np.isnan(b).any():
+            raise error("value", f"histogram: the edges in bins must increase, got {brief(b)}")
+        edges = bins
+    else:
+        raise error("type", f"histogram: bins must be an int or a vector of at least two edges, got {brief(b)}")
+    nb = int(np.shape(peek(edges))[0]) - 1
+    last = ops.index(edges, (nb,))
+    at = ops.sub(ops.searchsorted(edges, flat, "right"), 1.0)
+    at = ops.where(ops.eq(flat, last), float(nb - 1), at)        # the last bin holds its upper edge
+    inside = ops.logical_and(ops.order(">=", flat, ops.index(edges, (0,))), ops.order("<=", flat, last))
+    if raw(weights) is not None and _tensor_shape(weights, "histogram") != shape:
+        raise error("shape", f"histogram: weights must have x's shape {fmt_shape(shape)}, got "
+                             f"{fmt_shape(_tensor_shape(weights, 'histogram'))}")
+    w = np.ones(n) if raw(weights) is None else ops.reshape(weights, (n,))
+    counts = ops.put_along(ops.where(inside, w, 0.0), ops.clamp(at, 0.0, float(nb - 1)), 0, (nb,))
+    dense = raw(density)
+    if type(dense) is not bool:
+        raise error("type", f"histogram: density must be true or false, got {brief(dense)}")
+    if dense:
+        widths = ops.sub(ops.index(edges, (slice(1, None),)), ops.index(edges, (slice(None, -1),)))
+        counts = ops.div(counts, ops.mul(ops.sum_(counts), widths))
+    return counts, edges
+
+
 def median(x, axis=None, keepdims=False):
     """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
     middle ones for an even count), over all entries or along an axis; nan where a nan is among them."""
@@ -299,5 +346,5 @@ BUILTINS = {"any": any_, "all": all_, "isclose": isclose, "squeeze": squeeze, "e
             "full_like": full_like, "isinf": isinf, "logical_and": logical_and, "logical_or": logical_or,
             "logical_xor": logical_xor, "logical_not": logical_not,
             "square": square, "cross": cross, "trapezoid": trapezoid, "interp": interp,
-            "quantile": quantile, "median": median}
+            "quantile": quantile, "median": median, "histogram": histogram}
 NAMES = list(BUILTINS)
