@@ -90,6 +90,7 @@ CASES = [
     ("cosh(x)", dict(x=r(3))), ("asinh(x)", dict(x=r(3))), ("acosh(x)", dict(x=r(3, low=1.2))),
     ("atanh(x)", dict(x=RNG.uniform(-0.8, 0.8, 3))), ("log_sigmoid(x)", dict(x=r(3) * 3.0)),
     ("logit(x)", dict(x=RNG.uniform(0.1, 0.9, 3))), ("atan2(x, y)", dict(x=r(3), y=r(2, 3))),
+    ("hypot(x, y)", dict(x=r(3), y=r(2, 3))), ("cbrt(x)", dict(x=r(3, low=0.5))),
     ("logaddexp(x, y)", dict(x=r(3), y=r(3, 1))), ("xlogy(x, y)", dict(x=r(3), y=r(2, 3, low=0.5))),
     ("erfinv(x)", dict(x=RNG.uniform(-0.9, 0.9, 3))), ("lgamma(x)", dict(x=r(3, low=0.5))),
     ("digamma(x)", dict(x=r(3, low=0.5))),

@@ -92,7 +92,7 @@ MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos"
         ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
         ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0),
         ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0),
-        ("erfc(x)", "erfc", 6.0)]
+        ("erfc(x)", "erfc", 6.0), ("hypot(x, x * x - 0.3)", "hypot", 2.0), ("cbrt(x + 1.5)", "cbrt", 1.0)]
 
 
 @pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
@@ -103,7 +103,8 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     fns = {"log_sigmoid": lambda x: jax.nn.log_sigmoid(x * 30.0), "logit": lambda x: jax.scipy.special.logit(x * 0.4 + 0.5),
            "arctan2": lambda x: jnp.arctan2(x, x * x - 0.3), "logaddexp": lambda x: jnp.logaddexp(x * 100.0, x),
            "arccosh": lambda x: jnp.arccosh(x + 2.5), "erfinv": jax.scipy.special.erfinv,
-           "erfc": jax.scipy.special.erfc,
+           "erfc": jax.scipy.special.erfc, "hypot": lambda x: jnp.hypot(x, x * x - 0.3),
+           "cbrt": lambda x: jnp.cbrt(x + 1.5),
            "xlogy": lambda x: jax.scipy.special.xlogy(x * x, x + 1.5),
            "gammaln": lambda x: jax.scipy.special.gammaln(x * 3.0)}
     f = fns[name] if name in fns else getattr(jnp, name)

@@ -83,11 +83,11 @@ UNARY = {
     "Exp": "exp", "Ln": "log", "Log2": "log2", "Log10": "log10", "Sin": "sin", "Cos": "cos", "Sqrt": "sqrt", "Abs": "abs",
     "TanhAct": "tanh", "Log1p": "log1p", "Expm1": "expm1", "Tan": "tan", "Asin": "arcsin", "Acos": "arccos",
     "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
-    "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Neg": "negative",
+    "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Neg": "negative", "Cbrt": "cbrt",
     "LogicalNot": "logical_not", "IsFinite": "isfinite",
 }
 BINARY = {
-    "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp",
+    "Maximum": "maximum", "Minimum": "minimum", "Atan2": "arctan2", "LogAddExp": "logaddexp", "Hypot": "hypot",
     "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
     "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
 }

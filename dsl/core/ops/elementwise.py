@@ -106,6 +106,7 @@ silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
 gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
 erfc = _unary("Erfc", "erfc", math.erfc, _erfc_vector)
+cbrt = _unary("Cbrt", "cbrt", lambda x: float(np.cbrt(x)), np.cbrt)      # math.cbrt(27.0) is 3.0000000000000004
 log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
 expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)
 softplus = _unary("Softplus", "softplus", _softplus_scalar, _softplus_vector)
@@ -198,6 +199,7 @@ def _binary_elementwise(op, name, ufunc):
 maximum = _binary_elementwise("Maximum", "maximum", np.maximum)
 minimum = _binary_elementwise("Minimum", "minimum", np.minimum)
 atan2 = _binary_elementwise("Atan2", "atan2", np.arctan2)
+hypot = _binary_elementwise("Hypot", "hypot", np.hypot)
 logaddexp = _binary_elementwise("LogAddExp", "logaddexp", np.logaddexp)
 
 

@@ -86,6 +86,17 @@ def _atan2_x(ns, ans, y, x):
 
 
 define("Atan2", O.atan2, batch=ELEMENTWISE, partials=(_atan2_y, _atan2_x), keeps_nan=True)
+
+
+def _over_hypot(ns, side, ans):
+    """d hypot / d side = side / hypot; 0 at the origin, the cone's tip (as abs'(0) = 0)."""
+    return ns.where(ns.equal(ans, 0.0), 0.0, ns.div(side, ans))
+
+
+define("Hypot", O.hypot, batch=ELEMENTWISE, keeps_nan=True,
+       partials=(lambda ns, ans, x, y: _over_hypot(ns, x, ans), lambda ns, ans, x, y: _over_hypot(ns, y, ans)))
+# cbrt's derivative 1 / (3 cbrt(x)^2), infinite at 0 as JAX's
+unary("Cbrt", O.cbrt, lambda ns, ans, x: ns.div(1.0, ns.mul(3.0, ns.mul(ans, ans))))
 # scipy.special's: erfinv's derivative from its result; lgamma's is digamma, digamma's trigamma,
 # trigamma's the polygamma function of order 2, whose derivative is the next order's: every order
 unary("Erfinv", O.erfinv, lambda ns, ans, x: ns.mul(HALF_SQRT_PI, ns.exp(ns.mul(ans, ans))))

@@ -8,7 +8,7 @@ ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take
           "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
           "median", "histogram"]
-FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
+FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "hypot", "cbrt", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
 
 DOCS = {
@@ -70,6 +70,15 @@ Differentiable: yes (1 / (1 + x^2)).
 Differentiable: yes, in y (x / (x^2 + y^2)) and x (-y / (x^2 + y^2)).
 >>> atan2(1.0, -1.0)
 2.356194490192345""",
+    "hypot": """hypot(x, y): sqrt(x^2 + y^2) without overflow or underflow in the squares (numpy's), with
+broadcasting.
+Differentiable: yes, in x (x / hypot) and y (y / hypot); 0 at the origin, as abs'(0) = 0.
+>>> hypot(3.0, 4.0)
+5.0""",
+    "cbrt": """cbrt(x): the real cube root, elementwise (negative for negative x; exact for perfect cubes).
+Differentiable: yes (1 / (3 cbrt(x)^2), infinite at 0).
+>>> cbrt(-27.0)
+-3.0""",
     "sinh": """sinh(x): the hyperbolic sine, elementwise.
 Differentiable: yes (cosh(x)).
 >>> sinh(0.0)

@@ -47,6 +47,7 @@ def make(interp):
         "softplus": ops.softplus, "tan": ops.tan, "asin": ops.asin, "acos": ops.acos, "atan": ops.atan,
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
         "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
+        "hypot": hypot, "cbrt": ops.cbrt,
         "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
         "var": var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
@@ -197,6 +198,11 @@ def matmul(a, b):
 def logit(p):
     """logit(p): ln(p / (1 - p))."""
     return ops.logit(p)
+
+
+def hypot(x, y):
+    """hypot(x, y): sqrt(x^2 + y^2), without overflow in the squares."""
+    return ops.hypot(x, y)
 
 
 def atan2(y, x):
