@@ -238,6 +238,30 @@ def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
 
 
 @needs_jax
+def test_a_program_longer_than_xla_compiles_in_reasonable_time_runs_on_numpy(capfd):
+    # a loop written out step by step (here a recursion jit inlines): XLA's compile time grows
+    # faster than the program (4,000 steps: over a minute), numpy's code is ready at once
+    from dsl.backends.xla.lower import MAX_STEPS, steps_in
+    src = ("fn chain(x, w, n) { if n == 0 { return sum(x) }\n return chain(tanh(x * w + sum(x) * 0.01), w, n - 1) }\n"
+           "fn long(x, w) { return chain(x, w, 150) }\nfn short(x, w) { return chain(x, w, 3) }")
+    i = dsl.Interpreter()
+    i.run(src + '\nlet jl = jit(grad(long, argnums=(0, 1)), backend="xla", explain=true)'
+                '\nlet js = jit(grad(short, argnums=(0, 1)), backend="xla")')
+    x = np.linspace(0.1, 0.4, 4)
+    for name, fn in (("jl", "long"), ("js", "short")):
+        want = i.lookup("grad")(i.lookup(fn), (0, 1))(x, 0.7)
+        for _ in range(2):
+            got = i.lookup(name)(x, 0.7)
+            _close(got[0], want[0])
+            _close(got[1], want[1])
+    long_entry, short_entry = _entry(i.lookup("jl")), _entry(i.lookup("js"))
+    assert steps_in(long_entry.program) > MAX_STEPS and long_entry.xla.why.startswith(
+        f"{steps_in(long_entry.program):,} steps, more than XLA compiles in reasonable time")
+    assert short_entry.xla.why is None
+    assert "runs on the numpy backend for this recording: " in capfd.readouterr().err
+
+
+@needs_jax
 def test_a_while_loop_is_one_xla_while_loop_whatever_its_trip_count():
     src = ("fn newton(a) {\n  let x = a\n  let k = 0\n  while abs(x * x - a) > 1e-10 * a {\n"
            "    x = 0.5 * (x + a / x)\n    k = k + 1\n    if k > 50 { break }\n  }\n  return x * 2.0\n}")

@@ -26,9 +26,37 @@ from .liveness import ALL, body_outputs, live
 from .rules import FALLBACK, LOWER, ON_HOST
 
 
+# XLA's compile time grows faster than the program it compiles: a written-out chain of 2,000
+# steps took 12 s, of 4,000 73 s, of 8,000 7 minutes and gigabytes (where the numpy backend
+# compiles it in well under a second). dg's own programs stay far below this (GradBench's
+# largest, gmm's gradient, has 1,104 steps): a longer one is a loop jit wrote out.
+MAX_STEPS = 2500
+
+
+def steps_in(program):
+    """How many steps XLA compiles for a program: its own and its loop bodies' (each once)."""
+    n = len(program.steps)
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if op == "Scan":
+            n += steps_in(kw["body"].program)
+        elif op == "Loop":
+            n += steps_in(kw["body"].forward)
+    return n
+
+
 def unlowerable(program):
     """Why a program cannot be lowered, found without tracing it (an effect, a primitive with no
-    rule, a while loop), or None: the steps of Scan bodies are looked at too."""
+    rule, a while loop, a size XLA compiles too slowly), or None: the steps of Scan bodies are
+    looked at too."""
+    size = steps_in(program)
+    if size > MAX_STEPS:
+        return (f"{size:,} steps, more than XLA compiles in reasonable time ({MAX_STEPS:,}: its compile "
+                f"time grows faster than the program); a loop written out step by step makes such a program")
+    return _unlowerable_steps(program)
+
+
+def _unlowerable_steps(program):
+    """unlowerable's look at each step (see there)."""
     for kind, op, refs, consts, kw, span, out in program.steps:
         if kind == "guard":
             continue
@@ -41,7 +69,7 @@ def unlowerable(program):
         if op == "Scan":
             if kw["items"] is None and not kw["body"].counts[0]:
                 return "a while loop under a derivative: its number of iterations is found by running it"
-            inner = unlowerable(kw["body"].program)
+            inner = _unlowerable_steps(kw["body"].program)
             if inner is not None:
                 return inner
         if op == "Loop":
@@ -49,7 +77,7 @@ def unlowerable(program):
                 return f"Loop: {FALLBACK['LoopBack']}"
             if _performs_effects(kw["body"].forward):
                 return WHILE_EFFECTS
-            inner = unlowerable(kw["body"].forward)
+            inner = _unlowerable_steps(kw["body"].forward)
             if inner is not None:
                 return inner
         if program.kinds[out] in ("str", "other"):
