@@ -1,7 +1,6 @@
-"""numpy's everyday functions a scientist reaches for (any, all, logical_and/or/xor/not,
-isclose, isinf, squeeze,
-expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, cross, trapezoid,
-interp, quantile, median), composed of dg's primitives: their
+"""numpy's everyday functions a scientist reaches for (any, all, logical_and/or/xor/not, isclose,
+isinf, squeeze, expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, cross,
+trapezoid, interp, quantile, median, histogram), composed of dg's primitives: their
 derivatives, batching, staging and lowering are those of the primitives they record, so each
 differentiates, vmaps and jits as they do, on every backend."""
 
