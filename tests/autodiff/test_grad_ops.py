@@ -191,6 +191,7 @@ fn f(x, v, c) {
     z[tensor([0, 2, 0])] = v * v            # position 0 written twice: v[2] stays
     z[tensor([1, 1]), :] = sin(z[2:4, :])   # a row written twice, from rows 2 and 3: row 3 stays
     z[3, tensor([0, 0])] = 2.0 * v[0, 0]    # one number written twice
+    z[tensor([-1, 3]), 1] = v[1, 0:2]       # row 3 twice, once counted from the end
     return sum(z * c)
 }
 """
@@ -229,6 +230,7 @@ def test_a_position_assigned_twice_agrees_with_jax():
         z = x.at[jnp.array([0, 2, 0])].set(v * v)
         z = z.at[jnp.array([1, 1]), :].set(jnp.sin(z[2:4, :]))
         z = z.at[3, jnp.array([0, 0])].set(2.0 * v[0, 0])
+        z = z.at[jnp.array([-1, 3]), 1].set(v[1, 0:2])
         return jnp.sum(z * c)
     want = jax.grad(f, argnums=(0, 1))(x, v)
     got = interp.lookup("grad")(interp.lookup("f"), (0, 1))(x, v, c)
