@@ -26,21 +26,24 @@ from .liveness import ALL, body_outputs, live
 from .rules import FALLBACK, LOWER, ON_HOST
 
 
-# XLA's compile time grows faster than the program it compiles: a written-out chain of 2,000
-# steps took 12 s, of 4,000 73 s, of 8,000 7 minutes and gigabytes (where the numpy backend
-# compiles it in well under a second). dg's own programs stay far below this (GradBench's
-# largest, gmm's gradient, has 1,104 steps): a longer one is a loop jit wrote out.
+# XLA's compile time grows faster than the straight-line code it compiles: a written-out chain
+# of 2,000 steps took 12 s, of 4,000 73 s, of 8,000 7 minutes and gigabytes (where the numpy
+# backend compiles it in well under a second). A loop body is a computation of its own, so a
+# rolled loop adds its body once: dg's own programs stay far below this (GradBench's largest,
+# gmm's gradient, has 1,104 steps; a third derivative through a rolled loop 1,176 in its
+# largest body); a longer one is a loop jit wrote out.
 MAX_STEPS = 2500
 
 
-def steps_in(program):
-    """How many steps XLA compiles for a program: its own and its loop bodies' (each once)."""
+def longest_computation(program):
+    """The steps of the longest straight-line computation XLA compiles for a program: the
+    program's own, or one loop body's (its own loops apart)."""
     n = len(program.steps)
     for kind, op, refs, consts, kw, span, out in program.steps:
         if op == "Scan":
-            n += steps_in(kw["body"].program)
+            n = max(n, longest_computation(kw["body"].program))
         elif op == "Loop":
-            n += steps_in(kw["body"].forward)
+            n = max(n, longest_computation(kw["body"].forward))
     return n
 
 
@@ -48,10 +51,10 @@ def unlowerable(program):
     """Why a program cannot be lowered, found without tracing it (an effect, a primitive with no
     rule, a while loop, a size XLA compiles too slowly), or None: the steps of Scan bodies are
     looked at too."""
-    size = steps_in(program)
+    size = longest_computation(program)
     if size > MAX_STEPS:
-        return (f"{size:,} steps, more than XLA compiles in reasonable time ({MAX_STEPS:,}: its compile "
-                f"time grows faster than the program); a loop written out step by step makes such a program")
+        return (f"{size:,} steps in one computation, more than XLA compiles in reasonable time ({MAX_STEPS:,}: "
+                f"its compile time grows faster than the code); a loop written out step by step makes such a program")
     return _unlowerable_steps(program)
 
 
