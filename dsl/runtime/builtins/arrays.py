@@ -1,7 +1,7 @@
 """numpy's array functions that dg composes of its own operations (so each is differentiable
 wherever its parts are, under every transformation): flip, roll, diff, cumprod, meshgrid, tile,
-repeat, take_along_axis, scatter_add, segment_sum, top_k, searchsorted and digitize, and the
-tests isnan, isfinite and allclose."""
+repeat, take_along_axis, scatter_add, segment_sum, top_k, and the tests isnan, isfinite and
+allclose; and searchsorted and digitize, positions, which the SearchSorted primitive finds."""
 
 import numpy as np
 
