@@ -35,16 +35,19 @@ from .rules import FALLBACK, LOWER, ON_HOST
 MAX_STEPS = 2500
 
 
+def _bodies(program):
+    """The programs of the loops a program runs: each Scan's body, each while loop's."""
+    for kind, op, refs, consts, kw, span, out in program.steps:
+        if op == "Scan":
+            yield kw["body"].program
+        elif op == "Loop":
+            yield kw["body"].forward
+
+
 def longest_computation(program):
     """The steps of the longest straight-line computation XLA compiles for a program: the
     program's own, or one loop body's (its own loops apart)."""
-    n = len(program.steps)
-    for kind, op, refs, consts, kw, span, out in program.steps:
-        if op == "Scan":
-            n = max(n, longest_computation(kw["body"].program))
-        elif op == "Loop":
-            n = max(n, longest_computation(kw["body"].forward))
-    return n
+    return max([len(program.steps)] + [longest_computation(body) for body in _bodies(program)])
 
 
 def unlowerable(program):
@@ -98,14 +101,7 @@ WHILE_EFFECTS = ("a while loop whose body prints, draws without a key or reads t
 
 def _performs_effects(program):
     """Whether a program, or a loop body in it, performs an effect in the program's order."""
-    for kind, op, refs, consts, kw, span, out in program.steps:
-        if op == "Effect":
-            return True
-        if op == "Scan" and _performs_effects(kw["body"].program):
-            return True
-        if op == "Loop" and _performs_effects(kw["body"].forward):
-            return True
-    return False
+    return any(step[1] == "Effect" for step in program.steps) or any(map(_performs_effects, _bodies(program)))
 
 
 def loop_iterations(program):
