@@ -71,29 +71,34 @@ def call_hint(name, params, args, kwargs):
     if len(args) > len(params) and tupled:
         at = params.index(tupled[0])
         if all(type(a) is int for a in args[at:]):
-            written = ", ".join(["x"] * at + [f"({', '.join(map(str, args[at:]))})"])
+            written = ", ".join(["x"] * at + [tuple_text(list(args[at:]))])
             return f"the {tupled[0]} {'are' if tupled[0] == 'axes' else 'is'} one tuple: {name}({written})"
     return None
 
 
-def tuple_hint(value):
-    """For a shape, a window or pad widths written as a bracket literal (`zeros([2, 3])`, numpy's
-    and JAX's lists), the tuple to write instead, or None: in dg a bracket literal is a tensor."""
-    rows = value.tolist() if hasattr(value, "tolist") and getattr(value, "ndim", 0) in (1, 2) else None
-    if not rows or any(type(r) is list and not r for r in rows):
-        return None
-
+def tuple_text(items):
+    """Python's spelling of a list of whole numbers as a tuple, nested lists as nested tuples
+    (`(2, 3)`, `(1,)`, `((1, 2),)`), or None where an item is not a whole number or a list is empty."""
     def text(item):
         if type(item) is list:
+            if not item:
+                raise ValueError(item)
             return "(" + ", ".join(text(i) for i in item) + ("," if len(item) == 1 else "") + ")"
         if not float(item).is_integer():
             raise ValueError(item)
         return str(int(item))
 
     try:
-        return f"write it as a tuple, {text(rows)}: a bracket literal [...] is a tensor"
+        return text(items)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def tuple_hint(value):
+    """For a shape, a window or pad widths written as a bracket literal (`zeros([2, 3])`, numpy's
+    and JAX's lists), the tuple to write instead, or None: in dg a bracket literal is a tensor."""
+    written = tuple_text(value.tolist()) if getattr(value, "ndim", 0) in (1, 2) else None
+    return f"write it as a tuple, {written}: a bracket literal [...] is a tensor" if written else None
 
 
 def module_hint(name):

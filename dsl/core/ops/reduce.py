@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..tape import record
+from ...base.suggest import tuple_text
 from ...errors import DgError
 from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, peek, shape_of, to_tensor, type_name
 from .shape import reshape, stack
@@ -47,10 +48,10 @@ def _reduction(op, name, fn, empty_ok):
             if exc.hint is None and (v.ndim == 0 or type(peek(axis)) in (ndarray, float)):
                 exc.hint = TWO_VALUES.get(name)
                 a = peek(axis)
-                if type(a) is ndarray and a.ndim == 1 and a.size and np.all(np.mod(a, 1) == 0):
-                    # sum(x, axis=[0, 1]): a bracket literal is a tensor; axes are a tuple
-                    axes = f"axis=({', '.join(str(int(k)) for k in a)}{',' * (a.size == 1)})"
-                    exc.hint = f"several axes are a tuple: {axes}" + (f"; {exc.hint}" if exc.hint else "")
+                # sum(x, axis=[0, 1]): a bracket literal is a tensor; axes are a tuple
+                axes = tuple_text(a.tolist()) if type(a) is ndarray and a.ndim == 1 else None
+                if axes:
+                    exc.hint = f"several axes are a tuple: axis={axes}" + (f"; {exc.hint}" if exc.hint else "")
             raise
         # only a reduction over an empty axis is undefined: max(zeros((0, 3)), axis=1) is empty, as in numpy
         if not empty_ok and (v.size == 0 if ax is None else any(v.shape[a] == 0 for a in np.atleast_1d(ax))):
