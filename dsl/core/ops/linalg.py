@@ -10,6 +10,12 @@ from .core import Box, check_size, error, fmt_shape, peek, to_tensor, type_name
 _SPEC = re.compile(r"^[a-zA-Z]*(,[a-zA-Z]*)*(->[a-zA-Z]*)?$")
 
 
+def implicit_output(letters):
+    """numpy's output for a spec without '->': the letters used once among `letters`, in
+    alphabetical order (commas and dots in `letters` are not letters)."""
+    return "".join(sorted(c for c in set(letters) if c.isalpha() and letters.count(c) == 1))
+
+
 def parse_spec(spec, n):
     """An einsum spec as (input subscripts, output subscripts), the output made explicit."""
     if type(spec) is not str:
@@ -23,9 +29,8 @@ def parse_spec(spec, n):
     if len(inputs) != n:
         raise error("type", f"einsum's spec {spec!r} names {len(inputs)} operand{'s' * (len(inputs) != 1)} "
                             f"but {n} {'were' if n != 1 else 'was'} given")
-    if "->" not in s:       # implicit output: the letters used once, in alphabetical order (numpy's rule)
-        letters = "".join(inputs)
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if "->" not in s:
+        out = implicit_output(ins)
     for sub in inputs:
         if len(set(sub)) != len(sub):
             raise error("value", f"einsum: a letter repeated within one operand ({sub!r}, a diagonal) "

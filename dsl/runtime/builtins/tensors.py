@@ -4,6 +4,7 @@ import numpy as np
 
 from ...core import ops
 from ...core.ops.core import check_shape_arg, check_size, fmt_shape, ndarray, to_float, to_tensor
+from ...core.ops.linalg import implicit_output
 from ...core.stage import Draw, perform
 from ...core.tape import Box, peek, raw, record
 from ...core.values import a_type_name, type_name
@@ -102,9 +103,8 @@ def _ellipsis(s, xs):
             if full != shape:
                 xs[i] = ops.broadcast_to(xs[i], full)
             subs[i] = p.replace("...", names[len(names) - k:])
-    if not arrow:       # implicit output: the `...` axes, then the letters used once, in order
-        letters = "".join(subs)
-        out = "..." + "".join(sorted(c for c in set(ins) if c.isalpha() and letters.count(c) == 1))
+    if not arrow:       # implicit output: the `...` axes, then numpy's letters
+        out = "..." + implicit_output(ins)
     return ",".join(subs) + "->" + out.replace("...", names), xs
 
 
@@ -114,9 +114,7 @@ def einsum(spec, *xs):
     if type(s) is str and "..." in s:
         s, xs = _ellipsis(s, xs)
     if type(s) is str and "->" not in s.replace(" ", "") and any(len(set(p)) < len(p) for p in s.split(",")):
-        # numpy's implicit output: the letters used once in all, before diagonals are taken
-        letters = s.replace(" ", "").replace(",", "")
-        s = s + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        s = s + "->" + implicit_output(s)      # numpy's, before diagonals are taken
     if type(s) is not str or len(xs) != s.count(",") + 1:
         return ops.einsum(spec, *xs)
     ins, arrow, out = s.replace(" ", "").partition("->")
