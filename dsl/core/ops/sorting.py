@@ -7,7 +7,7 @@ derivative: each entry's gradient goes back to the place it was sorted from.
 
 import numpy as np
 
-from ..tape import nondiff, record
+from ..tape import nondiff, peek, record
 from .core import Box, FLOAT, error, float_type, fmt_shape, normalize_axis, to_tensor
 
 
@@ -83,11 +83,12 @@ def searchsorted(a, v, side="left", span=None):
     """searchsorted(a, v, side="left"): where each entry of v would go in the sorted vector a to
     keep it sorted (numpy's: before equal entries, or after them with side "right"; nan after
     every number): an int for a number v, else a float tensor of v's shape."""
+    shape = np.shape(peek(a))       # checked before recording: a staged call checks it too
+    if len(shape) != 1:
+        raise error("shape", f"searchsorted needs a sorted vector, got a tensor of shape {fmt_shape(shape)}")
     if type(a) is Box or type(v) is Box:
         return nondiff("SearchSorted", (a, v), {"side": side})
     av = to_tensor(a, "a sorted vector for searchsorted")
-    if av.ndim != 1:
-        raise error("shape", f"searchsorted needs a sorted vector, got a tensor of shape {fmt_shape(av.shape)}")
     if type(v) in (int, float, bool):
         return int(np.searchsorted(av, float(v), side=side))
     return np.searchsorted(av, to_tensor(v, "values for searchsorted"), side=side).astype(FLOAT)

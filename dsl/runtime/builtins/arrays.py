@@ -282,9 +282,7 @@ def top_k(x, k):
 def searchsorted(a, v, side="left"):
     """searchsorted(a, v, side="left"): where each entry of v would go in the sorted vector a to keep
     it sorted: before the entries equal to it ("left") or after them ("right"), as numpy's."""
-    shape = _tensor_shape(a, "searchsorted")
-    if len(shape) != 1:
-        raise error("shape", f"searchsorted needs a sorted vector, got a tensor of shape {fmt_shape(shape)}")
+    _tensor_shape(a, "searchsorted")
     _tensor_shape(v, "searchsorted")
     s = raw(side)
     if s not in ("left", "right"):
