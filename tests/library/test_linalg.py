@@ -174,6 +174,33 @@ def test_cholesky_reads_the_symmetric_part_as_jax_does():
     np.testing.assert_allclose(r[0], r[1], rtol=1e-15)
 
 
+@pytest.mark.parametrize("how", ["eager", "numpy", "xla"])
+def test_entries_a_function_does_not_read_may_be_inf_or_nan(how):
+    # the other triangle of triangular_solve, the entries off the diagonal of diagonal, trace and
+    # einsum's "ii", the zeros diag writes: as numpy and scipy read them, not a product with a mask
+    # (0 * inf is nan)
+    nan, inf = np.nan, np.inf
+    m = np.array([[2.0, nan], [inf, 3.0]])
+    up = np.array([[2.0, 1.0], [nan, 4.0]])
+    b = np.array([1.0, 1.0])
+    cases = [("triangular_solve(transpose(u), b, lower=true)", np.linalg.solve(np.tril(up.T), b)),
+             ("triangular_solve(u, b, lower=false)", np.linalg.solve(np.triu(up), b)),
+             ("diagonal(m)", np.array([2.0, 3.0])), ("trace(m)", 5.0), ("einsum(\"ii\", m)", 5.0),
+             ("einsum(\"ii->i\", m)", np.array([2.0, 3.0])), ("diag(m)", np.array([2.0, 3.0])),
+             ("diag([inf, 1.0])", np.diag([inf, 1.0])), ("cho_solve(u, b)", None)]
+    if how == "xla":
+        jax_or_skip()
+    interp = run(f"let j = jit(fn(f, m, u, b) => f(m, u, b), backend=\"{'numpy' if how == 'eager' else how}\")")
+    for expr, want in cases:
+        src = f"fn(m, u, b) => {expr}"
+        got = ((lambda f, *a: f(*a)) if how == "eager" else interp.lookup("j"))(interp.run(src), m, up, b)
+        if want is None:        # the factor's lower triangle only: the nan above it is not read
+            want = np.linalg.solve(np.tril(up) @ np.tril(up).T, b)
+        np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=expr)
+    assert interp.run("dtype(diag(astype([1.0, 2.0], \"int64\")))") == "int64"
+    assert interp.run("dtype(diagonal(astype(ones((2, 2)), \"float32\")))") == "float32"
+
+
 def test_decompositions_second_order_batched_and_jitted_agree_with_jax(capfd):
     jax = jax_or_skip()
     jnp = jax.numpy

@@ -121,7 +121,8 @@ def triangular_solve(a, b, lower=False):
         return TRIANGULAR_SOLVE.bind(a, b, lower=lower)
     a = _square(a, "triangular_solve")
     bm, vector = _right_side(a, b, "triangular_solve")
-    x = _linalg("triangular_solve", np.linalg.solve, a * _triangle(a.shape[-1], lower), bm)
+    # where, not a product with the mask: an inf or NaN in the other triangle is not read (0 * nan is nan)
+    x = _linalg("triangular_solve", np.linalg.solve, np.where(_triangle(a.shape[-1], lower), a, 0.0), bm)
     return x[..., 0] if vector else x
 
 
@@ -144,7 +145,7 @@ def _tri_solve_jvp(ns, tangents, ans, args, kw):
     vector = len(shape_of(b)) == len(shape_of(a)) - 1
     rhs = tangents[1]
     if tangents[0] is not None:
-        da = O.mul(tangents[0], _triangle(shape_of(a)[-1], lower))
+        da = O.where(_triangle(shape_of(a)[-1], lower), tangents[0], 0.0)
         step = _uncol(O.matmul(da, _col(ans, vector)), vector)
         rhs = O.neg(step) if rhs is None else O.sub(rhs, step)
     return triangular_solve(a, rhs, lower=lower)
