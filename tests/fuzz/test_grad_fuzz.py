@@ -364,7 +364,11 @@ def test_random_programs_have_the_derivatives_of_central_differences_in_every_mo
     for got in jit_first:
         assert close(got, first, scale1, 1e-9), f"jit(grad) {got} != grad {first}\n{source}"
     assert close(vmapped[0], first, scale1, 1e-9), f"vmap(grad) {vmapped[0]} != grad {first}\n{source}"
-    assert close(vmapped[1], vmapped[2], abs(vmapped[2]), 1e-9), f"vmap(grad) {vmapped[1]} != grad {vmapped[2]}\n{source}"
+    # at d too, where f is not near a kink or chaotic there (pow(b, pow(b, s)) with a large s: its
+    # gradient of 1e24 turns with the last bit of s, which vmap's products may round otherwise)
+    fd_d = [central(lambda h: along((d[0], d[1], x[2]), e, h), h) for h in (1e-4, 1e-6)]
+    if close(fd_d[0], fd_d[1], 0.0, 1e-5):
+        assert close(vmapped[1], vmapped[2], abs(vmapped[2]), 1e-9), f"vmap(grad) {vmapped[1]} != grad {vmapped[2]}\n{source}"
     rr, fr, rf = get("rr"), get("fr"), get("rf")
     fd2 = [central(lambda h: grad_dot(*moved(x, e, h), d), h) for h in (1e-4, 1e-6)]
     scale2 = abs(rr) + abs(fd2[1])
