@@ -1,7 +1,8 @@
 """Rewrites of a staged program before code is generated from it.
 
 - Common subexpressions: a step that computes what an earlier one computed (the
-  same primitive on the same values with the same options) reuses its result.
+  same primitive on the same values with the same options; small constant tensors
+  compared by value) reuses its result.
 - reference 6.7 without its cost: each derivative product r = a * b is followed by an
   Nz step that makes r 0 where a factor is 0 and r is not finite. Where r can
   only flow, by operations that keep a NaN a NaN, into the program's results
@@ -50,10 +51,11 @@ def plan(program, exact=False):
     change no result (common subexpressions, products with 1): nothing is left to check."""
     alias = {}
     kinds = program.kinds
-    steps = _common(program.steps, alias)
+    steps = _common(program.steps, alias, kinds)
     if exact:
         known = {}
-        return Plan(_fold(steps, alias, known, kinds), alias, (), known, False)
+        steps = _live(_fold(steps, alias, known, kinds), alias, program.out_refs, ())
+        return Plan(steps, alias, (), known, False)
     masks, unsafe = _true_masks(steps, kinds)
     steps, dropped = _drop_nz(steps, alias, unsafe)
     known = dict.fromkeys(masks, True)
@@ -73,10 +75,31 @@ def plan(program, exact=False):
     implied = _implied(steps, alone, checked, kinds)
     inexact = bool(sources) and bool(checked or alone or program.guards)
     checked += tuple(r for r in alone if r not in proven and r not in implied)
-    if implied:         # the products only their checks read are not computed
-        read = {r for step in steps for r in step[2]}
-        steps = [step for step in steps if step[6] not in implied or step[6] in read]
+    # (the products only their checks read are not computed)
+    steps = _live(steps, alias, program.out_refs, checked)
     return Plan(steps, alias, checked, known, inexact, tuple(implied))
+
+
+def _live(steps, alias, out_refs, checked):
+    """The steps without the operations whose value nothing reads any more (a rewrite above made
+    a step read an earlier value, or made its value a constant), the checked values counted as read."""
+    read = {resolve(alias, r) for r in out_refs if r >= 0} | set(checked)
+    kept = []
+    for step in reversed(steps):
+        kind, op, refs, consts, kw, span, slot = step
+        if kind == "op" and slot not in read and _pure(op):
+            continue
+        read.update(refs)
+        kept.append(step)
+    kept.reverse()
+    return kept
+
+
+def _pure(op):
+    """Whether a step of this primitive may be left out where nothing reads its value: it has no
+    effect, checks no guard and raises for no value."""
+    prim = PRIMS.get(op)
+    return prim is not None and not (prim.effect or prim.guards or prim.user_code or prim.can_fail)
 
 
 # Float operations whose result is NaN or infinite wherever an argument is (0 * inf is NaN;
@@ -136,14 +159,34 @@ def step_key(op, refs, consts, kw):
     try:
         hash(key)
         return key
-    except TypeError:       # an array among the constants or options: the same object only
-        return (op, refs, tuple(map(id, consts)), tuple(map(type, consts)),
+    except TypeError:       # an array among the constants or options
+        return (op, refs, tuple(map(_const_key, consts)), tuple(map(type, consts)),
                 tuple((k, id(v)) for k, v in kw.items()) if kw else ())
 
 
-def _common(steps, alias):
-    """Drop steps that repeat an earlier computation; their slots alias the earlier one's."""
+VALUE_KEYED = 1 << 14       # constant tensors up to this size are told apart by value
+
+
+def _const_key(c):
+    """A constant as a hashable key: a small tensor by dtype, shape and bytes (derivatives make
+    many equal ones: each reduction's vjp broadcasts its cotangent anew), others by identity."""
+    if type(c) is np.ndarray and c.size <= VALUE_KEYED:
+        return (c.dtype.str, c.shape, c.tobytes())
+    try:
+        hash(c)
+        return c
+    except TypeError:
+        return id(c)
+
+
+def _common(steps, alias, kinds):
+    """Drop steps that repeat an earlier computation (or guard), their slots aliasing the earlier
+    one's. A reshape of a reshape reads the first one's tensor, a transpose of a transpose is one
+    permutation, and either is the tensor itself where it keeps its shape (a vjp under vmap
+    reshapes a batch of vectors to columns and back, a matrix's rule transposes it twice)."""
     seen = {}
+    reshaped = {}           # a reshape's slot -> the tensor it reshapes
+    transposed = {}         # a transpose's slot -> (the tensor it permutes, the permutation)
     out = []
     get = alias.get
     for step in steps:
@@ -153,15 +196,41 @@ def _common(steps, alias):
             if resolved != refs:
                 refs = resolved
                 step = (kind, op, refs, consts, kw, span, slot)
-        if kind == "op":
+        if op == "Reshape" and kind == "op" and refs[0] in reshaped:
+            refs = (reshaped[refs[0]],)
+            step = (kind, op, refs, consts, kw, span, slot)
+        if op == "TransposeOp" and kind == "op" and refs[0] >= 0 and is_array_kind(kinds[slot]):
+            axes = _permutation(kw.get("axes"), kinds[slot][1])
+            if refs[0] in transposed:
+                x, first = transposed[refs[0]]
+                refs, axes = (x,), tuple(first[a] for a in axes)
+                kw = {**kw, "axes": axes}
+                step = (kind, op, refs, consts, kw, span, slot)
+            if axes == tuple(range(len(axes))) and kinds[refs[0]] == kinds[slot]:
+                alias[slot] = refs[0]
+                continue
+        if op == "Reshape" and kind == "op" and refs[0] >= 0 and kinds[refs[0]] == kinds[slot]:
+            alias[slot] = refs[0]
+            continue
+        if kind == "op" or kind == "guard":
             key = step_key(op, refs, consts, kw)
             first = seen.get(key)
             if first is not None:
-                alias[slot] = first
+                if kind == "op":
+                    alias[slot] = first
                 continue
             seen[key] = slot
+            if op == "Reshape" and refs[0] >= 0:
+                reshaped[slot] = refs[0]
+            elif op == "TransposeOp" and refs[0] >= 0 and is_array_kind(kinds[slot]):
+                transposed[slot] = (refs[0], axes)
         out.append(step)
     return out
+
+
+def _permutation(axes, ndim):
+    """A transpose's axes as a permutation of range(ndim) (None reverses them)."""
+    return tuple(range(ndim - 1, -1, -1)) if axes is None else tuple(a % ndim for a in axes)
 
 
 def _unsafe(steps, skipped):
@@ -217,15 +286,20 @@ def _true_masks(steps, kinds):
 
 
 def _only_factors(steps, masks, kinds):
-    """Keep only the tensor masks read as a factor beside a tensor of the product's own shape: a true
-    mask stands for a tensor of ones, which the product may then leave out (scalar masks: any reader)."""
+    """Keep only the tensor masks read as a factor beside a tensor of the product's own shape (a value
+    or a constant): a true mask stands for a tensor of ones, which the product may then leave out
+    (scalar masks: any reader)."""
     for kind, op, refs, consts, kw, span, slot in steps:
         for i, r in enumerate(refs):
             if r in masks and is_array_kind(kinds[r]):
                 if op == "Nz" and i < 2 and refs[2] >= 0 and kinds[refs[2]] == kinds[slot]:
                     continue        # a factor of a zero rule: Nz(x, 1, r) is r
-                other = refs[1 - i] if op == "Mul" and len(refs) == 2 else -1
-                if other < 0 or other == r or kinds[other] != kinds[slot]:
+                if op not in ("Mul", "ScalarMul") or len(refs) != 2:
+                    del masks[r]
+                    continue
+                other = refs[1 - i]
+                if other == r or (kinds[other] != kinds[slot] if other >= 0
+                                  else not _of_kind(consts[1 - i], kinds[slot])):
                     del masks[r]
 
 
@@ -275,25 +349,49 @@ def _fold(steps, alias, known, kinds):
 
 def _simplified(op, refs, consts, slot, kinds):
     """What a step with constant factors is: ("known", its value), ("alias", the slot holding it),
-    or (None, None) where it stays a step."""
+    or (None, None) where it stays a step. A factor of ones is left out only where the product has
+    the other factor's kind (shape and dtype: float32 times float64 ones is float64)."""
     if op == "Nz":
         if refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
             return "known", consts[2]       # a finite product is its own value
-        if refs[2] >= 0 and (refs[0] < 0 and _is_one(consts[0]) or refs[1] < 0 and _is_one(consts[1])):
+        if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
+                refs[0] < 0 and _is_one(consts[0]) or refs[1] < 0 and _is_one(consts[1])):
             return "alias", refs[2]         # r = x * 1 is x: finite wherever x is 0
     elif op == "Mul" or op == "ScalarMul":
         (ra, rb), (ca, cb) = refs, consts
-        if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
-            return "known", 1.0
+        if ra < 0 and rb < 0:
+            if kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
+                return "known", 1.0
+            if _is_one(ca) and _of_kind(cb, kinds[slot]):
+                return "known", cb
+            if _is_one(cb) and _of_kind(ca, kinds[slot]):
+                return "known", ca
         if rb < 0 and ra >= 0 and _is_one(cb) and kinds[ra] == kinds[slot]:
             return "alias", ra
         if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:
             return "alias", rb
+    if op in FOLDED and refs and all(r < 0 for r in refs):
+        value = PRIMS[op].impl(*consts)
+        if _of_kind(value, kinds[slot]):
+            return "known", value
     return None, None
 
 
+# Arithmetic computed once, by the plan, where every argument is a constant (masks and products
+# with ones that became constants: a second derivative's tangent of 0.5 * sum(w * w))
+FOLDED = frozenset({"Add", "Sub", "Neg", "Mul", "ScalarMul"})
+
+
+def _of_kind(c, kind):
+    """Whether a constant is a tensor of this kind (shape and dtype): the step's own value."""
+    return type(c) is np.ndarray and is_array_kind(kind) and c.shape == kind[3] and c.dtype.str == kind[4]
+
+
 def _is_one(c):
-    """Whether a constant factor is 1 (1.0 or true)."""
+    """Whether a constant factor is 1 (1.0 or true), or a small tensor of them (a reduction's
+    cotangent of 1 broadcast, a true mask)."""
+    if type(c) is np.ndarray:
+        return c.size <= VALUE_KEYED and c.dtype.kind in "fb" and bool(np.all(c == 1))
     return (c is True or type(c) is float) and c == 1.0
 
 

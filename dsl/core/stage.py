@@ -357,7 +357,9 @@ def stage(fn, args, kwargs=None, staging=None, dry=False, keep=None, derived=Fal
 
 def kind_of(v):
     """What a staged value is, for generated code: "float", "bool", "int", "str", ("array", ndim,
-    dtype kind, shape), "tuple" or "other" (a program runs only with its signature's shapes)."""
+    dtype kind, shape, dtype), "tuple" or "other" (a program runs only with its signature's shapes).
+    The dtype (numpy's `dtype.str`) tells float32 from float64, which a rewrite that drops a
+    product with ones must (float32 times float64 ones is float64)."""
     v = peek(v)
     t = type(v)
     if t is float:
@@ -369,7 +371,7 @@ def kind_of(v):
     if t is str:
         return "str"
     if t is np.ndarray:
-        return ("array", v.ndim, v.dtype.kind, v.shape)
+        return ("array", v.ndim, v.dtype.kind, v.shape, v.dtype.str)
     if t is tuple:
         return "tuple"
     return "other"

@@ -186,7 +186,7 @@ class Lowering:
         if kind == "other":
             shape = None
         elif is_array_kind(kind):
-            shape = jax.ShapeDtypeStruct(tuple(kind[3]), HOST_TYPES[kind[2]])
+            shape = jax.ShapeDtypeStruct(tuple(kind[3]), np.dtype(kind[4]))
         else:
             shape = jax.ShapeDtypeStruct((), NUMBER_TYPES[kind])
         convert = [None if k is None else from_device(k) for k in arg_kinds]
@@ -392,7 +392,6 @@ def _constant(jnp, c):
 
 
 NUMBER_TYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
-HOST_TYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "u": np.uint64}
 
 
 def from_device(kind):
@@ -409,7 +408,7 @@ def from_device(kind):
 def as_kind(L, value, kind, op):
     """A rule's result as the step's kind (stage.kind_of): a number as a weakly typed 0-d value of
     its type (numpy's Python numbers take a tensor's type: a float32 tensor over a float stays
-    float32), a tensor of the staged shape and type kind; anything else is NotLowerable."""
+    float32), a tensor of the staged shape and dtype; anything else is NotLowerable."""
     jnp = L.np
     if kind == "tuple":
         if type(value) is not tuple:
@@ -426,13 +425,9 @@ def as_kind(L, value, kind, op):
     if tuple(value.shape) != tuple(kind[3]):
         raise NotLowerable(f"{op} gives shape {tuple(kind[3])} on the numpy backend, {tuple(value.shape)} here")
     have = value.dtype.kind
-    if have != kind[2]:
-        if kind[2] == "f":
-            return value.astype(np.float64)
-        if kind[2] == "i" and have == "b":
-            return value.astype(np.int64)
+    if have != kind[2] and not (kind[2] == "f" or kind[2] == "i" and have == "b"):
         raise NotLowerable(f"{op} gives a tensor of type kind {kind[2]!r} on the numpy backend, {have!r} here")
-    return value
+    return value if value.dtype == kind[4] else value.astype(kind[4])
 
 
 def _same(jnp, value, expected):

@@ -16,6 +16,8 @@ Only what XLA runs is rewritten: jit's recording, which other transformations re
 as staged.
 """
 
+import numpy as np
+
 from ...core import stage as S
 from .rules import ON_HOST
 
@@ -219,5 +221,6 @@ def _renamed(step, slot_of, shift):
 def _stacked(kind, length):
     """The kind of `length` values of `kind` stacked on a new first axis."""
     if S.is_array_kind(kind):
-        return ("array", kind[1] + 1, kind[2], (length, *kind[3]))
-    return ("array", 1, {"float": "f", "int": "i", "bool": "b"}[kind], (length,))
+        return ("array", kind[1] + 1, kind[2], (length, *kind[3]), kind[4])
+    dtype = np.dtype({"float": np.float64, "int": np.int64, "bool": np.bool_}[kind])
+    return ("array", 1, dtype.kind, (length,), dtype.str)

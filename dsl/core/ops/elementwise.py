@@ -48,7 +48,8 @@ def _sigmoid_scalar(x):
 def _sigmoid_vector(x):
     """Vectorised stable sigmoid."""
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    d = 1.0 + e
+    return np.where(x >= 0, 1.0 / d, e / d)
 
 
 _erf_vec = np.frompyfunc(math.erf, 1, 1)

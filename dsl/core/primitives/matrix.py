@@ -263,14 +263,18 @@ def _trace_of(x):
     return O.sum_(O.mul(x, np.eye(n)), (-2, -1))
 
 
+# keeps_nan (jit may leave out the zero rules on the way in, registry.py): LAPACK's LU and Cholesky
+# carry a NaN into every entry computed after it, and where one stops them instead (a NaN pivot,
+# Cholesky's test of each diagonal), the error sends the call to the exact program (codegen.run_code)
 CHOLESKY = define("Cholesky", cholesky, vjp=(_cholesky_vjp,), jvp=_cholesky_jvp, batch=_leading_batch(cholesky),
-                  can_fail=True)
+                  can_fail=True, keeps_nan=True)
 TRIANGULAR_SOLVE = define("TriangularSolve", triangular_solve, vjp_all=_tri_solve_vjp, jvp=_tri_solve_jvp,
-                          batch=_leading_batch(triangular_solve), can_fail=True)
-SOLVE = define("Solve", solve, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve), can_fail=True)
+                          batch=_leading_batch(triangular_solve), can_fail=True, keeps_nan=True)
+SOLVE = define("Solve", solve, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve), can_fail=True,
+               keeps_nan=True)
 INV = define("Inv", inv, vjp=(lambda ns, g, ans, a: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
              jvp=lambda ns, tangents, ans, args, kw: O.neg(O.matmul(ans, O.matmul(tangents[0], ans))),
-             batch=_leading_batch(inv), can_fail=True)
+             batch=_leading_batch(inv), can_fail=True, keeps_nan=True)
 LOGABSDET = define("LogAbsDet", logabsdet,
                    vjp=(_logabsdet_singular(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a)))),),
                    jvp=_logabsdet_singular(lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0]))),

@@ -164,9 +164,8 @@ def _stacked(rows, kind):
     if kind in ("int", "bool"):
         return np.array(rows, dtype=np.int64 if kind == "int" else np.bool_)
     if S.is_array_kind(kind):
-        _, _, dkind, shape = kind
         if not rows:
-            return np.zeros((0, *shape), np.float64 if dkind == "f" else np.int64)
+            return np.zeros((0, *kind[3]), kind[4])
         return np.stack(rows)
     raise TypeError(f"a Scan leaf of kind {kind!r}")     # the roller stages numbers and tensors only
 
