@@ -311,12 +311,13 @@ def _replay(program, leaves, batched, size):
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
 
 
-def replay_leaves(program, leaves, batched, own=False):
+def replay_leaves(program, leaves, batched, own=False, staging=None):
     """The program's output leaves on the whole batch and whether each is batched (an unbatched
     one is the same for every example and has no batch axis). `leaves` are the program's inputs
     and, with `own` (a program vmap staged on an example of a call's arguments), the arguments'
     other leaves too: ints among them, which that program holds as constants (guarded where jit
-    stages them), are not inputs."""
+    stages them), are not inputs. `staging`: traces being staged, which then perform and record
+    its effects (as S.run's: a loop body's batch staged with its draws)."""
     env = [None] * program.nslots
     flags = [False] * program.nslots
     if own:
@@ -335,6 +336,9 @@ def replay_leaves(program, leaves, batched, own=False):
             continue
         if kind == "effect" and any(arg_batched):       # shared effects only: this one differs per example
             raise Unbatchable(f"an effect depends on the batch ({S.explain_step(program, i)})")
+        if kind == "effect" and staging is not None:
+            env[out] = S.perform(staging, kw["fn"], args, kw["kw"])
+            continue
         saved = tape.get_span()
         tape.set_span(program.span(span))
         try:

@@ -353,6 +353,19 @@ def test_a_keyless_draw_in_a_while_loop_under_forward_mode_is_written_out_and_ex
     assert "Loop" not in ops_of(interp.lookup("h")) and "Scan" not in ops_of(interp.lookup("h"))
 
 
+@pytest.mark.parametrize("name", ["noisy_while", "noisy_until", "noisy_moved"])
+def test_a_keyless_draw_in_a_while_loop_under_jvp_stays_rolled_and_draws_as_written(name):
+    # a loop of the body's jvp, which draws on each iteration, in order; an iteration that breaks
+    # on a draw runs again as written from the generator as it began (the body's jvp is inexact
+    # code, whose exact twin then runs that iteration: it draws those numbers again, not the next)
+    moved = ("fn noisy_moved(x) {\n    let i = 0\n    while i < 60 {\n"
+             "        x = x * 0.97 + normal(x * 0.1, 0.05, (3,)) * x\n        i += 1\n    }\n    return sum(x)\n}\n")
+    interp = run(UNDER_GRAD + moved + f"let fast = jit(fn(x) => jvp({name}, (x,), (x * 0.5,)))\n"
+                                      f"let slow = fn(x) => jvp({name}, (x,), (x * 0.5,))")
+    fast, _ = _draws_as_written(interp, rtol=1e-12, atol=1e-14)
+    assert "Loop" in ops_of(fast)
+
+
 @pytest.mark.parametrize("name", ["noisy", "noisy_while", "noisy_until"])
 @pytest.mark.parametrize("how", ["fn(x) => jvp({jf}, (x,), (x,))", "jacfwd({jf})", "hessian({jf})",
                                  "grad(fn(x) => sum({jg}(x) * x))", "jit(fn(x) => jvp({jf}, (x,), (x,)))"])

@@ -63,10 +63,10 @@ class LoopGuardFailed(S.GuardFailed):
 
 class DrawsUnderForward(LoopGuardFailed):
     """A recording's loop whose body draws from the interpreter's generator (staged with no
-    derivative in view), replayed in forward mode (jvp, jacfwd, hessian of a jitted function): P'
-    would hold one iteration's numbers as constants, and a replay of the iterations under a stage
-    would too. The recording does not apply: jit stages the function again under forward mode,
-    where such a loop is written out (dsl/transform/jit/rolling.py)."""
+    derivative in view), replayed in forward mode where P' does not stage once (or a reverse pass
+    will read its history: hessian of a jitted function): a replay of the iterations under a stage
+    would hold one iteration's numbers as constants. The recording does not apply: jit stages the
+    function again, where such a loop is written out (dsl/transform/jit/rolling.py)."""
 
     def __init__(self, body):
         super().__init__(body, S.GuardFailed(-1))
@@ -96,7 +96,7 @@ def stage_pullback(body, item, state, cts):
     or None where a guard fails. A body that draws from the interpreter's generator keeps its
     draws as effects of Q, performed on each run (Body.back runs each iteration's from the
     generator's state that iteration began with), not as constants drawn once."""
-    trace = _StagedDraws() if body.draws else S.StageTrace()
+    trace = StagedDraws() if body.draws else S.StageTrace()
     args = [trace.box(v, "Arg", (), (), None, None) for v in (item, *state, *cts)]
     n = len(state)
     try:
@@ -106,9 +106,9 @@ def stage_pullback(body, item, state, cts):
         return None
 
 
-class _StagedDraws(S.StageTrace):
-    """The staging of a pullback whose body draws: each draw is performed now (the caller puts the
-    generator back) and kept in the program, to be performed again on each run."""
+class StagedDraws(S.StageTrace):
+    """The staging of a pullback or a jvp whose body draws: each draw is performed now (the caller
+    puts the generator back) and kept in the program, to be performed again on each run."""
 
     def effect(self, staging, fn, args, kw, inside=False):
         return super().effect(staging, fn, args, kw, inside=True)
@@ -121,13 +121,13 @@ def _loop_kernel(*state, body=None, items=(), history=False, nested=False, **_):
     top = tape.top_trace(state)
     if top is not None:
         if top.kind is FORWARD:
-            if body.draws:
-                raise DrawsUnderForward(body)
             # a loop rolled under two reverse levels, replayed in forward mode (jvp of its jit): its
             # LoopBack keeps a history of cotangents, which a loop of P' does not give (JvpHistory)
             rolled = None if nested else _loop_jvp(top, state, body, items, history)
             if rolled is not None:
                 return rolled
+            if body.draws:
+                raise DrawsUnderForward(body)
             return _loop_replayed(body, items, state, history)
         if top.kind is REVERSE and history and not (nested and over_stage(state, top)):
             # a recording's own LoopBack reads this history (grad of jit of grad): the outer
@@ -196,8 +196,9 @@ class JvpHistory:
 def _loop_jvp(top, state, body, items, history):
     """The loop in forward mode as one loop of P' (see the module docstring), or None where P'
     does not stage, or where a reverse pass will read the history and P runs a custom_vjp rule,
-    whose jvp's pullback is not its pullback's jvp (the iterations are then replayed)."""
-    if history and body.user_rules:
+    whose jvp's pullback is not its pullback's jvp, or draws (that pass would not run each
+    iteration's draws again): the iterations are then replayed."""
+    if history and (body.user_rules or body.draws):
         return None
     primal, tangents = split_tangents(state, body.diff, top)
     first = 0 if items is None else items[0] if len(items) else None

@@ -10,7 +10,7 @@ from ...core import stage as S
 from ...core.ops.finite import finite
 from ...core.primitives.batching import spread_where
 from ...core.primitives.loop_iteration import pullback
-from ...core.primitives.loops import LoopGuardFailed, split_tangents, stage_pullback, with_tangents
+from ...core.primitives.loops import LoopGuardFailed, StagedDraws, split_tangents, stage_pullback, with_tangents
 from ...core.tape import ForwardTrace, USER_CODE, peek
 from ...core.trees import zero_of
 from ..vmap import replay_leaves
@@ -133,12 +133,16 @@ class Body:
         float leaves...) -> (next state..., next tangents...); None where it does not stage."""
         if self._jvp is None:
             self._jvp = False
-            trace, forward = S.StageTrace(derived=True), ForwardTrace()    # forward: the higher level
+            # forward: the higher level; a keyless draw is an effect of P' too, performed on each
+            # run (staging performs it once, on a generator put back)
+            trace = StagedDraws(derived=True) if self.draws else S.StageTrace(derived=True)
+            forward = ForwardTrace()
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state, *tangents)]
             n = len(state)
             inputs = [args[0], *with_tangents(args[1:n + 1], self.diff, args[n + 1:], forward, "Tangent")]
             try:
-                outs = S.run(self.forward, inputs)
+                with S.put_back(self.generator()):
+                    outs = S.run(self.forward, inputs, [trace] if self.draws else None)
             except S.GuardFailed:
                 return None
             values, ts = split_tangents(outs, self.diff, forward)
@@ -155,9 +159,12 @@ class Body:
         key = (batched, size)
         found = self._batched.get(key)
         if found is None:
-            trace = S.StageTrace(derived=True)
+            # a keyless draw, the same for every example, is an effect of vmap(P) too (jvp_body)
+            trace = StagedDraws(derived=True) if self.draws else S.StageTrace(derived=True)
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state)]
-            values, reached = replay_leaves(self.forward, args, (False, *batched))
+            with S.put_back(self.generator()):
+                values, reached = replay_leaves(self.forward, args, (False, *batched),
+                                                staging=[trace] if self.draws else None)
             # a leaf the body sets to the same value for every example (a constant) keeps its batch axis
             values = spread_where(values, batched, reached, size)
             program = S.program_of(trace, args, tuple(values))
@@ -321,9 +328,17 @@ class Driver:
             loop = self._loops[key] = compile_loop(self.program, None, self.n, self.name + "_loop", *key)
         return loop
 
-    def _step(self, owner, item, state, fixed, kept, extra):
-        """One iteration by the owner's code for one (Body or Hoisted): the state after it."""
-        out = run_code(self.program, owner.code, [item, *state, *fixed])
+    def _step(self, owner, item, state, fixed, kept, extra, drawn=None):
+        """One iteration by the owner's code for one (Body or Hoisted): the state after it. Where
+        the code cannot vouch for its results and the exact code runs the iteration again, that
+        one draws what the first drew (`drawn`: the generator the body draws from, or None)."""
+        rewind = None
+        if drawn is not None:
+            at = drawn.state
+
+            def rewind():
+                drawn.state = at
+        out = run_code(self.program, owner.code, [item, *state, *fixed], rewind)
         if kept is not None:
             kept.append(state)
         if extra is not None:
@@ -354,7 +369,7 @@ class Driver:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     raise failed        # as run_code would raise it (the compiled loop checks what it checks)
                 at = drawn.state if drawn is not None else None
-                state = self._step(owner, items[start], state, fixed, kept, extra)
+                state = self._step(owner, items[start], state, fixed, kept, extra, drawn)
                 if drawn is not None:
                     _drew(kept, at)
                 start += 1
@@ -387,7 +402,7 @@ class Driver:
                     return k, state     # the iteration that goes another way (run_code would raise it too)
                 at = drawn.state if drawn is not None else None
                 try:
-                    state = self._step(owner, k, state, fixed, kept, extra)
+                    state = self._step(owner, k, state, fixed, kept, extra, drawn)
                 except S.GuardFailed:
                     if drawn is not None:
                         drawn.state = at    # the statement runs it again as written, and draws again

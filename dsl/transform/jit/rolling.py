@@ -110,10 +110,12 @@ class Lookahead(S.StageTrace):
         (Roller._look_ahead), and the body's program performs it on each iteration, in order (an
         iteration stopped partway puts the generator back before it runs again: loop_body.Driver).
         Under one reverse level the history keeps the generator's state as each iteration began,
-        and the pass back runs each iteration again from it (Body.back); under forward mode or two
-        reverse levels the loop is written out, unless the body is a Scan's (`as_data`) and the
-        draw's arguments are constants: then each iteration's numbers are drawn before the loop,
-        in order, and reach the body as one of its inputs."""
+        and the pass back runs each iteration again from it (Body.back); under forward mode alone,
+        the loop of P' draws as P's would (Body.jvp_body stages the draws as effects of P'); under
+        two reverse levels, or a forward and a reverse one, the loop is written out, unless the
+        body is a Scan's (`as_data`) and the draw's arguments are constants: then each
+        iteration's numbers are drawn before the loop, in order, and reach the body as one of its
+        inputs."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
         if self.as_data and not any(type(a) is Box for a in args):
@@ -123,8 +125,8 @@ class Lookahead(S.StageTrace):
                 self.drawn.append((box, fn, tuple(args), dict(kw)))
                 return box
         if not self.draws:
-            raise NotRollable("the body draws from the interpreter's random stream under forward mode or "
-                              "two reverse levels (a draw with key= rolls)")
+            raise NotRollable("the body draws from the interpreter's random stream under two reverse levels, "
+                              "or a forward and a reverse one (a draw with key= rolls)")
         return super().effect(staging, fn, args, kw, inside=True)
 
 
@@ -243,9 +245,9 @@ class Roller:
         scans = items is not None and any(getattr(t, "scans", False) for t in self.interp.staging)
         # a keyless draw rolls: in a Scan (a `for` loop under forward mode, two reverse levels or
         # more, or on XLA), as an input of the body, each iteration's numbers drawn before the
-        # loop; under one reverse level or none, in the body (Lookahead.effect)
+        # loop; under one reverse level or none, or forward mode alone, in the body (Lookahead.effect)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=not forward and not nested and not scans,
+                                 draws=not nested and not scans and not (forward and reverse),
                                  as_data=items is not None and (deep or scans or bool(forward) or nested))
         if staged is None:
             return False
