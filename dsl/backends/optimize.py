@@ -4,7 +4,8 @@
   same primitive on the same values with the same options; small constant tensors
   compared by value) reuses its result.
 - reference 6.7 without its cost: each derivative product r = a * b is followed by an
-  Nz step that makes r 0 where a factor is 0 and r is not finite. Where r can
+  Nz step that makes r 0 where a factor is 0 and r is not finite (a matrix product r = a @ b
+  by an NzMatMul step, the same for the terms of its sums). Where r can
   only flow, by operations that keep a NaN a NaN, into the program's results
   (or into guards and the numerics check, which notice one), the Nz step is
   dropped: had it mattered, a result would hold a NaN or an infinity, and the
@@ -303,6 +304,11 @@ def _only_factors(steps, masks, kinds):
                     del masks[r]
 
 
+# the zero rules of reference 6.7: (a, b, r) -> r, but 0 for a product of 0 and an infinity (Nz), or
+# a @ b with such terms of its sums 0 (NzMatMul)
+ZERO_RULES = frozenset({"Nz", "NzMatMul"})
+
+
 def _drop_nz(steps, alias, unsafe):
     """Drop the Nz steps whose result can only reach results and checks (see the docstring); the
     steps kept, and the dropped ones' slots -> their arguments."""
@@ -310,7 +316,7 @@ def _drop_nz(steps, alias, unsafe):
     get = alias.get
     for step in steps:
         kind, op, refs, consts, kw, span, slot = step
-        if op == "Nz" and kind == "op" and slot not in unsafe and refs[2] >= 0:
+        if op in ZERO_RULES and kind == "op" and slot not in unsafe and refs[2] >= 0:
             alias[slot] = get(refs[2], refs[2])
             dropped[slot] = refs
             continue

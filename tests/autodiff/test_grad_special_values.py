@@ -161,3 +161,29 @@ def test_gradients_of_floats_are_floats(run):
     src = "".join(f"print(type(grad(fn(x) => {e})(0.6)), type(grad(grad(fn(x) => {e} * x))(0.6)))\n"
                   for e in exprs)
     assert run(src) == "float float\n" * len(exprs)
+
+
+@pytest.mark.parametrize("how", ["grad", "jit", "xla", "vmap", "jacrev", "hessian"])
+def test_a_zero_cotangent_beside_an_infinite_entry_of_a_matrix_product_adds_zero(how):
+    # rule 7 inside a matrix product's sums: a row of data masked out by where holds an inf and a
+    # nan; its cotangent is 0, so its terms are 0 (JAX and PyTorch give NaN for every entry)
+    if how == "xla":
+        pytest.importorskip("jax")
+    interp = dsl.Interpreter(seed=0)
+    a = np.array([[1.0, np.inf, 2.0], [3.0, 4.0, np.nan], [1.0, -2.0, 3.0], [0.5, 1.0, 0.0]])
+    keep = np.array([False, False, True, True])
+    interp.set("a", a)
+    interp.set("keep", keep)
+    interp.run("fn loss(w) { return sum(where(keep, a @ w, 0.0) ** 2.0) }\n"
+               "fn rows(w) { return sum(where(keep, w @ transpose(a), 0.0) ** 2.0) }")
+    w = np.array([0.5, -1.0, 2.0])
+    kept = a[keep]
+    want = 2.0 * kept.T @ (kept @ w)
+    forms = {"grad": "grad({f})", "jit": "jit(grad({f}))", "xla": "jit(grad({f}), backend=\"xla\")",
+             "vmap": "fn(w) => vmap(grad({f}))(stack((w, w)))[1]", "jacrev": "fn(w) => jacrev({f})(w)",
+             "hessian": "fn(w) => hessian({f})(w) @ w"}
+    for f in ("loss", "rows"):
+        g = interp.run(forms[how].format(f=f))
+        for _ in range(2):
+            got = g(w)
+            np.testing.assert_allclose(got, 2.0 * kept.T @ kept @ w if how == "hessian" else want, rtol=1e-13)

@@ -123,6 +123,9 @@ LOWER.update({
     "Nz": lambda L, a, b, r: L.np.where(_nz_zero(L, a, b, r), 0.0, r),
     "NzKept": lambda L, a, b, r: L.np.broadcast_to(L.np.logical_not(_nz_zero(L, a, b, r)),
                                                    L.np.broadcast_shapes(L.np.shape(a), L.np.shape(b), L.np.shape(r))),
+    # a product with reference 6.7's zero, where a @ b is not finite (numpy's backend computes it
+    # again term by term): jit leaves it out where a result would show the NaN (optimize.py)
+    "NzMatMul": lambda L, a, b, r: _finite_or_refused(L, r),
     "StopGradient": lambda L, x: x,
     "Astype": lambda L, v, dtype: L.np.asarray(v).astype(dtype),
 })

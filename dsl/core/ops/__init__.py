@@ -10,6 +10,7 @@ from .arith import (BINARY, MAX_SEQUENCE, add, div, floordiv, matmul, matmul_ker
                     sub)
 from .compare import (COMPARE, any_, eq, isfinite, logical_and, logical_not, logical_or, ne, not_, order,
                       truth, values_equal)
+from .contract import nz_matmul
 from .core import brief_int, check_size, float_type, fmt_shape, shape_of, to_float, to_tensor
 from .dtypes import astype, cast, dtype_arg, dtype_name
 from .elementwise import (abs_, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, ceil, clamp, cos, cosh, erf,

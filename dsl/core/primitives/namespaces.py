@@ -196,7 +196,7 @@ EAGER = SimpleNamespace(
     reshape=reshape, transpose=transpose, broadcast_to=broadcast_to,
     unbroadcast=O.unbroadcast, index=index, index_add=index_add, set_index=set_index, row=O.row, row_add=O.row_add,
     cat=lambda xs, axis=0: np.concatenate(xs, axis=axis), stack=lambda xs, axis=0: np.stack(xs, axis=axis),
-    matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=O.nz,
+    matmul=matmul, softmax=softmax, log_softmax=log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, nz_matmul=O.nz_matmul,
     zeros=np.zeros, astype=O.cast, eager=True,
 )
 
@@ -213,7 +213,7 @@ TRACED = SimpleNamespace(
     broadcast_to=O.broadcast_to, unbroadcast=O.unbroadcast, index=O.index, index_add=O.index_add, row=O.row,
     row_add=O.row_add,
     set_index=O.set_index, cat=O.cat, stack=O.stack, matmul=O.matmul, softmax=O.softmax,
-    log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, zeros=np.zeros, eager=False,
+    log_softmax=O.log_softmax, ssm_scan=O.ssm_scan, nz=O.nz, nz_matmul=O.nz_matmul, zeros=np.zeros, eager=False,
     astype=lambda x, name: O.astype(x, O.dtype_arg(name, "astype")),
 )
 
