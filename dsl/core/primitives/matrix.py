@@ -156,6 +156,11 @@ def solve(a, b):
     """x with a x = b (b a vector when it has one axis fewer than a)."""
     if type(a) is Box or type(b) is Box:
         return SOLVE.bind(a, b)
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 1
+            and a.shape[0] == a.shape[1] == b.shape[0] and a.dtype == b.dtype == np.float64):
+        # one matrix and one vector (a Newton step's): numpy's vector solve, without the checks
+        # that make the general case a stack of one-column matrices (the same LAPACK call)
+        return _linalg("solve", np.linalg.solve, a, b)
     a = _square(a, "solve")
     bm, vector = _right_side(a, b, "solve")
     x = _linalg("solve", np.linalg.solve, a, bm)
