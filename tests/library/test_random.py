@@ -477,3 +477,18 @@ def test_beta_without_a_key_batches_and_stages():
     a, b = interp.get("a"), interp.get("b")
     assert a.shape == (2,) and np.all((a > 0) & (a < 1)) and 0 < b < 1
     assert interp.get("c") == ev("beta(1.5, 2.0, key=rng(3))")
+
+
+def test_jacfwd_of_a_jitted_loop_that_draws_is_staged_again_without_the_draws_of_the_attempt_it_gave_up():
+    # a later call goes another way in the loop (its inner while): jit stages again, first rolled,
+    # then written out. The rolled attempt recorded its draws on vmap's staging of the jvp, which
+    # then made them on every run (3 extra numbers per call, a wrong jacobian; fuzz seed 6350)
+    src = ("fn f(p, w, xs) {\n    let a = tanh(p)\n    let v = tanh(w * p)\n    for i in range(shape(xs)[0]) {\n"
+           "        let k = 0\n        while a < sum(xs[i] * a) + 0.3 and k < 3 { a = a + 0.25\n            k += 1 }\n"
+           "        a = tanh(a + 0.1 * randn(()) + sum(v * w))\n    }\n    return a\n}\n")
+    fast, slow = run(src + "let g = jacfwd(jit(f), argnums=1)"), run(src + "let g = jacfwd(f, argnums=1)")
+    rng = np.random.default_rng(6350)
+    for _ in range(6):
+        args = (float(rng.uniform(-1, 1)), rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (3, 3)))
+        np.testing.assert_allclose(fast.lookup("g")(*args), slow.lookup("g")(*args), rtol=1e-10)
+        assert fast.rng.bit_generator.state == slow.rng.bit_generator.state
