@@ -20,7 +20,9 @@
 
 import numpy as np
 
+from ..core import tape
 from ..core.primitives.registry import PRIMS
+from ..core.primitives.shape import permutation
 from ..core.stage import is_array_kind
 
 
@@ -83,24 +85,18 @@ def plan(program, exact=False):
 
 def _live(steps, alias, out_refs, checked):
     """The steps without the operations whose value nothing reads any more (a rewrite above made
-    a step read an earlier value, or made its value a constant), the checked values counted as read."""
+    a step read an earlier value, or made its value a constant), the checked values counted as read:
+    the rule stage.program_of keeps steps by (a rolled loop checks its guards, so it stays)."""
     read = {resolve(alias, r) for r in out_refs if r >= 0} | set(checked)
     kept = []
     for step in reversed(steps):
         kind, op, refs, consts, kw, span, slot = step
-        if kind == "op" and slot not in read and _pure(op):
+        if kind == "op" and slot not in read and op not in tape.GUARDED:
             continue
         read.update(refs)
         kept.append(step)
     kept.reverse()
     return kept
-
-
-def _pure(op):
-    """Whether a step of this primitive may be left out where nothing reads its value: it has no
-    effect, checks no guard and raises for no value."""
-    prim = PRIMS.get(op)
-    return prim is not None and not (prim.effect or prim.guards or prim.user_code or prim.can_fail)
 
 
 # Float operations whose result is NaN or infinite wherever an argument is (0 * inf is NaN;
@@ -182,12 +178,9 @@ def _const_key(c):
 
 def _common(steps, alias, kinds):
     """Drop steps that repeat an earlier computation (or guard), their slots aliasing the earlier
-    one's. A reshape of a reshape reads the first one's tensor, a transpose of a transpose is one
-    permutation, and either is the tensor itself where it keeps its shape (a vjp under vmap
-    reshapes a batch of vectors to columns and back, a matrix's rule transposes it twice)."""
+    one's, and fold reshapes and transposes of reshapes and transposes (`_view_folded`)."""
     seen = {}
-    reshaped = {}           # a reshape's slot -> the tensor it reshapes
-    transposed = {}         # a transpose's slot -> (the tensor it permutes, the permutation)
+    views = {}          # see _view_folded
     out = []
     get = alias.get
     for step in steps:
@@ -197,22 +190,11 @@ def _common(steps, alias, kinds):
             if resolved != refs:
                 refs = resolved
                 step = (kind, op, refs, consts, kw, span, slot)
-        if op == "Reshape" and kind == "op" and refs[0] in reshaped:
-            refs = (reshaped[refs[0]],)
-            step = (kind, op, refs, consts, kw, span, slot)
-        if op == "TransposeOp" and kind == "op" and refs[0] >= 0 and is_array_kind(kinds[slot]):
-            axes = _permutation(kw.get("axes"), kinds[slot][1])
-            if refs[0] in transposed:
-                x, first = transposed[refs[0]]
-                refs, axes = (x,), tuple(first[a] for a in axes)
-                kw = {**kw, "axes": axes}
-                step = (kind, op, refs, consts, kw, span, slot)
-            if axes == tuple(range(len(axes))) and kinds[refs[0]] == kinds[slot]:
-                alias[slot] = refs[0]
+        if op in VIEWS and kind == "op" and refs[0] >= 0 and is_array_kind(kinds[slot]):
+            step = _view_folded(step, views, alias, kinds)
+            if step is None:
                 continue
-        if op == "Reshape" and kind == "op" and refs[0] >= 0 and kinds[refs[0]] == kinds[slot]:
-            alias[slot] = refs[0]
-            continue
+            refs, kw = step[2], step[4]
         if kind == "op" or kind == "guard":
             key = step_key(op, refs, consts, kw)
             first = seen.get(key)
@@ -221,17 +203,35 @@ def _common(steps, alias, kinds):
                     alias[slot] = first
                 continue
             seen[key] = slot
-            if op == "Reshape" and refs[0] >= 0:
-                reshaped[slot] = refs[0]
-            elif op == "TransposeOp" and refs[0] >= 0 and is_array_kind(kinds[slot]):
-                transposed[slot] = (refs[0], axes)
         out.append(step)
     return out
 
 
-def _permutation(axes, ndim):
-    """A transpose's axes as a permutation of range(ndim) (None reverses them)."""
-    return tuple(range(ndim - 1, -1, -1)) if axes is None else tuple(a % ndim for a in axes)
+# steps that only rearrange a tensor's entries: a chain of them is one, or none
+VIEWS = frozenset({"Reshape", "TransposeOp"})
+
+
+def _view_folded(step, views, alias, kinds):
+    """A reshape of a reshape as one reshape of the first one's tensor, a transpose of a transpose
+    as one permutation of it (a vjp under vmap reshapes a batch of vectors to columns and back, a
+    matrix's rule transposes it twice); None where the result is that tensor itself (its slot then
+    aliases it). `views` notes each such step: slot -> (op, the tensor it reads, the permutation)."""
+    kind, op, refs, consts, kw, span, slot = step
+    source, axes = refs[0], None
+    if op == "TransposeOp":
+        axes = permutation(kw.get("axes"), kinds[slot][1])
+    earlier = views.get(source)
+    if earlier is not None and earlier[0] == op:
+        source = earlier[1]
+        if op == "TransposeOp":
+            axes = tuple(earlier[2][a] for a in axes)
+            kw = {**kw, "axes": axes}
+        step = (kind, op, (source,), consts, kw, span, slot)
+    if kinds[source] == kinds[slot] and (op == "Reshape" or axes == tuple(range(len(axes)))):
+        alias[slot] = source
+        return None
+    views[slot] = (op, source, axes)
+    return step
 
 
 def _unsafe(steps, skipped):
@@ -365,13 +365,8 @@ def _simplified(op, refs, consts, slot, kinds):
             return "alias", refs[2]         # r = x * 1 is x: finite wherever x is 0
     elif op == "Mul" or op == "ScalarMul":
         (ra, rb), (ca, cb) = refs, consts
-        if ra < 0 and rb < 0:
-            if kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
-                return "known", 1.0
-            if _is_one(ca) and _of_kind(cb, kinds[slot]):
-                return "known", cb
-            if _is_one(cb) and _of_kind(ca, kinds[slot]):
-                return "known", ca
+        if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
+            return "known", 1.0
         if rb < 0 and ra >= 0 and _is_one(cb) and kinds[ra] == kinds[slot]:
             return "alias", ra
         if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:

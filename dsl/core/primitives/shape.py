@@ -12,6 +12,11 @@ from .registry import define
 
 
 # ---------------------------------------------------------------- reshape / transpose / broadcast
+def permutation(axes, ndim):
+    """A transpose's `axes` option as a permutation of range(ndim) (None reverses the axes)."""
+    return tuple(range(ndim - 1, -1, -1)) if axes is None else tuple(a % ndim for a in axes)
+
+
 def _inverse(axes):
     """The permutation undoing `axes` (None: the reversal, its own inverse)."""
     if axes is None:
@@ -43,9 +48,7 @@ define("Reshape", O.reshape, linear=True, emit={"array": "{0}.reshape({shape})",
 def _transpose_batch(ns, args, batched, kw):
     """The examples' axes permuted behind the batch axis."""
     x = args[0]
-    nd = len(shape_of(x)) - 1
-    axes = kw.get("axes")
-    axes = tuple(range(nd - 1, -1, -1)) if axes is None else tuple(a % nd for a in axes)
+    axes = permutation(kw.get("axes"), len(shape_of(x)) - 1)
     return ns.transpose(x, (0,) + tuple(a + 1 for a in axes))
 
 
