@@ -14,9 +14,9 @@ from .contract import nz_matmul
 from .core import brief_int, check_size, float_type, fmt_shape, shape_of, to_float, to_tensor
 from .dtypes import astype, cast, dtype_arg, dtype_name
 from .elementwise import (abs_, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, ceil, clamp, cos, cosh, erf,
-                          erfc, exp, expm1, floor, gelu, hypot, ln, log1p, log2, log10, log_sigmoid, logaddexp, logit,
-                          maximum, minimum, nz, nz_kept, relu, round_, sigmoid, sign, silu, sin, sinh, softplus, sqrt,
-                          tan, tanh, where)
+                          erfc, exp, expm1, floor, gelu, hypot, keep_where, ln, log1p, log2, log10, log_sigmoid,
+                          logaddexp, logit, maximum, minimum, nz, nz_kept, relu, round_, sigmoid, sign, silu, sin,
+                          sinh, softplus, sqrt, tan, tanh, where)
 from .linalg import einsum
 from .nn import batch_norm, cross_entropy, layer_norm, log_softmax, softmax, ssm_scan
 from .reduce import (count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod, sum_, unbroadcast,

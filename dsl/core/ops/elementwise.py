@@ -236,6 +236,12 @@ def where(c, a, b, span=None):
     return r
 
 
+def keep_where(mask, x):
+    """x where the constant mask is true, else 0 in x's type (false for a mask): an entry left out
+    is not read, where a product with the mask would read an inf or NaN there (0 * inf is nan)."""
+    return where(mask, x, False if np.result_type(tape.peek(x)) == bool else 0)
+
+
 def clamp(x, lo=None, hi=None, span=None):
     """clamp(x, lo, hi): x limited to [lo, hi]; either bound may be none."""
     if type(x) is Box or type(lo) is Box or type(hi) is Box:    # the bounds are differentiable too

@@ -182,17 +182,11 @@ def _matrix_norm(x, order, axes, keepdims, nd):
     return out
 
 
-def _zero(a):
-    """The zero beside a's entries that keeps a's dtype in a where (an int 0: numpy's weak ints)."""
-    return False if np.result_type(peek(a)) == bool else 0
-
-
 def diagonal(a):
     """diagonal(a): the diagonal of each matrix (the last two axes)."""
     shape = _ndim(a, "diagonal", 2)
     m, n = shape[-2:]
-    # where, not a product with eye: an inf or NaN off the diagonal is not read (0 * inf is nan)
-    return ops.sum_(ops.where(np.eye(m, n, dtype=bool), a, _zero(a)), -1 if m <= n else -2)
+    return ops.sum_(ops.keep_where(np.eye(m, n, dtype=bool), a), -1 if m <= n else -2)
 
 
 def trace(a):
@@ -204,7 +198,7 @@ def diag(v):
     """diag(v): a square matrix with v on its diagonal; of a matrix, its diagonal (numpy's)."""
     shape = _ndim(v, "diag", 1)
     if len(shape) == 1:
-        return ops.where(np.eye(shape[0], dtype=bool), ops.reshape(v, shape + (1,)), _zero(v))
+        return ops.keep_where(np.eye(shape[0], dtype=bool), ops.reshape(v, shape + (1,)))
     if len(shape) == 2:
         return diagonal(v)
     raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")

@@ -131,8 +131,7 @@ def einsum(spec, *xs):
                 raise error("shape", f"einsum: the axis {c!r} has sizes {shape[first]} and {shape[second]}")
             mask = np.eye(shape[first], dtype=bool).reshape(tuple(shape[first] if k in (first, second) else 1
                                                       for k in range(len(shape))))
-            zero = False if np.result_type(peek(xs[i])) == bool else 0     # (keeps the operand's dtype)
-            xs[i] = ops.sum_(ops.where(mask, xs[i], zero), second)     # where: an inf off the diagonal is not read
+            xs[i] = ops.sum_(ops.keep_where(mask, xs[i]), second)
             sub = sub[:second] + sub[second + 1:]
         subs[i] = sub
     return ops.einsum(",".join(subs) + arrow + out, *xs)
