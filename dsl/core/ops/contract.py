@@ -16,11 +16,13 @@ def nz_matmul(a, b, r, span=None):
     """r = a @ b, but with every term of each sum that has a zero factor taken as 0 where r is
     not finite (NzMatMul: its derivatives are a @ b's, taken with this zero too)."""
     if type(r) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray:    # a rule's plain values
-        # a term is 0 * inf only where a factor is not finite: the smaller of the two looks first
-        # (a weight's gradient x^T g is larger than x and g)
+        # r stands where it is finite, or where its factors are (an overflow is the product's own):
+        # the smaller of the two looks first (a weight's gradient x^T g is larger than x and g)
         if r.size <= a.size + b.size:
-            return r if all_finite(r) else _again(a, b, r)
-        return r if all_finite(a) and all_finite(b) or all_finite(r) else nz_product(a, b)
+            stands = all_finite(r) or _factors_finite(a, b)
+        else:
+            stands = _factors_finite(a, b) or all_finite(r)
+        return r if stands else nz_product(a, b)
     if type(a) is Box or type(b) is Box or type(r) is Box:
         if _finite(tape.peek(r)) and not (tape.staged(a) or tape.staged(b) or tape.staged(r)):
             return r        # as nz (elementwise.py): r itself, exact at this point, to every order
@@ -30,9 +32,9 @@ def nz_matmul(a, b, r, span=None):
     return nz_product(np.asarray(a), np.asarray(b))
 
 
-def _again(a, b, r):
-    """r where both factors are finite (an overflow is the product's own), else the product again."""
-    return r if all_finite(a) and all_finite(b) else nz_product(a, b)
+def _factors_finite(a, b):
+    """Whether both factors are finite everywhere (then no term of their product is 0 * inf)."""
+    return all_finite(a) and all_finite(b)
 
 
 def _finite(r):
