@@ -253,20 +253,24 @@ def is_staged_leaf(v):
 
 class Held:
     """An attempt at a call whose output waits, and whose random draws can be taken back (jit's
-    calls that may fail a guard, vmap's batched replays that may give up for a run per example)."""
+    calls that may fail a guard, vmap's batched replays that may give up for a run per example);
+    with `traces` (those being staged around the call), what it records on them too."""
 
-    __slots__ = ("interp", "rng", "saved")
+    __slots__ = ("interp", "rng", "saved", "marks")
 
-    def __init__(self, interp):
+    def __init__(self, interp, traces=()):
         self.interp = interp
         self.rng = interp.rng.bit_generator.state
         self.saved = interp._stdout
+        self.marks = [(t, len(t.nodes)) for t in traces]
         interp._stdout = io.StringIO()
 
     def discard(self):
-        """As if the attempt had not run: nothing printed, nothing drawn."""
+        """As if the attempt had not run: nothing printed, nothing drawn, nothing recorded."""
         self.interp.rng.bit_generator.state = self.rng
         self.interp._stdout = self.saved
+        for trace, n in self.marks:
+            trace.cut(n)
 
     def rewind(self):
         """Start the attempt again, still holding: the generator put back, what it printed dropped."""

@@ -187,10 +187,9 @@ class Jitted:
         if interp is None:
             return self._stage_once(entries, args, kwargs)
         while True:
-            held = S.Held(interp)
             # an attempt given up is taken back from the traces staged around the call too (what
             # it recorded there, its effects among them, would happen on each of their runs)
-            marks = [(t, len(t.nodes)) for t in interp.staging]
+            held = S.Held(interp, interp.staging)
             try:
                 result = self._stage_once(entries, args, kwargs)
             except LoopGuardFailed as failed:
@@ -198,8 +197,6 @@ class Jitted:
                     held.release()
                     raise
                 held.discard()
-                for trace, n in marks:
-                    trace.cut(n)
                 interp.unrolled_loops.add(failed.loop)
                 self._say(f"staging it again with a loop written out: {failed.why}")
                 continue
@@ -216,8 +213,6 @@ class Jitted:
                 self._say(f"staging it again with its ints as constants: {exc}"
                           if type(exc) is IntsNotValues else "staging it again with its ints as constants")
                 held.discard()
-                for trace, n in marks:
-                    trace.cut(n)
                 self.ints = False
                 self.entries.clear()
                 self.backoffs.clear()
