@@ -3,6 +3,8 @@ compiled, with its pullback, its jvp and its batched form staged once too; `Hois
 run once per iteration with what is the same on every iteration moved out; `Driver`, a body's
 loop compiled whole."""
 
+import functools
+
 from ...backends.codegen import compile_loop, compile_program, outputs_checked, run_code
 from ...backends.optimize import plan
 from ...base.limits import NEVER
@@ -128,21 +130,29 @@ class Body:
         if steps >= limits.next_check:
             limits.check(self.key.span)
 
+    def _restaging(self):
+        """(a trace to stage a form of P on, derived from P: its jvp, its batch; the staging list
+        to replay P with): where P draws keylessly, each draw is an effect of that form too,
+        performed on each of its runs (staging performs it once: the caller puts the generator
+        back), not one iteration's numbers held as constants."""
+        if self.draws:
+            trace = StagedDraws(derived=True)
+            return trace, [trace]
+        return S.StageTrace(derived=True), None
+
     def jvp_body(self, item, state, tangents):
         """The Body of P's jvp, staged once from these values: (item, state..., tangents of the
         float leaves...) -> (next state..., next tangents...); None where it does not stage."""
         if self._jvp is None:
             self._jvp = False
-            # forward: the higher level; a keyless draw is an effect of P' too, performed on each
-            # run (staging performs it once, on a generator put back)
-            trace = StagedDraws(derived=True) if self.draws else S.StageTrace(derived=True)
-            forward = ForwardTrace()
+            trace, staging = self._restaging()
+            forward = ForwardTrace()       # the higher level
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state, *tangents)]
             n = len(state)
             inputs = [args[0], *with_tangents(args[1:n + 1], self.diff, args[n + 1:], forward, "Tangent")]
             try:
                 with S.put_back(self.generator()):
-                    outs = S.run(self.forward, inputs, [trace] if self.draws else None)
+                    outs = S.run(self.forward, inputs, staging)
             except S.GuardFailed:
                 return None
             values, ts = split_tangents(outs, self.diff, forward)
@@ -159,12 +169,10 @@ class Body:
         key = (batched, size)
         found = self._batched.get(key)
         if found is None:
-            # a keyless draw, the same for every example, is an effect of vmap(P) too (jvp_body)
-            trace = StagedDraws(derived=True) if self.draws else S.StageTrace(derived=True)
+            trace, staging = self._restaging()      # a draw is the same for every example
             args = [trace.box(peek(v), "Arg", (), (), None, None) for v in (item, *state)]
             with S.put_back(self.generator()):
-                values, reached = replay_leaves(self.forward, args, (False, *batched),
-                                                staging=[trace] if self.draws else None)
+                values, reached = replay_leaves(self.forward, args, (False, *batched), staging=staging)
             # a leaf the body sets to the same value for every example (a constant) keeps its batch axis
             values = spread_where(values, batched, reached, size)
             program = S.program_of(trace, args, tuple(values))
@@ -332,12 +340,7 @@ class Driver:
         """One iteration by the owner's code for one (Body or Hoisted): the state after it. Where
         the code cannot vouch for its results and the exact code runs the iteration again, that
         one draws what the first drew (`drawn`: the generator the body draws from, or None)."""
-        rewind = None
-        if drawn is not None:
-            at = drawn.state
-
-            def rewind():
-                drawn.state = at
+        rewind = None if drawn is None else functools.partial(setattr, drawn, "state", drawn.state)
         out = run_code(self.program, owner.code, [item, *state, *fixed], rewind)
         if kept is not None:
             kept.append(state)
