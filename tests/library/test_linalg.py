@@ -199,6 +199,13 @@ def test_entries_a_function_does_not_read_may_be_inf_or_nan(how):
         np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=expr)
     assert interp.run("dtype(diag(astype([1.0, 2.0], \"int64\")))") == "int64"
     assert interp.run("dtype(diagonal(astype(ones((2, 2)), \"float32\")))") == "float32"
+    # tril and triu keep an int or bool matrix's dtype, as numpy's and jax.numpy's
+    ints = np.array([[1, 2], [3, 4]])
+    for expr, want in [("tril(a)", np.tril(ints)), ("triu(a, 1)", np.triu(ints, 1)),
+                       ("tril(a > 1, -1)", np.tril(ints > 1, -1))]:
+        f = interp.run(f"fn(a, u, b) => {expr}")
+        got = (f if how == "eager" else (lambda *a: interp.lookup("j")(f, *a)))(ints, up, b)
+        assert got.dtype == want.dtype and (got == want).all(), expr
 
 
 def test_decompositions_second_order_batched_and_jitted_agree_with_jax(capfd):

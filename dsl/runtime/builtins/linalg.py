@@ -218,7 +218,7 @@ def _triangle(a, k, lower, who):
         raise error("type", f"{who}: k must be an int, got {type_name(k)}")
     m, n = shape[-2:]
     mask = np.tril(np.ones((m, n), bool), k) if lower else np.triu(np.ones((m, n), bool), k)
-    return ops.where(mask, a, 0.0)
+    return ops.keep_where(mask, a)     # an int or bool matrix keeps its dtype, as numpy's
 
 
 def tril(a, k=0):
