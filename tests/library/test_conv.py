@@ -111,6 +111,14 @@ def test_pad_as_numpy_in_every_mode():
         width = eval(opts.split(", mode")[0].split(", constant")[0])
         np.testing.assert_array_equal(run(f"let p = pad(x, {opts})", x=x).get("p"), np.pad(x, width, **kw))
         check(f"pad(x, {opts})", x=x)
+    # an int or bool tensor padded with a whole number keeps its type, as numpy.pad; with a
+    # fraction it becomes float64 (numpy would cut the fraction off)
+    ints = np.arange(6).reshape(2, 3)
+    for src, want in [("pad(x, 1)", np.pad(ints, 1)), ("pad(x > 2, (1, 0))", np.pad(ints > 2, (1, 0))),
+                      ("pad(x, 1, mode=\"edge\")", np.pad(ints, 1, mode="edge")),
+                      ("pad(x, 1, constant_values=0.5)", np.pad(ints.astype(float), 1, constant_values=0.5))]:
+        got = run(f"let x = astype(y, \"int64\")\nlet p = {src}", y=ints).get("p")
+        assert got.dtype == want.dtype and (got == want).all(), src
 
 
 def test_second_derivatives_vmap_and_jit(capfd):

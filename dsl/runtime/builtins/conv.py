@@ -66,6 +66,8 @@ def _pad_trailing(x, pads, value):
     v = peek(x)
     nd = np.ndim(v)
     kind = float_type(v)        # float32 stays float32
+    if np.result_type(v).kind in "biu" and np.isfinite(value) and value == int(value):
+        kind = np.result_type(v)    # an int (bool) tensor padded with a whole number keeps its type, as numpy.pad
     for i, (lo, hi) in enumerate(pads):
         axis = nd - len(pads) + i
         if lo or hi:

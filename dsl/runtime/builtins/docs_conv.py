@@ -40,7 +40,9 @@ Differentiable: yes.
 [[[2.0, 3.5]]]""",
     "pad": """pad(x, pad_width, mode="constant", constant_values=0): x with entries added before and after
 each axis, as numpy.pad: pad_width an int (every side), a (before, after) pair (every axis) or one
-pair per axis; mode "constant" (constant_values), "edge", "reflect", "symmetric" or "wrap".
+pair per axis; mode "constant" (constant_values), "edge", "reflect", "symmetric" or "wrap". The
+result has x's dtype; an int or bool x padded with a constant that is not a whole number becomes
+float64 (numpy would cut the fraction off).
 Differentiable: yes, in x (the padding's gradient is dropped, or added to the entries it copies).
 >>> pad([1.0, 2.0], (1, 2))
 [0.0, 1.0, 2.0, 0.0, 0.0]""",
