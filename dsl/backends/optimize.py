@@ -16,6 +16,9 @@
   the constant true where r reaches a checked result (or a guard) by such operations,
   or else is checked itself; a product with a true mask (or with 1.0) is its other
   factor. Masks whose value or r reaches a comparison or an effect are kept.
+- Exact everywhere: a zero rule with a constant factor that is finite and never 0 is its
+  product (it zeroes nothing), and a product with a constant tensor of one number reads the
+  number (a mean's cotangent broadcast to its input's shape).
 """
 
 import numpy as np
@@ -349,15 +352,20 @@ def _fold(steps, alias, known, kinds):
             if how == "alias":
                 alias[slot] = what
                 continue
+            if how == "consts":
+                step = (kind, op, refs, what, kw, span, slot)
         out.append(step)
     return out
 
 
 def _simplified(op, refs, consts, slot, kinds):
     """What a step with constant factors is: ("known", its value), ("alias", the slot holding it),
-    or (None, None) where it stays a step. A factor of ones is left out only where the product has
+    ("consts", the constants it reads instead), or (None, None) where it stays as it is. A factor of ones is left out only where the product has
     the other factor's kind (shape and dtype: float32 times float64 ones is float64)."""
     if op == "Nz":
+        if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
+                refs[0] < 0 and _finite_nonzero(consts[0]) or refs[1] < 0 and _finite_nonzero(consts[1])):
+            return "alias", refs[2]         # r = x * c, c finite and never 0: 0 only where x is, and finite there
         if refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
             return "known", consts[2]       # a finite product is its own value
         if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
@@ -371,6 +379,10 @@ def _simplified(op, refs, consts, slot, kinds):
             return "alias", ra
         if ra < 0 and rb >= 0 and _is_one(ca) and kinds[rb] == kinds[slot]:
             return "alias", rb
+        c = _uniform(ca, kinds[rb]) if ra < 0 and rb >= 0 and kinds[rb] == kinds[slot] else \
+            _uniform(cb, kinds[ra]) if rb < 0 and ra >= 0 and kinds[ra] == kinds[slot] else None
+        if c is not None:
+            return "consts", (c, cb) if ra < 0 else (ca, c)
     if op in FOLDED and refs and all(r < 0 for r in refs):
         value = PRIMS[op].impl(*consts)
         if _of_kind(value, kinds[slot]):
@@ -386,6 +398,25 @@ FOLDED = frozenset({"Add", "Sub", "Neg", "Mul", "ScalarMul"})
 def _of_kind(c, kind):
     """Whether a constant is a tensor of this kind (shape and dtype): the step's own value."""
     return type(c) is np.ndarray and is_array_kind(kind) and c.shape == kind[3] and c.dtype.str == kind[4]
+
+
+def _finite_nonzero(c):
+    """Whether a constant factor is a float, or a float tensor, that is finite and not 0 anywhere."""
+    if type(c) is np.ndarray:
+        return c.dtype.kind == "f" and bool(np.all(np.isfinite(c) & (c != 0)))
+    return type(c) is float and c - c == 0.0 and c != 0.0
+
+
+def _uniform(c, other):
+    """A float tensor constant whose entries are all one number, as that number, where the product
+    with a tensor of kind `other` (which it does not widen) is the same with the number: a mean's
+    cotangent broadcast to its input's shape is one scalar, not a tensor read from memory."""
+    if type(c) is np.ndarray and c.size > 1 and c.dtype.kind == "f" and is_array_kind(other) and c.dtype.str == other[4]:
+        first = c.flat[0]
+        # (one sign of zero too: x * -0.0 is not x * 0.0)
+        if first == first and np.all(c == first) and np.all(np.signbit(c) == np.signbit(first)):
+            return float(first)
+    return None
 
 
 def _is_one(c):

@@ -92,3 +92,37 @@ def test_a_zero_rule_left_out_before_a_solve_still_gives_the_exact_result():
         for got, expected in zip(jsteps(w), want):
             np.testing.assert_array_equal(got, expected)
     assert "K_nz" not in _source(jsteps), _source(jsteps)
+
+
+def test_a_uniform_constant_is_a_number_and_a_zero_rule_beside_a_finite_nonzero_constant_goes():
+    # mean's cotangent is one number broadcast to the input's shape: the product reads the number,
+    # not a tensor; a zero rule (reference 6.7) with a constant factor finite and never 0 zeroes
+    # nothing (r is 0 only where the other factor is, and finite there), so it goes even where
+    # its product reaches a comparison (where a left-out rule would be unsafe)
+    interp = dsl.Interpreter(seed=0)
+    interp.run("fn f(x) {\n  let g = grad(fn(x) => mean(x * x * 3.0))(x)\n  return where(g > 0.0, g, -g)\n}\n"
+               "let jf = jit(f)\n"
+               "fn h(x) { return grad(fn(x) => mean(x * x))(x) }\nlet jh = jit(h)")
+    x = np.array([[0.5, -1.5, 2.0], [1.0, 0.0, -3.0]])
+    for name in ("f", "h"):
+        for v in (x, x.astype(np.float32)):
+            got, want = interp.lookup("j" + name)(v), interp.lookup(name)(v)
+            assert got.dtype == want.dtype == v.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    source = _source(interp.lookup("jf"))
+    assert "K_nz" not in source and "(0.5 * v0)" in source, source
+
+
+def test_a_zero_rule_before_an_einsum_is_left_out_and_the_result_stays_exact():
+    # c's 0 beside sqrt'(0) = inf is 0 (reference 6.7); an einsum carries a NaN into every term it
+    # reads, so jit leaves the rule out, the checked gradient shows the NaN, and the call runs exactly
+    interp = dsl.Interpreter(seed=0)
+    interp.run("fn f(x, m, c) { return sum(c * sqrt(einsum(\"ij,j->i\", m, x))) }\n"
+               "let g = grad(f)\nlet jg = jit(g)")
+    m, c, x = np.array([[1.0, 2.0], [0.0, 0.0], [3.0, 1.0]]), np.array([1.0, 0.0, 2.0]), np.array([0.5, 1.5])
+    want = interp.lookup("g")(x, m, c)
+    assert np.isfinite(want).all()
+    for _ in range(3):
+        np.testing.assert_array_equal(interp.lookup("jg")(x, m, c), want)
+    assert "K_nz" not in _source(interp.lookup("jg"))

@@ -56,6 +56,9 @@ def _einsum_batch(ns, args, batched, kw):
     return O.einsum(",".join(subs) + "->" + b + out, *args)
 
 
-define("Einsum", einsum_kernel, vjp_all=_einsum_vjp, jvp=_einsum_jvp, batch=_einsum_batch)
+# keeps_nan: every entry an einsum reads is a factor of each term it is in, and a NaN factor makes
+# the term and its sum NaN (numpy's loops and BLAS alike); an entry it does not read (off the
+# diagonal of "ii") is dropped whole
+define("Einsum", einsum_kernel, vjp_all=_einsum_vjp, jvp=_einsum_jvp, batch=_einsum_batch, keeps_nan=True)
 
 __all__ = ["np"]
