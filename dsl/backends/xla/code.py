@@ -56,9 +56,7 @@ class XlaCode:
                 return None
         if not ok:
             return None
-        consts = self.program.out_consts
-        return tuple([c if convert is None else convert(v)
-                      for v, c, convert in zip(outs, consts, self._convert)])
+        return tuple([c if convert is None else v for v, c, convert in zip(outs, self.program.out_consts, self._convert)])
 
     def _jitted(self, everywhere=False, keep=True):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
@@ -87,15 +85,25 @@ class XlaCode:
             compiled = jax.jit(run, compiler_options=options)
         if keep:
             compiled = _kept(jax, compiled, program, options)
-        asarray = np.asarray
+        asarray, convert = np.asarray, self._convert
+        staging = runtime.staging() if keep else None
 
         def call(*values):
-            numbers, others = compiled(*values)
-            numbers = asarray(numbers).tolist()
-            if not numbers[0]:
-                return None, False
-            floats, others = iter(numbers[1:]), iter(others)
-            return [next(floats) if p else next(others) if a else None for p, a in zip(packed, apart)], True
+            staged = None if staging is None else staging.take(values)
+            if staged is not None:
+                values = staged
+            try:
+                numbers, others = compiled(*values)
+                numbers = asarray(numbers).tolist()
+                if not numbers[0]:
+                    return None, False
+                floats, others = iter(numbers[1:]), iter(others)
+                # tensors copied out before the staging buffers (which XLA may hand back) are reused
+                return [next(floats) if p else f(next(others)) if a else None
+                        for p, a, f in zip(packed, apart, convert)], True
+            finally:
+                if staged is not None:
+                    staging.release()
         return call
 
 

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...errors import error
+from .staging import Staging, reads_in_place
 
 _loaded = {}        # what one import of JAX gives; the same for every interpreter of the process
 
@@ -131,6 +132,14 @@ def compiler_options():
     if load().jax.default_backend() == "cpu":
         return {"xla_cpu_use_fusion_emitters": False}
     return None
+
+
+def staging():
+    """A new program's input staging (staging.py), or None where XLA copies inputs anyway."""
+    if "in_place" not in _loaded:
+        jx = load()
+        _loaded["in_place"] = jx.jax.default_backend() == "cpu" and reads_in_place(jx.jax)
+    return Staging() if _loaded["in_place"] else None
 
 
 def x64():
