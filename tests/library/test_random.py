@@ -104,6 +104,17 @@ def test_discrete_draws_have_their_frequencies():
     np.testing.assert_allclose(np.bincount(r[5].astype(int)) / N, np.full(10, 0.1), atol=0.005)
 
 
+def test_parameters_outside_numpys_range_follow_the_formula_as_documented():
+    # normal is mean + std * z and exponential scale * e, their parameters unchecked; bernoulli
+    # is u < p, as JAX's (numpy raises for each)
+    r = ev("(normal(1.0, -2.0, (5,), key=rng(0)), normal(1.0, 2.0, (5,), key=rng(0)), "
+           "exponential(-1.0, (5,), key=rng(1)), exponential(1.0, (5,), key=rng(1)), "
+           "bernoulli(1.5, (5,), key=rng(2)), bernoulli(-0.5, (5,), key=rng(2)))")
+    np.testing.assert_allclose(r[0] - 1.0, -(r[1] - 1.0), rtol=1e-15)
+    np.testing.assert_allclose(r[2], -r[3], rtol=1e-15)
+    assert (r[2] < 0).all() and (r[4] == 1.0).all() and (r[5] == 0.0).all()
+
+
 def test_derivatives_are_pathwise():
     interp = run(f"let k = rng(3)\n"
                  f"let g = grad(fn(m, s) => mean(normal(m, s, ({N},), key=k)), argnums=(0, 1))(1.0, 2.0)\n"

@@ -43,16 +43,20 @@ Differentiable: yes, in lo and hi (pathwise: lo + (hi - lo) * u).
 >>> shape(uniform(-1.0, 1.0, (2, 3), key=rng(0)))
 (2, 3)""",
     "normal": f"""normal(mean=0, std=1, shape=none, key=none, dtype=none): normal floats (numpy's normal(loc, scale,
-size)); shape none is the broadcast shape of mean and std. {_KEY}
+size)); shape none is the broadcast shape of mean and std. {_KEY} The draw is mean + std * z for
+standard normal z, std unchecked: a negative std draws from the same distribution as its
+absolute value, as the formula gives under jit and grad (numpy raises for it).
 Differentiable: yes, in mean and std (pathwise: mean + std * z).
 >>> normal(3.0, 0.0, key=rng(0))
 3.0""",
     "exponential": f"""exponential(scale=1, shape=none, key=none, dtype=none): exponential floats of mean scale
-(numpy's). {_KEY}
+(numpy's). {_KEY} The draw is scale * e for standard exponential e, scale unchecked: a negative
+scale gives negative numbers (numpy raises for it).
 Differentiable: yes, in scale.
 >>> exponential(2.0, (3,), key=rng(0)) >= 0.0
 [true, true, true]""",
-    "bernoulli": f"""bernoulli(p=0.5, shape=none, key=none, dtype=none): 1.0 with probability p, else 0.0.
+    "bernoulli": f"""bernoulli(p=0.5, shape=none, key=none, dtype=none): 1.0 with probability p, else 0.0
+(u < p for uniform u, as JAX's: p above 1 always gives 1.0, below 0 never; numpy raises for them).
 {_COUNTS}
 Differentiable: no (its derivative in p is 0 almost everywhere).
 >>> bernoulli(1.0, (3,), key=rng(0))
