@@ -175,12 +175,14 @@ class Draw:
     rand, randn): a look ahead at a loop's body may perform it and then put the generator back
     (dsl/transform/jit/rolling.py), so that the rolled loop draws what the loop as written draws."""
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "calls")
 
     def __init__(self, fn):
         self.fn = fn
+        self.calls = 0      # how many draws it made (a compiled loop's driver counts its iterations' draws)
 
     def __call__(self, *args, **kw):
+        self.calls += 1
         return self.fn(*args, **kw)
 
 

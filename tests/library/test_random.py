@@ -41,6 +41,19 @@ def test_philox_gives_random123s_known_answers():
         assert tuple(int(w) for w in philox(*key, *ctr)) == want
 
 
+def test_one_keys_few_numbers_made_in_python_are_the_vectorised_generators():
+    # a draw per step of a loop takes Python ints and floats; the numbers are those of the batched
+    # path (a key among others under vmap), bit for bit
+    from dsl.core.primitives import random as R
+    rng = np.random.default_rng(0)
+    keys = np.vstack([rng.integers(0, 2 ** 32, size=(20, 2)), [[0, 0], [2 ** 32 - 1, 2 ** 32 - 1]]]).astype(float)
+    for n in range(1, 2 * R.SMALL + 3):
+        batch = R._uniforms(np.vstack([keys, keys[:1]]), n, R.DRAW)      # more than one key: numpy's path
+        for key, row in zip(keys, batch):
+            assert np.array_equal(R._uniforms(key, n, R.DRAW), row)
+    assert R.normal01(keys[0], (3,)).tolist() == R.normal01(keys[:2], (3,))[0].tolist()
+
+
 def test_a_key_is_a_value_the_same_key_gives_the_same_numbers():
     r = ev("(rng(42), rng(2 ** 40 + 5), uniform(shape=(4,), key=rng(1)), uniform(shape=(4,), key=rng(1)), "
            "uniform(shape=(4,), key=rng(2)), split(rng(1)), split(rng(1), 3), fold_in(rng(1), 7))")
@@ -248,6 +261,27 @@ def test_keyless_draws_in_a_jitted_loop_that_goes_another_way_draw_the_eager_num
         np.testing.assert_array_equal(g, w)
     if rolled is not None:
         assert ("Loop" in ops_of(fast)) == rolled
+
+
+def test_a_jitted_while_loop_draws_each_keyless_number_once(monkeypatch):
+    # the compiled loop stops at the iteration whose condition fails; where that one drew nothing,
+    # the generator is where the statement after the loop starts (no draws made again to find it)
+    from dsl.core import stage
+    interp = run(KEYLESS + "let fast = jit(walk_while)")
+    fast, slow, reseed, draw = (interp.lookup(n) for n in ("fast", "walk_while", "seed", "uniform"))
+    x = np.ones(3)
+    fast(x)
+    fast(x)
+    calls = []
+    real = stage.Draw.__call__
+    monkeypatch.setattr(stage.Draw, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    reseed(6)
+    got = [fast(x)]
+    assert len(calls) == 200
+    monkeypatch.undo()
+    got.append(draw())
+    reseed(6)
+    assert [slow(x), draw()] == got
 
 
 def central_gradient(f, x, reseed, seed, h=1e-6):

@@ -363,11 +363,13 @@ class Driver:
                 before = drawn.state
                 if self.draw_fns is None:
                     end = start + 1
+            calls = self._draw_calls()
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
             if drawn is not None:
-                self._walk_draws(drawn, before, done, kept, failed is None)
+                self._walk_draws(drawn, before, done, kept, failed is None,
+                                 None if calls is None else self._draw_calls() - calls)
             if failed is not None:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     raise failed        # as run_code would raise it (the compiled loop checks what it checks)
@@ -395,11 +397,13 @@ class Driver:
                 before = drawn.state
                 if self.draw_fns is None:
                     chunk = 1
+            calls = self._draw_calls()
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
             if drawn is not None:
-                self._walk_draws(drawn, before, done, kept, failed is None)
+                self._walk_draws(drawn, before, done, kept, failed is None,
+                                 None if calls is None else self._draw_calls() - calls)
             if failed is not None:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
                     return k, state     # the iteration that goes another way (run_code would raise it too)
@@ -417,13 +421,17 @@ class Driver:
             if limits.steps >= limits.next_check:
                 limits.check(body.key.span)
 
-    def _walk_draws(self, generator, before, done, kept, finished):
-        """After the compiled loop ran `done` iterations from the generator state `before`: note
-        each one's starting state in the history (`kept`, where kept) by drawing again what the
-        body draws (its keyless draws, in order), which leaves the generator where the next
-        iteration starts: where the loop stopped partway (not `finished`), that iteration runs
-        again as written from there, and draws what it drew."""
-        if kept is None and finished:
+    def _draw_calls(self):
+        """How many draws the body's keyless draws have made (None where they are not counted)."""
+        return None if self.draw_fns is None else sum(draw.calls for draw, _ in self.draw_fns)
+
+    def _walk_draws(self, generator, before, done, kept, finished, drew=None):
+        """After the compiled loop ran `done` iterations from the generator state `before`, making
+        `drew` draws: note each one's starting state in the history (`kept`, where kept) by
+        drawing again what the body draws (its keyless draws, in order), which leaves the
+        generator where the next iteration starts: where the loop stopped partway (not
+        `finished`), that iteration runs again as written from there, and draws what it drew."""
+        if kept is None and (finished or drew is not None and drew == done * len(self.draw_fns)):
             return      # nothing to note, and the generator is where the next iteration starts
         after = generator.state
         generator.state = before
