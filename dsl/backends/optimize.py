@@ -360,8 +360,9 @@ def _fold(steps, alias, known, kinds):
 
 def _simplified(op, refs, consts, slot, kinds):
     """What a step with constant factors is: ("known", its value), ("alias", the slot holding it),
-    ("consts", the constants it reads instead), or (None, None) where it stays as it is. A factor of ones is left out only where the product has
-    the other factor's kind (shape and dtype: float32 times float64 ones is float64)."""
+    ("consts", the constants it reads instead), or (None, None) where it stays as it is. A factor
+    of ones is left out only where the product has the other factor's kind (shape and dtype:
+    float32 times float64 ones is float64)."""
     if op == "Nz":
         if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
                 refs[0] < 0 and _finite_nonzero(consts[0]) or refs[1] < 0 and _finite_nonzero(consts[1])):
@@ -411,7 +412,8 @@ def _uniform(c, other):
     """A float tensor constant whose entries are all one number, as that number, where the product
     with a tensor of kind `other` (which it does not widen) is the same with the number: a mean's
     cotangent broadcast to its input's shape is one scalar, not a tensor read from memory."""
-    if type(c) is np.ndarray and c.size > 1 and c.dtype.kind == "f" and is_array_kind(other) and c.dtype.str == other[4]:
+    if type(c) is np.ndarray and c.size > 1 and c.dtype.kind == "f" and is_array_kind(other) \
+            and c.dtype.str == other[4]:
         first = c.flat[0]
         # (one sign of zero too: x * -0.0 is not x * 0.0)
         if first == first and np.all(c == first) and np.all(np.signbit(c) == np.signbit(first)):

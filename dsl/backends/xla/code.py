@@ -56,7 +56,8 @@ class XlaCode:
                 return None
         if not ok:
             return None
-        return tuple([c if convert is None else v for v, c, convert in zip(outs, self.program.out_consts, self._convert)])
+        # (the tensors and numbers came converted: call below)
+        return tuple([c if f is None else v for v, c, f in zip(outs, self.program.out_consts, self._convert)])
 
     def _jitted(self, everywhere=False, keep=True):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all

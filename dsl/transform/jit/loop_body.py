@@ -363,7 +363,7 @@ class Driver:
                 before = drawn.state
                 if self.draw_fns is None:
                     end = start + 1
-            calls = self._draw_calls()
+            calls = None if drawn is None else self._draw_calls()
             done, state, failed = loop(items[start:end] if start or end < n else items, state, fixed, kept, extra)
             start += done
             limits.steps += done
@@ -397,7 +397,7 @@ class Driver:
                 before = drawn.state
                 if self.draw_fns is None:
                     chunk = 1
-            calls = self._draw_calls()
+            calls = None if drawn is None else self._draw_calls()
             done, state, failed = loop(range(k, k + max(chunk, 1)), state, fixed, kept, extra)
             k += done
             limits.steps += done
