@@ -112,6 +112,15 @@ def test_a_uniform_constant_is_a_number_and_a_zero_rule_beside_a_finite_nonzero_
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     source = _source(interp.lookup("jf"))
     assert "K_nz" not in source and "(0.5 * v0)" in source, source
+    try:
+        import jax  # noqa: F401  (the XLA backend: the number stays weakly typed, float32 stays float32)
+    except ImportError:
+        return
+    interp.run("let xf = jit(f, backend=\"xla\")")
+    for v in (x, x.astype(np.float32)):
+        got, want = interp.lookup("xf")(v), interp.lookup("f")(v)
+        assert got.dtype == want.dtype == v.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if v.dtype == np.float32 else 1e-12)
 
 
 def test_a_zero_rule_before_an_einsum_is_left_out_and_the_result_stays_exact():
