@@ -505,7 +505,7 @@ def test_large_inputs_staged_in_aligned_buffers_give_each_calls_own_results():
     # copied into buffers kept between calls; each call must see its own inputs, a result that
     # XLA hands back from an input buffer must not change with the next call, and a call made
     # while another holds the buffers passes its inputs as they are
-    from dsl.backends.xla.staging import Staging, aligned_empty
+    from dsl.backends.xla.staging import Staging, aligned_empty, large_inputs
     interp = dsl.Interpreter(seed=0)
     interp.run('fn f(x, w) { return (x, x @ w, sum(x)) }\nlet jf = jit(f, backend="xla")')
     jf = interp.lookup("jf")
@@ -525,11 +525,13 @@ def test_large_inputs_staged_in_aligned_buffers_give_each_calls_own_results():
         np.testing.assert_allclose(total, x.sum(), rtol=1e-12)
     np.testing.assert_array_equal(again[0], xs[0])
     assert aligned_empty((3, 5), np.float32).ctypes.data % 64 == 0
-    s = Staging()
+    kinds = [("array", 2, "f", (300, 200), "<f8"), "float", ("array", 1, "f", (3,), "<f8")]
+    assert large_inputs(kinds) == (0,)      # only a tensor of 64 KB or more is worth a buffer
+    s = Staging((0,))
     held = s.take([xs[0], 1.0])
     assert held[0] is not xs[0] and held[0].ctypes.data % 64 == 0 and held[1] == 1.0
     np.testing.assert_array_equal(held[0], xs[0])
     assert s.take([xs[1]]) is None         # in use: the inner call goes as it is
     s.release()
-    assert s.take([xs[1]])[0] is held[0]   # the same buffer, written again
+    assert s.take([xs[1], 1.0])[0] is held[0]   # the same buffer, written again
     s.release()

@@ -87,7 +87,7 @@ class XlaCode:
         if keep:
             compiled = _kept(jax, compiled, program, options)
         asarray, convert = np.asarray, self._convert
-        staging = runtime.staging() if keep else None
+        staging = runtime.staging([kinds[s] for s in program.inputs]) if keep else None
 
         def call(*values):
             staged = None if staging is None else staging.take(values)

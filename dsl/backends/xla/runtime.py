@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...errors import error
-from .staging import Staging, reads_in_place
+from .staging import Staging, large_inputs, reads_in_place
 
 _loaded = {}        # what one import of JAX gives; the same for every interpreter of the process
 
@@ -134,12 +134,16 @@ def compiler_options():
     return None
 
 
-def staging():
-    """A new program's input staging (staging.py), or None where XLA copies inputs anyway."""
+def staging(kinds):
+    """The input staging (staging.py) of a new program whose inputs have these staged kinds, or
+    None where it has no large input or XLA copies inputs anyway."""
+    positions = large_inputs(kinds)
+    if not positions:
+        return None
     if "in_place" not in _loaded:
         jx = load()
         _loaded["in_place"] = jx.jax.default_backend() == "cpu" and reads_in_place(jx.jax)
-    return Staging() if _loaded["in_place"] else None
+    return Staging(positions) if _loaded["in_place"] else None
 
 
 def x64():

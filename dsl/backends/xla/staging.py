@@ -38,12 +38,22 @@ def reads_in_place(jax):
         return False
 
 
+def large_inputs(kinds):
+    """The positions of the inputs, by their staged kinds, that are numeric tensors of at least
+    MIN_BYTES (a compiled program's inputs keep their shapes and dtypes from call to call)."""
+    return tuple(i for i, kind in enumerate(kinds)
+                 if type(kind) is tuple and kind[0] == "array" and np.dtype(kind[4]).kind in "biuf"
+                 and int(np.prod(kind[3], dtype=np.int64)) * np.dtype(kind[4]).itemsize >= MIN_BYTES)
+
+
 class Staging:
-    """A compiled program's aligned input buffers (see the module docstring)."""
+    """A compiled program's aligned input buffers (see the module docstring), for the inputs at
+    `positions` (large_inputs)."""
 
-    __slots__ = ("buffers", "busy")
+    __slots__ = ("positions", "buffers", "busy")
 
-    def __init__(self):
+    def __init__(self, positions):
+        self.positions = positions
         self.buffers = {}       # input position -> its buffer
         self.busy = threading.Lock()        # held while a call reads the buffers
 
@@ -55,7 +65,8 @@ class Staging:
             return None
         out = list(values)
         try:
-            for i, v in enumerate(values):
+            for i in self.positions:
+                v = values[i]
                 if type(v) is np.ndarray and v.nbytes >= MIN_BYTES and v.dtype.kind in "biuf" \
                         and v.ctypes.data % ALIGN:
                     buf = self.buffers.get(i)
