@@ -366,12 +366,10 @@ def _simplified(op, refs, consts, slot, kinds):
     if op == "Nz":
         if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
                 refs[0] < 0 and _finite_nonzero(consts[0]) or refs[1] < 0 and _finite_nonzero(consts[1])):
-            return "alias", refs[2]         # r = x * c, c finite and never 0: 0 only where x is, and finite there
+            # r = x * c, c finite and never 0 (1.0, a true mask): 0 only where x is, and finite there
+            return "alias", refs[2]
         if refs[2] < 0 and type(consts[2]) is float and consts[2] - consts[2] == 0.0:
             return "known", consts[2]       # a finite product is its own value
-        if refs[2] >= 0 and kinds[refs[2]] == kinds[slot] and (
-                refs[0] < 0 and _is_one(consts[0]) or refs[1] < 0 and _is_one(consts[1])):
-            return "alias", refs[2]         # r = x * 1 is x: finite wherever x is 0
     elif op == "Mul" or op == "ScalarMul":
         (ra, rb), (ca, cb) = refs, consts
         if ra < 0 and rb < 0 and kinds[slot] == "float" and _is_one(ca) and _is_one(cb):
@@ -402,10 +400,11 @@ def _of_kind(c, kind):
 
 
 def _finite_nonzero(c):
-    """Whether a constant factor is a float, or a float tensor, that is finite and not 0 anywhere."""
+    """Whether a constant factor is a float or true, or a float or bool tensor, that is finite and
+    not 0 (false) anywhere."""
     if type(c) is np.ndarray:
-        return c.dtype.kind == "f" and bool(np.all(np.isfinite(c) & (c != 0)))
-    return type(c) is float and c - c == 0.0 and c != 0.0
+        return c.dtype.kind in "fb" and bool(np.all(np.isfinite(c) & (c != 0)))
+    return c is True or type(c) is float and c - c == 0.0 and c != 0.0
 
 
 def _uniform(c, other):

@@ -14,6 +14,8 @@ import threading
 
 import numpy as np
 
+from ...core.stage import is_array_kind
+
 ALIGN = 64              # XLA:CPU's minimum alignment for reading a buffer in place
 MIN_BYTES = 1 << 16     # smaller inputs cost less to copy than to think about
 
@@ -42,7 +44,7 @@ def large_inputs(kinds):
     """The positions of the inputs, by their staged kinds, that are numeric tensors of at least
     MIN_BYTES (a compiled program's inputs keep their shapes and dtypes from call to call)."""
     return tuple(i for i, kind in enumerate(kinds)
-                 if type(kind) is tuple and kind[0] == "array" and np.dtype(kind[4]).kind in "biuf"
+                 if is_array_kind(kind) and np.dtype(kind[4]).kind in "biuf"
                  and int(np.prod(kind[3], dtype=np.int64)) * np.dtype(kind[4]).itemsize >= MIN_BYTES)
 
 
@@ -58,19 +60,19 @@ class Staging:
         self.busy = threading.Lock()        # held while a call reads the buffers
 
     def take(self, values):
-        """The values to call XLA with: each large numeric array that is not aligned copied into
-        its position's buffer; None (the values as they are) where the buffers are in use. A
-        call that got buffers gives them back with `release`."""
+        """The values to call XLA with: each large array (at `positions`, whose shape and dtype
+        the program fixes) that is not aligned copied into its position's buffer; None (the values
+        as they are) where the buffers are in use. A call that got buffers gives them back with
+        `release`."""
         if not self.busy.acquire(blocking=False):
             return None
         out = list(values)
         try:
             for i in self.positions:
                 v = values[i]
-                if type(v) is np.ndarray and v.nbytes >= MIN_BYTES and v.dtype.kind in "biuf" \
-                        and v.ctypes.data % ALIGN:
+                if v.ctypes.data % ALIGN:
                     buf = self.buffers.get(i)
-                    if buf is None or buf.shape != v.shape or buf.dtype != v.dtype:
+                    if buf is None:
                         buf = self.buffers[i] = aligned_empty(v.shape, v.dtype)
                     np.copyto(buf, v)
                     out[i] = buf
