@@ -131,6 +131,22 @@ def test_jit_gives_the_interpreters_values():
     np.testing.assert_allclose(gb1, gb2, rtol=1e-12)
 
 
+def test_cho_solve_takes_a_factor_and_flag_pair_being_differentiated():
+    # the pair is then one recorded value: reading its parts was a Python TypeError
+    interp = dsl.Interpreter(seed=0)
+    interp.set("a", A)
+    interp.set("b", B)
+    interp.run("let l = cholesky(a @ transpose(a))\n"
+               "let by_pair = grad(fn(p) => sum(cho_solve(p, b)))((l, true))\n"
+               "let by_factor = grad(fn(f) => sum(cho_solve(f, b)))(l)")
+    by_pair, by_factor = interp.get("by_pair"), interp.get("by_factor")
+    assert by_pair[1] is None
+    np.testing.assert_allclose(by_pair[0], by_factor, rtol=1e-12)
+    with pytest.raises(DgError) as err:
+        interp.run("grad(fn(x) => sum(tensor(cho_solve(x, 0))))((1.0, 2.0))")
+    assert err.value.kind == "type" and "lower must be true or false" in str(err.value)
+
+
 @pytest.mark.parametrize("src, kind, words", [
     ("cholesky([[1.0, 2.0], [2.0, 1.0]])", "value", "not positive definite"),
     ("solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 1.0])", "value", "solve: the matrix is singular"),

@@ -43,7 +43,8 @@ def cho_solve(l, b):    # noqa: E741 (the reference's name for the factor)
     if type(f) is tuple:
         if len(f) != 2:
             raise error("type", "cho_solve needs the factor cholesky gives, or a pair (factor, lower)")
-        factor, lower = factor[0], _flag(factor[1], "cho_solve", "lower")
+        pair = ops.unpack(factor)       # a pair being differentiated is one recorded value
+        factor, lower = pair[0], _flag(pair[1], "cho_solve", "lower")
     if not lower:
         factor = ops.transpose(factor, tuple(range(len(np.shape(peek(factor))) - 2)) + (-1, -2))
     y = M.triangular_solve(factor, b, lower=True)
