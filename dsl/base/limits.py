@@ -130,6 +130,12 @@ class Limits:
             self.last_check = now
         self._plan()
 
+    def rewind(self, steps):
+        """Put the step count back to `steps` (work run ahead, which the run makes again: a loop
+        counted before it runs), the next look planned from there."""
+        self.steps = steps
+        self._plan()
+
     def poll(self, span=None):
         """A look at the clock from work that is not steps (reading a long file): the timeout error
         if the run is past its deadline."""

@@ -387,15 +387,36 @@ def test_a_keyless_draw_in_a_for_loop_under_forward_mode_or_two_reverse_levels_r
     assert "Scan" in ops_of(fast)
 
 
-def test_a_keyless_draw_in_a_while_loop_under_forward_mode_is_written_out_and_exact():
-    # its number of iterations is known only once it has run: nothing to draw before it
-    interp = run(UNDER_GRAD + "let h = jit(hessian(noisy_while))\nlet h_slow = hessian(noisy_while)")
-    reseed, x = interp.lookup("seed"), np.array([0.3, -0.2, 0.1])
-    reseed(2)
-    got = interp.lookup("h")(x)
-    reseed(2)
-    np.testing.assert_allclose(got, interp.lookup("h_slow")(x), rtol=1e-12)
-    assert "Loop" not in ops_of(interp.lookup("h")) and "Scan" not in ops_of(interp.lookup("h"))
+@pytest.mark.parametrize("how", ["jit(hessian({}))", "jit(grad(fn(x) => sum(grad({})(x))))",
+                                 "jit(grad(fn(x) => sum(grad(fn(y) => sum(grad({})(y)))(x))))",
+                                 "jit(fn(x) => jvp(grad({}), (x,), (x,))[1])"])
+@pytest.mark.parametrize("name", ["noisy_while", "noisy_until"])
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_keyless_draw_in_a_while_loop_under_forward_mode_or_two_reverse_levels_rolls_and_is_exact(
+        how, name, backend):
+    """The loop is one Scan step over as many iterations as it makes from here (found by running
+    it once, the generator put back), its numbers drawn before it as a for loop's are; a call that
+    runs another count (noisy_until's ends on a draw: each seed its own) fails a guard and is
+    staged for that count. The numbers, results and generator are the loop's as written."""
+    if backend == "xla":
+        pytest.importorskip("jax")
+    interp = dsl.Interpreter(seed=0, backend=backend)
+    interp.run(UNDER_GRAD + f"let fast = {how.format(name)}\nlet slow = {how.replace('jit(', '(', 1).format(name)}")
+    fast, _ = _draws_as_written(interp, rtol=1e-10, atol=1e-14)
+    ops = ops_of(fast)
+    assert "Scan" in ops and "Loop" not in ops
+
+
+def test_a_keyless_draw_in_a_while_loop_under_two_reverse_levels_is_staged_once_whatever_its_count():
+    """The recording holds each body a few times, not once per iteration."""
+    sizes = []
+    for count in (20, 400):
+        interp = run(UNDER_GRAD.replace("while i < 80", f"while i < {count}") +
+                     "let fast = jit(grad(fn(x) => sum(grad(noisy_while)(x))))")
+        interp.lookup("fast")(np.array([0.3, -0.2, 0.1]))
+        sizes.append(len([s for entries in interp.lookup("fast").call.entries.values()
+                          for e in entries for s in e.program.steps]))
+    assert sizes[0] == sizes[1] < 200, sizes
 
 
 @pytest.mark.parametrize("name", ["noisy_while", "noisy_until", "noisy_moved"])
@@ -537,3 +558,20 @@ def test_jacfwd_of_a_jitted_loop_that_draws_is_staged_again_without_the_draws_of
         args = (float(rng.uniform(-1, 1)), rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (3, 3)))
         np.testing.assert_allclose(fast.lookup("g")(*args), slow.lookup("g")(*args), rtol=1e-10)
         assert fast.rng.bit_generator.state == slow.rng.bit_generator.state
+
+
+def test_a_while_loop_that_draws_under_two_reverse_levels_is_stopped_by_the_limits_when_counted():
+    """The run ahead that counts its iterations is stopped at the loop's line by a timeout (a loop
+    that never ends) or the step budget, as the loop as written would be."""
+    forever = dsl.Interpreter(seed=0, timeout=0.5)
+    forever.run("fn f(x) { let s = x\n while s > -1.0 { s = s * 0.5 + 0.1 * abs(normal()) }\n return s }\n"
+                "let fast = jit(grad(grad(f)))")
+    with pytest.raises(dsl.DgError) as err:
+        forever.lookup("fast")(0.3)
+    assert err.value.kind == "limit" and "longer than" in str(err.value)
+    long = dsl.Interpreter(seed=0, max_steps=5000)
+    long.run("fn f(x) { let s = x\n let i = 0\n while i < 20000 { s = s * 0.999 + 0.001 * normal() * x\n i += 1 }\n"
+             " return s }\nlet fast = jit(hessian(f))")
+    with pytest.raises(dsl.DgError) as err:
+        long.lookup("fast")(0.3)
+    assert err.value.kind == "limit" and "5,000 steps" in str(err.value)

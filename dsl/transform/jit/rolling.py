@@ -115,7 +115,7 @@ class Lookahead(S.StageTrace):
         two reverse levels, or a forward and a reverse one, the loop is written out, unless the
         body is a Scan's (`as_data`) and the draw's arguments are constants: then each
         iteration's numbers are drawn before the loop, in order, and reach the body as one of its
-        inputs."""
+        inputs (a while loop's for the count it makes from here: scan_body.scan_loop)."""
         if type(fn) is not S.Draw:
             raise NotRollable("the body has an effect (print, the clock, a file)")
         if self.as_data and not any(type(a) is Box for a in args):
@@ -244,11 +244,14 @@ class Roller:
         # the XLA backend lowers Scan, not the numpy backend's loop walks: every `for` loop is one
         scans = items is not None and any(getattr(t, "scans", False) for t in self.interp.staging)
         # a keyless draw rolls: in a Scan (a `for` loop under forward mode, two reverse levels or
-        # more, or on XLA), as an input of the body, each iteration's numbers drawn before the
-        # loop; under one reverse level or none, or forward mode alone, in the body (Lookahead.effect)
-        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse),
-                                 draws=not nested and not scans and not (forward and reverse),
-                                 as_data=items is not None and (deep or scans or bool(forward) or nested))
+        # more, or on XLA; a `while` loop under two reverse levels, or a forward and a reverse one,
+        # for the count it makes from here), as an input of the body, each iteration's numbers drawn
+        # before the loop; under one reverse level or none, or forward mode alone, in the body
+        # (Lookahead.effect)
+        in_body = not nested and not scans and not (forward and reverse)
+        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse), draws=in_body,
+                                 as_data=(deep or scans or bool(forward) or nested) if items is not None
+                                 else not in_body)
         if staged is None:
             return False
         body, state, layout, _ = staged

@@ -8,7 +8,7 @@ import numpy as np
 from ...core import stage as S
 from ...core.ops.shape import index, reshape
 from ...core.ops.slots import unpack
-from ...core.tape import Box
+from ...core.tape import Box, peek
 from ...core.trees import flatten, hollow
 from ...core.primitives.loops import LoopGuardFailed
 from ...core.primitives.batching import spread_where
@@ -173,9 +173,16 @@ def scan_loop(body, items, state):
         carried = S.Program(program.nslots, (inputs[0], *drawn, *[inputs[1 + i] for i in moved + fixed]),
                             program.steps, hollow(flatten(tuple(moved))[1]), tuple(program.out_refs[i] for i in moved),
                             tuple(program.out_consts[i] for i in moved), program.kinds, program.spans)
-    xs = _draw_rows(body, [program.kinds[d] for d in drawn], len(items)) if nd else []
-    out = scan(*xs, *[state[i] for i in moved], *[state[i] for i in fixed],
-               body=ScanBody(carried, (nd, len(moved), len(fixed), 0), body), items=items)
+    kinds = [program.kinds[d] for d in drawn]
+    scan_body = ScanBody(carried, (nd, len(moved), len(fixed), 0), body)
+    if items is None and nd:
+        # a while loop that draws: its numbers are the Scan's data, drawn before it, so its count
+        # is found first; a call that runs another count fails a guard (the body's, or the
+        # loop's last test after it) and is staged again for that count
+        items = range(_count(scan_body, kinds, [state[i] for i in moved], [state[i] for i in fixed]))
+        body.ran = len(items)
+    xs = _draw_rows(body, kinds, len(items)) if nd else []
+    out = scan(*xs, *[state[i] for i in moved], *[state[i] for i in fixed], body=scan_body, items=items)
     out = unpack(out) if type(out) is Box else out
     final = list(state)
     for k, i in enumerate(moved):
@@ -195,6 +202,37 @@ class _Draws:
     def __call__(self, n):
         numbers = [np.ravel(fn(*args, **kw)) for _ in range(n) for fn, args, kw in self.drawn]
         return np.concatenate(numbers) if numbers else np.zeros(0)
+
+
+def _count(scan_body, kinds, carry, consts):
+    """The iterations a while loop's Scan body makes from this state before one fails a guard,
+    on plain values, each iteration's numbers drawn as it begins; the generator and the run's
+    step count put back afterwards (the loop then runs for that count: scan_loop)."""
+    body = scan_body.origin
+    interp = body.key.interp
+    generator, steps = interp.rng.bit_generator, interp.limits.steps
+    saved = generator.state
+    draws, shapes = _Draws(body.drawn), [() if kind == "float" else tuple(kind[3]) for kind in kinds]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+
+    made = []       # each iteration's entry, drawn once (the iteration a compiled loop stops at runs again)
+
+    def entries(k, m):
+        for i in range(k, k + m):
+            if i == len(made):
+                numbers, row, at = draws(1), [i], 0
+                for size, shape, kind in zip(sizes, shapes, kinds):
+                    part = numbers[at:at + size]
+                    row.append(float(part[0]) if kind == "float" else part.reshape(shape))
+                    at += size
+                made.append(tuple(row))
+            yield made[i]
+    try:
+        scan_body._drive(entries, None, [peek(c) for c in carry], [peek(c) for c in consts], False, False)
+    finally:
+        generator.state = saved
+        interp.limits.rewind(steps)
+    return body.ran
 
 
 def _draw_rows(body, kinds, n):
