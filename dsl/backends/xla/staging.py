@@ -8,6 +8,12 @@ that is already mapped and already in the cache (an MLP step's two 1.6 MB inputs
 time per call became 0.4-0.6 ms). Buffers are reused only once a call's results are read (dg
 calls XLA synchronously on the CPU), and a call made while one is in flight (from a host
 callback inside it, or another thread) passes its inputs as they are.
+
+A buffer keeps the array it was last filled from, and an input that is that same array is not
+copied again: the data of a training loop, passed to every step, is copied once. dg's tensors
+are values (a write into one, `x[i] = v`, makes a copy; Python code receives copies), and what
+writes into an array in place (elision.py, the generated code's temporaries) does so only where
+the reference count shows that nothing else holds it, which the kept reference prevents.
 """
 
 import threading
@@ -52,16 +58,18 @@ class Staging:
     """A compiled program's aligned input buffers (see the module docstring), for the inputs at
     `positions` (large_inputs)."""
 
-    __slots__ = ("positions", "buffers", "busy")
+    __slots__ = ("positions", "buffers", "sources", "busy")
 
     def __init__(self, positions):
         self.positions = positions
         self.buffers = {}       # input position -> its buffer
+        self.sources = {}       # input position -> the array its buffer holds a copy of
         self.busy = threading.Lock()        # held while a call reads the buffers
 
     def take(self, values):
         """The values to call XLA with: each large array (at `positions`, whose shape and dtype
-        the program fixes) that is not aligned copied into its position's buffer; None (the values
+        the program fixes) that is not aligned copied into its position's buffer (unless it is
+        the array the buffer holds already); None (the values
         as they are) where the buffers are in use. A call that got buffers gives them back with
         `release`."""
         if not self.busy.acquire(blocking=False):
@@ -74,7 +82,10 @@ class Staging:
                     buf = self.buffers.get(i)
                     if buf is None:
                         buf = self.buffers[i] = aligned_empty(v.shape, v.dtype)
-                    np.copyto(buf, v)
+                    if self.sources.get(i) is not v:
+                        self.sources.pop(i, None)       # (a copy cut short holds no array's bytes)
+                        np.copyto(buf, v)
+                        self.sources[i] = v
                     out[i] = buf
         except BaseException:
             self.busy.release()
