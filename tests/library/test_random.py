@@ -407,16 +407,18 @@ def test_a_keyless_draw_in_a_while_loop_under_forward_mode_or_two_reverse_levels
     assert "Scan" in ops and "Loop" not in ops
 
 
-def test_a_keyless_draw_in_a_while_loop_under_two_reverse_levels_is_staged_once_whatever_its_count():
-    """The recording holds each body a few times, not once per iteration."""
+def test_a_keyless_draw_in_a_while_loop_under_two_reverse_levels_is_staged_once_whatever_its_count(capfd):
+    """The recording holds each body a few times, not once per iteration; explain says it serves
+    that number of iterations."""
     sizes = []
     for count in (20, 400):
         interp = run(UNDER_GRAD.replace("while i < 80", f"while i < {count}") +
-                     "let fast = jit(grad(fn(x) => sum(grad(noisy_while)(x))))")
+                     "let fast = jit(grad(fn(x) => sum(grad(noisy_while)(x))), explain=true)")
         interp.lookup("fast")(np.array([0.3, -0.2, 0.1]))
         sizes.append(len([s for entries in interp.lookup("fast").call.entries.values()
                           for e in entries for s in e.program.steps]))
     assert sizes[0] == sizes[1] < 200, sizes
+    assert "is one step over the 399 iterations after its first: it draws without a key" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["noisy_while", "noisy_until", "noisy_moved"])

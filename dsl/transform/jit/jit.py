@@ -236,8 +236,8 @@ class Jitted:
         finally:
             if interp is not None:
                 notes, interp.loop_notes = interp.loop_notes, outer_notes
-                for where, why in dict.fromkeys(notes):
-                    self._say(f"the loop at {where} is written out, one copy per iteration: {why}")
+                for where, what in dict.fromkeys(notes):
+                    self._say(f"the loop at {where} {what}")
         if self.ints and not ints_only_in_arithmetic(program):
             raise IntsNotValues("an int argument reaches more than arithmetic")
         pinned = tuple(sorted(set(self.pinned) | pinned_ints(program))) if self.ints else ()

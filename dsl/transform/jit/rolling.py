@@ -158,9 +158,13 @@ class Roller:
 
     def _written_out(self, why):
         """Note why this loop is written out, for jit's explain (nothing: the caller returns it)."""
+        self._note(f"is written out, one copy per iteration: {why}")
+
+    def _note(self, what):
+        """Say, with jit's explain, what became of this loop (`what` follows "the loop at LINE")."""
         notes = getattr(self.interp, "loop_notes", None)
         if notes is not None:
-            notes.append((self.where, why))
+            notes.append((self.where, what))
 
     def wanted(self, items=None):
         """Whether to try: outside jit and vmap, as EagerLoops.wanted says; else jit or vmap is
@@ -269,6 +273,10 @@ class Roller:
                                      "reverse levels")
         if deep or scans:
             write_back(f, layout, skip, state, scan_loop(body, items, state), body)
+            if items is None and body.drawn:
+                self._note(f"is one step over the {body.ran} iterations after its first: it draws without a key "
+                           f"under two derivatives, so a call whose loop runs another number of times stages again "
+                           f"(a draw with key= serves every number)")
             return True if items is not None else body.ran
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)
