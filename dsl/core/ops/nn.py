@@ -6,7 +6,7 @@ import numpy as np
 from ..tape import REVERSE, nondiff, peek, record, top_trace
 from .core import (Box, FLOAT, check_size, error, fmt_shape, ndarray, norm, normalize_axis, raw, to_float,
                    to_tensor, type_name)
-from .shape import stack
+from .shape import reshape, stack
 
 
 def _tensor_arg(x, name):
@@ -18,8 +18,16 @@ def _tensor_arg(x, name):
 
 
 # ---------------------------------------------------------------- softmax family
+def _over_all(fn, x, name, span):
+    """fn along one axis of x's entries flattened, in x's shape: axis=None, as JAX's."""
+    shape = _tensor_arg(peek(x), name).shape
+    return reshape(fn(reshape(x, (int(np.prod(shape)),)), -1, span), shape)
+
+
 def softmax(x, axis=-1, span=None):
     """softmax(x, axis=-1), stable for large logits."""
+    if axis is None:
+        return _over_all(softmax, x, "softmax", span)
     if type(x) is Box:
         return record("Softmax", (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "softmax")
@@ -32,6 +40,8 @@ def softmax(x, axis=-1, span=None):
 
 def log_softmax(x, axis=-1, span=None):
     """log_softmax(x, axis=-1), stable for large logits."""
+    if axis is None:
+        return _over_all(log_softmax, x, "log_softmax", span)
     if type(x) is Box:
         return record("LogSoftmax", (x,), {"axis": axis}, span)
     v = _tensor_arg(x, "log_softmax")

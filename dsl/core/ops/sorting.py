@@ -9,6 +9,7 @@ import numpy as np
 
 from ..tape import nondiff, peek, record
 from .core import Box, FLOAT, error, float_type, fmt_shape, normalize_axis, to_tensor
+from .shape import reshape
 
 
 def _tensor(x, name):
@@ -39,8 +40,15 @@ def _position(x, axis, op, name, find):
     return find(v, axis=normalize_axis(axis, v.ndim, False)).astype(FLOAT)
 
 
+def _flattened(x, name):
+    """x's entries in one axis: what numpy's sort and argsort order for axis=None."""
+    return reshape(x, (to_tensor(peek(x), f"a tensor for {name}").size,))
+
+
 def argsort(x, axis=-1, span=None):
     """argsort(x, axis=-1): the positions that sort x along an axis (a stable sort)."""
+    if axis is None:
+        return argsort(_flattened(x, "argsort"), -1, span)
     if type(x) is Box:
         return nondiff("ArgSort", (x,), {"axis": axis})
     v = to_tensor(x, "a tensor for argsort")
@@ -51,6 +59,8 @@ def argsort(x, axis=-1, span=None):
 
 def sort(x, axis=-1, span=None):
     """sort(x, axis=-1): x sorted along an axis (a stable sort)."""
+    if axis is None:
+        return sort(_flattened(x, "sort"), -1, span)
     if type(x) is Box:
         return record("Sort", (x,), {"axis": axis}, span)
     v = to_tensor(x, "a tensor for sort")

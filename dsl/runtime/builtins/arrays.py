@@ -89,7 +89,7 @@ def cumprod(x, axis=None):
 def meshgrid(*xs, indexing="xy"):
     """meshgrid(*xs, indexing="xy"): coordinate tensors of the grid the vectors xs span (numpy's)."""
     indexing = raw(indexing)
-    if indexing not in ("xy", "ij"):
+    if type(indexing) is not str or indexing not in ("xy", "ij"):
         raise error("value", f"meshgrid: indexing must be \"xy\" or \"ij\", got {brief(indexing)}")
     sizes = []
     for x in xs:
@@ -212,9 +212,12 @@ def _indices(idx, size, who):
 
 def take_along_axis(x, indices, axis):
     """take_along_axis(x, indices, axis): x's entries at the positions indices along axis (numpy's:
-    indices has x's number of axes and broadcasts against it elsewhere)."""
+    indices has x's number of axes and broadcasts against it elsewhere; axis none: x flattened)."""
     shape = _tensor_shape(x, "take_along_axis")
-    a = _axis(axis, len(shape), "take_along_axis")
+    if raw(axis) is None:       # numpy's: x's entries flattened, indices one axis of positions in them
+        shape = (int(np.prod(shape)),)
+        x = ops.reshape(x, shape)
+    a = _axis(-1 if raw(axis) is None else axis, len(shape), "take_along_axis")
     idx = _indices(indices, shape[a], "take_along_axis")
     if idx.ndim != len(shape):
         raise error("shape", f"take_along_axis: indices need as many axes as x ({len(shape)}), got shape "
@@ -285,7 +288,7 @@ def searchsorted(a, v, side="left"):
     _tensor_shape(a, "searchsorted")
     _tensor_shape(v, "searchsorted")
     s = raw(side)
-    if s not in ("left", "right"):
+    if type(s) is not str or s not in ("left", "right"):
         raise error("value", f"searchsorted: side must be \"left\" or \"right\", got {brief(s)}")
     return ops.searchsorted(a, v, s)
 

@@ -271,12 +271,12 @@ Differentiable: yes.
 Differentiable: yes.
 >>> gelu(0.0)
 0.0""",
-    "softmax": """softmax(x, axis=-1): exponentials normalised to sum to 1 along an axis, stable for large
-logits.
+    "softmax": """softmax(x, axis=-1): exponentials normalised to sum to 1 along an axis (over every entry
+with axis none, as JAX's), stable for large logits.
 Differentiable: yes.
 >>> softmax([0.0, 0.0])
 [0.5, 0.5]""",
-    "log_softmax": """log_softmax(x, axis=-1): ln(softmax(x)), computed stably.
+    "log_softmax": """log_softmax(x, axis=-1): ln(softmax(x, axis)), computed stably.
 Differentiable: yes.
 >>> log_softmax([0.0, 0.0])
 [-0.6931471805599453, -0.6931471805599453]""",
@@ -356,11 +356,13 @@ Differentiable: no.
 Differentiable: no.
 >>> argmin([4.0, -1.0, 2.0])
 1""",
-    "sort": """sort(x, axis=-1): x sorted along an axis, ascending (a stable sort).
+    "sort": """sort(x, axis=-1): x sorted along an axis, ascending (a stable sort); axis none sorts the
+entries flattened, as numpy's.
 Differentiable: yes (the gradient goes back to where each entry came from).
 >>> sort([3.0, 1.0, 2.0])
 [1.0, 2.0, 3.0]""",
-    "argsort": """argsort(x, axis=-1): the positions that sort x along an axis (whole-number floats).
+    "argsort": """argsort(x, axis=-1): the positions that sort x along an axis (whole-number floats); axis
+none: positions in the entries flattened, as numpy's.
 Differentiable: no.
 >>> argsort([3.0, 1.0, 2.0])
 [1.0, 2.0, 0.0]""",

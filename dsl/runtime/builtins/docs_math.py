@@ -274,8 +274,9 @@ Differentiable: yes.
 >>> repeat([1.0, 2.0], (1, 3))
 [1.0, 2.0, 2.0, 2.0]""",
     "take_along_axis": """take_along_axis(x, indices, axis): x's entries at the positions indices along axis
-(numpy's): indices has as many axes as x and broadcasts against it along the others; negative
-indices count from the end, an index out of range is an index error.
+(numpy's): indices has as many axes as x and broadcasts against it along the others (axis none:
+x flattened, indices one axis); negative indices count from the end, an index out of range is an
+index error.
 Differentiable: yes, in x.
 >>> take_along_axis([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.0]], 1)
 [[2.0], [3.0]]""",

@@ -15,8 +15,12 @@ from ...errors import error
 
 def _ndim(x, who, least):
     """The number of axes of a tensor argument, at least `least`."""
-    shape = np.shape(peek(x))
-    if type(peek(x)) not in (np.ndarray, float, int, tuple) or len(shape) < least:
+    v = peek(x)
+    if type(v) is tuple:
+        raise error("type", f"expected a tensor for {who}, got tuple",
+                    hint="tensor(t) makes a tensor of a tuple of numbers")
+    shape = np.shape(v)
+    if type(v) not in (np.ndarray, float, int) or len(shape) < least:
         raise error("shape", f"{who} needs a tensor with at least {least} ax{'is' if least == 1 else 'es'}, got "
                              f"{'a tensor of shape ' + fmt_shape(shape) if shape else type_name(peek(x))}")
     return shape

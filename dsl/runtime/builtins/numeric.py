@@ -100,7 +100,7 @@ def expand_dims(x, axis):
     given = raw(axis)
     positions = given if type(given) is tuple else (given,)
     nd = len(shape) + len(positions)
-    at = _axis(tuple(positions), nd, "expand_dims", True)
+    at = _axes_given(tuple(positions), nd, "expand_dims")
     rest = iter(shape)
     return ops.reshape(x, tuple(1 if a in at else next(rest) for a in range(nd)))
 
