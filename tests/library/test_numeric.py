@@ -294,6 +294,11 @@ def test_axis_none_flattens_under_every_transformation(backend):
     ("expand_dims(ones(2), none)", "type", "an axis must be an int, got none"),
     ("grad(fn(x) => sum(expand_dims(x, (0, none))))(ones(2))", "type", "an axis must be an int, got none"),
     ("take_along_axis(ones((2, 2)), none, none)", "type", "indices must be a tensor of whole numbers"),
+    ("diff(ones(3), axis=none)", "type", "diff: an axis must be an int, got none"),
+    ("grad(fn(x) => trapezoid(x, axis=none))(ones(3))", "type", "trapezoid: an axis must be an int, got none"),
+    ("median(ones(3), keepdims=[0.0, 1.0])", "type", "median's keepdims must be true or false, got tensor"),
+    ("quantile(ones(3), 0.5, keepdims=1)", "type", "quantile's keepdims must be true or false, got int"),
+    ("norm(ones(3), ord=[0.0, 1.0])", "type", "norm: ord must be a number"),
 ])
 def test_odd_arguments_are_dg_errors(src, kind, words):
     # each of these ended in a Python exception (a tuple of tuples reaching numpy's dtype, an array
@@ -301,3 +306,8 @@ def test_odd_arguments_are_dg_errors(src, kind, words):
     with pytest.raises(DgError) as err:
         dsl.Interpreter(seed=0).run(src)
     assert err.value.kind == kind and words in str(err.value), str(err.value)
+
+
+def test_cross_with_axis_none_uses_the_last_axis_as_numpy_does():
+    interp = _interp({"v": V3, "w": W3})
+    np.testing.assert_allclose(interp.eval("cross(v, w, axis=none)"), np.cross(V3, W3, axis=None), rtol=1e-15)

@@ -16,6 +16,8 @@ from ...errors import DgError, error
 def _axis(axis, nd, who, several=False):
     """An axis given as an int (`several`: or a tuple of ints, or none), checked against the number
     of axes (as every builtin's axis), an error in the words of `who`."""
+    if not several and raw(axis) is None:       # (a caller that takes none for "every axis" asks first)
+        raise error("type", f"{who}: an axis must be an int, got none")
     try:
         return normalize_axis(raw(axis), nd, several)
     except DgError as exc:

@@ -125,6 +125,8 @@ def lstsq(a, b):
 def norm(x, axis=None, keepdims=False, ord=None):
     """norm(x, axis=none, keepdims=false, ord=none): the L2 norm, or numpy's norm of order ord."""
     order = raw(ord)
+    if not (order is None or type(order) in (int, float, str)) or type(order) is bool:
+        raise error("type", f"norm: ord must be a number, inf, \"fro\" or \"nuc\", got {type_name(order)}")
     if order is None:
         return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
     if type(peek(x)) not in (np.ndarray, float, int, bool):
