@@ -118,10 +118,16 @@ def test_batched_calls_map_over_leading_axes_and_vmap_needs_no_loop(capfd):
     assert "once per example" not in capfd.readouterr().err
 
 
-def test_jit_gives_the_interpreters_values():
+def with_a_and_b():
+    """An interpreter with the matrix A and the vector B set as a and b."""
     interp = dsl.Interpreter(seed=0)
     interp.set("a", A)
     interp.set("b", B)
+    return interp
+
+
+def test_jit_gives_the_interpreters_values():
+    interp = with_a_and_b()
     interp.run("fn f(a, b) { return sum(cho_solve(cholesky(a @ transpose(a)), b)) + det(a) * trace(inv(a)) }\n"
                "let eager = value_and_grad(f, argnums=(0, 1))(a, b)\n"
                "let jitted = jit(value_and_grad(f, argnums=(0, 1)))(a, b)")
@@ -133,9 +139,7 @@ def test_jit_gives_the_interpreters_values():
 
 def test_cho_solve_takes_a_factor_and_flag_pair_being_differentiated():
     # the pair is then one recorded value: reading its parts was a Python TypeError
-    interp = dsl.Interpreter(seed=0)
-    interp.set("a", A)
-    interp.set("b", B)
+    interp = with_a_and_b()
     interp.run("let l = cholesky(a @ transpose(a))\n"
                "let by_pair = grad(fn(p) => sum(cho_solve(p, b)))((l, true))\n"
                "let by_factor = grad(fn(f) => sum(cho_solve(f, b)))(l)")

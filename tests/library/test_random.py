@@ -562,18 +562,16 @@ def test_jacfwd_of_a_jitted_loop_that_draws_is_staged_again_without_the_draws_of
         assert fast.rng.bit_generator.state == slow.rng.bit_generator.state
 
 
-def test_a_while_loop_that_draws_under_two_reverse_levels_is_stopped_by_the_limits_when_counted():
+@pytest.mark.parametrize("limits, body, how, words", [
+    ({"timeout": 0.5}, "while s > -1.0 { s = s * 0.5 + 0.1 * abs(normal()) }", "grad(grad(f))", "longer than"),
+    ({"max_steps": 5000}, "let i = 0\n while i < 20000 { s = s * 0.999 + 0.001 * normal() * x\n i += 1 }",
+     "hessian(f)", "5,000 steps"),
+])
+def test_a_while_loop_that_draws_under_two_derivatives_is_stopped_by_the_limits_when_counted(limits, body, how, words):
     """The run ahead that counts its iterations is stopped at the loop's line by a timeout (a loop
     that never ends) or the step budget, as the loop as written would be."""
-    forever = dsl.Interpreter(seed=0, timeout=0.5)
-    forever.run("fn f(x) { let s = x\n while s > -1.0 { s = s * 0.5 + 0.1 * abs(normal()) }\n return s }\n"
-                "let fast = jit(grad(grad(f)))")
+    interp = dsl.Interpreter(seed=0, **limits)
+    interp.run(f"fn f(x) {{ let s = x\n {body}\n return s }}\nlet fast = jit({how})")
     with pytest.raises(dsl.DgError) as err:
-        forever.lookup("fast")(0.3)
-    assert err.value.kind == "limit" and "longer than" in str(err.value)
-    long = dsl.Interpreter(seed=0, max_steps=5000)
-    long.run("fn f(x) { let s = x\n let i = 0\n while i < 20000 { s = s * 0.999 + 0.001 * normal() * x\n i += 1 }\n"
-             " return s }\nlet fast = jit(hessian(f))")
-    with pytest.raises(dsl.DgError) as err:
-        long.lookup("fast")(0.3)
-    assert err.value.kind == "limit" and "5,000 steps" in str(err.value)
+        interp.lookup("fast")(0.3)
+    assert err.value.kind == "limit" and words in str(err.value)
