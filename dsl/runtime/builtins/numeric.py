@@ -255,7 +255,7 @@ def interp(x, xp, fp, left=None, right=None):
 
 
 # ---------------------------------------------------------------- order statistics
-def _flag(keepdims, who):
+def _keepdims_checked(keepdims, who):
     """A keepdims argument, true or false, or dg's type error."""
     if type(raw(keepdims)) is not bool:
         raise error("type", f"{who}'s keepdims must be true or false, got {type_name(raw(keepdims))}")
@@ -267,7 +267,7 @@ def quantile(x, q, axis=None, keepdims=False):
     nan where a nan is among them. A tensor of q gives one quantile per entry, along new leading
     axes (numpy's)."""
     shape = _tensor_shape(x, "quantile")
-    _flag(keepdims, "quantile")
+    _keepdims_checked(keepdims, "quantile")
     qv = raw(q)
     if type(qv) is np.ndarray and qv.dtype.kind in "fiu" and qv.size and np.all((qv >= 0) & (qv <= 1)):
         each = [quantile(x, float(p), axis, keepdims) for p in qv.ravel()]
@@ -345,7 +345,7 @@ def histogram(x, bins=10, range=None, weights=None, density=False):
 def median(x, axis=None, keepdims=False):
     """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
     middle ones for an even count), over all entries or along an axis; nan where a nan is among them."""
-    _flag(keepdims, "median")
+    _keepdims_checked(keepdims, "median")
     return quantile(x, 0.5, axis, keepdims)
 
 
