@@ -69,9 +69,8 @@ class Staging:
     def take(self, values):
         """The values to call XLA with: each large array (at `positions`, whose shape and dtype
         the program fixes) that is not aligned copied into its position's buffer (unless it is
-        the array the buffer holds already); None (the values
-        as they are) where the buffers are in use. A call that got buffers gives them back with
-        `release`."""
+        the array the buffer holds already); None (the values as they are) where the buffers are
+        in use. A call that got buffers gives them back with `release`."""
         if not self.busy.acquire(blocking=False):
             return None
         out = list(values)

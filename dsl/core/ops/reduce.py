@@ -30,13 +30,17 @@ TWO_VALUES = {
 }
 
 
+def check_keepdims(keepdims, name, hint=None):
+    """A keepdims argument must be true or false: else dg's type error, in the words of `name`."""
+    if type(keepdims) is not bool:
+        raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}", hint=hint)
+
+
 def _reduction(op, name, fn, empty_ok):
     """Make a reduction primitive `name(x, axis=none, keepdims=false)`."""
 
     def prim(x, axis=None, keepdims=False, span=None):
-        if type(keepdims) is not bool:      # max(a, b, c): Python's largest of several values
-            raise error("type", f"{name}'s keepdims must be true or false, got {type_name(keepdims)}",
-                        hint=TWO_VALUES.get(name))
+        check_keepdims(keepdims, name, TWO_VALUES.get(name))     # max(a, b, c): Python's largest of several values
         x = _operand(x, name)
         if type(x) is Box:
             return record(op, (x,), {"axis": axis, "keepdims": keepdims}, span)
@@ -117,8 +121,7 @@ __all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "t
 # ---------------------------------------------------------------- more reductions (numpy's semantics)
 def var(x, axis=None, keepdims=False, span=None):
     """var(x, axis=none): the mean squared deviation from the mean (numpy's, ddof 0)."""
-    if type(keepdims) is not bool:
-        raise error("type", f"var's keepdims must be true or false, got {type_name(keepdims)}")
+    check_keepdims(keepdims, "var")
     x = _operand(x, "var")
     if type(x) is Box:
         return record("Var", (x,), {"axis": axis, "keepdims": keepdims}, span)
@@ -131,8 +134,7 @@ def var(x, axis=None, keepdims=False, span=None):
 
 def prod(x, axis=None, keepdims=False, span=None):
     """prod(x, axis=none): the product over all axes or the given ones."""
-    if type(keepdims) is not bool:
-        raise error("type", f"prod's keepdims must be true or false, got {type_name(keepdims)}")
+    check_keepdims(keepdims, "prod")
     x = _operand(x, "prod")
     if type(x) is Box:
         return record("Prod", (x,), {"axis": axis, "keepdims": keepdims}, span)

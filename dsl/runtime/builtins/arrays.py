@@ -217,9 +217,9 @@ def take_along_axis(x, indices, axis):
     indices has x's number of axes and broadcasts against it elsewhere; axis none: x flattened)."""
     shape = _tensor_shape(x, "take_along_axis")
     if raw(axis) is None:       # numpy's: x's entries flattened, indices one axis of positions in them
-        shape = (int(np.prod(shape)),)
+        shape, axis = (int(np.prod(shape)),), 0
         x = ops.reshape(x, shape)
-    a = _axis(-1 if raw(axis) is None else axis, len(shape), "take_along_axis")
+    a = _axis(axis, len(shape), "take_along_axis")
     idx = _indices(indices, shape[a], "take_along_axis")
     if idx.ndim != len(shape):
         raise error("shape", f"take_along_axis: indices need as many axes as x ({len(shape)}), got shape "

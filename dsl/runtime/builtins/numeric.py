@@ -255,19 +255,13 @@ def interp(x, xp, fp, left=None, right=None):
 
 
 # ---------------------------------------------------------------- order statistics
-def _keepdims_checked(keepdims, who):
-    """A keepdims argument, true or false, or dg's type error."""
-    if type(raw(keepdims)) is not bool:
-        raise error("type", f"{who}'s keepdims must be true or false, got {type_name(raw(keepdims))}")
-
-
 def quantile(x, q, axis=None, keepdims=False):
     """quantile(x, q, axis=none, keepdims=false): the q-th quantile (q in [0, 1]) over all entries or
     along an axis, interpolating linearly between the sorted entries (numpy's default method);
     nan where a nan is among them. A tensor of q gives one quantile per entry, along new leading
     axes (numpy's)."""
     shape = _tensor_shape(x, "quantile")
-    _keepdims_checked(keepdims, "quantile")
+    ops.check_keepdims(raw(keepdims), "quantile")
     qv = raw(q)
     if type(qv) is np.ndarray and qv.dtype.kind in "fiu" and qv.size and np.all((qv >= 0) & (qv <= 1)):
         each = [quantile(x, float(p), axis, keepdims) for p in qv.ravel()]
@@ -345,7 +339,7 @@ def histogram(x, bins=10, range=None, weights=None, density=False):
 def median(x, axis=None, keepdims=False):
     """median(x, axis=none, keepdims=false): the middle of the sorted entries (the mean of the two
     middle ones for an even count), over all entries or along an axis; nan where a nan is among them."""
-    _keepdims_checked(keepdims, "median")
+    ops.check_keepdims(raw(keepdims), "median")
     return quantile(x, 0.5, axis, keepdims)
 
 

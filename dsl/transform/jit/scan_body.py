@@ -180,7 +180,6 @@ def scan_loop(body, items, state):
         # is found first; a call that runs another count fails a guard (the body's, or the
         # loop's last test after it) and is staged again for that count
         items = range(_count(scan_body, kinds, [state[i] for i in moved], [state[i] for i in fixed]))
-        body.ran = len(items)
     xs = _draw_rows(body, kinds, len(items)) if nd else []
     out = scan(*xs, *[state[i] for i in moved], *[state[i] for i in fixed], body=scan_body, items=items)
     out = unpack(out) if type(out) is Box else out
@@ -204,6 +203,13 @@ class _Draws:
         return np.concatenate(numbers) if numbers else np.zeros(0)
 
 
+def _layout(kinds):
+    """The shape and the number of entries of each of one iteration's draws (`kinds`), in the order
+    their numbers stand in the vector `_Draws` makes."""
+    shapes = [() if kind == "float" else tuple(kind[3]) for kind in kinds]
+    return shapes, [int(np.prod(shape)) for shape in shapes]
+
+
 def _count(scan_body, kinds, carry, consts):
     """The iterations a while loop's Scan body makes from this state before one fails a guard,
     on plain values, each iteration's numbers drawn as it begins; the generator and the run's
@@ -212,9 +218,7 @@ def _count(scan_body, kinds, carry, consts):
     interp = body.key.interp
     generator, steps = interp.rng.bit_generator, interp.limits.steps
     saved = generator.state
-    draws, shapes = _Draws(body.drawn), [() if kind == "float" else tuple(kind[3]) for kind in kinds]
-    sizes = [int(np.prod(shape)) for shape in shapes]
-
+    draws, (shapes, sizes) = _Draws(body.drawn), _layout(kinds)
     made = []       # each iteration's entry, drawn once (the iteration a compiled loop stops at runs again)
 
     def entries(k, m):
@@ -239,8 +243,7 @@ def _draw_rows(body, kinds, n):
     """The numbers the body of a Scan over `n` items draws (`kinds`: of one iteration's draws),
     drawn now by one effect of the staged program, made again on every run as each draw of the
     loop as written would be: per draw, a tensor of one row per iteration."""
-    shapes = [() if kind == "float" else tuple(kind[3]) for kind in kinds]
-    sizes = [int(np.prod(shape)) for shape in shapes]
+    shapes, sizes = _layout(kinds)
     numbers = S.perform(body.key.interp.staging, S.Draw(_Draws(body.drawn)), (n,))
     table = reshape(numbers, (n, sum(sizes)))
     rows, at = [], 0
