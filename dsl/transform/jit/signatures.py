@@ -130,6 +130,10 @@ def _leaf_words(k):
         v = k[1]
         return {"int": f"int {v}", "bool": f"{str(v).lower()}", "str": f'string "{v}"',
                 "NoneType": "none"}[k[0]]
-    if type(k) is tuple and k and k[0] in ("tuple", "map", "struct"):
-        return {"tuple": "a tuple", "map": "a map", "struct": f"a {k[2].name}" if len(k) > 2 else "a struct"}[k[0]]
+    if type(k) is tuple and k and k[0] == "tuple":
+        return f"a tuple of {len(k) - 1}"
+    if type(k) is tuple and k and k[0] == "map":
+        return "a map of " + (", ".join(repr(entry[1]).replace("'", '"') for entry in k[1:]) or "no keys")
+    if type(k) is tuple and k and k[0] == "struct":
+        return f"a {k[2].name}"
     return "a value of another kind"
