@@ -275,9 +275,13 @@ def host_vjp(g, ans, leaves, kw, wanted):
                     hint="give one with Interpreter.define(name, fn, vjp=...), or call it on "
                          "stop_gradient(...) values")
     cot = cotangent_value(g, ans)
-    if _on_tape(cot) or any(_on_tape(x) for x in leaves):
-        raise error("grad", f"cannot take a second derivative through the host function '{host.name}' "
-                            "(its gradient rule is Python code)", tape.get_span())
+    if _on_tape(cot) or _on_tape(ans) or any(_on_tape(x) for x in leaves):
+        return _host_vjp_step(host, spec, kwargs, cot, ans, leaves, wanted)
+    return _host_gradients(host, spec, kwargs, cot, ans, leaves, wanted)
+
+
+def _host_gradients(host, spec, kwargs, cot, ans, leaves, wanted):
+    """Call the host's vjp in Python on plain values; its gradients, one per argument leaf."""
     args = unflatten(spec, leaves)
     py_args = [to_py(a, host.interp) for a in args]
     py_kwargs = {k: to_py(v, host.interp) for k, v in kwargs.items()}
@@ -329,6 +333,60 @@ def _gradient_leaf(g, host, i):
                         f"gradient of argument {i}, where a number or a tensor was expected", tape.get_span())
 
 
+# ---------------------------------------------------------------- the HostVjp step
+# A gradient staged by jit (jit(grad(f))), or taken under vmap, meets the host's vjp with
+# values still being recorded: the vjp is then a step of its own, run in Python when the
+# program runs, giving every wanted gradient as one flat vector that ordinary (differentiable)
+# steps cut apart. Its own derivative is Python code dg cannot see: an error, never a guess.
+def _host_vjp_step(host, spec, kwargs, cot, ans, leaves, wanted):
+    """The host's gradients as steps of the trace being recorded (see above)."""
+    cot_leaves, cot_spec = flatten(cot)
+    ans_leaves, ans_spec = flatten(ans)
+    shapes = [np.shape(peek(x)) if w else None for x, w in zip(leaves, wanted)]
+    kw = {"host": host, "spec": spec, "kwargs": kwargs, "cot_spec": cot_spec, "ans_spec": ans_spec,
+          "counts": (len(cot_leaves), len(ans_leaves)), "shapes": tuple(shapes)}
+    flat = record("HostVjp", tuple(cot_leaves) + tuple(ans_leaves) + tuple(leaves), kw)
+    out, at = [], 0
+    for x, shape in zip(leaves, shapes):
+        if shape is None:
+            out.append(None)
+            continue
+        size = int(np.prod(shape, dtype=np.int64))
+        piece = ops.index(flat, (slice(at, at + size),))
+        at += size
+        piece = ops.index(piece, (0,)) if type(peek(x)) is float else ops.reshape(piece, shape)
+        dtype = getattr(peek(x), "dtype", None)
+        out.append(piece if dtype is None or dtype == np.float64 else ops.astype(piece, dtype))
+    return out
+
+
+def _host_vjp_kernel(*values, host=None, spec=None, kwargs=None, cot_spec=None, ans_spec=None, counts=None,
+                     shapes=None):
+    """HostVjp on plain values: the host's vjp called in Python, the wanted gradients laid end to end."""
+    n_cot, n_ans = counts
+    cot = unflatten(cot_spec, list(values[:n_cot]))
+    ans = unflatten(ans_spec, list(values[n_cot:n_cot + n_ans]))
+    leaves = values[n_cot + n_ans:]
+    wanted = [s is not None for s in shapes]
+    grads = _host_gradients(host, spec, kwargs, cot, ans, leaves, wanted)
+    parts = [np.zeros(s) if g is None else np.ravel(np.asarray(g, np.float64))
+             for g, s in zip(grads, shapes) if s is not None]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _host_vjp_batch(ns, args, batched, kw):
+    """Python code: the vjp called once per example, the results stacked."""
+    size = batch_size(args, batched)
+    return ops.stack(tuple(_host_vjp_kernel(*[ops.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
+                           for i in range(size)))
+
+
+def _no_second_derivative(kw):
+    """HostVjp's own derivative: the host's gradient rule is Python code."""
+    raise error("grad", f"cannot take a second derivative through the host function '{kw['host'].name}' "
+                        "(its gradient rule is Python code)", tape.get_span())
+
+
 # ---------------------------------------------------------------- the HostCall step
 def _host_kernel(*leaves, host=None, spec=None, kwargs=None):
     """Call the host function again, which records on any outer trace."""
@@ -348,7 +406,19 @@ def _host_rule(ns, g, ans, leaves, kw, wanted):
     return host_vjp(g, ans, leaves, kw, wanted)
 
 
-define("HostCall", _host_kernel, vjp_all=_host_rule, batch=_host_batch, user_code=True, can_fail=True)
+def _host_forward(ns, tangents, ans, args, kw):
+    """HostCall in forward mode: a host function has a reverse-mode rule only."""
+    raise error("grad", f"forward mode (jvp, jacfwd, hessian) cannot go through the host function "
+                        f"'{kw['host'].name}' (Python code: a host function's gradient rule, its vjp, "
+                        f"serves reverse mode only)", tape.get_span(),
+                hint="take the derivative with grad, jacrev or vjp")
+
+
+define("HostCall", _host_kernel, vjp_all=_host_rule, jvp=_host_forward, batch=_host_batch, user_code=True,
+       can_fail=True)
+define("HostVjp", _host_vjp_kernel, batch=_host_vjp_batch, user_code=True, can_fail=True,
+       vjp_all=lambda ns, g, ans, args, kw, wanted: _no_second_derivative(kw),
+       jvp=lambda ns, tangents, ans, args, kw: _no_second_derivative(kw))
 
 
 # ---------------------------------------------------------------- the Interpreter methods

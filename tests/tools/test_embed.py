@@ -1,6 +1,7 @@
 """Using dg from Python: a training loop driven from numpy, conversions both ways, errors with
 locations, host functions, tapes, and independent interpreters."""
 
+import io
 import subprocess
 import sys
 
@@ -286,6 +287,46 @@ def test_a_vjp_with_a_wrong_shape_or_second_derivatives_are_grad_errors():
     with pytest.raises(DgError) as info:
         interp.eval("grad(grad(fn(t) => sq2(t)))(3.0)")
     assert info.value.kind == "grad" and "second derivative" in str(info.value)
+
+
+def test_a_host_vjp_serves_jit_and_vmap_of_a_gradient():
+    # jit(grad(f)) stages the reverse pass: the vjp is a step of the compiled program (it was a
+    # "second derivative" error), called in Python on each run, and once per example under vmap
+    interp = dsl.Interpreter(stdout=io.StringIO())
+    calls = []
+
+    def weighted_vjp(a, w, out, g):
+        calls.append(1)
+        return g * w, np.sum(g * a, axis=0)
+
+    interp.define("weighted", lambda a, w: a * w, vjp=weighted_vjp)
+    interp.define("sq", lambda x: x * x, vjp=lambda x, out, g: 2.0 * x * g)
+    interp.define("pair", lambda x: (x * 2.0, {"s": x * x}),
+                  vjp=lambda x, out, g: 2.0 * g[0] + 2.0 * x * g[1]["s"])
+    interp.run("fn f(a, w) { return sum(weighted(a, w) ** 2) }\nstruct P { a, b }\n"
+               "let jf = jit(grad(f, argnums=(0, 1)))")
+    a, w = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.5, -1.0])
+    for scale in (1.0, 2.0):        # the second call runs the compiled program
+        ga, gw = interp.function("jf")(scale * a, w)
+        np.testing.assert_allclose(ga, 2 * scale * a * w * w)
+        np.testing.assert_allclose(gw, np.sum(2 * (scale * a) ** 2 * w, axis=0))
+    assert len(calls) == 2
+    assert interp.eval("jit(grad(fn(x) => sq(x) * 3.0))(2.0)") == 12.0
+    got = interp.eval('jit(grad(fn(x) => sum(sq(x))))(astype([1.0, 2.0], "float32"))')
+    assert got.dtype == np.float32 and got.tolist() == [2.0, 4.0]
+    np.testing.assert_allclose(interp.eval("jit(vmap(grad(fn(x) => sq(x) * 3.0)))([1.0, 2.0])"), [6.0, 12.0])
+    assert interp.eval('jit(value_and_grad(fn(x) => pair(x)[1]["s"] + pair(x)[0]))(3.0)') == (15.0, 8.0)
+    assert interp.eval("jit(grad(fn(p) => sq(p.a) * p.b))(P(3.0, 2.0))") == interp.eval("P(12.0, 9.0)")
+    # an outer derivative that does not flow through the rule needs none of its derivative
+    assert interp.eval("grad(fn(c) => grad(fn(t) => sq(t))(3.0) * c)(2.0)") == 6.0
+    for second in ("jit(grad(grad(fn(t) => sq(t))))(3.0)", "grad(grad(fn(t) => sq(t)))(3.0)"):
+        with pytest.raises(DgError) as info:
+            interp.eval(second)
+        assert info.value.kind == "grad" and "second derivative through the host function 'sq'" in str(info.value)
+    for forward in ("hessian(fn(t) => sq(t))(3.0)", "jvp(fn(t) => sq(t), (3.0,), (1.0,))"):
+        with pytest.raises(DgError) as info:
+            interp.eval(forward)
+        assert info.value.kind == "grad" and "forward mode" in info.value.message and "'sq'" in info.value.message
 
 
 # ---------------------------------------------------------------- tapes and independence

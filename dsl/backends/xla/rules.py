@@ -387,7 +387,7 @@ _NOT_YET = "no XLA rule is written for it yet"
 FALLBACK = {
     "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
     "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
-    "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "EffectLayout": _HOST,
+    "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "HostVjp": _HOST, "EffectLayout": _HOST,
     "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",
     "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET,

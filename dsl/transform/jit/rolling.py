@@ -95,7 +95,7 @@ class Lookahead(S.StageTrace):
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace or call Python."""
-        if op == "HostCall":
+        if op in ("HostCall", "HostVjp"):
             # a host function is Python, whose side effects the look ahead would do once too often
             raise NotRollable("the body calls a host function (Python code, run once per iteration)")
         for u in unboxed:
