@@ -170,12 +170,12 @@ def test_a_new_signature_of_another_structure_is_said_in_words(capsys):
     i = dsl.Interpreter(stdout=io.StringIO())
     i.run('struct P { a, b }\nstruct Q { a }\n'
           'let f = jit(fn(m) => m["x"] * 2.0, explain=true)\n'
-          'f({"x": 1.0, "a": 2.0, "b": 3.0})\nf({"x": 1.0})\nf({"x": 1.0, "y": 2.0})\n'
+          'f({"x": 1.0, "a": 2.0, "b": 3.0})\nf({"x": 1.0})\nf({"x": 1.0, 2: 2.0, true: 1.0})\n'
           'let g = jit(fn(p) => 2.0, explain=true)\ng(P(1.0, 2.0))\ng(Q(1.0))\ng((1.0, 2.0))\n'
           'g((1.0,))')
     said = [line.split("new signature")[1] for line in capsys.readouterr().err.splitlines()]
     assert said == ['', ': arg 0: a map of "x", "a", "b" -> a map of "x"',
-                    ': arg 0: a map of "x" -> a map of "x", "y"',
+                    ': arg 0: a map of "x" -> a map of "x", 2, true',
                     '', ': arg 0: a P -> a Q', ': arg 0: a Q -> a tuple of 2',
                     ': arg 0: a tuple of 2 -> a tuple of 1']
 

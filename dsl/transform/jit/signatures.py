@@ -133,7 +133,14 @@ def _leaf_words(k):
     if type(k) is tuple and k and k[0] == "tuple":
         return f"a tuple of {len(k) - 1}"
     if type(k) is tuple and k and k[0] == "map":
-        return "a map of " + (", ".join(repr(entry[1]).replace("'", '"') for entry in k[1:]) or "no keys")
+        return "a map of " + (", ".join(_key_words(entry[1]) for entry in k[1:]) or "no keys")
     if type(k) is tuple and k and k[0] == "struct":
         return f"a {k[2].name}"
     return "a value of another kind"
+
+
+def _key_words(key):
+    """A map's key as dg writes it: "x", 1, true."""
+    if type(key) is bool:
+        return "true" if key else "false"
+    return f'"{key}"' if type(key) is str else str(key)
