@@ -369,7 +369,7 @@ def _host_vjp_kernel(*values, host=None, spec=None, kwargs=None, cot_spec=None, 
     leaves = values[n_cot + n_ans:]
     wanted = [s is not None for s in shapes]
     grads = _host_gradients(host, spec, kwargs, cot, ans, leaves, wanted)
-    parts = [np.zeros(s) if g is None else np.ravel(np.asarray(g, np.float64))
+    parts = [np.zeros(int(np.prod(s, dtype=np.int64))) if g is None else np.ravel(np.asarray(g, np.float64))
              for g, s in zip(grads, shapes) if s is not None]
     return np.concatenate(parts) if parts else np.zeros(0)
 

@@ -317,6 +317,10 @@ def test_a_host_vjp_serves_jit_and_vmap_of_a_gradient():
     np.testing.assert_allclose(interp.eval("jit(vmap(grad(fn(x) => sq(x) * 3.0)))([1.0, 2.0])"), [6.0, 12.0])
     assert interp.eval('jit(value_and_grad(fn(x) => pair(x)[1]["s"] + pair(x)[0]))(3.0)') == (15.0, 8.0)
     assert interp.eval("jit(grad(fn(p) => sq(p.a) * p.b))(P(3.0, 2.0))") == interp.eval("P(12.0, 9.0)")
+    # a vjp that gives none for an argument: a zero gradient there, a number's as a tensor's
+    interp.define("first", lambda x, y: x * y, vjp=lambda x, y, out, g: (g * y, None))
+    assert interp.eval("jit(grad(fn(x, y) => first(x, y), argnums=(0, 1)))(2.0, 3.0)") == (3.0, 0.0)
+    assert interp.eval("jit(grad(fn(x, y) => sum(first(x, y)), argnums=(0, 1)))([2.0], [3.0])")[1].tolist() == [0.0]
     # an outer derivative that does not flow through the rule needs none of its derivative
     assert interp.eval("grad(fn(c) => grad(fn(t) => sq(t))(3.0) * c)(2.0)") == 6.0
     for second in ("jit(grad(grad(fn(t) => sq(t))))(3.0)", "grad(grad(fn(t) => sq(t)))(3.0)"):
