@@ -178,6 +178,13 @@ def test_a_new_signature_of_another_structure_is_said_in_words(capsys):
                     ': arg 0: a map of "x" -> a map of "x", 2, true',
                     '', ': arg 0: a P -> a Q', ': arg 0: a Q -> a tuple of 2',
                     ': arg 0: a tuple of 2 -> a tuple of 1']
+    i.run('fn f(x, cfg=none, scale=1.0, mode="a") { return x * scale }\nlet j = jit(f, explain=true)\n'
+          'j(1.0)\nj(1.0, scale=2.0)\nj(1.0, mode="b", scale=2.0)\nj(1.0, mode="c", scale=2.0)\n'
+          'j(1.0, {true: 1}, mode="c", scale=2.0)\nj(1.0, {true: [1.0]}, mode="c", scale=2.0)\nj(x=1.0)')
+    said = [line.split("new signature")[1] for line in capsys.readouterr().err.splitlines()]
+    assert said == ['', ': the keyword arguments: none -> scale', ': the keyword arguments: scale -> mode, scale',
+                    ': keyword mode: string "b" -> string "c"', ': the number of positional arguments: 1 -> 2',
+                    ': arg 1 [true]: an int -> a tensor of shape (1,)', ': the number of positional arguments: 2 -> 0']
 
 
 def test_staging_again_and_again_is_said_once_with_the_fix(capsys):

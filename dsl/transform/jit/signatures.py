@@ -80,7 +80,14 @@ def changed_leaf(old, new):
     """Where two signatures first differ, in words: 'arg 1 ["step"]: int 1 -> 2'."""
     if old is None:
         return "its first"
-    found = _first_change(old[0], new[0], "") or _first_change(old[1], new[1], "keyword")
+    if len(old[0]) != len(new[0]):      # (each call's positional arguments are one tuple's key)
+        return f"the number of positional arguments: {len(old[0]) - 1} -> {len(new[0]) - 1}"
+    names = [[name for name, _ in side[1]] for side in (old, new)]
+    if names[0] != names[1]:
+        was, now = (", ".join(n) or "none" for n in names)
+        return f"the keyword arguments: {was} -> {now}"
+    found = _first_change(old[0], new[0], "") or next(
+        (f for (k, x), (_, y) in zip(old[1], new[1]) if (f := _first_change(x, y, f"keyword {k}"))), None)
     if found is None:
         if old[2:] != new[2:]:      # the ints whose values the recordings depend on (Jitted.pinned)
             was, now = old[2] if old[2:] else (), new[2] if new[2:] else ()
@@ -102,17 +109,12 @@ def _first_change(a, b, path):
                     return found
         elif a[0] == "map" and [k[:2] for k in a[1:]] == [k[:2] for k in b[1:]]:
             for (_, k, x), (_, _, y) in zip(a[1:], b[1:]):
-                found = _first_change(x, y, f"{path} [{k!r}]".replace("'", '"'))
+                found = _first_change(x, y, f"{path} [{_key_words(k)}]")
                 if found:
                     return found
         elif a[0] == "struct" and a[1] == b[1]:
             for name, x, y in zip(a[2].fields, a[3:], b[3:]):
                 found = _first_change(x, y, f"{path}.{name}")
-                if found:
-                    return found
-        elif path == "keyword":
-            for (k, x), (_, y) in zip(a, b):
-                found = _first_change(x, y, f"keyword {k}")
                 if found:
                     return found
     return path, a, b
