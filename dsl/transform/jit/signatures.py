@@ -86,8 +86,7 @@ def changed_leaf(old, new):
     if names[0] != names[1]:
         was, now = (", ".join(n) or "none" for n in names)
         return f"the keyword arguments: {was} -> {now}"
-    found = _first_change(old[0], new[0], "") or next(
-        (f for (k, x), (_, y) in zip(old[1], new[1]) if (f := _first_change(x, y, f"keyword {k}"))), None)
+    found = _first_change(old[0], new[0], "") or _keyword_change(old[1], new[1])
     if found is None:
         if old[2:] != new[2:]:      # the ints whose values the recordings depend on (Jitted.pinned)
             was, now = old[2] if old[2:] else (), new[2] if new[2:] else ()
@@ -95,6 +94,15 @@ def changed_leaf(old, new):
         return "the same signature"
     path, a, b = found
     return f"{path or 'the arguments'}: {_leaf_words(a)} -> {_leaf_words(b)}"
+
+
+def _keyword_change(old, new):
+    """_first_change over the keyword arguments of two calls that name the same ones."""
+    for (name, x), (_, y) in zip(old, new):
+        found = _first_change(x, y, f"keyword {name}")
+        if found:
+            return found
+    return None
 
 
 def _first_change(a, b, path):
