@@ -53,7 +53,16 @@ def split_fstring(body, fail):
             if not expr_text.strip():
                 fail("an f-string has an empty '{}' (expected an expression inside)", i)
             spec = body[colon + 1:end] if colon is not None else ""
-            if _self_documenting(expr_text):
+            conversion = _conversion(expr_text)
+            if conversion:
+                # Python's !s (the value as print shows it) and !r (as it shows inside a
+                # container: a string quoted); !r then takes no spec, having no repr to format
+                expr_text = expr_text.rstrip()[:-2]
+                if conversion == "!a" or (conversion == "!r" and colon is not None):
+                    fail(f"dg's f-strings take !s (a format spec may follow) and !r (none may), not "
+                         f"{conversion}{':' + spec if colon is not None else ''}", i)
+                spec = None if conversion == "!r" else spec
+            elif _self_documenting(expr_text):
                 # Python's f"{x=}": the expression as written, then its value (quoted where it is
                 # a string, unless a format spec says how to show it)
                 yield "text", body[i + 1:expr_end], i + 1
@@ -122,3 +131,9 @@ def _bare_quote(text):
             return True
         i += 1
     return False
+
+
+def _conversion(text):
+    """Python's conversion at the end of a field's expression (f"{x!r}"): "!s", "!r", "!a" or None."""
+    t = text.rstrip()
+    return t[-2:] if len(t) > 2 and t[-2] == "!" and t[-1] in "sra" else None

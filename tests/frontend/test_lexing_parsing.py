@@ -2,6 +2,7 @@
 
 import pytest
 
+import dsl
 from dsl.frontend.parser import parse, is_complete
 from dsl.frontend import ast as A
 
@@ -211,6 +212,22 @@ def test_fstring_self_documenting_field_as_pythons(run):
            'print(f"{x=}|{x = }|{sum(x)=:.3f}|{s=}|{1 == 1}|{x[0] >= 1.0}|{x[1] != 2.0}")\n'
            'print(jit(fn(v) => f"{v=}")(2.5))')
     assert run(src) == 'x=[1.0, 2.0]|x = [1.0, 2.0]|sum(x)=3.000|s="hi"|true|true|false\nv=2.5\n'
+
+
+def test_fstring_conversions_as_pythons(run):
+    # !s is the value as print shows it (a spec may follow), !r as inside a container (a string
+    # quoted); != stays a comparison
+    src = ('let s = "hi"\nlet x = [1.5, 2.0]\n'
+           'print(f"{s!r}|{s!s}|{x!r}|{s!s:>4}|{1.5!s:>5}|{ {"k": s}!r }|{(s, 1)!s}|{1!=2}|{x[0] != 1.5}")\n'
+           'print(jit(fn(v) => f"{v!r}")("a"))')
+    assert run(src) == '"hi"|hi|[1.5, 2.0]|  hi|  1.5|{"k": "hi"}|("hi", 1)|true|false\n"a"\n'
+
+
+@pytest.mark.parametrize("field", ["{1.5!a}", "{1.5!r:>6}"])
+def test_fstring_conversions_dg_does_not_take_are_syntax_errors(field):
+    with pytest.raises(dsl.DgError) as info:
+        dsl.Interpreter().run(f'print(f"{field}")')
+    assert info.value.kind == "syntax" and "!s (a format spec may follow) and !r" in info.value.message
 
 
 def test_fstring_string_field_with_width(run):

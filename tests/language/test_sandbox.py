@@ -32,7 +32,7 @@ ESCAPES = [
     "s.vals", "s._asdict", "s._fields", "s._name", "t.T", "t.shape", "t.__array__", "t.dtype", "m.keys",
     '"s".upper', "(1,).count", "range(3).start", "batches(ones((4, 2)), ones((4,)), 2).x",
     "progress(range(2)).__iter__", "custom_vjp(f, f).__closure__", "true.__class__", "none.__class__",
-    'f"{x:__class__}"', 'f"{x.__class__}"', 'f"{x!r}"', 'f"{s.__dict__}"', 'nn["mse"]', 's["a"]',
+    'f"{x:__class__}"', 'f"{x.__class__}"', 'f"{x!a}"', 'f"{x!r:__class__}"', 'f"{s.__dict__}"', 'nn["mse"]', 's["a"]',
     'm["__class__"]', "t[\"a\"]", "getattr", "__import__", "eval", "exec", "open", "globals", "__builtins__",
     "dsl", "os", "sys", "interpreter", "interp.__globals__", "self", "_",
 ]
@@ -50,6 +50,9 @@ def test_functions_modules_and_structs_print_without_python_details(run):
     out = run(PRELUDE + "print(print, f, nn, S, exp, grad(f), range(2), str(load))")
     assert out == "<fn print> <fn f> <module nn> <struct S> <fn exp> <fn grad(f)> range(0, 2) <fn load>\n"
     assert "0x" not in out and "Python" not in out
+    # an f-string's !r is dg's own printing, not Python's repr
+    out = run(PRELUDE + 'print(f"{print!r} {f!r} {nn!r} {S!r} {s!r} {range(2)!r} {load!s}")')
+    assert out == "<fn print> <fn f> <module nn> <struct S> S(a=1.0, b=2.0) range(0, 2) <fn load>\n"
 
 
 def test_a_module_exposes_only_its_top_level_names(run):
