@@ -12,8 +12,9 @@ import numpy as np
 
 from ..core import ops as O
 from ..core.tape import Box, ForwardTrace, as_float, get_span, peek
-from ..core.trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
+from ..core.trees import flatten, flatten_like, is_container, is_differentiable_leaf, opened, unflatten, zero_of
 from ..errors import error
+from .jit.signatures import signature
 from .transformed import Transformed, describe, fname
 from .transforms import _argnums, _has_aux, Options, check_differentiable, grad, jacobian, output_shape
 from .vmap import vmap
@@ -149,33 +150,48 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
     out_shape + leaf_shape; (the result's tree, its leaves' shapes); and with has_aux, f's aux."""
     leaf = peek(flatten(args[i])[0][k])
     shape = np.shape(leaf)
+    # the result's tree, and per leaf whether it has no derivative (none, a string, an int, ...):
+    # its tangent, None, is no leaf of the tangents vmap stacks, which are read by this tree
+    result = []
 
     def column(primals, options, direction):
         tangents = tuple(_along(primals, i, k, direction) if j == i else None for j in range(len(primals)))
         value, tangent = push(f, tuple(primals), tangents, who, options)
         if has_aux:     # the aux of the values, which no direction changes
             (value, aux), tangent = _aux_split(value, who), _aux_split(tangent, who)[0]
-            _output_shapes(value, who)
+            spec, shapes = _output_shapes(value, who)
+            result[:] = [spec, [s is None for s in shapes]]
             return tangent, aux
-        _output_shapes(value, who)
+        spec, shapes = _output_shapes(value, who)
+        result[:] = [spec, [s is None for s in shapes]]
         return tangent
 
     if not shape:       # a float: one direction
         t = column(args, kwargs, 1.0)
         t, aux = t if has_aux else (t, None)
-        leaves, spec = flatten(t)
-        return leaves, (spec, [np.shape(peek(x)) for x in leaves]), aux
+        spec, underived = result
+        leaves = [None if u else x for x, u in zip(flatten_like(spec, t), underived)]
+        return leaves, (spec, [None if u else np.shape(peek(x)) for x, u in zip(leaves, underived)]), aux
     n = int(np.prod(shape))
     O.check_size((n,) + shape, "set of directions (one per entry of the argument)")    # np.eye's n x n
     # the primals are arguments (not constants) of what is staged, so its program serves every call
     mapped = vmap(Transformed(who, column, (f,), frame=False), (None, None, 0), (0, None) if has_aux else 0,
                   interp=interp, cache=cache, shared_effects=True)
     directions = np.eye(n, dtype=O.float_type(leaf)).reshape((n,) + shape)     # float32 ones for float32
+    # a program vmap kept from an earlier call of this signature runs without calling column:
+    # the result's tree is kept beside it
+    kept = ("the result's tree", signature(tuple(args), dict(kwargs)))
     cols = mapped.call(tuple(args), dict(kwargs), directions)   # .call: no frame
+    if result:
+        cache[kept] = list(result)
+    spec, underived = result or cache[kept]
     cols, aux = cols if has_aux else (cols, None)
-    leaves, spec = flatten(cols)
     blocks, out_shapes = [], []
-    for c in leaves:
+    for c, u in zip(flatten_like(spec, cols), underived):
+        if u:
+            blocks.append(None)
+            out_shapes.append(None)
+            continue
         out_shape = np.shape(peek(c))[1:]
         block = O.reshape(c, shape + out_shape)
         nd, no = len(shape), len(out_shape)         # the leaf's axes behind the output's
@@ -202,14 +218,19 @@ def _along(args, i, k, direction):
 
 
 def _output_shapes(value, who):
-    """(the tree of a result whose Jacobian is taken, the shapes of its leaves: numbers or float tensors)."""
-    leaves, spec = flatten(opened(value))
-    return spec, [output_shape(leaf, who) for leaf in leaves]
+    """(the tree of a result whose Jacobian is taken, the shapes of its leaves: numbers or float
+    tensors; None for a leaf of a structure with no derivative, see output_shape)."""
+    value = opened(value)
+    leaves, spec = flatten(value)
+    inside = is_container(peek(value))
+    return spec, [output_shape(leaf, who, inside) for leaf in leaves]
 
 
 def _assemble(arg, i, blocks, j, out_shape):
     """The Jacobian of result leaf j with respect to one argument: a tree like the argument with
     leaves of shape out_shape + leaf_shape."""
+    if out_shape is None:       # a result leaf with no derivative
+        return None
     leaves, spec = flatten(arg)
     out = []
     for k, leaf in enumerate(leaves):

@@ -279,15 +279,20 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
         nums, single = _argnums(argnums, len(args), who)
         trace, params, out, value, aux = _run(f, args, kwargs, nums, opts, who, has_aux)
         try:
-            leaves, spec = flatten_open(out if out is not None else value)
-            shapes = [output_shape(leaf, who) for leaf in leaves]
-            for shape in shapes:        # refuse a Jacobian over the size limit before computing its rows
+            result = out if out is not None else value
+            leaves, spec = flatten_open(result)
+            inside = is_container(peek(result))
+            shapes = [output_shape(leaf, who, inside) for leaf in leaves]
+            for shape in (s for s in shapes if s is not None):     # refuse one over the size limit first
                 for p in params:
                     for leaf in flatten(strip(p.v))[0]:       # a structured argument: one block per leaf
                         if is_differentiable_leaf(leaf):
                             O.check_size(shape + np.shape(peek(leaf)), "Jacobian")
             blocks = []
             for leaf, shape in zip(leaves, shapes):
+                if shape is None:       # a leaf with no derivative (none, a string, a bool)
+                    blocks.append(None)
+                    continue
                 mine = type(leaf) is Box and leaf.trace is trace and leaf.op != "Input"
                 rows = _rows(trace, params, leaf if mine else None, shape)
                 result = [_shaped(rows[j], shape, params[j].v) for j in range(len(params))]
@@ -300,9 +305,15 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
     return Transformed(who, call, (f,))
 
 
-def output_shape(value, who):
-    """The shape of one leaf of a result whose Jacobian is taken: a number or a float tensor."""
+def output_shape(value, who, inside=False):
+    """The shape of one leaf of a result whose Jacobian is taken: a number or a float tensor. Inside a
+    struct, map or tuple (`inside`), a leaf with no derivative (none, a string, a bool, an int, an
+    int or bool tensor, a function) gives None: its Jacobian is none, as grad gives none for such
+    an argument (so that hessian's inner gradient may hold them); a whole result of that kind is
+    an error, except an int (a number whose derivative is zero)."""
     v = peek(value)
+    if inside and not is_differentiable_leaf(v):
+        return None
     if type(v) not in (float, int, np.ndarray) or (type(v) is np.ndarray and v.dtype.kind != "f"):
         raise error("grad", f"{who} needs a function that returns a number, a tensor or a structure of them, "
                             f"but it returned {describe(v)}")

@@ -203,3 +203,38 @@ def test_hessian_of_a_structured_argument_is_nested_as_jax_nests_it():
     h = i.lookup("h")
     # d2/da2 = 0, d2/dadb = 2b = 4, d2/db2 = 2a = 2: the outer struct is the gradient's, the inner the argument's
     assert (list(h.vals[0].vals), list(h.vals[1].vals)) == ([0.0, 4.0], [4.0, 2.0])
+
+
+def test_hessian_and_jacobians_through_leaves_without_a_derivative():
+    # a map of parameters with a name, a count and a flag in it: grad gives none for those, and so
+    # hessian (jacfwd of that gradient) and the Jacobians give none there, forward and reverse alike;
+    # each was an error ("it returned none"), and jacfwd of an int in a result met it as a tensor
+    w = np.array([0.3, -0.7, 1.1])
+    i = dsl.Interpreter()
+    i.set("w", w)
+    i.run('fn f(p) { return sum(tanh(p["w"] * p["b"]) ** 2) + p["b"] ** 3 }\n'
+          'let p = {"w": w, "b": 0.4, "name": "net", "n": 3, "flag": true}\n'
+          'let h = hessian(f)(p)\nlet jh = jit(hessian(f))(p)\nlet again = hessian(f)(p)\n'
+          'let fwd = jacfwd(fn(x) => (3, x * 2.0, "s", none))([1.0, 2.0])\n'
+          'let rev = jacrev(fn(x) => (3, x * 2.0, "s", none))([1.0, 2.0])\n'
+          'let scalar = jacfwd(fn(x) => {"i": 3, "v": x * 2.0})(1.0)')
+    b = 0.4
+    t = np.tanh(w * b)
+    s = 1 - t ** 2                                     # tanh'
+    d2 = -2 * t * s                                    # tanh''
+    hww = np.diag(2 * b * b * (s * s + t * d2))        # d2/dw2 of sum(tanh(w b)^2)
+    hwb = 2 * (s * t + b * w * (s * s + t * d2))       # d2/dw db
+    hbb = np.sum(2 * w * w * (s * s + t * d2)) + 6 * b
+    for name in ("h", "jh", "again"):
+        h = i.lookup(name)
+        np.testing.assert_allclose(h["w"]["w"], hww, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(h["w"]["b"], hwb, rtol=1e-12)
+        np.testing.assert_allclose(h["b"]["w"], hwb, rtol=1e-12)
+        np.testing.assert_allclose(h["b"]["b"], hbb, rtol=1e-12)
+        assert [h[k] for k in ("name", "n", "flag")] == [None] * 3
+        assert [h["w"][k] for k in ("name", "n", "flag")] == [None] * 3
+    for name in ("fwd", "rev"):
+        got = i.lookup(name)
+        assert got[0] is None and got[2] is None and got[3] is None
+        np.testing.assert_array_equal(got[1], 2 * np.eye(2))
+    assert i.lookup("scalar") == {"i": None, "v": 2.0}

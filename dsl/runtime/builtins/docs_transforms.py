@@ -23,9 +23,10 @@ Differentiable: yes.
     "jacobian": """jacobian(f, argnums=0, has_aux=false): every derivative of f, shaped out_shape +
 in_shape (reverse mode: the same as jacrev); a number's derivative by a number is a number, as
 everywhere in dg a value of shape () is. A result that is a struct, map or tuple gives one
-like it, each leaf holding that leaf's Jacobian; with respect to a structured argument, each
-Jacobian is a tree like the argument (JAX's nesting: the result's tree outside, the argument's
-inside). With has_aux=true, f returns (value, aux) and the function (Jacobian, aux).
+like it, each leaf holding that leaf's Jacobian (none for a leaf with no derivative: none, a
+string, a bool, an int, as grad gives none for such an argument); with respect to a structured
+argument, each Jacobian is a tree like the argument (JAX's nesting: the result's tree outside,
+the argument's inside). With has_aux=true, f returns (value, aux) and the function (Jacobian, aux).
 Differentiable: yes.
 >>> jacobian(fn(x) => x * 2.0)([1.0, 2.0])
 [[2.0, 0.0], [0.0, 2.0]]""",
@@ -41,8 +42,9 @@ Differentiable: yes.
 [1.0, 6.0]""",
     "hessian": """hessian(f, argnums=0, has_aux=false): exact second derivatives of a number-valued f
 (forward mode over reverse mode, JAX's jacfwd(jacrev(f))), shaped in_shape + in_shape. With respect
-to a struct, map or tuple, a tree like it whose leaves are trees like it; for a tuple of argnums,
-a tuple of tuples (the block for arguments i and j at [i][j]); has_aux as grad's.
+to a struct, map or tuple, a tree like it whose leaves are trees like it (none at a leaf with no
+derivative: a name, a count, a flag among the parameters); for a tuple of argnums, a tuple of
+tuples (the block for arguments i and j at [i][j]); has_aux as grad's.
 Differentiable: yes.
 >>> hessian(fn(x) => x[0] * x[1])([1.0, 2.0])
 [[0.0, 1.0], [1.0, 0.0]]
