@@ -23,7 +23,7 @@ from ..core.primitives.namespaces import TRACED
 from ..core.printing import show
 from ..core.tape import Box, peek
 from ..core.trees import children, flatten, flatten_open, is_container, opened, rebuild, unflatten
-from ..core.values import Struct
+from ..core.values import Struct, values_equal
 from ..errors import error
 from .jit.jit import cells_hold, reads
 from .jit.signatures import signature
@@ -444,9 +444,20 @@ def _out_axes(out, out_axes, size, who):
     moved = []
     for v, a in zip(leaves, axes):
         if type(v) is PerExample:
-            moved.append(v.v)
+            # a string or none: a tuple of every example's; with none for its axis, the one value
+            # every example gave (JAX's out_axes=None: the result does not vary over the batch)
+            if a is None and not all(values_equal(x, v.v[0]) for x in v.v):
+                raise error("value", f"{who}: out_axes=none says a part of the result does not vary over the "
+                                     f"batch, but it differs between examples ("
+                                     f"{', '.join(show(x, nested=True) for x in v.v[:3])}{', ...' if len(v.v) > 3 else ''})")
+            moved.append(v.v[0] if a is None and v.v else v.v)
             continue
         if a is None:
+            pv = v if type(v) is np.ndarray else None     # (a value being recorded is not looked at)
+            if pv is not None and pv.shape[0] > 1 and not np.array_equal(pv, np.broadcast_to(pv[:1], pv.shape),
+                                                                          equal_nan=pv.dtype.kind == "f"):
+                raise error("value", f"{who}: out_axes=none says a part of the result does not vary over the "
+                                     f"batch, but it differs between examples")
             moved.append(O.index(v, (0,)))
             continue
         if type(a) is not int:

@@ -209,6 +209,21 @@ def test_in_axes_1_and_out_axes():
     np.testing.assert_allclose(i.get("s"), (x * 2.0).T, rtol=1e-12)
 
 
+def test_out_axes_none_gives_the_one_value_and_refuses_one_that_varies():
+    # a string or none under out_axes=none (jacfwd's aux is one) is the value itself, not a tuple
+    # of every example's; a part that differs between examples is an error, as in JAX, where the
+    # first example's was given
+    i = interp('let a = vmap(fn(x) => (x, "s", none), out_axes=(0, none, none))([1.0, 2.0])\n'
+               'let b = jacfwd(fn(x) => (x * 2.0, ("note", sum(x))), has_aux=true)([1.0, 2.0])\n'
+               'let c = vmap(fn(x) => 3.0, out_axes=none)([1.0, 2.0])')
+    a = i.get("a")
+    np.testing.assert_array_equal(a[0], [1.0, 2.0])
+    assert a[1:] == ("s", None) and i.get("b")[1] == ("note", 3.0) and i.get("c") == 3.0
+    for src in ('vmap(fn(x) => x, out_axes=none)([1.0, 2.0])', 'vmap(fn(x) => str(x), out_axes=none)([1.0, 2.0])'):
+        err = error_of(f"let r = {src}")
+        assert err.kind == "value" and "differs between examples" in err.message
+
+
 def test_control_flow_on_a_batched_value_runs_per_example_and_says_why(capfd):
     x = np.array([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
     i = interp("fn f(v) { if sum(v) > 0.0 { return v * 2.0 } return -v }\nlet r = vmap(f, explain=true)(x)\n"

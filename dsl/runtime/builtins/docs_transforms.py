@@ -68,7 +68,8 @@ Differentiable: yes.
     "vmap": """vmap(f, in_axes=0, out_axes=0, explain=false): f mapped over an axis of its arguments, run
 batched by each operation's batching rule. in_axes is an int, none (not mapped), or a tuple
 with one entry per argument, where an entry may be a tuple, map or struct of them shaped like
-the argument (as JAX's; out_axes likewise for the result). A loop in f runs as one loop over
+the argument (as JAX's; out_axes likewise for the result, where none gives a part that does not
+vary over the batch as its one value, and is an error where the examples' differ). A loop in f runs as one loop over
 the batch. What vmap staged of f is kept per argument signature and compiled from the second
 call. Where a batched value decides control flow, f runs once per example; explain=true says why.
 Differentiable: yes.
