@@ -76,8 +76,10 @@ def check_differentiable(v, i, who):
                             f"which is {describe(rv)} ({O.brief_int(rv) if type(rv) is int else str(rv).lower()})",
                     hint=f"write it as a float literal, e.g. {O.to_float(rv)!r}" if type(rv) is int else None)
     if not (is_differentiable_leaf(rv) or is_container(rv)):
+        ints = type(rv) is np.ndarray and rv.dtype.kind in "iu"
         raise error("grad", f"{who}: cannot differentiate with respect to argnums={i}, "
-                            f"which is {describe(rv)}")
+                            f"which is {describe(rv)}" + (f" of {rv.dtype.name}s" if ints else ""),
+                    hint='cast it first: astype(x, "float64")' if ints else None)
 
 
 def _enter(trace, args, nums, who):

@@ -178,6 +178,8 @@ def test_jacfwd_and_jacrev_agree_on_structured_arguments():
     ("jvp(fn(n) => n, (3,), (1.0,))", "grad", "float literal"),
     ("vjp(fn(x) => x * 2.0, [1.0, 2.0])[1]([1.0])", "shape", "cotangent of shape (1,)"),
     ("jacfwd(fn(x) => x)(3)", "grad", "float literal"),
+    ('grad(fn(x) => sum(x))(astype([1, 2], "int64"))', "grad", 'of int64s\n'),
+    ('jacfwd(fn(x) => x)(astype([1, 2], "int32"))', "grad", 'astype(x, "float64")'),
     ("jacfwd(fn(x) => \"s\")(3.0)", "grad", "returns a number, a tensor or a structure of them"),
 ])
 def test_forward_mode_errors_name_the_problem(src, kind, words):
