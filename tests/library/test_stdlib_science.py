@@ -61,6 +61,17 @@ def test_lbfgs_finds_the_minimum_of_rosenbrock_and_of_a_least_squares_fit_over_a
     np.testing.assert_allclose(np.append(fit.w, fit.c), want, atol=1e-7)
 
 
+def test_lbfgs_leaves_a_name_a_count_and_a_flag_among_the_parameters_as_they_are():
+    # a name or a count beside the floats (grad gives none for them) was subtracted from itself
+    i = run('import optim\nstruct M { w, name, n, on }\n'
+            'let m, l = optim.lbfgs(fn(m) => sum((m.w - [1.0, 2.0]) ** 2) * m.n, M([0.0, 0.0], "model", 3, true))\n'
+            'let p, lp = optim.lbfgs(fn(p) => (p["w"] - 2.0) ** 2, {"w": 0.0, "name": "x", "k": none})')
+    m, p = i.get("m"), i.get("p")
+    np.testing.assert_allclose(m.w, [1.0, 2.0], atol=1e-7)
+    assert (m.name, m.n, m.on) == ("model", 3, True) and i.get("l") < 1e-12
+    assert abs(p["w"] - 2.0) < 1e-7 and (p["name"], p["k"]) == ("x", None)
+
+
 # ---------------------------------------------------------------- nn
 def test_embedding_looks_rows_up_and_dropout_keeps_the_mean():
     i = run("import nn\nlet e = nn.embedding(10, 4)\nlet rows = nn.embed(e, [[1.0, 2.0], [9.0, 1.0]])\n"
