@@ -281,9 +281,9 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
         nums, single = _argnums(argnums, len(args), who)
         trace, params, out, value, aux = _run(f, args, kwargs, nums, opts, who, has_aux)
         try:
-            result = out if out is not None else value
-            leaves, spec = flatten_open(result)
-            inside = is_container(peek(result))
+            returned = out if out is not None else value
+            leaves, spec = flatten_open(returned)
+            inside = is_container(peek(returned))
             shapes = [output_shape(leaf, who, inside) for leaf in leaves]
             for shape in (s for s in shapes if s is not None):     # refuse one over the size limit first
                 for p in params:
