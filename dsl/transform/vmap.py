@@ -444,8 +444,13 @@ def _out_axes(out, out_axes, size, who):
     moved = []
     for v, a in zip(leaves, axes):
         if type(v) is PerExample:
-            # a string or none: a tuple of every example's; with none for its axis, the one value
-            # every example gave (JAX's out_axes=None: the result does not vary over the batch)
+            # none in every example is none (JAX's: an empty tree), so that per-example gradients
+            # of parameters holding a name keep the parameters' tree; a string or a bool: a tuple
+            # of every example's, or with none for its axis, the one value every example gave
+            # (JAX's out_axes=None: the result does not vary over the batch)
+            if all(x is None for x in v.v):
+                moved.append(None)
+                continue
             if a is None and not all(values_equal(x, v.v[0]) for x in v.v):
                 raise error("value", f"{who}: out_axes=none says a part of the result does not vary over the "
                                      f"batch, but it differs between examples ("

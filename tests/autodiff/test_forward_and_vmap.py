@@ -226,6 +226,22 @@ def test_out_axes_none_gives_the_one_value_and_refuses_one_that_varies():
         assert err.kind == "value" and "differs between examples" in err.message
 
 
+def test_per_example_gradients_of_parameters_holding_a_name_keep_the_parameters_tree():
+    # none (grad's, for the name and the count) stays none under vmap, as JAX's empty tree: the
+    # mean over the examples goes to an optimizer; a tuple of nones made the trees differ
+    i = interp('import optim\nfn loss(p, x, y) { return (sum(p["w"] * x) - y) ** 2 }\n'
+               'let p = {"w": [0.1, 0.2], "act": "tanh", "n": 2}\n'
+               'let per = vmap(grad(loss), in_axes=(none, 0, 0))(p, [[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0])\n'
+               'let stepped = optim.sgd(p, tree_map(fn(g) => mean(g, axis=0), per), 0.1)\n'
+               'let words = vmap(fn(x) => ("s", none))([1.0, 2.0])')
+    per, stepped = i.get("per"), i.get("stepped")
+    want = np.array([2 * (0.5 - 1.0) * np.array([1.0, 2.0]), 2 * (1.1 - 2.0) * np.array([3.0, 4.0])])
+    np.testing.assert_allclose(per["w"], want, rtol=1e-12)
+    assert per["act"] is None and per["n"] is None
+    np.testing.assert_allclose(stepped["w"], [0.1, 0.2] - 0.1 * want.mean(0), rtol=1e-12)
+    assert (stepped["act"], stepped["n"]) == ("tanh", 2) and i.get("words") == (("s", "s"), None)
+
+
 def test_control_flow_on_a_batched_value_runs_per_example_and_says_why(capfd):
     x = np.array([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
     i = interp("fn f(v) { if sum(v) > 0.0 { return v * 2.0 } return -v }\nlet r = vmap(f, explain=true)(x)\n"
