@@ -374,13 +374,6 @@ def _host_vjp_kernel(*values, host=None, spec=None, kwargs=None, cot_spec=None, 
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def _host_vjp_batch(ns, args, batched, kw):
-    """Python code: the vjp called once per example, the results stacked."""
-    size = batch_size(args, batched)
-    return ops.stack(tuple(_host_vjp_kernel(*[ops.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
-                           for i in range(size)))
-
-
 def _no_second_derivative(kw):
     """HostVjp's own derivative: the host's gradient rule is Python code."""
     raise error("grad", f"cannot take a second derivative through the host function '{kw['host'].name}' "
@@ -393,12 +386,14 @@ def _host_kernel(*leaves, host=None, spec=None, kwargs=None):
     return host(*unflatten(spec, leaves), **kwargs)
 
 
-def _host_batch(ns, args, batched, kw):
-    """A host function is Python code: called once per example, the results stacked."""
-    size = batch_size(args, batched)
-    outs = [_host_kernel(*[ops.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
-            for i in range(size)]
-    return ops.stack(tuple(outs))
+def _per_example(kernel):
+    """The batching rule of a step that runs Python code (a host function, its vjp): the kernel
+    called once per example, the results stacked."""
+    def batch(ns, args, batched, kw):
+        size = batch_size(args, batched)
+        return ops.stack(tuple(kernel(*[ops.index(a, (i,)) if b else a for a, b in zip(args, batched)], **kw)
+                               for i in range(size)))
+    return batch
 
 
 def _host_rule(ns, g, ans, leaves, kw, wanted):
@@ -414,9 +409,9 @@ def _host_forward(ns, tangents, ans, args, kw):
                 hint="take the derivative with grad, jacrev or vjp")
 
 
-define("HostCall", _host_kernel, vjp_all=_host_rule, jvp=_host_forward, batch=_host_batch, user_code=True,
+define("HostCall", _host_kernel, vjp_all=_host_rule, jvp=_host_forward, batch=_per_example(_host_kernel), user_code=True,
        can_fail=True)
-define("HostVjp", _host_vjp_kernel, batch=_host_vjp_batch, user_code=True, can_fail=True,
+define("HostVjp", _host_vjp_kernel, batch=_per_example(_host_vjp_kernel), user_code=True, can_fail=True,
        vjp_all=lambda ns, g, ans, args, kw, wanted: _no_second_derivative(kw),
        jvp=lambda ns, tangents, ans, args, kw: _no_second_derivative(kw))
 

@@ -159,12 +159,9 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
         value, tangent = push(f, tuple(primals), tangents, who, options)
         if has_aux:     # the aux of the values, which no direction changes
             (value, aux), tangent = _aux_split(value, who), _aux_split(tangent, who)[0]
-            spec, shapes = _output_shapes(value, who)
-            result[:] = [spec, [s is None for s in shapes]]
-            return tangent, aux
         spec, shapes = _output_shapes(value, who)
         result[:] = [spec, [s is None for s in shapes]]
-        return tangent
+        return (tangent, aux) if has_aux else tangent
 
     if not shape:       # a float: one direction
         t = column(args, kwargs, 1.0)

@@ -452,17 +452,15 @@ def _out_axes(out, out_axes, size, who):
                 moved.append(None)
                 continue
             if a is None and not all(values_equal(x, v.v[0]) for x in v.v):
-                raise error("value", f"{who}: out_axes=none says a part of the result does not vary over the "
-                                     f"batch, but it differs between examples ("
-                                     f"{', '.join(show(x, nested=True) for x in v.v[:3])}{', ...' if len(v.v) > 3 else ''})")
+                raise _varies(who, f" ({', '.join(show(x, nested=True) for x in v.v[:3])}"
+                                   f"{', ...' if len(v.v) > 3 else ''})")
             moved.append(v.v[0] if a is None and v.v else v.v)
             continue
         if a is None:
             pv = v if type(v) is np.ndarray else None     # (a value being recorded is not looked at)
             if pv is not None and pv.shape[0] > 1 and not np.array_equal(pv, np.broadcast_to(pv[:1], pv.shape),
                                                                           equal_nan=pv.dtype.kind == "f"):
-                raise error("value", f"{who}: out_axes=none says a part of the result does not vary over the "
-                                     f"batch, but it differs between examples")
+                raise _varies(who)
             moved.append(O.index(v, (0,)))
             continue
         if type(a) is not int:
@@ -474,6 +472,12 @@ def _out_axes(out, out_axes, size, who):
         a %= nd
         moved.append(v if a == 0 else O.transpose(v, tuple(range(1, a + 1)) + (0,) + tuple(range(a + 1, nd))))
     return unflatten(spec, moved)
+
+
+def _varies(who, which=""):
+    """The error for out_axes=none on a part of the result that differs between examples."""
+    return error("value", f"{who}: out_axes=none says a part of the result does not vary over the batch, "
+                          f"but it differs between examples{which}")
 
 
 def _say(interp, text):

@@ -4,6 +4,7 @@ with the call's staged leaves in one walk, and said in words where two differ.""
 
 import numpy as np
 
+from ...core.printing import show
 from ...core.tape import Box, peek
 from ...core.values import Struct
 
@@ -117,7 +118,7 @@ def _first_change(a, b, path):
                     return found
         elif a[0] == "map" and [k[:2] for k in a[1:]] == [k[:2] for k in b[1:]]:
             for (_, k, x), (_, _, y) in zip(a[1:], b[1:]):
-                found = _first_change(x, y, f"{path} [{_key_words(k)}]")
+                found = _first_change(x, y, f"{path} [{show(k, nested=True)}]")
                 if found:
                     return found
         elif a[0] == "struct" and a[1] == b[1]:
@@ -143,14 +144,7 @@ def _leaf_words(k):
     if type(k) is tuple and k and k[0] == "tuple":
         return f"a tuple of {len(k) - 1}"
     if type(k) is tuple and k and k[0] == "map":
-        return "a map of " + (", ".join(_key_words(entry[1]) for entry in k[1:]) or "no keys")
+        return "a map of " + (", ".join(show(entry[1], nested=True) for entry in k[1:]) or "no keys")
     if type(k) is tuple and k and k[0] == "struct":
         return f"a {k[2].name}"
     return "a value of another kind"
-
-
-def _key_words(key):
-    """A map's key as dg writes it: "x", 1, true."""
-    if type(key) is bool:
-        return "true" if key else "false"
-    return f'"{key}"' if type(key) is str else str(key)
