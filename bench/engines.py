@@ -1,6 +1,8 @@
 """Loading the dg programs and the optional references (autograd, torch, jax)."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -59,3 +61,11 @@ def jax_or_none():
 
 
 MISSING_JAX = "jax not installed (pip install jax); its reference was skipped"
+
+
+def printed_by_new_process(code, **env):
+    """The numbers a Python program prints, run in a new process (this checkout on its path,
+    `env` added to the environment): first calls measured where nothing is compiled or cached yet."""
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.getcwd(), **env),
+                          capture_output=True, text=True, check=True)
+    return [float(v) for v in done.stdout.split()]

@@ -5,14 +5,11 @@ fitted through 200 RK4 steps, their geometric mean, and the first call: the XLA 
 an empty compilation cache, and again with the cache the first one wrote. dg's numpy jit is
 beside each row. Skipped where JAX is not installed."""
 
-import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-from .engines import MISSING_JAX, dg_program, jax_or_none
+from .engines import MISSING_JAX, dg_program, jax_or_none, printed_by_new_process
 from .loops import PROJECTILE, RNN, _close, projectile_jax, rnn_data, rnn_jax
 from .mlp import FULL as MLP, SMOKE as MLP_SMOKE, make_data
 from .report import make_row
@@ -241,10 +238,7 @@ print(time.process_time() - t0)
 
 def _in_new_process(code, cache, steps):
     """What a program prints, run in a new Python process with this XLA compilation cache."""
-    env = dict(os.environ, DG_XLA_CACHE=cache, PYTHONPATH=os.getcwd())
-    done = subprocess.run([sys.executable, "-c", code.replace("STEPS", str(steps))], env=env, capture_output=True,
-                          text=True, check=True)
-    return [float(v) for v in done.stdout.split()]
+    return printed_by_new_process(code.replace("STEPS", str(steps)), DG_XLA_CACHE=cache)
 
 
 def first_call_row(smoke):
