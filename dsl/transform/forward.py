@@ -161,6 +161,10 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
             (value, aux), tangent = _aux_split(value, who), _aux_split(tangent, who)[0]
         spec, shapes = _output_shapes(value, who)
         result[:] = [spec, [s is None for s in shapes]]
+        if any(s is not None for s in shapes):
+            # an int leaf the Jacobian counts (a whole int result) has no tangent: its derivative is 0.0
+            leaves = flatten_like(spec, tangent)
+            tangent = unflatten(spec, [0.0 if t is None and s is not None else t for t, s in zip(leaves, shapes)])
         return (tangent, aux) if has_aux else tangent
 
     if not shape:       # a float: one direction

@@ -311,6 +311,20 @@ def _replay(program, leaves, batched, size):
     return unflatten(program.out_spec, [_with_batch(v, b, size) for v, b in zip(values, out_batched)])
 
 
+# what a user wrote for a step that makes a value vmap cannot stack (a string per example)
+WRITTEN = {"Str": "str(...)", "FString": "an f-string"}
+
+
+def _no_rule(program, step):
+    """Why step `step` of the program runs once per example, in the words of what made it."""
+    op, kw = program.steps[step][1], program.steps[step][4] or {}
+    span = kw.get("span") or program.span(program.steps[step][5])     # an f-string keeps its own
+    where = f" at {span.where()}" if span is not None else ""
+    if op in WRITTEN:
+        return f"{WRITTEN[op]}{where} makes a string of a batched value, one per example"
+    return f"the operation {op}{where} has no batching rule"
+
+
 def replay_leaves(program, leaves, batched, own=False, staging=None):
     """The program's output leaves on the whole batch and whether each is batched (an unbatched
     one is the same for every example and has no batch axis). `leaves` are the program's inputs
@@ -347,7 +361,7 @@ def replay_leaves(program, leaves, batched, own=False, staging=None):
             else:
                 rule = tape.BATCHES.get(op)
                 if rule is None:
-                    raise Unbatchable(f"the operation {op} has no batching rule")
+                    raise Unbatchable(_no_rule(program, i))
                 result = rule(TRACED, args, arg_batched, kw or {})
                 if type(result) is Unbatched:
                     env[out] = result.v

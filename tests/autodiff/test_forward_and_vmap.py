@@ -252,6 +252,17 @@ def test_control_flow_on_a_batched_value_runs_per_example_and_says_why(capfd):
     np.testing.assert_allclose(i.get("q"), np.abs(x) * 2.0)
 
 
+
+def test_explain_names_what_made_a_string_per_example(capfd):
+    # str() and f-strings of a batched value are what the user wrote, not internal operations
+    i = interp("fn f(x) { return (str(x), x * 2.0) }\nfn g(x) {\n  return f\"{x:.1f}\" }\n"
+               "let a = vmap(f, explain=true)([1.0, 2.0])\nlet b = vmap(g, explain=true)([1.0, 2.0])")
+    assert i.get("a")[0] == ("1.0", "2.0") and i.get("b") == ("1.0", "2.0")
+    err = capfd.readouterr().err
+    assert "str(...) at <input>:1:19 makes a string" in err
+    assert "an f-string at <input>:3:10 makes a string" in err
+    assert "Str" not in err and "FString" not in err
+
 def test_effects_run_once_per_example_in_order():
     i = interp("fn f(v) { print(\"example\", v[0])\n return v * 2.0 }\nlet r = vmap(f)([[1.0], [2.0]])\n"
                "seed(5)\nlet noise = vmap(fn(v) => v + randn(()))([1.0, 2.0, 3.0])\n"

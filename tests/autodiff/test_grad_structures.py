@@ -238,3 +238,16 @@ def test_hessian_and_jacobians_through_leaves_without_a_derivative():
         assert got[0] is None and got[2] is None and got[3] is None
         np.testing.assert_array_equal(got[1], 2 * np.eye(2))
     assert i.lookup("scalar") == {"i": None, "v": 2.0}
+
+
+def test_a_whole_int_result_has_a_zero_jacobian_in_both_modes():
+    # an int returned whole is a number whose derivative is zero (inside a structure, a leaf with
+    # no derivative gives none instead): jacrev gave 0.0 there, jacfwd none for a float argument
+    # and a reshape error for a tensor one
+    i = run("fn f(x) { return 3 }\n"
+            "let out = (jacfwd(f)(1.0), jacrev(f)(1.0), jacfwd(f)([1.0, 2.0]), jacrev(f)([1.0, 2.0]),\n"
+            "           jit(jacfwd(f))([1.0, 2.0]), vmap(jacfwd(f))([1.0, 2.0]), hessian(f)([1.0, 2.0]))")
+    fwd, rev, fwd_t, rev_t, jitted, mapped, h = i.lookup("out")
+    assert fwd == 0.0 and rev == 0.0
+    for got, shape in ((fwd_t, (2,)), (rev_t, (2,)), (jitted, (2,)), (mapped, (2,)), (h, (2, 2))):
+        assert np.shape(got) == shape and not np.any(got)

@@ -24,7 +24,8 @@ Differentiable: yes.
 in_shape (reverse mode: the same as jacrev); a number's derivative by a number is a number, as
 everywhere in dg a value of shape () is. A result that is a struct, map or tuple gives one
 like it, each leaf holding that leaf's Jacobian (none for a leaf with no derivative: none, a
-string, a bool, an int, as grad gives none for such an argument); with respect to a structured
+string, a bool, an int, as grad gives none for such an argument; an int returned whole is a
+number whose derivative is zero, so its Jacobian is zeros); with respect to a structured
 argument, each Jacobian is a tree like the argument (JAX's nesting: the result's tree outside,
 the argument's inside). With has_aux=true, f returns (value, aux) and the function (Jacobian, aux).
 Differentiable: yes.
