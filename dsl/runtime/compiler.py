@@ -360,14 +360,17 @@ def field_hint(obj, name, obj_text, builtins):
         return f"did you mean '.{best}'?" if best else None
     if type(v) is Module:
         return name_hint(name, [n for n, cell in v.cells.items() if not n.startswith("_")])
+    if type(v) is str:      # "a,b".split(","): dg's builtin of that name (a key's split) is no string method
+        if name == "format":
+            return 'an f-string formats values: f"{x} and {y:.3f}"'
+        return ('dg\'s strings have no methods: + joins two strings, an f-string formats values '
+                '(f"{a}, {b}"), and str(x) makes a string of a value')
     if name in builtins:
         return f"did you mean {name}({obj_text or '...'})?"
     if name in FIELD_CALLS and type(v) is ndarray:
         return f"did you mean {FIELD_CALLS[name].format(obj_text or 'x')}?"
     if name == "append":
         return PYTHON_NAMES["append"]
-    if name == "format" and type(v) is str:
-        return 'an f-string formats values: f"{x} and {y:.3f}"'
     return None
 
 

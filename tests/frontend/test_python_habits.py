@@ -66,6 +66,9 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(max(1.0, 2.0, 3.0))", "type", "maximum(a, b)"),
     ("print(\"%.3f\" % 1.5)", "type", "f\"{x:.3f}\""),
     ("print(\"{}\".format(1.5))", "type", "an f-string formats values"),
+    # a string method: not dg's builtin of the same name (split(key) splits a random key)
+    ("print(\"a,b\".split(\",\"))", "type", "dg's strings have no methods"),
+    ("print(\", \".join((\"a\", \"b\")))", "type", "+ joins two strings"),
     ("pass", "name", "an empty block is {}"),
     # numpy's and PyTorch's ways of calling what dg has
     ("print(zeros(3, 4))", "type", "the shape is one tuple"),
