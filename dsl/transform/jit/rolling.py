@@ -334,7 +334,9 @@ class Roller:
                                          "iteration to the next")
         # the numbers a Scan's body draws are its last inputs (Body.drawn)
         program = S.program_of(look, [item, *args, *[d[0] for d in look.drawn]], tuple(after))
-        counted = {a.g for a, x in zip(args, state) if type(peek(x)) is int}
+        # ints the body changes; one it passes through untouched (a layer's count of heads among
+        # the parameters an optimizer steps) is the same on every iteration, and so is a guard on it
+        counted = {a.g for a, x, y in zip(args, state, after) if type(peek(x)) is int and y is not a}
         read = {r for s in program.steps if s[0] == "guard" for r in s[2]}
         if self.bind is not None and (item.g in read or read & counted):
             # the body decides something by the loop variable or a counter: each iteration differs
