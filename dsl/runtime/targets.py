@@ -3,7 +3,7 @@
 compiled into a closure."""
 
 from ..base.cells import Cell
-from ..core import ops
+from ..core import ops, tape
 from ..core.ops.core import ndarray
 from ..core.tape import Box, peek
 from ..core.values import a_type_name
@@ -140,6 +140,7 @@ class Target:
         """Store `value` at the end of the path, copying each container on the way (value semantics)."""
         for obj, key, (kind, _, span) in zip(reversed(objs), reversed(keys), reversed(self.path)):
             try:
+                tape.set_span(span)     # a SetIndex/SetRow node points at this write (a compiled loop's error)
                 value = ops.set_field(obj, key, value) if kind == "field" else ops.set_item(obj, key, value)
             except DgError as exc:
                 raise located(exc, span)

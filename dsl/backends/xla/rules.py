@@ -207,6 +207,19 @@ def _row_add(L, g, i, shape):
     return L.np.zeros(shape, L.np.result_type(g)).at[i].set(g)
 
 
+def _set_row(L, x, i, v):
+    """x with row i set to v, for a staged int i in range; the result's type as numpy's kernel
+    gives it (a bool tensor given numbers becomes float64)."""
+    jnp = L.np
+    x = jnp.asarray(x)
+    n = jnp.shape(x)[0]
+    L.require((i >= -n) & (i < n))
+    kind = jnp.result_type(x, v)
+    if x.dtype == jnp.bool_ and kind != jnp.bool_:
+        kind = jnp.float64
+    return x.astype(kind).at[i].set(v)
+
+
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
@@ -263,6 +276,7 @@ LOWER.update({
     "SetIndex": _set_index,
     "Row": _row,
     "RowAdd": _row_add,
+    "SetRow": _set_row,
     "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),
     "CatOp": lambda L, *items, axis=0: L.np.concatenate(items, axis=axis),
     "Linspace": lambda L, a, b, n: L.np.linspace(a, b, n),

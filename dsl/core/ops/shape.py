@@ -314,6 +314,24 @@ def row_add(g, i, shape, span=None):
     return out
 
 
+def set_row(x, i, v, span=None):
+    """A copy of x with row i set to v, for an int i computed while the program was staged (a
+    rolled loop's variable: `hist[k] = loss`): a step of the program rather than a guard on i's
+    value, as row(x, i) reads it."""
+    if type(x) is Box or type(i) is Box or type(v) is Box:
+        return record("SetRow", (x, i, v), None, span)
+    n = x.shape[0]
+    if not -n <= i < n:
+        raise error("index", f"index {i} is out of range for axis 0 with size {n}")
+    return set_index(x, (i,), v)
+
+
+def set_row_plain(x, i, v):
+    """set_row in generated code: a row out of range is numpy's IndexError (kernels.RAISED), so a
+    compiled loop stops there and the program runs that iteration again, naming the line."""
+    return set_index(x, (i,), v)
+
+
 def _set_index_forward(x, v, key=None):
     """set_index with the argument order the SetIndex node records (the tensors first)."""
     return set_index(x, key, v)

@@ -9,7 +9,7 @@ from ..printing import show
 from ..tape import Box, peek, raw
 from ..values import Module, Struct
 from .core import a_type_name, error, ndarray, type_name
-from .shape import index as tensor_index, make_key, row, set_index
+from .shape import index as tensor_index, make_key, row, set_index, set_row
 from .slots import map_slot, struct_slot, unpack
 
 MAP_KEY_TYPES = (str, int, bool)
@@ -105,6 +105,8 @@ def set_item(obj, subs, value):
         val = peek(value)
         if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
+        if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
+            return set_row(obj, subs[0], value)     # an int being staged (a rolled loop's variable): no guard
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")

@@ -1,4 +1,4 @@
-"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd Row RowAdd SetIndex
+"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd Row RowAdd SetRow SetIndex
 CatOp Stack, and Linspace. Their rules move cotangents and tangents the same way."""
 
 import numpy as np
@@ -7,7 +7,7 @@ from .. import ops as O
 from ..ops.core import shape_of, to_float
 from ..ops.shape import _cat, _set_index_forward, _stack
 from ..tape import Box, record
-from .batching import batch_behind, batch_first, batched_key, broadcast_batch
+from .batching import Unbatchable, batch_behind, batch_first, batched_key, broadcast_batch
 from .registry import define
 
 
@@ -115,6 +115,38 @@ define("RowAdd", O.row_add, linear=True,
        vjp=(lambda ns, g, ans, gr, i, shape=None: ns.row(g, i), None),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.row_add(tangents[0], args[1], kw["shape"]),
        batch=_row_add_batch, keeps_nan=True, indexed=True)
+
+
+def _set_row_jvp(ns, tangents, ans, args, kw):
+    """x's tangent with v's tangent written at row i (zeros for whichever has none)."""
+    tx, _, tv = tangents
+    if tx is None and tv is None:
+        return None
+    base = tx if tx is not None else np.zeros(shape_of(args[0]))
+    return ns.set_row(base, args[1], tv if tv is not None else 0.0)
+
+
+def _set_row_batch(ns, args, batched, kw):
+    """Row i of each example set to its v: written with the rows in front, then the batch moved
+    back to axis 0 (i is never batched: it is a loop's variable)."""
+    x, i, v = args
+    bx, bi, bv = batched
+    if bi:
+        raise Unbatchable("a tensor's row is written at a batched position")
+    size = shape_of(x)[0] if bx else shape_of(v)[0]
+    if not bx:
+        x = ns.broadcast_to(x, (size,) + shape_of(x))
+    rest = shape_of(x)[2:]
+    if bv and len(shape_of(v)) - 1 < len(rest):     # v's batch axis lined up with the row's
+        v = ns.reshape(v, shape_of(v)[:1] + (1,) * (len(rest) - len(shape_of(v)) + 1) + shape_of(v)[1:])
+    axes = (1, 0) + tuple(range(2, len(shape_of(x))))
+    return ns.transpose(ns.set_row(ns.transpose(x, axes), i, v), axes)
+
+
+define("SetRow", O.set_row,
+       vjp=(lambda ns, g, ans, x, i, v: ns.set_row(g, i, 0.0), None,
+            lambda ns, g, ans, x, i, v: ns.unbroadcast(ns.row(g, i), shape_of(v))),
+       jvp=_set_row_jvp, batch=_set_row_batch, keeps_nan=True, indexed=True, plain=O.set_row_plain)
 
 
 def _index_add_batch(ns, args, batched, kw):

@@ -1,0 +1,163 @@
+"""A rolled loop that writes row i of a tensor (`traj[i] = state`, `hist[i] = loss`): the write is
+a SetRow step of the loop's body (dsl/core/ops/shape.py), not a guard on i, so the loop stays one
+step under jit, grad, jvp, vmap and higher orders, on numpy and on XLA. The reference each test
+compares with is the interpreter with its loops written out (keep_tape=True)."""
+
+import io
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.core.primitives.namespaces import EAGER
+from dsl.core.primitives.registry import PRIMS
+
+SIM = """
+fn sim(p, steps) {
+    let traj = zeros((steps, 2))
+    let x = p[0]
+    let v = p[1]
+    for i in range(steps) {
+        v = v - 0.05 * sin(x) * p[2]
+        x = x + 0.05 * v
+        traj[i] = [x, v * v]
+    }
+    return traj
+}
+fn loss(p) {
+    let t = sim(p, 40)
+    return sum(t[:, 0] * t[:, 1]) + sum(tanh(t))
+}
+fn hist(w, steps) {
+    let h = zeros((steps,))
+    for i in range(steps) {
+        let l, g = value_and_grad(fn(w) => sum((w - 3.0) ** 2))(w)
+        w = w - 0.1 * g
+        h[i] = l
+    }
+    return h
+}
+"""
+P = np.array([0.8, 0.1, 1.3])
+
+
+def interp(keep_tape=False, backend="numpy"):
+    """An interpreter that has run SIM; with keep_tape its loops under grad are written out."""
+    i = dsl.Interpreter(seed=0, stdout=io.StringIO(), keep_tape=keep_tape, backend=backend)
+    i.run(SIM)
+    i.set("P", P)
+    i.set("PS", np.stack([P, P * 1.1, P * 0.9]))
+    return i
+
+
+def steps_of(jitted):
+    """The primitives of every recording a jitted function holds, loop bodies included."""
+    out = set()
+    for entries in jitted.call.entries.values():
+        for e in entries:
+            for s in e.program.steps:
+                out.add(s[1])
+                body = (s[4] or {}).get("body") if type(s[4]) is dict else None
+                for part in ("forward", "program"):
+                    program = getattr(body, part, None)
+                    if program is not None:
+                        out |= {t[1] for t in program.steps}
+    return out
+
+
+EXPRESSIONS = [
+    "jit(sim)(P, 40)",
+    "jit(grad(loss))(P)",
+    "jit(hessian(loss))(P)",
+    "jit(jacfwd(fn(p) => sim(p, 40)))(P)",
+    "jit(vmap(grad(loss)))(PS)",
+    "jit(vmap(fn(p) => sim(p, 10), in_axes=0))(PS)",
+    "jit(fn(q) => jvp(fn(p) => sim(p, 30), (q,), (q * 0.5,)))(P)",
+    "jit(grad(fn(q) => sum(grad(loss)(q))))(P)",
+    "jit(grad(grad(grad(fn(s) => loss(P * s)))))(1.2)",
+    "jit(hist)([1.0, 2.0], 30)",
+    "grad(loss)(P)",
+]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_row_writes_in_a_loop_give_the_written_out_loops_results(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    want = interp(keep_tape=True)
+    got = interp(backend=backend)
+    for expr in EXPRESSIONS:
+        w = want.eval(expr)
+        for _ in range(2):      # staged, then compiled
+            np.testing.assert_allclose(np.asarray(got.eval(expr), float), np.asarray(w, float),
+                                       rtol=1e-11, atol=1e-13, err_msg=expr)
+
+
+def test_the_loop_is_one_step_with_its_row_write_inside(capfd):
+    i = interp()
+    i.run("let f = jit(sim, explain=true)\nlet g = jit(grad(loss), explain=true)\nlet h = jit(hist, explain=true)")
+    for name, args in (("f", (P, 40)), ("g", (P,)), ("h", (np.array([1.0, 2.0]), 30))):
+        fn = i.lookup(name)
+        fn(*args)
+        fn(*args)
+        found = steps_of(fn)
+        assert "Loop" in found and "SetRow" in found, name     # (the first iteration runs as written)
+    said = capfd.readouterr().err
+    assert "written out" not in said
+
+
+def test_the_gradient_through_row_writes_matches_central_differences():
+    i = interp()
+    rng = np.random.default_rng(3)
+    c = rng.standard_normal((40, 2))
+    i.set("C", c)
+    i.run("fn f(p) { return sum(sim(p, 40) * C) }\nlet g = jit(grad(f))")
+    f, g = i.lookup("f"), i.lookup("g")
+    got = g(P)
+    h = 1e-6
+    want = [(f(P + h * e) - f(P - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_row_written_out_of_range_is_the_interpreters_error_at_its_line(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run("fn d(n) {\n  let h = zeros((n,))\n  for i in range(n) {\n    h[i + 1] = 1.0\n  }\n  return h\n}\n"
+          "let f = jit(d)")
+    for _ in range(2):
+        with pytest.raises(dsl.DgError) as err:
+            i.run("f(6)")
+        assert err.value.kind == "index" and "out of range" in err.value.message and err.value.line == 4
+
+
+def test_set_row_rules_against_its_kernel():
+    rng = np.random.default_rng(7)
+    prim = PRIMS["SetRow"]
+    x, v, g = rng.standard_normal((5, 3)), rng.standard_normal(3), rng.standard_normal((5, 3))
+    for i in (2, -1):
+        out = prim.impl(x, i, v)
+        want = x.copy()
+        want[i] = v
+        np.testing.assert_array_equal(out, want)
+        # linear in (x, v) together: <set_row(x, i, v), g> = <x, gx> + <v, gv>
+        gx = prim.vjp[0](EAGER, g, out, x, i, v)
+        gv = prim.vjp[2](EAGER, g, out, x, i, v)
+        assert np.sum(out * g) == pytest.approx(np.sum(x * gx) + np.sum(v * gv), rel=1e-13)
+        assert prim.vjp[1] is None
+        # a number written to a row broadcasts; its cotangent is the row's sum
+        assert prim.vjp[2](EAGER, g, None, x, i, 1.5) == pytest.approx(np.sum(g[i]))
+        tx, tv = rng.standard_normal((5, 3)), rng.standard_normal(3)
+        np.testing.assert_array_equal(prim.jvp(EAGER, (tx, None, tv), out, (x, i, v), {}), prim.impl(tx, i, tv))
+        np.testing.assert_array_equal(prim.jvp(EAGER, (None, None, tv), out, (x, i, v), {}),
+                                      prim.impl(np.zeros((5, 3)), i, tv))
+        # batched x, v or both (batch on axis 0), i shared
+        xb, vb = rng.standard_normal((4, 5, 3)), rng.standard_normal((4, 3))
+        for bx, bv in ((True, False), (False, True), (True, True)):
+            xs, vs = (xb if bx else x), (vb if bv else v)
+            got = prim.batch(EAGER, (xs, i, vs), (bx, False, bv), {})
+            np.testing.assert_array_equal(got, np.stack([prim.impl(xb[k] if bx else x, i, vb[k] if bv else v)
+                                                         for k in range(4)]))
+    with pytest.raises(dsl.DgError, match="out of range"):
+        prim.impl(x, 5, v)
