@@ -339,8 +339,10 @@ def test_every_registered_primitive_is_exercised():
     # exercised by their own tests: HostCall (tests/tools/test_embed.py), effects (tests/test_jit_effects.py;
     # EffectLayout and EffectLeaf, a structured effect's parts: tests/jit/test_jit.py's load tests),
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
-    # loop: tests/jit/test_jit_loops.py), Any, IsFinite and ClassIndices (staged by rules and cross_entropy)
-    elsewhere = {"HostCall", "HostVjp", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd", "LoopBackT",
+    # loop: tests/jit/test_jit_loops.py), SetRow (tests/jit/test_jit_row_writes.py), Any, IsFinite and
+    # ClassIndices (staged by rules and cross_entropy)
+    elsewhere = {"HostCall", "HostVjp", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd",
+                 "SetRow", "LoopBackT",
                  "LoopBackAdd", "Scan",
                  # tests/library/test_more_math.py (digamma's derivatives, of every order) and
                  # tests/library/test_random.py (functions of keys, batched over keys and parameters) and

@@ -161,3 +161,71 @@ def test_set_row_rules_against_its_kernel():
                                                          for k in range(4)]))
     with pytest.raises(dsl.DgError, match="out of range"):
         prim.impl(x, 5, v)
+
+
+GRID = """
+fn heat(u0, steps) {
+    let u = u0
+    let n = shape(u)[0]
+    for t in range(steps) {
+        let new = u
+        for i in range(1, n - 1) {
+            for j in range(1, n - 1) {
+                new[i, j] = u[i, j] + 0.1 * (u[i + 1, j] + u[i - 1, j] + u[i, j + 1] + u[i, j - 1] - 4.0 * u[i, j])
+            }
+        }
+        u = new
+    }
+    return u
+}
+fn heat_by_tensors(u0, steps) {
+    let u = u0
+    for t in range(steps) {
+        let lap = roll(u, 1, axis=0) + roll(u, -1, axis=0) + roll(u, 1, axis=1) + roll(u, -1, axis=1) - 4.0 * u
+        let inner = zeros(shape(u))
+        inner[1:-1, 1:-1] = lap[1:-1, 1:-1]
+        u = u + 0.1 * inner
+    }
+    return u
+}
+fn rows(x) {
+    let s = 0.0
+    for i in range(shape(x)[0]) { s = s + sum(x[i, 1:3]) * x[i, 0] + x[i, -1] }
+    return s
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_nested_loops_over_a_grid_by_entries_stay_loops(backend):
+    # x[i, j] read and written at loops' variables: row i, then entry j (numpy's x[i][j]), each a
+    # step of the loop bodies; the loops were written out (10,979 steps for a 30 x 30 grid)
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run(GRID + "let f = jit(heat)\nlet g = jit(grad(fn(u) => sum(heat(u, 3) ** 2)))\n"
+                 "let gt = grad(fn(u) => sum(heat_by_tensors(u, 3) ** 2))\nlet r = jit(rows)\nlet gr = jit(grad(rows))")
+    u0 = np.sin(np.arange(64.0)).reshape(8, 8)
+    x = np.arange(20.0).reshape(5, 4) / 7.0
+    want_rows = sum(x[k, 1:3].sum() * x[k, 0] + x[k, -1] for k in range(5))
+    want_grad_rows = np.zeros((5, 4))
+    want_grad_rows[:, 1:3] = x[:, :1]
+    want_grad_rows[:, 0] = x[:, 1:3].sum(axis=1)
+    want_grad_rows[:, -1] += 1.0
+    for _ in range(2):
+        np.testing.assert_allclose(i.lookup("f")(u0, 5), i.lookup("heat_by_tensors")(u0, 5), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(i.lookup("g")(u0), i.lookup("gt")(u0), rtol=1e-12, atol=1e-14)
+        assert i.lookup("r")(x) == pytest.approx(want_rows, rel=1e-14)
+        np.testing.assert_allclose(i.lookup("gr")(x), want_grad_rows, rtol=1e-14)
+    for name in ("f", "g"):
+        steps = [len(e.program.steps) for es in i.lookup(name).call.entries.values() for e in es]
+        assert max(steps) < 100, (name, steps)
+
+
+def test_a_grid_entry_out_of_range_is_the_interpreters_error():
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run("fn f(u) {\n  let v = u\n  for i in range(4) {\n    v[i, i + 1] = 1.0\n  }\n  return v\n}\nlet jf = jit(f)")
+    for _ in range(2):
+        with pytest.raises(dsl.DgError) as err:
+            i.lookup("jf")(np.zeros((4, 4)))
+        assert err.value.kind == "index" and err.value.line == 4

@@ -68,6 +68,12 @@ def item(obj, subs):
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
         if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
             return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
+        lead = _staged_lead(v, subs)
+        if lead:        # x[i, j], x[i, 1:3] with i or j a loop's variable: row by row, then the rest
+            out = obj
+            for s in subs[:lead]:
+                out = item(out, (s,))
+            return item(out, subs[lead:]) if lead < len(subs) else out
         key = make_key(v.shape, [raw(s) for s in subs])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
@@ -95,6 +101,27 @@ def item(obj, subs):
     raise error("type", f"cannot index {a_type_name(v)}")
 
 
+def _staged_lead(v, subs):
+    """How many ints lead the subscripts of tensor `v` where one of them is an int being staged (a
+    rolled loop's variable) and the others are basic (ints, slices, none, ...): each leading int
+    takes a row, as numpy's x[i, j] is x[i][j]; 0 where that does not hold (an index tensor after
+    them would place its axes differently), and the subscripts go to make_key, which guards."""
+    k = 0
+    while k < len(subs) and (type(subs[k]) is int or type(subs[k]) is Box and type(peek(subs[k])) is int):
+        k += 1
+    if k == 0 or len(subs) < 2 or k > v.ndim or (k < len(subs) and k == v.ndim):
+        return 0
+    if not any(type(s) is Box for s in subs[:k]):
+        return 0
+    for s in subs[k:]:
+        if type(s) is slice:
+            if any(type(p) is Box for p in (s.start, s.stop, s.step)):
+                return 0
+        elif not (s is None or s is Ellipsis or type(s) is int):
+            return 0
+    return k
+
+
 def set_item(obj, subs, value):
     """A copy of `obj` with obj[subs] = value (maps may gain a key)."""
     v = peek(obj)
@@ -107,6 +134,10 @@ def set_item(obj, subs, value):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
         if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
             return set_row(obj, subs[0], value)     # an int being staged (a rolled loop's variable): no guard
+        if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
+            first = subs[0]
+            inner = set_item(item(obj, (first,)), subs[1:], value)
+            return set_row(obj, first, inner) if type(first) is Box else set_index(obj, (first,), inner)
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
