@@ -9,7 +9,7 @@ from ..printing import show
 from ..tape import Box, peek, raw
 from ..values import Module, Struct
 from .core import a_type_name, error, ndarray, type_name
-from .shape import index as tensor_index, make_key, row, set_index, set_row
+from .shape import index as tensor_index, make_key, row, set_index, set_row, transpose
 from .slots import map_slot, struct_slot, unpack
 
 MAP_KEY_TYPES = (str, int, bool)
@@ -74,6 +74,10 @@ def item(obj, subs):
             for s in subs[:lead]:
                 out = item(out, (s,))
             return item(out, subs[lead:]) if lead < len(subs) else out
+        at = _staged_column(v, subs)
+        if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
+            perm = (at,) + tuple(a for a in range(v.ndim) if a != at)
+            return item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
         key = make_key(v.shape, [raw(s) for s in subs])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
@@ -113,13 +117,32 @@ def _staged_lead(v, subs):
         return 0
     if not any(type(s) is Box for s in subs[:k]):
         return 0
-    for s in subs[k:]:
+    return k if _basic(subs[k:]) else 0
+
+
+def _staged_column(v, subs):
+    """Where an int being staged follows only full slices in the subscripts of tensor `v` (x[:, j]),
+    the rest basic: its position (numpy's x[:, j] is row j of x with that axis moved to the
+    front); else 0."""
+    at = 0
+    while at < len(subs) and type(subs[at]) is slice and subs[at].start is None and subs[at].stop is None \
+            and subs[at].step is None:
+        at += 1
+    if at == 0 or at >= len(subs) or at >= v.ndim or not (type(subs[at]) is Box and type(peek(subs[at])) is int):
+        return 0
+    return at if _basic(subs[at + 1:]) else 0
+
+
+def _basic(subs):
+    """Whether subscripts are basic ones (ints, staged ones too, slices of plain bounds, none, ...):
+    no index tensor, which would place its axes otherwise after the ints taken row by row."""
+    for s in subs:
         if type(s) is slice:
             if any(type(p) is Box for p in (s.start, s.stop, s.step)):
-                return 0
-        elif not (s is None or s is Ellipsis or type(s) is int):
-            return 0
-    return k
+                return False
+        elif not (s is None or s is Ellipsis or type(s) is int or type(s) is Box and type(peek(s)) is int):
+            return False
+    return True
 
 
 def set_item(obj, subs, value):
@@ -138,6 +161,11 @@ def set_item(obj, subs, value):
             first = subs[0]
             inner = set_item(item(obj, (first,)), subs[1:], value)
             return set_row(obj, first, inner) if type(first) is Box else set_index(obj, (first,), inner)
+        at = _staged_column(v, subs)
+        if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
+            perm = (at,) + tuple(a for a in range(v.ndim) if a != at)
+            moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
+            return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")

@@ -86,8 +86,8 @@ explain=true says when and why, naming the argument that changed. A `for` loop o
 whose body goes the same way on every iteration is compiled once, as a loop, and so is a
 `while` loop, whatever its trip count, also inside grad, jvp and vmap of any depth (f =
 grad(grad(grad(g))) stages each of g's loop bodies a few times, not once per iteration); the
-body may read and write a tensor's rows and entries at loops' variables (xs[i], traj[i] = state,
-u[i, j]) and
+body may read and write a tensor's rows, entries and columns at loops' variables (xs[i],
+traj[i] = state, u[i, j], x[:, j]) and
 use an int it never changes (a layer's count of heads); an `if`
 in such a body whose branches only compute runs both ways, choosing by where; explain=true says
 why a loop is not compiled as a loop (a print, a function stored in a variable declared outside the loop, ...). static_argnums (an int or a tuple of ints) names arguments
