@@ -12,11 +12,11 @@ import numpy as np
 
 from ..core import ops as O
 from ..core.tape import Box, ForwardTrace, as_float, get_span, peek
-from ..core.trees import flatten, flatten_like, is_container, is_differentiable_leaf, opened, unflatten, zero_of
+from ..core.trees import flatten, flatten_like, is_differentiable_leaf, opened, unflatten, zero_of
 from ..errors import error
 from .jit.signatures import signature
 from .transformed import Transformed, describe, fname
-from .transforms import _argnums, _has_aux, Options, check_differentiable, grad, jacobian, output_shape
+from .transforms import _argnums, _has_aux, Options, check_differentiable, grad, jacobian, output_leaves
 from .vmap import vmap
 
 
@@ -133,7 +133,7 @@ def jacfwd(f, argnums=0, opts=None, name="jacfwd", who=None, interp=None, has_au
         if shapes is None:      # nothing to differentiate: the result's leaves give the shapes
             value = f(*args, **kwargs)
             value, aux = _aux_split(value, who) if has_aux else (value, None)
-            shapes = _output_shapes(value, who)
+            shapes = output_leaves(value, who)[1:]
         out_spec, out_shapes = shapes
         jac = []
         for j, out_shape in enumerate(out_shapes):
@@ -159,11 +159,11 @@ def _columns(f, args, kwargs, i, k, who, cache, interp, has_aux=False):
         value, tangent = push(f, tuple(primals), tangents, who, options)
         if has_aux:     # the aux of the values, which no direction changes
             (value, aux), tangent = _aux_split(value, who), _aux_split(tangent, who)[0]
-        spec, shapes = _output_shapes(value, who)
+        _, spec, shapes = output_leaves(value, who)
         result[:] = [spec, [s is None for s in shapes]]
-        if any(s is not None for s in shapes):
+        leaves = flatten_like(spec, tangent)
+        if any(t is None and s is not None for t, s in zip(leaves, shapes)):
             # an int leaf the Jacobian counts (a whole int result) has no tangent: its derivative is 0.0
-            leaves = flatten_like(spec, tangent)
             tangent = unflatten(spec, [0.0 if t is None and s is not None else t for t, s in zip(leaves, shapes)])
         return (tangent, aux) if has_aux else tangent
 
@@ -216,15 +216,6 @@ def _along(args, i, k, direction):
     out = [None] * len(leaves)
     out[k] = direction
     return unflatten(spec, out)
-
-
-def _output_shapes(value, who):
-    """(the tree of a result whose Jacobian is taken, the shapes of its leaves: numbers or float
-    tensors; None for a leaf of a structure with no derivative, see output_shape)."""
-    value = opened(value)
-    leaves, spec = flatten(value)
-    inside = is_container(peek(value))
-    return spec, [output_shape(leaf, who, inside) for leaf in leaves]
 
 
 def _assemble(arg, i, blocks, j, out_shape):

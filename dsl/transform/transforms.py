@@ -281,10 +281,7 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
         nums, single = _argnums(argnums, len(args), who)
         trace, params, out, value, aux = _run(f, args, kwargs, nums, opts, who, has_aux)
         try:
-            returned = out if out is not None else value
-            leaves, spec = flatten_open(returned)
-            inside = is_container(peek(returned))
-            shapes = [output_shape(leaf, who, inside) for leaf in leaves]
+            leaves, spec, shapes = output_leaves(out if out is not None else value, who)
             for shape in (s for s in shapes if s is not None):     # refuse one over the size limit first
                 for p in params:
                     for leaf in flatten(strip(p.v))[0]:       # a structured argument: one block per leaf
@@ -305,6 +302,14 @@ def jacobian(f, argnums=0, opts=None, name="jacobian", who=None, has_aux=False):
         return (jac, aux) if has_aux else jac
 
     return Transformed(who, call, (f,))
+
+
+def output_leaves(value, who):
+    """The leaves of a result whose Jacobian is taken (its recorded containers opened), its tree,
+    and each leaf's shape (output_shape: None for a leaf of a structure with no derivative)."""
+    leaves, spec = flatten_open(value)
+    inside = is_container(peek(value))
+    return leaves, spec, [output_shape(leaf, who, inside) for leaf in leaves]
 
 
 def output_shape(value, who, inside=False):

@@ -66,7 +66,7 @@ def item(obj, subs):
             raise error("index", "cannot index a tensor with no axes (shape ())")
         if len(subs) == 1 and type(subs[0]) is int and -v.shape[0] <= subs[0] < v.shape[0]:
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
-        if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
+        if len(subs) == 1 and _staged_int(subs[0]):
             return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
         lead = _staged_lead(v, subs)
         if lead:        # x[i, j], x[i, 1:3] with i or j a loop's variable: row by row, then the rest
@@ -76,8 +76,7 @@ def item(obj, subs):
             return item(out, subs[lead:]) if lead < len(subs) else out
         at = _staged_column(v, subs)
         if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
-            perm = (at,) + tuple(a for a in range(v.ndim) if a != at)
-            return item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
+            return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
         key = make_key(v.shape, [raw(s) for s in subs])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
@@ -111,7 +110,7 @@ def _staged_lead(v, subs):
     takes a row, as numpy's x[i, j] is x[i][j]; 0 where that does not hold (an index tensor after
     them would place its axes differently), and the subscripts go to make_key, which guards."""
     k = 0
-    while k < len(subs) and (type(subs[k]) is int or type(subs[k]) is Box and type(peek(subs[k])) is int):
+    while k < len(subs) and (type(subs[k]) is int or _staged_int(subs[k])):
         k += 1
     if k == 0 or len(subs) < 2 or k > v.ndim or (k < len(subs) and k == v.ndim):
         return 0
@@ -128,7 +127,7 @@ def _staged_column(v, subs):
     while at < len(subs) and type(subs[at]) is slice and subs[at].start is None and subs[at].stop is None \
             and subs[at].step is None:
         at += 1
-    if at == 0 or at >= len(subs) or at >= v.ndim or not (type(subs[at]) is Box and type(peek(subs[at])) is int):
+    if at == 0 or at >= len(subs) or at >= v.ndim or not _staged_int(subs[at]):
         return 0
     return at if _basic(subs[at + 1:]) else 0
 
@@ -140,9 +139,19 @@ def _basic(subs):
         if type(s) is slice:
             if any(type(p) is Box for p in (s.start, s.stop, s.step)):
                 return False
-        elif not (s is None or s is Ellipsis or type(s) is int or type(s) is Box and type(peek(s)) is int):
+        elif not (s is None or s is Ellipsis or type(s) is int or _staged_int(s)):
             return False
     return True
+
+
+def _staged_int(s):
+    """Whether a subscript is an int being staged (a rolled loop's variable)."""
+    return type(s) is Box and type(peek(s)) is int
+
+
+def _to_front(at, ndim):
+    """The permutation of `ndim` axes that moves axis `at` to the front."""
+    return (at,) + tuple(a for a in range(ndim) if a != at)
 
 
 def set_item(obj, subs, value):
@@ -155,15 +164,13 @@ def set_item(obj, subs, value):
         val = peek(value)
         if type(val) not in (float, int, bool, ndarray) and not isinstance(val, np.generic):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
-        if len(subs) == 1 and type(subs[0]) is Box and type(peek(subs[0])) is int:
+        if len(subs) == 1 and _staged_int(subs[0]):
             return set_row(obj, subs[0], value)     # an int being staged (a rolled loop's variable): no guard
         if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
-            first = subs[0]
-            inner = set_item(item(obj, (first,)), subs[1:], value)
-            return set_row(obj, first, inner) if type(first) is Box else set_index(obj, (first,), inner)
+            return set_item(obj, subs[:1], set_item(item(obj, subs[:1]), subs[1:], value))
         at = _staged_column(v, subs)
         if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
-            perm = (at,) + tuple(a for a in range(v.ndim) if a != at)
+            perm = _to_front(at, v.ndim)
             moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
             return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
         return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
