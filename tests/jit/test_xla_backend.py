@@ -132,6 +132,21 @@ def test_a_loop_is_one_scan_on_xla_at_every_derivative_order(composition):
 
 
 @needs_jax
+def test_a_number_stored_into_an_int_or_bool_tensor_promotes_it_as_on_numpy():
+    # XLA's scatter casts the value to the tensor's type (2.5 into an int tensor: 2); numpy's
+    # kernel promotes the tensor, and so must the rule, for an index and for a loop's row alike
+    i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
+    i.run("fn f(h, v) {\n  h[1] = v\n  return h\n}\n"
+          "fn g(h, v) {\n  for k in range(shape(h)[0]) { h[k] = v * k }\n  return h\n}\n"
+          "let jf = jit(f)\nlet jg = jit(g)")
+    for h in (np.array([1, 2, 3]), np.array([True, False, True])):      # int64 and bool tensors
+        for _ in range(2):      # staged, then compiled by XLA
+            got = i.lookup("jf")(h, 2.5)
+            assert got.dtype == np.float64 and list(got) == [float(h[0]), 2.5, float(h[2])]
+            np.testing.assert_array_equal(i.lookup("jg")(h, 2.5), [0.0, 2.5, 5.0])
+
+
+@needs_jax
 def test_a_branch_that_goes_another_way_stages_again_and_both_paths_agree(capfd):
     src = ("fn f(x, w) {\n  if x > 0.0 { return sum(w * x) ** 2 }\n  return sum(exp(w) * x)\n}\n"
            "let g = value_and_grad(f, argnums=(0, 1))")

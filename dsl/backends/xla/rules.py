@@ -207,23 +207,29 @@ def _row_add(L, g, i, shape):
     return L.np.zeros(shape, L.np.result_type(g)).at[i].set(g)
 
 
-def _set_row(L, x, i, v):
-    """x with row i set to v, for a staged int i in range; the result's type as numpy's kernel
-    gives it (a bool tensor given numbers becomes float64)."""
+def _storing(L, x, v):
+    """x in the type numpy's kernel stores v in (shape.set_index): what x and v promote to, a bool
+    tensor given numbers float64. XLA's scatter would cast v to x's type (2.5 into an int tensor: 2)."""
     jnp = L.np
     x = jnp.asarray(x)
-    n = jnp.shape(x)[0]
-    L.require((i >= -n) & (i < n))
     kind = jnp.result_type(x, v)
     if x.dtype == jnp.bool_ and kind != jnp.bool_:
         kind = jnp.float64
-    return x.astype(kind).at[i].set(v)
+    return x.astype(kind)
+
+
+def _set_row(L, x, i, v):
+    """x with row i set to v, for a staged int i in range."""
+    x = _storing(L, x, v)
+    n = L.np.shape(x)[0]
+    L.require((i >= -n) & (i < n))
+    return x.at[i].set(v)
 
 
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
-    x = L.np.asarray(x)
+    x = _storing(L, x, v)
     keep = written(np.shape(x), key)
     if keep is None:
         return x.at[key].set(v)
