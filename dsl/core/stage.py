@@ -39,7 +39,7 @@ from .trees import children, flatten, flatten_open, hollow, is_container, unflat
 INT_READERS = frozenset({"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Neg", "Abs", "ScalarMul",
                          "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
                          "Exp", "Ln", "Log2", "Log1p", "Expm1", "Sqrt", "Sin", "Cos", "TanhAct", "Sigmoid",
-                         "Maximum", "Minimum", "Where", "Nz", "NzKept", "FString", "Str"})
+                         "Maximum", "Minimum", "Where", "Nz", "NzKept", "FString", "Str", "Loop", "Scan"})
 
 
 class GuardFailed(Exception):

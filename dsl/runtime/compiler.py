@@ -407,14 +407,15 @@ def compile_sub(s, ctx):
     span = s.span
 
     def ev(f):
-        vals = []
-        for p in parts:
-            v = raw(p(f)) if p is not None else None
+        vals = [p(f) if p is not None else None for p in parts]
+        if vals[2] is None and all(type(v) is Box and type(peek(v)) is int for v in vals[:2]):
+            return slice(*vals)     # x[i:i + 3] in a staged loop: structs.item reads rows or guards them
+        for k, v in enumerate(vals):
+            v = vals[k] = raw(v)
             if type(v) is float and v.is_integer():
-                v = int(v)
-            if v is not None and type(v) is not int:
+                vals[k] = int(v)
+            elif v is not None and type(v) is not int:
                 raise error("type", f"slice bounds must be ints or none, got {type_name(v)}", span)
-            vals.append(v)
         if vals[2] == 0:
             raise error("value", "a slice step cannot be zero", span)
         return slice(*vals)

@@ -226,6 +226,26 @@ def _set_row(L, x, i, v):
     return x.at[i].set(v)
 
 
+def _rows(L, x, i, n):
+    """x[i:i + n] for a staged int i, the rows in range (structs.item guards it; numpy's kernel
+    raises otherwise, where XLA's dynamic slice would move the window)."""
+    L.require((i >= 0) & (i <= L.np.shape(x)[0] - n))
+    return L.lax.dynamic_slice_in_dim(x, i, n, axis=0)
+
+
+def _rows_add(L, g, i, shape):
+    """zeros(shape) with g at rows i to i + len(g)."""
+    return L.lax.dynamic_update_slice_in_dim(L.np.zeros(shape, L.np.result_type(g)), g, i, axis=0)
+
+
+def _set_rows(L, x, i, v, n):
+    """x with rows i to i + n set to v (broadcast to them), the rows in range."""
+    x = _storing(L, x, v)
+    L.require((i >= 0) & (i <= L.np.shape(x)[0] - n))
+    rows = L.np.broadcast_to(L.np.asarray(v, x.dtype), (n,) + tuple(L.np.shape(x)[1:]))
+    return L.lax.dynamic_update_slice_in_dim(x, rows, i, axis=0)
+
+
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
@@ -283,6 +303,9 @@ LOWER.update({
     "Row": _row,
     "RowAdd": _row_add,
     "SetRow": _set_row,
+    "Rows": _rows,
+    "RowsAdd": _rows_add,
+    "SetRows": _set_rows,
     "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),
     "CatOp": lambda L, *items, axis=0: L.np.concatenate(items, axis=axis),
     "Linspace": lambda L, a, b, n: L.np.linspace(a, b, n),

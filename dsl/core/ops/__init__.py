@@ -21,8 +21,9 @@ from .linalg import einsum
 from .nn import batch_norm, cross_entropy, layer_norm, log_softmax, softmax, ssm_scan
 from .reduce import (check_keepdims, count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod, sum_,
                      unbroadcast, var)
-from .shape import (broadcast_to, cat, gather, index, index_add, make_key, reshape, row, row_add, set_index,
-                    set_row, set_row_plain, stack, swap_last, transpose)
+from .shape import (broadcast_to, cat, gather, index, index_add, make_key, reshape, row, row_add, rows,
+                    rows_add, rows_plain, set_index, set_row, set_row_plain, set_rows, set_rows_plain, stack,
+                    swap_last, transpose)
 from .slots import map_slot, struct_slot, unpack
 from .sorting import argmax, argmin, argsort, put_along, searchsorted, sort, take_along
 from .special import digamma, erfinv, lgamma, polygamma, trigamma, xlogy

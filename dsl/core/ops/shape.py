@@ -332,6 +332,51 @@ def set_row_plain(x, i, v):
     return set_index(x, (i,), v)
 
 
+def rows(x, i, n, span=None):
+    """x[i:i + n] for an int i computed while the program was staged (x[i:i + 3] in a rolled loop):
+    n rows, a step of the program rather than a guard on i's value. The caller (structs.item)
+    guards that the slice it stands for is these n rows: 0 <= i and i + n <= x's length."""
+    if type(x) is Box or type(i) is Box:
+        return record("Rows", (x, i), {"n": n}, span)
+    if not 0 <= i <= x.shape[0] - n:
+        raise error("index", f"rows {i} to {i + n} are out of range for axis 0 with size {x.shape[0]}")
+    return x[i:i + n]
+
+
+def rows_add(g, i, shape, span=None):
+    """zeros(shape) with g at rows i to i + len(g): the cotangent of rows(x, i, n)."""
+    if type(g) is Box or type(i) is Box:
+        return record("RowsAdd", (g, i), {"shape": shape}, span)
+    out = np.zeros(shape, float_type(g))
+    out[i:i + np.shape(g)[0]] = g
+    return out
+
+
+def set_rows(x, i, v, n, span=None):
+    """A copy of x with rows i to i + n set to v (`out[i:i + 3] = v` in a rolled loop), as rows(x,
+    i, n) reads them."""
+    if type(x) is Box or type(i) is Box or type(v) is Box:
+        return record("SetRows", (x, i, v), {"n": n}, span)
+    if not 0 <= i <= x.shape[0] - n:
+        raise error("index", f"rows {i} to {i + n} are out of range for axis 0 with size {x.shape[0]}")
+    return set_index(x, (slice(i, i + n),), v)
+
+
+def rows_plain(x, i, n):
+    """rows in generated code: rows out of range are an IndexError (kernels.RAISED), so that the
+    program runs again exactly and its guard on the slice fails (structs.item)."""
+    if not 0 <= i <= x.shape[0] - n:
+        raise IndexError(i)
+    return x[i:i + n]
+
+
+def set_rows_plain(x, i, v, n):
+    """set_rows in generated code (see rows_plain)."""
+    if not 0 <= i <= x.shape[0] - n:
+        raise IndexError(i)
+    return set_index(x, (slice(i, i + n),), v)
+
+
 def _set_index_forward(x, v, key=None):
     """set_index with the argument order the SetIndex node records (the tensors first)."""
     return set_index(x, key, v)

@@ -8,8 +8,10 @@ from ...base.cells import UNBOUND
 from ..printing import show
 from ..tape import Box, peek, raw
 from ..values import Module, Struct
+from .arith import sub
+from .compare import eq, logical_and, order
 from .core import a_type_name, error, ndarray, type_name
-from .shape import index as tensor_index, make_key, row, set_index, set_row, transpose
+from .shape import index as tensor_index, make_key, row, rows, set_index, set_row, set_rows, transpose
 from .slots import map_slot, struct_slot, unpack
 
 MAP_KEY_TYPES = (str, int, bool)
@@ -68,6 +70,12 @@ def item(obj, subs):
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
         if len(subs) == 1 and _staged_int(subs[0]):
             return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
+        subs = _spelled_out(v, subs)
+        at = _staged_rows(v, subs)
+        if at is not None:      # x[i:i + 3], x[:, i:i + 3]: n rows from i (along that axis), then the rest
+            out = _moved(rows(_moved(obj, at, v.ndim), subs[at].start, _rows_guarded(v, subs[at], at)), at, v.ndim, True)
+            rest = subs[:at] + (slice(None),) + subs[at + 1:]
+            return out if all(_full(s) for s in rest) else item(out, rest)
         lead = _staged_lead(v, subs)
         if lead:        # x[i, j], x[i, 1:3] with i or j a loop's variable: row by row, then the rest
             out = obj
@@ -77,13 +85,13 @@ def item(obj, subs):
         at = _staged_column(v, subs)
         if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
             return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
-        key = make_key(v.shape, [raw(s) for s in subs])
+        key = make_key(v.shape, [raw(s) for s in _plain(subs)])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
         return tensor_index(obj, key, op="GatherOp" if gathers else "Index")
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
-    key = raw(subs[0])
+    key = raw(_plain(subs)[0])
     if t is dict:
         if type(key) not in MAP_KEY_TYPES:
             raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")
@@ -105,31 +113,96 @@ def item(obj, subs):
 
 
 def _staged_lead(v, subs):
-    """How many ints lead the subscripts of tensor `v` where one of them is an int being staged (a
-    rolled loop's variable) and the others are basic (ints, slices, none, ...): each leading int
-    takes a row, as numpy's x[i, j] is x[i][j]; 0 where that does not hold (an index tensor after
-    them would place its axes differently), and the subscripts go to make_key, which guards."""
+    """How many ints lead the subscripts of tensor `v` where an int or a slice among them is being
+    staged (a rolled loop's variable) and the others are basic (ints, slices, none, ...), or index
+    tensors right after the ints: each leading int takes a row, as numpy's x[0, i, 1:3] is
+    x[0][i][1:3] and x[i, idx] is x[i][idx]; 0 where that does not hold (an index tensor further
+    on would place its axes differently), and the subscripts go to make_key, which guards."""
     k = 0
     while k < len(subs) and (type(subs[k]) is int or _staged_int(subs[k])):
         k += 1
     if k == 0 or len(subs) < 2 or k > v.ndim or (k < len(subs) and k == v.ndim):
         return 0
-    if not any(type(s) is Box for s in subs[:k]):
+    if not any(_staged_int(s) or _staged_slice(s) for s in subs):
         return 0
-    return k if _basic(subs[k:]) else 0
+    rest = subs[k:]
+    tensors = 0
+    while tensors < len(rest) and not _basic(rest[tensors:tensors + 1]):
+        tensors += 1
+    return k if _basic(rest[tensors:]) else 0
 
 
 def _staged_column(v, subs):
-    """Where an int being staged follows only full slices in the subscripts of tensor `v` (x[:, j]),
-    the rest basic: its position (numpy's x[:, j] is row j of x with that axis moved to the
-    front); else 0."""
+    """Where an int being staged follows only slices in the subscripts of tensor `v` (x[:, j],
+    x[1:3, :, j]), the rest basic: its position (numpy's x[:, j] is row j of x with that axis
+    moved to the front, and each other axis sliced as before); else 0."""
     at = 0
-    while at < len(subs) and type(subs[at]) is slice and subs[at].start is None and subs[at].stop is None \
-            and subs[at].step is None:
+    while at < len(subs) and type(subs[at]) is slice and not _staged_slice(subs[at]):
         at += 1
     if at == 0 or at >= len(subs) or at >= v.ndim or not _staged_int(subs[at]):
         return 0
     return at if _basic(subs[at + 1:]) else 0
+
+
+def _staged_rows(v, subs):
+    """Where a slice between two ints being staged (x[i:i + 3], x[k * b:(k + 1) * b]) follows only
+    slices in the subscripts of tensor `v` and takes rows that are there (numpy would clip a
+    slice past the end, and count a negative start from it): its position, whose slice is
+    rows(x, i, n) along that axis, the other subscripts then taken as they are (a slice commutes
+    with every other subscript); else None (make_key guards the ints' values)."""
+    at = 0
+    while at < len(subs) and type(subs[at]) is slice and not _staged_slice(subs[at]):
+        at += 1
+    if at >= len(subs) or at >= v.ndim or not _staged_slice(subs[at]):
+        return None
+    return at if 0 <= peek(subs[at].start) <= peek(subs[at].stop) <= v.shape[at] else None
+
+
+def _rows_guarded(v, s, at):
+    """The number of rows slice `s` takes along axis `at` of `v` on this call, with the guard that
+    each run of the program takes as many from a start within the axis (a rolled loop's later
+    iterations: one that does not is written out, as a guard on the ints would have written all)."""
+    n = peek(s.stop) - peek(s.start)
+    raw(logical_and(logical_and(order(">=", s.start, 0), eq(sub(s.stop, s.start), n)),
+                    order("<=", s.stop, v.shape[at])))
+    return n
+
+
+def _moved(x, at, ndim, back=False):
+    """x with axis `at` moved to the front (or, `back`, from the front to `at`)."""
+    if not at:
+        return x
+    perm = _to_front(at, ndim)
+    return transpose(x, tuple(int(a) for a in np.argsort(perm)) if back else perm)
+
+
+def _spelled_out(v, subs):
+    """The subscripts of tensor `v` with `...` written as the full slices it stands for, where one
+    of them is being staged and all are basic (x[..., j] is x[:, :, j], a column); else as given."""
+    if not any(s is Ellipsis for s in subs) or not _basic(subs) or \
+            not any(_staged_int(s) or _staged_slice(s) for s in subs):
+        return subs
+    at = next(k for k, s in enumerate(subs) if s is Ellipsis)
+    named = sum(1 for s in subs if s is not None and s is not Ellipsis)
+    return tuple(subs[:at]) + (slice(None),) * max(v.ndim - named, 0) + tuple(subs[at + 1:])
+
+
+def _plain(subs):
+    """The subscripts with a slice between ints being staged made one of plain ints, each guarded
+    (runtime.compiler.compile_sub leaves such a slice to `_staged_rows`)."""
+    if not any(type(s) is slice and type(s.start) is Box for s in subs):
+        return subs
+    return tuple(slice(raw(s.start), raw(s.stop)) if type(s) is slice and type(s.start) is Box else s for s in subs)
+
+
+def _staged_slice(s):
+    """Whether a subscript is a slice whose bounds are both ints being staged, of no step."""
+    return type(s) is slice and s.step is None and _staged_int(s.start) and _staged_int(s.stop)
+
+
+def _full(s):
+    """Whether a subscript is `:`."""
+    return type(s) is slice and s.start is None and s.stop is None and s.step is None
 
 
 def _basic(subs):
@@ -137,7 +210,7 @@ def _basic(subs):
     no index tensor, which would place its axes otherwise after the ints taken row by row."""
     for s in subs:
         if type(s) is slice:
-            if any(type(p) is Box for p in (s.start, s.stop, s.step)):
+            if any(type(p) is Box for p in (s.start, s.stop, s.step)) and not _staged_slice(s):
                 return False
         elif not (s is None or s is Ellipsis or type(s) is int or _staged_int(s)):
             return False
@@ -166,6 +239,16 @@ def set_item(obj, subs, value):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
         if len(subs) == 1 and _staged_int(subs[0]):
             return set_row(obj, subs[0], value)     # an int being staged (a rolled loop's variable): no guard
+        subs = _spelled_out(v, subs)
+        at = _staged_rows(v, subs)
+        if at is not None:      # x[i:i + 3] = v: those rows set (through the rest of the subscripts)
+            start = subs[at].start
+            n = _rows_guarded(v, subs[at], at)
+            moved = _moved(obj, at, v.ndim)
+            rest = subs[:at] + (slice(None),) + subs[at + 1:]
+            if at or not all(_full(s) for s in rest):
+                value = _moved(set_item(_moved(rows(moved, start, n), at, v.ndim, True), rest, value), at, v.ndim)
+            return _moved(set_rows(moved, start, value, n), at, v.ndim, True)
         if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
             return set_item(obj, subs[:1], set_item(item(obj, subs[:1]), subs[1:], value))
         at = _staged_column(v, subs)
@@ -173,10 +256,10 @@ def set_item(obj, subs, value):
             perm = _to_front(at, v.ndim)
             moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
             return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
-        return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
+        return set_index(obj, make_key(v.shape, [raw(s) for s in _plain(subs)]), value)
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
-    key = raw(subs[0])
+    key = raw(_plain(subs)[0])
     if t is dict:
         if type(key) not in MAP_KEY_TYPES:
             raise error("type", f"map keys are strings, ints or bools, not {type_name(key)}")

@@ -1,5 +1,5 @@
-"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd Row RowAdd SetRow SetIndex
-CatOp Stack, and Linspace. Their rules move cotangents and tangents the same way."""
+"""Shape primitives: Reshape TransposeOp BroadcastTo Index GatherOp IndexAdd Row RowAdd SetRow Rows RowsAdd
+SetRows SetIndex CatOp Stack, and Linspace. Their rules move cotangents and tangents the same way."""
 
 import numpy as np
 
@@ -147,6 +147,58 @@ define("SetRow", O.set_row,
        vjp=(lambda ns, g, ans, x, i, v: ns.set_row(g, i, 0.0), None,
             lambda ns, g, ans, x, i, v: ns.unbroadcast(ns.row(g, i), shape_of(v))),
        jvp=_set_row_jvp, batch=_set_row_batch, keeps_nan=True, indexed=True, plain=O.set_row_plain)
+
+
+# ---------------------------------------------------------------- n rows from a staged int: x[i:i + n]
+def _swap01(ns, x):
+    """x with its first two axes swapped (a batch axis moved behind the rows, or back)."""
+    return ns.transpose(x, (1, 0) + tuple(range(2, len(shape_of(x)))))
+
+
+def _set_rows_jvp(ns, tangents, ans, args, kw):
+    """x's tangent with v's tangent written at the rows (zeros for whichever has none)."""
+    tx, _, tv = tangents
+    if tx is None and tv is None:
+        return None
+    base = tx if tx is not None else np.zeros(shape_of(args[0]))
+    return ns.set_rows(base, args[1], tv if tv is not None else 0.0, kw["n"])
+
+
+def _set_rows_batch(ns, args, batched, kw):
+    """Each example's rows set to its v, written with the rows in front of the batch axis (i is never
+    batched: it is a loop's variable); v lined up with the rows and the batch as numpy would
+    broadcast it against one example's rows."""
+    x, i, v = args
+    bx, bi, bv = batched
+    if bi:
+        raise Unbatchable("a tensor's rows are written at a batched position")
+    size = shape_of(x)[0] if bx else shape_of(v)[0]
+    if not bx:
+        x = ns.broadcast_to(x, (size,) + shape_of(x))
+    depth = len(shape_of(x)) - 1        # the axes of one example's rows
+    if bv:
+        example = shape_of(v)[1:]
+        v = _swap01(ns, ns.reshape(v, (size,) + (1,) * (depth - len(example)) + example))
+    elif len(shape_of(v)) == depth:     # v has the rows axis: the batch goes behind it
+        v = ns.reshape(v, shape_of(v)[:1] + (1,) + shape_of(v)[1:])
+    return _swap01(ns, ns.set_rows(_swap01(ns, x), i, v, kw["n"]))
+
+
+define("Rows", O.rows, linear=True, plain=O.rows_plain,
+       vjp=(lambda ns, g, ans, x, i, n=None: ns.rows_add(g, i, shape_of(x)), None),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.rows(tangents[0], args[1], kw["n"]),
+       batch=lambda ns, args, batched, kw: _swap01(ns, ns.rows(_swap01(ns, args[0]), args[1], kw["n"])),
+       keeps_nan=True, indexed=True)
+define("RowsAdd", O.rows_add, linear=True,
+       vjp=(lambda ns, g, ans, gr, i, shape=None: ns.rows(g, i, shape_of(gr)[0]), None),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.rows_add(tangents[0], args[1], kw["shape"]),
+       batch=lambda ns, args, batched, kw: _swap01(ns, ns.rows_add(
+           _swap01(ns, args[0]), args[1], tuple(kw["shape"][:1]) + shape_of(args[0])[:1] + tuple(kw["shape"][1:]))),
+       keeps_nan=True, indexed=True)
+define("SetRows", O.set_rows, plain=O.set_rows_plain,
+       vjp=(lambda ns, g, ans, x, i, v, n=None: ns.set_rows(g, i, 0.0, n), None,
+            lambda ns, g, ans, x, i, v, n=None: ns.unbroadcast(ns.rows(g, i, n), shape_of(v))),
+       jvp=_set_rows_jvp, batch=_set_rows_batch, keeps_nan=True, indexed=True)
 
 
 def _index_add_batch(ns, args, batched, kw):

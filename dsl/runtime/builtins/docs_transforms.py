@@ -86,9 +86,10 @@ explain=true says when and why, naming the argument that changed. A `for` loop o
 whose body goes the same way on every iteration is compiled once, as a loop, and so is a
 `while` loop, whatever its trip count, also inside grad, jvp and vmap of any depth (f =
 grad(grad(grad(g))) stages each of g's loop bodies a few times, not once per iteration); the
-body may read and write a tensor's rows, entries and columns at loops' variables (xs[i],
-traj[i] = state, u[i, j], x[:, j]) and
-use an int it never changes (a layer's count of heads); an `if`
+body may read and write a tensor's rows, entries, columns and slices at loops' variables (xs[i],
+traj[i] = state, u[i, j], x[:, j], a minibatch x[k * b:(k + 1) * b]), carry ints (an optimizer's
+step count, a value of the compiled code) and use an int it never changes (a layer's count of
+heads); an `if`
 in such a body whose branches only compute runs both ways, choosing by where; explain=true says
 why a loop is not compiled as a loop (a print, a function stored in a variable declared outside the loop, ...). static_argnums (an int or a tuple of ints) names arguments
 that are constants of the compiled code, as in JAX: f is compiled for each of their values

@@ -1,0 +1,170 @@
+"""Slices between ints a rolled loop computes (`x[i:i + 3]`, a minibatch `x[k * b:(k + 1) * b]`,
+`out[:, i:i + 2] = v`): n rows read and written by Rows and SetRows steps of the loop's body
+(dsl/core/ops/structs.py), guarded to take n rows that are there, so the loop stays one step under
+jit, grad, vmap and jvp, on numpy and on XLA; and the ints a loop carries (adam's step count)
+stay values of the recording, so a jitted epoch is staged once, not once per call. Each case is
+checked against the interpreter running the same function without jit."""
+
+import io
+import contextlib
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.core.primitives.namespaces import EAGER
+from dsl.core.primitives.registry import PRIMS
+
+# subscripts read in a loop over i in range(4) of x of shape (6, 5, 4), and whether the loop stays
+# one step (False: the slice clips at the end, or starts below 0, on some iteration, as numpy's
+# slices do, so the loop is written out)
+READS = [("x[i:i+2]", True), ("x[i:i+2, 1]", True), ("x[i:i+2, :, 1:3]", True), ("x[:, i:i+2]", True),
+         ("x[1:3, i:i+2]", True), ("x[..., i:i+1]", True), ("x[1:3, i:i+2, 1:3, ...]", True),
+         ("x[i:i+2, ..., [1.0, 3.0]]", True), ("x[i:i+2, i]", True), ("x[i:i+2][0]", True), ("x[i:i]", True),
+         ("x[i:i+2, none]", True), ("x[0, i:i+2]", True), ("x[i, i:i+2]", True), ("x[i+1:i+3, ..., 0]", True),
+         ("x[..., i]", True), ("x[0, :, i]", True), ("x[1:3, :, i]", True), ("x[i, [1.0, 3.0]]", True),
+         ("x[i, [1.0, 3.0], 0]", True),
+         ("x[:, :, i:i+2]", False), ("x[2*i:2*i+2]", False), ("x[-2:i]", False), ("x[i:5-i]", False),
+         ("x[i, :, [1.0, 3.0]]", False)]
+# targets written in the same loop, with the value written (v2 has shape (2, 5, 4))
+WRITES = [("y[i:i+2]", "v2"), ("y[i:i+2]", "1.5"), ("y[i:i+2]", "v2[0]"), ("y[i:i+2]", "v2[:, 0:1]"),
+          ("y[:, i:i+2]", "v2[0:1, 0:2, :]"), ("y[:, i:i+2]", "2.0"), ("y[i:i+2, 1]", "v2[:, 0]"),
+          ("y[..., i:i+1]", "v2[0:1, :, 0:1]"), ("y[1:3, i:i+2, 0]", "v2[0, 0:2, 0:2]"),
+          ("y[i, i:i+2]", "v2[0, 0:2]"), ("y[i:i+2, [1.0, 3.0]]", "v2[:, 0:2, :]"),
+          ("y[i:i+2, 1:3, ..., 0]", "v2[:, 0:2, 0]"), ("y[..., i]", "v2[0, :, 0]"), ("y[0, :, i]", "v2[0, :, 0]"),
+          ("y[i, [1.0, 3.0]]", "v2[0, 0:2]")]
+
+
+def _read(sub):
+    return f"fn f(x) {{ let s = 0.0; for i in range(4) {{ s = s + sum(sin({sub}) * (i + 1.0)) }}; return s }}"
+
+
+def _write(target, value):
+    return (f"fn f(x) {{ let y = x * 0.5; let v2 = x[0:2] * x[1:3]; for i in range(4) {{ {target} = {value}; "
+            f"y = y * 1.1 + sin(y) * 0.1 }}; return sum(y * y) + sum(y[0]) }}")
+
+
+CASES = [(sub, _read(sub), rolled) for sub, rolled in READS] + \
+        [(f"{t} = {v}", _write(t, v), True) for t, v in WRITES]
+X = np.random.default_rng(0).standard_normal((6, 5, 4))
+XS = np.random.default_rng(1).standard_normal((3, 6, 5, 4))
+TRANSFORMS = ("let jf = jit(f, explain=true)\nlet jg = jit(grad(f), explain=true)\nlet g = grad(f)\n"
+              "let jv = jit(vmap(f), explain=true)\nlet v = vmap(f)\n"
+              "let h = fn(x) => jvp(grad(f), (x,), (x * 0.3,))[1]\nlet jh = jit(h, explain=true)")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_slices_at_a_loops_variable_give_the_interpreters_values_and_keep_the_loop(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    for name, src, rolled in CASES:
+        i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+        i.run(src + "\n" + TRANSFORMS)
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said):
+            for fast, slow, arg in (("jf", "f", X), ("jg", "g", X), ("jv", "v", XS), ("jh", "h", X)):
+                want = i.lookup(slow)(arg)
+                for _ in range(2):      # staged, then compiled
+                    np.testing.assert_allclose(i.lookup(fast)(arg), want, rtol=1e-11, atol=1e-12,
+                                               err_msg=f"{name}: {fast}")
+        assert ("written out" not in said.getvalue()) == rolled, (name, said.getvalue())
+        assert "numpy backend" not in said.getvalue(), (name, said.getvalue())
+
+
+def test_the_rows_are_steps_of_the_loops_body():
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run(_read("x[i:i+2, 1]") + "\n" + _write("y[:, i:i+2]", "v2[0:1, 0:2, :]").replace("fn f", "fn w")
+          + "\nlet jf = jit(f)\nlet jw = jit(w)")
+    for name, op in (("jf", "Rows"), ("jw", "SetRows")):
+        fn = i.lookup(name)
+        fn(X)
+        fn(X)
+        entries = [e for es in fn.call.entries.values() for e in es]
+        assert len(entries) == 1
+        loops = [s for s in entries[0].program.steps if s[1] == "Loop"]
+        assert len(loops) == 1 and op in {t[1] for t in loops[0][4]["body"].forward.steps}
+
+
+MINIBATCH = """
+import nn
+import optim
+fn loss(layers, x, y) { return mean((nn.mlp_apply(layers, x, act=tanh)[:, 0] - y) ** 2) }
+fn epoch(layers, state, x, y, size) {
+    let total = 0.0
+    for k in range(shape(x)[0] // size) {
+        let l, g = value_and_grad(loss)(layers, x[k * size:(k + 1) * size], y[k * size:(k + 1) * size])
+        layers, state = optim.adam(layers, g, state, 0.01)
+        total += l
+    }
+    return layers, state, total
+}
+seed(0)
+let layers = nn.mlp((3, 8, 1), init="glorot")
+let fast = jit(epoch, explain=true)
+"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_jitted_epoch_over_minibatches_with_adam_is_staged_once(backend, capfd):
+    # the minibatch slices are Rows steps, and adam's step count, an int the loop carries from the
+    # state passed in, is a value of the recording: each epoch called the same recording (a guard
+    # on the count staged every call again)
+    if backend == "xla":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((96, 3))
+    i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+    i.run(MINIBATCH)
+    fast, slow = i.lookup("fast"), i.lookup("epoch")
+    layers, state = i.lookup("layers"), i.eval("optim.adam_init(layers)")
+    want, got = (layers, state), (layers, state)
+    for _ in range(3):
+        want = slow(want[0], want[1], x, np.sin(x).sum(1), 8)
+        got = fast(got[0], got[1], x, np.sin(x).sum(1), 8)
+        assert got[2] == pytest.approx(want[2], rel=1e-12)
+        assert got[1]["step"] == want[1]["step"]
+    assert want[1]["step"] == 36
+    said = capfd.readouterr().err
+    assert said.count("staging it") == 1 and "written out" not in said.replace("nn.dg", ""), said
+    entries = [e for es in fast.call.entries.values() for e in es]
+    assert len(entries) == 1 and "Loop" in {s[1] for s in entries[0].program.steps} | (
+        {"Loop"} if backend == "xla" and "Scan" in {s[1] for s in entries[0].program.steps} else set())
+
+
+def test_rows_rules_against_their_kernels():
+    rng = np.random.default_rng(7)
+    rows, add, put = PRIMS["Rows"], PRIMS["RowsAdd"], PRIMS["SetRows"]
+    x, g = rng.standard_normal((6, 3)), rng.standard_normal((2, 3))
+    for i in (0, 3, 4):
+        # Rows and RowsAdd are each other's transpose: <rows(x), g> = <x, rows_add(g)>
+        out = rows.impl(x, i, 2)
+        np.testing.assert_array_equal(out, x[i:i + 2])
+        back = rows.vjp[0](EAGER, g, out, x, i, n=2)
+        np.testing.assert_array_equal(back, add.impl(g, i, (6, 3)))
+        assert np.sum(out * g) == pytest.approx(np.sum(x * back), rel=1e-14)
+        np.testing.assert_array_equal(add.vjp[0](EAGER, x, None, g, i, shape=(6, 3)), x[i:i + 2])
+        np.testing.assert_array_equal(rows.jvp(EAGER, (x, None), None, (x, i), {"n": 2}), x[i:i + 2])
+        # SetRows is linear in (x, v) together, v broadcast to the rows
+        for v in (rng.standard_normal((2, 3)), rng.standard_normal(3), 1.5):
+            written = put.impl(x, i, v, 2)
+            want = x.copy()
+            want[i:i + 2] = v
+            np.testing.assert_array_equal(written, want)
+            gx = put.vjp[0](EAGER, g.repeat(3, axis=0), written, x, i, v, n=2)
+            gv = put.vjp[2](EAGER, g.repeat(3, axis=0), written, x, i, v, n=2)
+            assert np.sum(written * g.repeat(3, axis=0)) == pytest.approx(
+                np.sum(x * gx) + np.sum(np.asarray(v) * gv), rel=1e-13)
+            assert np.shape(gv) == np.shape(v)
+        # batched on axis 0 (i shared): each rule against a loop over the examples
+        xb, gb, vb = rng.standard_normal((4, 6, 3)), rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 3))
+        np.testing.assert_array_equal(rows.batch(EAGER, (xb, i), (True, False), {"n": 2}),
+                                      np.stack([b[i:i + 2] for b in xb]))
+        np.testing.assert_array_equal(add.batch(EAGER, (gb, i), (True, False), {"shape": (6, 3)}),
+                                      np.stack([add.impl(b, i, (6, 3)) for b in gb]))
+        for bx, bv, v in ((True, False, x[:2]), (False, True, vb), (True, True, vb), (True, False, x[0])):
+            xs = xb if bx else x
+            got = put.batch(EAGER, (xs, i, v), (bx, False, bv), {"n": 2})
+            np.testing.assert_array_equal(got, np.stack([put.impl(xb[k] if bx else x, i, v[k] if bv else v, 2)
+                                                         for k in range(4)]))
+    with pytest.raises(dsl.DgError, match="out of range"):
+        rows.impl(x, 5, 2)
