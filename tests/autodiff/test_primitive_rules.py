@@ -340,10 +340,11 @@ def test_every_registered_primitive_is_exercised():
     # EffectLayout and EffectLeaf, a structured effect's parts: tests/jit/test_jit.py's load tests),
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/jit/test_jit_loops.py), SetRow (tests/jit/test_jit_row_writes.py), Rows, RowsAdd and
-    # SetRows (tests/jit/test_jit_row_slices.py), Any, IsFinite and ClassIndices (staged by rules and
+    # SetRows (tests/jit/test_jit_row_slices.py), Take and TakeAdd (staged positions only:
+    # tests/jit/test_jit_staged_indices.py), Any, IsFinite and ClassIndices (staged by rules and
     # cross_entropy)
     elsewhere = {"HostCall", "HostVjp", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd",
-                 "SetRow", "Rows", "RowsAdd", "SetRows", "LoopBackT",
+                 "SetRow", "Rows", "RowsAdd", "SetRows", "Take", "TakeAdd", "LoopBackT",
                  "LoopBackAdd", "Scan",
                  # tests/library/test_more_math.py (digamma's derivatives, of every order) and
                  # tests/library/test_random.py (functions of keys, batched over keys and parameters) and
@@ -505,8 +506,8 @@ def test_every_plain_step_is_exercised_by_a_case(monkeypatch):
         took.update(_gradient_both_ways(expr, args, monkeypatch)[2])
     # Nz is recorded only on recorded values (second order: the general pullbacks), Row and RowAdd
     # only for a rolled loop (tests/jit/test_jit_loops.py), as are Rows and RowsAdd
-    # (tests/jit/test_jit_row_slices.py)
-    untaken = {"Nz", "Row", "RowAdd", "Rows", "RowsAdd"}
+    # (tests/jit/test_jit_row_slices.py), and Take and TakeAdd only for staged positions
+    untaken = {"Nz", "Row", "RowAdd", "Rows", "RowsAdd", "Take", "TakeAdd"}
     missing = sorted(set(tape.PLAIN_PULLBACKS) - set(took) - untaken)
     assert missing == [], f"no case takes the plain step of {missing}"
 

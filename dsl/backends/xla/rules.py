@@ -246,6 +246,29 @@ def _set_rows(L, x, i, v, n):
     return L.lax.dynamic_update_slice_in_dim(x, rows, i, axis=0)
 
 
+def _positions(L, shape, idx, batched):
+    """The index of rows idx (Take, TakeAdd), which must be whole numbers within the axis (numpy's
+    kernel raises otherwise, where XLA's gather would clamp them)."""
+    jnp = L.np
+    n = shape[1 if batched else 0]
+    L.require((jnp.floor(idx) == idx) & (idx >= -n) & (idx < n))
+    i = idx.astype(jnp.int64)
+    i = jnp.where(i < 0, i + n, i)
+    if not batched:
+        return i
+    return (jnp.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i)
+
+
+def _take(L, x, idx, batched=False):
+    """The rows of x at the positions idx."""
+    return x[_positions(L, L.np.shape(x), L.np.asarray(idx), batched)]
+
+
+def _take_add(L, g, idx, shape, batched=False):
+    """zeros(shape) with the rows of g added at the positions idx."""
+    return L.np.zeros(shape, L.np.result_type(g)).at[_positions(L, shape, L.np.asarray(idx), batched)].add(g)
+
+
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
@@ -306,6 +329,8 @@ LOWER.update({
     "Rows": _rows,
     "RowsAdd": _rows_add,
     "SetRows": _set_rows,
+    "Take": _take,
+    "TakeAdd": _take_add,
     "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),
     "CatOp": lambda L, *items, axis=0: L.np.concatenate(items, axis=axis),
     "Linspace": lambda L, a, b, n: L.np.linspace(a, b, n),

@@ -21,10 +21,11 @@ from .linalg import einsum
 from .nn import batch_norm, cross_entropy, layer_norm, log_softmax, softmax, ssm_scan
 from .reduce import (check_keepdims, count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod, sum_,
                      unbroadcast, var)
-from .shape import (broadcast_to, cat, gather, index, index_add, make_key, reshape, row, row_add, rows,
+from .shape import (broadcast_to, cat, index, index_add, make_key, reshape, row, row_add, rows,
                     rows_add, rows_plain, set_index, set_row, set_row_plain, set_rows, set_rows_plain, stack,
                     swap_last, transpose)
 from .slots import map_slot, struct_slot, unpack
 from .sorting import argmax, argmin, argsort, put_along, searchsorted, sort, take_along
+from .take import gather, staged_index, take, take_add, take_add_plain, take_at, take_plain
 from .special import digamma, erfinv, lgamma, polygamma, trigamma, xlogy
 from .structs import field, item, set_field, set_item

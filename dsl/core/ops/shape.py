@@ -262,24 +262,6 @@ def index(x, key, span=None, op="Index"):
     return norm(x[key])
 
 
-def gather(x, idx, axis=0, span=None):
-    """gather(x, idx, axis=0): the slices of x at the int-valued positions idx along axis."""
-    v = peek(x)
-    if type(v) is not ndarray or v.ndim == 0:
-        raise error("type", f"gather needs a tensor with at least one axis, got {type_name(x)}")
-    _axis_given(axis, "gather")
-    ax = normalize_axis(axis, v.ndim, False)
-    i = raw(idx)
-    if type(i) is not ndarray:
-        if type(i) in (int, float):
-            i = np.asarray(float(i))
-        else:
-            raise error("type", f"gather needs index values as a tensor, got {type_name(idx)}")
-    key = (slice(None),) * ax + (index_array(i, v.shape[ax], ax),)
-    _check_gather(v.shape, key)
-    return index(x, key, span, op="GatherOp")
-
-
 def index_add(g, key, shape, span=None):
     """zeros(shape) with g added at key: the cotangent of indexing (repeats accumulate)."""
     if type(g) is Box:

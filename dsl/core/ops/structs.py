@@ -13,6 +13,7 @@ from .compare import eq, logical_and, order
 from .core import a_type_name, error, ndarray, type_name
 from .shape import index as tensor_index, make_key, row, rows, set_index, set_row, set_rows, transpose
 from .slots import map_slot, struct_slot, unpack
+from .take import staged_index, take_at
 
 MAP_KEY_TYPES = (str, int, bool)
 
@@ -71,6 +72,9 @@ def item(obj, subs):
         if len(subs) == 1 and _staged_int(subs[0]):
             return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
         subs = _spelled_out(v, subs)
+        at = _staged_take(v, subs)
+        if at is not None:      # x[idx], x[:, idx] for positions the program computes: no guard on them
+            return take_at(obj, subs[at], at)
         at = _staged_rows(v, subs)
         if at is not None:      # x[i:i + 3], x[:, i:i + 3]: n rows from i (along that axis), then the rest
             out = _moved(rows(_moved(obj, at, v.ndim), subs[at].start, _rows_guarded(v, subs[at], at)), at, v.ndim, True)
@@ -142,6 +146,18 @@ def _staged_column(v, subs):
     if at == 0 or at >= len(subs) or at >= v.ndim or not _staged_int(subs[at]):
         return 0
     return at if _basic(subs[at + 1:]) else 0
+
+
+def _staged_take(v, subs):
+    """Where the one subscript of tensor `v` that is not `:` is an index tensor the program being
+    staged computes (x[idx], x[:, idx]: labels, token ids, shuffled positions): its position,
+    along which take_at gathers; else None (make_key guards the positions' values)."""
+    at = 0
+    while at < len(subs) and _full(subs[at]):
+        at += 1
+    if at >= len(subs) or at >= v.ndim or not staged_index(subs[at]) or not all(_full(s) for s in subs[at + 1:]):
+        return None
+    return at
 
 
 def _staged_rows(v, subs):

@@ -250,6 +250,14 @@ def scatter_add(x, indices, values):
     shape = _tensor_shape(x, "scatter_add")
     if not shape:
         raise error("shape", "scatter_add needs a tensor with at least one axis")
+    if ops.staged_index(indices) and np.ndim(peek(indices)) == 1:
+        # positions the program being staged computes (a graph's edges passed in): checked on each run
+        vshape = _tensor_shape(values, "scatter_add")
+        if vshape != np.shape(peek(indices)) + tuple(shape[1:]):
+            raise error("shape", f"scatter_add: values of shape {fmt_shape(vshape)} for {np.size(peek(indices))} "
+                                 f"indices into rows of shape {fmt_shape(shape[1:])} (they need shape "
+                                 f"{fmt_shape(np.shape(peek(indices)) + tuple(shape[1:]))})")
+        return ops.add(x, ops.take_add(values, indices, tuple(shape)))
     idx = _indices(indices, shape[0], "scatter_add")
     if idx.ndim != 1:
         raise error("shape", f"scatter_add: indices must be a vector, got shape {fmt_shape(idx.shape)}")

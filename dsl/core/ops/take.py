@@ -1,0 +1,110 @@
+"""Gathering rows at positions the program computes: `x[idx]` for an index tensor that is a value
+of a staged program (a batch of labels or token ids passed to a jitted step, a minibatch's
+shuffled positions), and its transpose, the rows added back at those positions.
+
+An index tensor that is a constant of the recording is a key of reference 6.3's GatherOp
+(shape.index), checked once, at staging; a staged one cannot be, so these kernels check each
+call's positions themselves (whole numbers within the axis, negative ones counting from the end,
+as numpy's), and a staged program then holds for any positions: JAX's gather and scatter-add.
+With `batched`, x and idx carry one leading axis of examples (vmap of both): example b's rows
+idx[b] of x[b].
+"""
+
+import numpy as np
+
+from ..tape import STAGE, Box, peek, raw, record
+from .core import FLOAT, error, float_type, ndarray, norm, normalize_axis, type_name
+from .shape import _axis_given, _check_gather, index, index_array, transpose
+
+
+def gather(x, idx, axis=0, span=None):
+    """gather(x, idx, axis=0): the slices of x at the int-valued positions idx along axis."""
+    v = peek(x)
+    if type(v) is not ndarray or v.ndim == 0:
+        raise error("type", f"gather needs a tensor with at least one axis, got {type_name(x)}")
+    _axis_given(axis, "gather")
+    ax = normalize_axis(axis, v.ndim, False)
+    if staged_index(idx):       # positions the program being staged computes: checked on each run
+        return take_at(x, idx, ax)
+    i = raw(idx)
+    if type(i) is not ndarray:
+        if type(i) in (int, float):
+            i = np.asarray(float(i))
+        else:
+            raise error("type", f"gather needs index values as a tensor, got {type_name(idx)}")
+    key = (slice(None),) * ax + (index_array(i, v.shape[ax], ax),)
+    _check_gather(v.shape, key)
+    return index(x, key, span, op="GatherOp")
+
+
+def staged_index(s):
+    """Whether a subscript is an index tensor computed by the program being staged (not a mask,
+    whose count of true entries decides a shape)."""
+    while type(s) is Box and s.trace.kind is not STAGE:     # a level recording it first (grad, jvp)
+        s = s.v
+    if type(s) is not Box:
+        return False
+    v = peek(s)
+    return type(v) is float or (type(v) is ndarray and v.dtype.kind in "fi")
+
+
+def take_at(x, idx, axis):
+    """The slices of x at the positions idx along `axis`, the positions' axes in its place (numpy's
+    x[:, idx] and gather(x, idx, axis)): take with that axis moved to the front and back."""
+    if axis == 0:
+        return take(x, idx)
+    ndim = np.ndim(peek(x))
+    out = take(transpose(x, (axis,) + tuple(a for a in range(ndim) if a != axis)), idx)
+    k = np.ndim(peek(idx))
+    return transpose(out, tuple(range(k, k + axis)) + tuple(range(k)) + tuple(range(k + axis, k + ndim - 1)))
+
+
+def take(x, idx, batched=False, span=None):
+    """The rows of tensor x at the whole-number positions idx: shape(idx) + shape(x)[1:]."""
+    if type(x) is Box or type(idx) is Box:
+        return record("Take", (x, idx), {"batched": True} if batched else None, span)
+    return norm(x[_positions(x.shape, idx, batched)])
+
+
+def take_add(g, idx, shape, batched=False, span=None):
+    """zeros(shape) with the rows of g added at the positions idx, repeats adding up: take's
+    cotangent (JAX's x.at[idx].add(g))."""
+    if type(g) is Box or type(idx) is Box:
+        return record("TakeAdd", (g, idx), {"shape": shape, "batched": True} if batched else {"shape": shape}, span)
+    out = np.zeros(shape, float_type(g))
+    np.add.at(out, _positions(shape, idx, batched), g)
+    return out
+
+
+def _positions(shape, idx, batched):
+    """numpy's index for the rows idx of a tensor of `shape` (dg's errors for bad positions)."""
+    i = np.asarray(idx)
+    if i.dtype.kind == "b":
+        raise error("type", "a mask cannot be a staged index: index with where(mask, ...) instead")
+    i = index_array(i if i.dtype.kind in "fi" else i.astype(FLOAT), shape[1 if batched else 0], 0)
+    if not batched:
+        return i
+    return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i)
+
+
+def take_plain(x, idx, batched=False):
+    """take in generated code: a bad position is an IndexError (kernels.RAISED), so the program
+    runs again exactly and take reports it at its line."""
+    return norm(x[_plain_positions(x.shape, idx, batched)])
+
+
+def take_add_plain(g, idx, shape, batched=False):
+    """take_add in generated code (see take_plain)."""
+    out = np.zeros(shape, float_type(g))
+    np.add.at(out, _plain_positions(shape, idx, batched), g)
+    return out
+
+
+def _plain_positions(shape, idx, batched):
+    """_positions without dg's messages."""
+    i = np.asarray(idx)
+    n = shape[1 if batched else 0]
+    if i.size and not (i.dtype.kind in "fi" and np.all(i == np.floor(i)) and i.min() >= -n and i.max() < n):
+        raise IndexError("index")
+    i = i.astype(np.intp)
+    return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i) if batched else i

@@ -1,0 +1,68 @@
+"""Take and TakeAdd: rows gathered at staged positions, and added back there (dsl/core/ops/take.py).
+
+Both are linear in their tensor and each other's transpose; the positions get no derivative.
+Under vmap the batch axis of the tensor is moved behind the rows (positions shared), the
+positions' batch is the result's leading axis already (tensor shared), and where both carry
+one, each example takes from its own rows (`batched`). vmap of such a batched step runs per
+example of the outer vmap."""
+
+from .. import ops as O
+from ..ops.core import shape_of
+from .batching import Unbatchable
+from .registry import define
+
+
+def _front(x, at):
+    """x with axis `at` moved to the front."""
+    n = len(shape_of(x))
+    return O.transpose(x, (at,) + tuple(a for a in range(n) if a != at))
+
+
+def _behind(x, k):
+    """x with its axis 0 moved behind the next k axes."""
+    n = len(shape_of(x))
+    return O.transpose(x, tuple(range(1, k + 1)) + (0,) + tuple(range(k + 1, n)))
+
+
+def _take_batch(ns, args, batched, kw):
+    """Each example's rows (see the module docstring)."""
+    x, idx = args
+    bx, bi = batched
+    if kw.get("batched"):
+        raise Unbatchable("rows gathered per example, under a second vmap")
+    if not bx:
+        return O.take(x, idx)
+    if not bi:
+        return _front(O.take(_behind(x, 1), idx), len(shape_of(idx)))
+    return O.take(x, idx, batched=True)
+
+
+def _take_add_batch(ns, args, batched, kw):
+    """Each example's rows added back (see the module docstring)."""
+    g, idx = args
+    bg, bi = batched
+    shape = tuple(kw["shape"])
+    if kw.get("batched"):
+        raise Unbatchable("rows added back per example, under a second vmap")
+    if not bi:
+        k = len(shape_of(idx))
+        return _front(O.take_add(_behind(g, k), idx, shape[:1] + shape_of(g)[:1] + shape[1:]), 1)
+    size = shape_of(idx)[0]
+    if not bg:
+        g = O.broadcast_to(g, (size,) + shape_of(g))
+    return O.take_add(g, idx, (size,) + shape, batched=True)
+
+
+def _no_gradient(ns, g, ans, *args, **kw):
+    """The positions' cotangent: none (they may still be recorded values, a loop's state)."""
+    return None
+
+
+define("Take", O.take, linear=True, plain=O.take_plain, keeps_nan=True, indexed=True, batch=_take_batch,
+       vjp=(lambda ns, g, ans, x, idx, batched=False: O.take_add(g, idx, shape_of(x), batched), _no_gradient),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else O.take(
+           tangents[0], args[1], kw.get("batched", False)))
+define("TakeAdd", O.take_add, linear=True, plain=O.take_add_plain, keeps_nan=True, indexed=True, batch=_take_add_batch,
+       vjp=(lambda ns, g, ans, gr, idx, shape=None, batched=False: O.take(g, idx, batched), _no_gradient),
+       jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else O.take_add(
+           tangents[0], args[1], kw["shape"], kw.get("batched", False)))

@@ -1,0 +1,146 @@
+"""Index tensors that are values of a staged program (labels or token ids passed to a jitted
+step, a minibatch's shuffled positions, a graph's edges): `x[idx]`, `x[:, idx]`, `gather` and
+`scatter_add` gather and add rows at them by Take and TakeAdd steps (dsl/core/ops/take.py),
+checked on each run, rather than guarding their values; so new positions run the same
+recording, where each call with other positions staged the function again. Each case is
+checked against the interpreter running the same function without jit."""
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.core.primitives.namespaces import EAGER
+from dsl.core.primitives.registry import PRIMS
+
+CASES = {
+    "x[idx]": "fn f(x, idx) { return sum(sin(x[idx]) * x[idx]) }",
+    "x[idx] of two axes": "fn f(x, idx) { return sum(sin(x[reshape(idx, (2, 3))])) }",
+    "x[:, idx]": "fn f(x, idx) { return sum(sin(x[:, idx]) * 2.0) + sum(x[:, idx][0]) }",
+    "gather on axis 1": "fn f(x, idx) { return sum(cos(gather(x, idx, 1))) }",
+    "gather": "fn f(x, idx) { return sum(cos(gather(x, idx))) }",
+    "x[idx[0]]": "fn f(x, idx) { return sum(x[idx[0]] * x[idx[1]]) }",
+    "scatter_add": "fn f(x, idx) { return sum(sin(scatter_add(x * 0.5, idx, x[0:6] * 2.0))) }",
+    "an embedding": "fn f(x, idx) { let e = x[idx]; return sum(tanh(e @ transpose(x[0:2]))) }",
+    "negative positions": "fn f(x, idx) { return sum(x[idx - 8.0] ** 2) }",
+    "minibatches in a loop": ("fn f(x, idx) { let s = 0.0; for k in range(3) { "
+                              "s = s + sum(sin(x[idx[k * 2:(k + 1) * 2]])) * (k + 1.0) }; return s }"),
+    "message passing": ("fn f(x, idx) { let h = x; for r in range(3) { "
+                        "h = tanh(scatter_add(h * 0.3, idx, h[idx] * 0.5)) }; return sum(h ** 2) }"),
+}
+TRANSFORMS = ("let jf = jit(f, explain=true)\nlet g = grad(f)\nlet jg = jit(grad(f), explain=true)\n"
+              "let v = vmap(f, in_axes=(none, 0))\nlet jv = jit(vmap(f, in_axes=(none, 0)), explain=true)\n"
+              "let gv = vmap(grad(f), in_axes=(0, 0))\nlet jgv = jit(vmap(grad(f), in_axes=(0, 0)), explain=true)\n"
+              "let h = fn(x, i) => jvp(fn(x) => grad(f)(x, i), (x,), (x * 0.3,))[1]\nlet jh = jit(h, explain=true)")
+X = np.random.default_rng(0).standard_normal((8, 8))
+POSITIONS = [np.array([0.0, 3, 7, 1, 1, 5]), np.array([2.0, 2, 6, 0, 4, 3])]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_staged_positions_give_the_interpreters_values_from_one_recording(name, backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+    i.run(CASES[name] + "\n" + TRANSFORMS)
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        for idx in POSITIONS:
+            for fast, slow, args in (("jf", "f", (X, idx)), ("jg", "g", (X, idx)), ("jv", "v", (X, np.stack(POSITIONS))),
+                                     ("jgv", "gv", (np.stack([X, X * 2]), np.stack(POSITIONS))), ("jh", "h", (X, idx))):
+                want = i.lookup(slow)(*args)
+                for _ in range(2):
+                    np.testing.assert_allclose(i.lookup(fast)(*args), want, rtol=1e-11, atol=1e-12,
+                                               err_msg=f"{name}: {fast}")
+    text = said.getvalue()
+    # each of the five jitted functions staged once, for the first positions only
+    assert text.count("staging it") == 5 and "written out" not in text and "numpy backend" not in text, text
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run("fn f(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx])\n}\nlet jf = jit(f)")
+    jf = i.lookup("jf")
+    assert jf(X, np.array([0.0, 1.0])) == pytest.approx(2 * X[[0, 1]].sum(), rel=1e-14)
+    for idx, kind, words in ((np.array([0.0, 8.0]), "index", "index 8 is out of range"),
+                             (np.array([0.5, 1.0]), "type", "whole numbers"),
+                             (np.array([-9.0, 1.0]), "index", "index -9 is out of range")):
+        for _ in range(2):      # the same recording, compiled
+            with pytest.raises(dsl.DgError) as err:
+                jf(X, idx)
+            assert err.value.kind == kind and words in err.value.message and err.value.line == 3
+    assert len([e for es in jf.call.entries.values() for e in es]) == 1
+
+
+EMBEDDING = """
+import nn
+import optim
+fn loss(p, ids, y) { return mean((nn.embed(p[0], ids) @ p[1] - y) ** 2) }
+fn step(p, s, ids, y) {
+    let l, g = value_and_grad(loss)(p, ids, y)
+    let q, t = optim.adam(p, g, s, 0.05)
+    return q, t, l
+}
+seed(0)
+let p = (nn.embedding(20, 4), randn((4, 1)))
+let fast = jit(step, explain=true)
+"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_jitted_training_step_of_an_embedding_is_staged_once(backend, capfd):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+    i.run(EMBEDDING)
+    rng = np.random.default_rng(1)
+    p = i.lookup("p")
+    want = got = (p, i.eval("optim.adam_init(p)"))
+    for _ in range(4):
+        ids = rng.integers(0, 20, 16).astype(float)
+        y = rng.standard_normal((16, 1))
+        want = i.lookup("step")(want[0], want[1], ids, y)
+        got = i.lookup("fast")(got[0], got[1], ids, y)
+        assert got[2] == pytest.approx(want[2], rel=1e-12)
+    np.testing.assert_allclose(got[0][0].table, want[0][0].table, rtol=1e-12)
+    assert capfd.readouterr().err.count("staging it") == 1
+
+
+def test_take_rules_against_their_kernels():
+    rng = np.random.default_rng(3)
+    take, add = PRIMS["Take"], PRIMS["TakeAdd"]
+    x = rng.standard_normal((6, 3))
+    for idx in (np.array([4.0, 0.0, 4.0, -1.0]), np.array([[1.0, 2.0], [5.0, -6.0]])):
+        out = take.impl(x, idx)
+        np.testing.assert_array_equal(out, x[idx.astype(int)])
+        g = rng.standard_normal(out.shape)
+        # each other's transpose, repeated positions adding up: <take(x), g> = <x, take_add(g)>
+        back = take.vjp[0](EAGER, g, out, x, idx)
+        want = np.zeros_like(x)
+        np.add.at(want, idx.astype(int), g)
+        np.testing.assert_array_equal(back, want)
+        np.testing.assert_array_equal(add.impl(g, idx, (6, 3)), want)
+        assert np.sum(out * g) == pytest.approx(np.sum(x * back), rel=1e-13)
+        np.testing.assert_array_equal(add.vjp[0](EAGER, x, None, g, idx, shape=(6, 3)), out)
+        assert take.vjp[1](EAGER, g, out, x, idx) is None
+        np.testing.assert_array_equal(take.jvp(EAGER, (x, None), None, (x, idx), {}), out)
+        # batched tensor, positions or both (batch on axis 0): against a loop over the examples
+        xb, ib = rng.standard_normal((4, 6, 3)), np.stack([np.roll(idx, k) for k in range(4)])
+        for bx, bi in ((True, False), (False, True), (True, True)):
+            xs, ids = (xb if bx else x), (ib if bi else idx)
+            got = take.batch(EAGER, (xs, ids), (bx, bi), {})
+            np.testing.assert_array_equal(got, np.stack([take.impl(xb[k] if bx else x, ib[k] if bi else idx)
+                                                         for k in range(4)]))
+            gb = rng.standard_normal((4,) + out.shape)
+            got = add.batch(EAGER, (gb, ids), (True, bi), {"shape": (6, 3)})
+            np.testing.assert_array_equal(got, np.stack([add.impl(gb[k], ib[k] if bi else idx, (6, 3))
+                                                         for k in range(4)]))
+    with pytest.raises(dsl.DgError, match="out of range"):
+        take.impl(x, np.array([6.0]))
+    with pytest.raises(dsl.DgError, match="whole numbers"):
+        add.impl(np.ones((1, 3)), np.array([0.5]), (6, 3))
