@@ -126,16 +126,23 @@ def _set_row_jvp(ns, tangents, ans, args, kw):
     return ns.set_row(base, args[1], tv if tv is not None else 0.0)
 
 
+def _written_per_example(ns, args, batched, what):
+    """(x, i, v) of a batched write at a staged int i (SetRow, SetRows), x given its batch axis
+    where only v has one; i is never batched (it is a loop's variable)."""
+    x, i, v = args
+    bx, bi, _ = batched
+    if bi:
+        raise Unbatchable(f"a tensor's {what} written at a batched position")
+    if not bx:
+        x = ns.broadcast_to(x, shape_of(v)[:1] + shape_of(x))
+    return x, i, v
+
+
 def _set_row_batch(ns, args, batched, kw):
     """Row i of each example set to its v: written with the rows in front, then the batch moved
     back to axis 0 (i is never batched: it is a loop's variable)."""
-    x, i, v = args
-    bx, bi, bv = batched
-    if bi:
-        raise Unbatchable("a tensor's row is written at a batched position")
-    size = shape_of(x)[0] if bx else shape_of(v)[0]
-    if not bx:
-        x = ns.broadcast_to(x, (size,) + shape_of(x))
+    x, i, v = _written_per_example(ns, args, batched, "row")
+    bv = batched[2]
     rest = shape_of(x)[2:]
     if bv and len(shape_of(v)) - 1 < len(rest):     # v's batch axis lined up with the row's
         v = ns.reshape(v, shape_of(v)[:1] + (1,) * (len(rest) - len(shape_of(v)) + 1) + shape_of(v)[1:])
@@ -168,13 +175,9 @@ def _set_rows_batch(ns, args, batched, kw):
     """Each example's rows set to its v, written with the rows in front of the batch axis (i is never
     batched: it is a loop's variable); v lined up with the rows and the batch as numpy would
     broadcast it against one example's rows."""
-    x, i, v = args
-    bx, bi, bv = batched
-    if bi:
-        raise Unbatchable("a tensor's rows are written at a batched position")
-    size = shape_of(x)[0] if bx else shape_of(v)[0]
-    if not bx:
-        x = ns.broadcast_to(x, (size,) + shape_of(x))
+    x, i, v = _written_per_example(ns, args, batched, "rows")
+    bv = batched[2]
+    size = shape_of(x)[0]
     depth = len(shape_of(x)) - 1        # the axes of one example's rows
     if bv:
         example = shape_of(v)[1:]
