@@ -27,6 +27,10 @@ CASES = {
     "negative positions": "fn f(x, idx) { return sum(x[idx - 8.0] ** 2) }",
     "minibatches in a loop": ("fn f(x, idx) { let s = 0.0; for k in range(3) { "
                               "s = s + sum(sin(x[idx[k * 2:(k + 1) * 2]])) * (k + 1.0) }; return s }"),
+    "x[arange(n), idx]": "fn f(x, idx) { return sum(log_softmax(x, axis=1)[arange(6), idx]) }",
+    "x[idx, idx2, :]": "fn f(x, idx) { return sum(sin(reshape(x, (4, 4, 4))[floor(idx / 2.0) - 2.0, 3.0 - floor(idx / 2.0), :])) }",
+    "x[:, idx, 0]": "fn f(x, idx) { return sum(cos(reshape(x, (2, 8, 4))[:, idx, 0])) }",
+    "x[1, idx]": "fn f(x, idx) { return sum(exp(x[1, idx] * 0.1)) + sum(x[idx, -2] ** 2) }",
     "message passing": ("fn f(x, idx) { let h = x; for r in range(3) { "
                         "h = tanh(scatter_add(h * 0.3, idx, h[idx] * 0.5)) }; return sum(h ** 2) }"),
 }
@@ -64,16 +68,19 @@ def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):
     if backend == "xla":
         pytest.importorskip("jax")
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
-    i.run("fn f(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx])\n}\nlet jf = jit(f)")
-    jf = i.lookup("jf")
-    assert jf(X, np.array([0.0, 1.0])) == pytest.approx(2 * X[[0, 1]].sum(), rel=1e-14)
-    for idx, kind, words in ((np.array([0.0, 8.0]), "index", "index 8 is out of range"),
+    i.run("fn f(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx]) + sum(y[arange(2), idx])\n}\nlet jf = jit(f)\n"
+          "fn g(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx[0], idx])\n}\nlet jg = jit(g)")
+    jf, jg = i.lookup("jf"), i.lookup("jg")
+    assert jf(X, np.array([0.0, 1.0])) == pytest.approx(2 * X[[0, 1]].sum() + 2 * X[[0, 1], [0, 1]].sum(), rel=1e-14)
+    assert jg(X, np.array([0.0, 1.0])) == pytest.approx(2 * X[0, [0, 1]].sum(), rel=1e-14)
+    for idx, kind, words in ((np.array([0.0, 8.0]), "index", "index 8 is out of range for an axis of size 8"),
                              (np.array([0.5, 1.0]), "type", "whole numbers"),
                              (np.array([-9.0, 1.0]), "index", "index -9 is out of range")):
-        for _ in range(2):      # the same recording, compiled
-            with pytest.raises(dsl.DgError) as err:
-                jf(X, idx)
-            assert err.value.kind == kind and words in err.value.message and err.value.line == 3
+        for fn, line in ((jf, 3), (jg, 8)):
+            for _ in range(2):      # the same recording, compiled
+                with pytest.raises(dsl.DgError) as err:
+                    fn(X, idx)
+                assert err.value.kind == kind and words in err.value.message and err.value.line == line
     assert len([e for es in jf.call.entries.values() for e in es]) == 1
 
 

@@ -8,12 +8,12 @@ from ...base.cells import UNBOUND
 from ..printing import show
 from ..tape import Box, peek, raw
 from ..values import Module, Struct
-from .arith import sub
+from .arith import add, mul, sub
 from .compare import eq, logical_and, order
 from .core import a_type_name, error, ndarray, type_name
-from .shape import index as tensor_index, make_key, row, rows, set_index, set_row, set_rows, transpose
+from .shape import index as tensor_index, index_array, make_key, reshape, row, rows, set_index, set_row, set_rows, transpose
 from .slots import map_slot, struct_slot, unpack
-from .take import staged_index, take_at
+from .take import staged_index, take, take_at
 
 MAP_KEY_TYPES = (str, int, bool)
 
@@ -89,6 +89,11 @@ def item(obj, subs):
         at = _staged_column(v, subs)
         if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
             return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
+        flat = _staged_block(v, subs)
+        if flat is not None:        # x[arange(n), y] with y computed by the program: one gather, no guard
+            a, b, positions = flat
+            joined = reshape(obj, v.shape[:a] + (int(np.prod(v.shape[a:b])),) + v.shape[b:])
+            return take_at(joined, positions, a)
         key = make_key(v.shape, [raw(s) for s in _plain(subs)])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
@@ -158,6 +163,35 @@ def _staged_take(v, subs):
     if at >= len(subs) or at >= v.ndim or not staged_index(subs[at]) or not all(_full(s) for s in subs[at + 1:]):
         return None
     return at
+
+
+def _staged_block(v, subs):
+    """Where the subscripts of tensor `v` other than `:` are index tensors and ints side by side,
+    one of them an index tensor the program being staged computes (logp[arange(n), y] with y the
+    labels passed in): (a, b, positions), the block's axes a to b and the positions in them
+    flattened, each subscript's checked (and counted from the end where negative) as numpy's
+    x[idx1, idx2] would; else None."""
+    if not any(staged_index(s) for s in subs) or len(subs) > v.ndim:
+        return None
+    block = [k for k, s in enumerate(subs) if not _full(s)]
+    a, b = block[0], block[-1] + 1
+    if block != list(range(a, b)):
+        return None
+    positions = None
+    for axis in range(a, b):
+        s, d = subs[axis], v.shape[axis]
+        if staged_index(s):
+            p = take(np.arange(float(d)), s)        # checked on each run, negative ones counted from the end
+        elif type(s) is int and -d <= s < d:
+            p = s % d
+        elif type(s) is ndarray and s.dtype.kind in "fi":
+            p = index_array(s, d, axis).astype(float) % d
+        else:
+            return None     # a mask, a staged int, a bad position: make_key guards or says what is wrong
+        stride = int(np.prod(v.shape[axis + 1:b]))
+        p = mul(p, float(stride)) if stride != 1 else p
+        positions = p if positions is None else add(positions, p)
+    return a, b, positions
 
 
 def _staged_rows(v, subs):

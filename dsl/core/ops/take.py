@@ -13,7 +13,7 @@ idx[b] of x[b].
 import numpy as np
 
 from ..tape import STAGE, Box, peek, raw, record
-from .core import FLOAT, error, float_type, ndarray, norm, normalize_axis, type_name
+from .core import error, float_type, ndarray, norm, normalize_axis, type_name
 from .shape import _axis_given, _check_gather, index, index_array, transpose
 
 
@@ -79,9 +79,16 @@ def take_add(g, idx, shape, batched=False, span=None):
 def _positions(shape, idx, batched):
     """numpy's index for the rows idx of a tensor of `shape` (dg's errors for bad positions)."""
     i = np.asarray(idx)
-    if i.dtype.kind == "b":
-        raise error("type", "a mask cannot be a staged index: index with where(mask, ...) instead")
-    i = index_array(i if i.dtype.kind in "fi" else i.astype(FLOAT), shape[1 if batched else 0], 0)
+    if i.dtype.kind not in "fi":
+        raise error("type", "index tensors must hold whole numbers")
+    n = shape[1 if batched else 0]
+    if i.size and not np.all(np.isfinite(i) & (i == np.floor(i))):
+        raise error("type", "index tensors must hold whole numbers")
+    if i.size and (i.min() < -n or i.max() >= n):
+        bad = i[(i < -n) | (i >= n)].flat[0]
+        # (the axis is not named: x[:, idx] and x[arange(n), y] take from a moved or joined one)
+        raise error("index", f"index {int(bad)} is out of range for an axis of size {n}")
+    i = i.astype(np.intp)
     if not batched:
         return i
     return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i)
