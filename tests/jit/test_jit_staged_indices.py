@@ -31,6 +31,8 @@ CASES = {
     "x[idx, idx2, :]": "fn f(x, idx) { return sum(sin(reshape(x, (4, 4, 4))[floor(idx / 2.0) - 2.0, 3.0 - floor(idx / 2.0), :])) }",
     "x[:, idx, 0]": "fn f(x, idx) { return sum(cos(reshape(x, (2, 8, 4))[:, idx, 0])) }",
     "x[1, idx]": "fn f(x, idx) { return sum(exp(x[1, idx] * 0.1)) + sum(x[idx, -2] ** 2) }",
+    "segment_sum": ("fn f(x, idx) { let h = x; for r in range(3) { "
+                    "h = tanh(segment_sum(h[0:6] * 0.5, idx, 8) + h * 0.3) }; return sum(h ** 2) }"),
     "message passing": ("fn f(x, idx) { let h = x; for r in range(3) { "
                         "h = tanh(scatter_add(h * 0.3, idx, h[idx] * 0.5)) }; return sum(h ** 2) }"),
 }
@@ -82,6 +84,15 @@ def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):
                     fn(X, idx)
                 assert err.value.kind == kind and words in err.value.message and err.value.line == line
     assert len([e for es in jf.call.entries.values() for e in es]) == 1
+    # segment ids, which are never counted from the end: the builtin's own words, jitted or not
+    i.run("fn s(x, ids) {\n  return sum(segment_sum(x[0:2], ids, 8))\n}\nlet js = jit(s)")
+    for ids, kind, words in ((np.array([0.0, -1.0]), "index", "a segment id is negative"),
+                             (np.array([0.0, 8.0]), "index", "segment_sum: index 8 is out of range"),
+                             (np.array([0.0, 1.5]), "type", "segment_sum: indices must be whole numbers")):
+        for fn in ("js", "js", "s"):
+            with pytest.raises(dsl.DgError) as err:
+                i.lookup(fn)(X, ids)
+            assert err.value.kind == kind and words in err.value.message and err.value.line == 2, fn
 
 
 EMBEDDING = """

@@ -246,12 +246,12 @@ def _set_rows(L, x, i, v, n):
     return L.lax.dynamic_update_slice_in_dim(x, rows, i, axis=0)
 
 
-def _positions(L, shape, idx, batched):
+def _positions(L, shape, idx, batched, nonnegative=False):
     """The index of rows idx (Take, TakeAdd), which must be whole numbers within the axis (numpy's
     kernel raises otherwise, where XLA's gather would clamp them)."""
     jnp = L.np
     n = shape[1 if batched else 0]
-    L.require((jnp.floor(idx) == idx) & (idx >= -n) & (idx < n))
+    L.require((jnp.floor(idx) == idx) & (idx >= (0 if nonnegative else -n)) & (idx < n))
     i = idx.astype(jnp.int64)
     i = jnp.where(i < 0, i + n, i)
     if not batched:
@@ -264,9 +264,10 @@ def _take(L, x, idx, batched=False):
     return x[_positions(L, L.np.shape(x), L.np.asarray(idx), batched)]
 
 
-def _take_add(L, g, idx, shape, batched=False):
+def _take_add(L, g, idx, shape, batched=False, nonnegative=False):
     """zeros(shape) with the rows of g added at the positions idx."""
-    return L.np.zeros(shape, L.np.result_type(g)).at[_positions(L, shape, L.np.asarray(idx), batched)].add(g)
+    at = _positions(L, shape, L.np.asarray(idx), batched, nonnegative)
+    return L.np.zeros(shape, L.np.result_type(g)).at[at].add(g)
 
 
 def _set_index(L, x, v, key=None):

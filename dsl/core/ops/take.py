@@ -66,28 +66,37 @@ def take(x, idx, batched=False, span=None):
     return norm(x[_positions(x.shape, idx, batched)])
 
 
-def take_add(g, idx, shape, batched=False, span=None):
+def take_add(g, idx, shape, batched=False, nonnegative=False, span=None):
     """zeros(shape) with the rows of g added at the positions idx, repeats adding up: take's
-    cotangent (JAX's x.at[idx].add(g))."""
+    cotangent (JAX's x.at[idx].add(g)); `nonnegative`: a negative position is an error (a
+    segment id of segment_sum) rather than counted from the end."""
     if type(g) is Box or type(idx) is Box:
-        return record("TakeAdd", (g, idx), {"shape": shape, "batched": True} if batched else {"shape": shape}, span)
+        kw = {"shape": shape}
+        if batched:
+            kw["batched"] = True
+        if nonnegative:
+            kw["nonnegative"] = True
+        return record("TakeAdd", (g, idx), kw, span)
     out = np.zeros(shape, float_type(g))
-    np.add.at(out, _positions(shape, idx, batched), g)
+    np.add.at(out, _positions(shape, idx, batched, nonnegative), g)
     return out
 
 
-def _positions(shape, idx, batched):
+def _positions(shape, idx, batched, nonnegative=False):
     """numpy's index for the rows idx of a tensor of `shape` (dg's errors for bad positions)."""
     i = np.asarray(idx)
     if i.dtype.kind not in "fi":
         raise error("type", "index tensors must hold whole numbers")
     n = shape[1 if batched else 0]
+    who = "segment_sum: " if nonnegative else ""      # segment ids: the builtins' own words
     if i.size and not np.all(np.isfinite(i) & (i == np.floor(i))):
-        raise error("type", "index tensors must hold whole numbers")
+        raise error("type", f"{who}indices must be whole numbers" if who else "index tensors must hold whole numbers")
+    if nonnegative and i.size and i.min() < 0:
+        raise error("index", "segment_sum: a segment id is negative")
     if i.size and (i.min() < -n or i.max() >= n):
         bad = i[(i < -n) | (i >= n)].flat[0]
         # (the axis is not named: x[:, idx] and x[arange(n), y] take from a moved or joined one)
-        raise error("index", f"index {int(bad)} is out of range for an axis of size {n}")
+        raise error("index", f"{who}index {int(bad)} is out of range for an axis of size {n}")
     i = i.astype(np.intp)
     if not batched:
         return i
@@ -100,18 +109,19 @@ def take_plain(x, idx, batched=False):
     return norm(x[_plain_positions(x.shape, idx, batched)])
 
 
-def take_add_plain(g, idx, shape, batched=False):
+def take_add_plain(g, idx, shape, batched=False, nonnegative=False):
     """take_add in generated code (see take_plain)."""
     out = np.zeros(shape, float_type(g))
-    np.add.at(out, _plain_positions(shape, idx, batched), g)
+    np.add.at(out, _plain_positions(shape, idx, batched, nonnegative), g)
     return out
 
 
-def _plain_positions(shape, idx, batched):
+def _plain_positions(shape, idx, batched, nonnegative=False):
     """_positions without dg's messages."""
     i = np.asarray(idx)
     n = shape[1 if batched else 0]
-    if i.size and not (i.dtype.kind in "fi" and np.all(i == np.floor(i)) and i.min() >= -n and i.max() < n):
+    if i.size and not (i.dtype.kind in "fi" and np.all(i == np.floor(i)) and i.min() >= (0 if nonnegative else -n)
+                       and i.max() < n):
         raise IndexError("index")
     i = i.astype(np.intp)
     return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i) if batched else i

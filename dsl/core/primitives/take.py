@@ -44,13 +44,14 @@ def _take_add_batch(ns, args, batched, kw):
     shape = tuple(kw["shape"])
     if kw.get("batched"):
         raise Unbatchable("rows added back per example, under a second vmap")
+    nonnegative = kw.get("nonnegative", False)
     if not bi:
         k = len(shape_of(idx))
-        return _front(O.take_add(_behind(g, k), idx, shape[:1] + shape_of(g)[:1] + shape[1:]), 1)
+        return _front(O.take_add(_behind(g, k), idx, shape[:1] + shape_of(g)[:1] + shape[1:], False, nonnegative), 1)
     size = shape_of(idx)[0]
     if not bg:
         g = O.broadcast_to(g, (size,) + shape_of(g))
-    return O.take_add(g, idx, (size,) + shape, batched=True)
+    return O.take_add(g, idx, (size,) + shape, True, nonnegative)
 
 
 def _no_gradient(ns, g, ans, *args, **kw):
@@ -63,6 +64,7 @@ define("Take", O.take, linear=True, plain=O.take_plain, keeps_nan=True, indexed=
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else O.take(
            tangents[0], args[1], kw.get("batched", False)))
 define("TakeAdd", O.take_add, linear=True, plain=O.take_add_plain, keeps_nan=True, indexed=True, batch=_take_add_batch,
-       vjp=(lambda ns, g, ans, gr, idx, shape=None, batched=False: O.take(g, idx, batched), _no_gradient),
+       vjp=(lambda ns, g, ans, gr, idx, shape=None, batched=False, nonnegative=False: O.take(g, idx, batched),
+            _no_gradient),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else O.take_add(
-           tangents[0], args[1], kw["shape"], kw.get("batched", False)))
+           tangents[0], args[1], kw["shape"], kw.get("batched", False), kw.get("nonnegative", False)))

@@ -272,6 +272,9 @@ def segment_sum(data, segment_ids, num_segments):
     if type(n) is not int or n < 0:
         raise error("value", f"segment_sum: num_segments must be a non-negative int, got {brief(n)}")
     check_size((n,) + tuple(shape[1:]), "segment_sum result")
+    if ops.staged_index(segment_ids) and np.ndim(peek(segment_ids)) == 1 and shape[:1] == np.shape(peek(segment_ids)):
+        # ids the program being staged computes (a graph's edges passed in): checked on each run
+        return ops.take_add(data, segment_ids, (n,) + tuple(shape[1:]), nonnegative=True)
     idx = _indices(segment_ids, n, "segment_sum")
     if idx.size and np.any(np.asarray(raw(segment_ids), dtype=float) < 0):
         raise error("index", "segment_sum: a segment id is negative")

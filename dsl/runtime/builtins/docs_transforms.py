@@ -81,8 +81,8 @@ into straight-line code: the same results, output and random draws. The signatur
 structure, tensor shapes and the values of their strings, bools and none; floats, tensors and
 ints are values of the compiled code, so a step counter passed each call does not compile f
 again (an int f uses as a shape, an index or a loop's length is part of the signature), nor do
-new index tensors (x[idx], gather and scatter_add at token ids or shuffled positions: checked on
-each call). A
+new index tensors (x[idx], gather, scatter_add and segment_sum at token ids, shuffled positions
+or a graph's edges: checked on each call). A
 decision on a traced value is guarded: a call that decides differently is compiled again;
 explain=true says when and why, naming the argument that changed. A `for` loop over a range
 whose body goes the same way on every iteration is compiled once, as a loop, and so is a
