@@ -224,6 +224,9 @@ class For(Stmt):
     body: Block
     bindings: list = field(default_factory=list)
     pattern: Optional["Pattern"] = None     # as Let's
+    # two frame slots of no name: the tensor a one-name loop walks and the position in it, for
+    # jit to stage `for x in xs` as a loop over positions (runtime/statements.py)
+    row_slots: tuple = ()
 
 
 @dataclass(eq=False)

@@ -8,13 +8,15 @@ ordinary control flow.
 
 from ..base.cells import Cell, UNBOUND
 from ..core import ops, tape
-from ..core.tape import Box
+from ..core.ops.core import ndarray
+from ..core.tape import Box, peek
 from ..core.values import Function, StructDef
 from ..errors import DgError, error, located, source_text
 from ..frontend import ast as A
 from ..transform.jit.both_ways import BothWays
 from ..transform.jit.frames import declared, exits
 from ..transform.jit.rolling import Roller
+from ..transform.jit.row_loops import row_roller
 from .compiler import compile_expr, compile_read, stored_slot
 from .fusion import body_fuses, fusable, fused_body, fused_run
 from .targets import Target, compile_assign_one, compile_declare, compile_store, iterate, unpacker
@@ -268,11 +270,16 @@ def _for(s, ctx):
     bind = _declarer(s, span, ctx)
     roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
                                                reads=ctx.globals_read, body_locals=declared([s.body]))
+    rows = None if roller is None or not s.row_slots else row_roller(
+        s, body, bind, ctx.services, ctx.fn, ctx.globals_read)
 
     def loop(f):
         items = iterable(f)
         if roller is not None and type(items) is range and roller.wanted(items):
             return roller(f, items)     # it counts each iteration as a step, as below
+        if rows is not None and roller.interp.staging and type(v := peek(items)) is ndarray and v.ndim \
+                and rows.wanted(range(v.shape[0])):
+            return rows(f, items)
         for item in iterate(items, span):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps

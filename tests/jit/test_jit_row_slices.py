@@ -168,3 +168,32 @@ def test_rows_rules_against_their_kernels():
                                                          for k in range(4)]))
     with pytest.raises(dsl.DgError, match="out of range"):
         rows.impl(x, 5, 2)
+
+
+# `for x in xs` over a tensor's rows, as jit stages it: a loop over positions whose body reads
+# row i (Row), as `for i in range(n) { let x = xs[i] ... }` would; it was written out, a copy per row
+ROW_LOOPS = {
+    "rows": "fn f(x) { let s = 0.0; for r in x { s = s + sum(sin(r) * r) }; return s }",
+    "times": "fn f(x) { let y = x[0]; for t in linspace(0.0, 1.0, 40) { y = y + 0.025 * cos(t * y) }; return sum(y) }",
+    "a recurrence": "fn f(x) { let h = zeros((3,)); for xt in x { h = tanh(h * 0.5 + xt) }; return sum(h ** 2) }",
+    "matrices": "fn f(x) { let s = 0.0; for m in reshape(x, (10, 2, 3)) { s = s + sum(m @ transpose(m)) }; return s }",
+    "a closure": "fn f(x) { let s = 0.0; for r in x { s = s + (fn(z) => z * r)(2.0)[0] }; return s }",
+    "nested": "fn f(x) { let s = 0.0; for r in x { for e in r { s = s + e * e } }; return s }",
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+@pytest.mark.parametrize("name", sorted(ROW_LOOPS))
+def test_a_loop_over_a_tensors_rows_is_one_loop(name, backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+    i.run(ROW_LOOPS[name] + "\nlet jf = jit(f)\nlet jg = jit(grad(f))\nlet g = grad(f)\nlet jv = jit(vmap(f))\nlet v = vmap(f)")
+    x = np.random.default_rng(0).standard_normal((20, 3))
+    for fast, slow, arg in (("jf", "f", x), ("jg", "g", x), ("jv", "v", np.stack([x, x * 0.5]))):
+        want = i.lookup(slow)(arg)
+        for _ in range(2):
+            np.testing.assert_allclose(i.lookup(fast)(arg), want, rtol=1e-11, atol=1e-12, err_msg=f"{name}: {fast}")
+        programs = [e.program for es in i.lookup(fast).call.entries.values() for e in es]
+        assert len(programs) == 1 and {"Loop", "Scan"} & {s[1] for s in programs[0].steps}, (name, fast)
+        assert len(programs[0].steps) < 60, (name, fast, len(programs[0].steps))
