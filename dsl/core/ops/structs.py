@@ -71,30 +71,12 @@ def item(obj, subs):
             return tensor_index(obj, (subs[0],))       # x[i]: the common case, without make_key's generality
         if len(subs) == 1 and _staged_int(subs[0]):
             return row(obj, subs[0])        # an int being staged (a rolled loop's variable): no guard
-        subs = _spelled_out(v, subs)
-        at = _staged_take(v, subs)
-        if at is not None:      # x[idx], x[:, idx] for positions the program computes: no guard on them
-            return take_at(obj, subs[at], at)
-        at = _staged_rows(v, subs)
-        if at is not None:      # x[i:i + 3], x[:, i:i + 3]: n rows from i (along that axis), then the rest
-            out = _moved(rows(_moved(obj, at, v.ndim), subs[at].start, _rows_guarded(v, subs[at], at)), at, v.ndim, True)
-            rest = subs[:at] + (slice(None),) + subs[at + 1:]
-            return out if all(_full(s) for s in rest) else item(out, rest)
-        lead = _staged_lead(v, subs)
-        if lead:        # x[i, j], x[i, 1:3] with i or j a loop's variable: row by row, then the rest
-            out = obj
-            for s in subs[:lead]:
-                out = item(out, (s,))
-            return item(out, subs[lead:]) if lead < len(subs) else out
-        at = _staged_column(v, subs)
-        if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
-            return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
-        flat = _staged_block(v, subs)
-        if flat is not None:        # x[arange(n), y] with y computed by the program: one gather, no guard
-            a, b, positions = flat
-            joined = reshape(obj, v.shape[:a] + (int(np.prod(v.shape[a:b])),) + v.shape[b:])
-            return take_at(joined, positions, a)
-        key = make_key(v.shape, [raw(s) for s in _plain(subs)])
+        if any(type(s) is Box or type(s) is slice and type(s.start) is Box for s in subs):
+            out = _staged_read(obj, v, subs)        # (plain subscripts, the common case, skip the looks)
+            if out is not None:
+                return out
+            subs = _plain(subs)
+        key = make_key(v.shape, [raw(s) for s in subs])
         # an index tensor makes x[idx] a gather (reference 4), recorded under reference 6.3's GatherOp
         gathers = any(type(k) is ndarray and k.dtype.kind != "b" for k in key)
         return tensor_index(obj, key, op="GatherOp" if gathers else "Index")
@@ -119,6 +101,35 @@ def item(obj, subs):
             return struct_slot(obj, i, len(v), i)
         return v[i]
     raise error("type", f"cannot index {a_type_name(v)}")
+
+
+def _staged_read(obj, v, subs):
+    """obj[subs] where a subscript is being staged (a loop's variable, an index tensor the program
+    computes) and it can be read without a guard on its value; else None (make_key guards)."""
+    subs = _spelled_out(v, subs)
+    at = _staged_take(v, subs)
+    if at is not None:      # x[idx], x[:, idx] for positions the program computes: no guard on them
+        return take_at(obj, subs[at], at)
+    at = _staged_rows(v, subs)
+    if at is not None:      # x[i:i + 3], x[:, i:i + 3]: n rows from i (along that axis), then the rest
+        out = _moved(rows(_moved(obj, at, v.ndim), subs[at].start, _rows_guarded(v, subs[at], at)), at, v.ndim, True)
+        rest = subs[:at] + (slice(None),) + subs[at + 1:]
+        return out if all(_full(s) for s in rest) else item(out, rest)
+    lead = _staged_lead(v, subs)
+    if lead:        # x[i, j], x[i, 1:3] with i or j a loop's variable: row by row, then the rest
+        out = obj
+        for s in subs[:lead]:
+            out = item(out, (s,))
+        return item(out, subs[lead:]) if lead < len(subs) else out
+    at = _staged_column(v, subs)
+    if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
+        return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
+    flat = _staged_block(v, subs)
+    if flat is not None:        # x[arange(n), y] with y computed by the program: one gather, no guard
+        a, b, positions = flat
+        joined = reshape(obj, v.shape[:a] + (int(np.prod(v.shape[a:b])),) + v.shape[b:])
+        return take_at(joined, positions, a)
+    return None
 
 
 def _staged_lead(v, subs):
@@ -289,24 +300,12 @@ def set_item(obj, subs, value):
             raise error("type", f"cannot store {a_type_name(val)} in a tensor")
         if len(subs) == 1 and _staged_int(subs[0]):
             return set_row(obj, subs[0], value)     # an int being staged (a rolled loop's variable): no guard
-        subs = _spelled_out(v, subs)
-        at = _staged_rows(v, subs)
-        if at is not None:      # x[i:i + 3] = v: those rows set (through the rest of the subscripts)
-            start = subs[at].start
-            n = _rows_guarded(v, subs[at], at)
-            moved = _moved(obj, at, v.ndim)
-            rest = subs[:at] + (slice(None),) + subs[at + 1:]
-            if at or not all(_full(s) for s in rest):
-                value = _moved(set_item(_moved(rows(moved, start, n), at, v.ndim, True), rest, value), at, v.ndim)
-            return _moved(set_rows(moved, start, value, n), at, v.ndim, True)
-        if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
-            return set_item(obj, subs[:1], set_item(item(obj, subs[:1]), subs[1:], value))
-        at = _staged_column(v, subs)
-        if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
-            perm = _to_front(at, v.ndim)
-            moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
-            return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
-        return set_index(obj, make_key(v.shape, [raw(s) for s in _plain(subs)]), value)
+        if any(type(s) is Box or type(s) is slice and type(s.start) is Box for s in subs):
+            out = _staged_write(obj, v, subs, value)        # (plain subscripts skip the looks)
+            if out is not None:
+                return out
+            subs = _plain(subs)
+        return set_index(obj, make_key(v.shape, [raw(s) for s in subs]), value)
     if len(subs) != 1:
         raise error("index", f"{a_type_name(v)} takes one index, got {len(subs)}")
     key = raw(_plain(subs)[0])
@@ -322,6 +321,29 @@ def set_item(obj, subs, value):
         items[i] = value
         return tuple(items)
     raise error("type", f"cannot assign to an element of {a_type_name(v)}")
+
+
+def _staged_write(obj, v, subs, value):
+    """A copy of obj with obj[subs] = value where a subscript is being staged and the write needs no
+    guard on its value (as _staged_read reads); else None."""
+    subs = _spelled_out(v, subs)
+    at = _staged_rows(v, subs)
+    if at is not None:      # x[i:i + 3] = v: those rows set (through the rest of the subscripts)
+        start = subs[at].start
+        n = _rows_guarded(v, subs[at], at)
+        moved = _moved(obj, at, v.ndim)
+        rest = subs[:at] + (slice(None),) + subs[at + 1:]
+        if at or not all(_full(s) for s in rest):
+            value = _moved(set_item(_moved(rows(moved, start, n), at, v.ndim, True), rest, value), at, v.ndim)
+        return _moved(set_rows(moved, start, value, n), at, v.ndim, True)
+    if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
+        return set_item(obj, subs[:1], set_item(item(obj, subs[:1]), subs[1:], value))
+    at = _staged_column(v, subs)
+    if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
+        perm = _to_front(at, v.ndim)
+        moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
+        return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
+    return None
 
 
 def _seq_index(key, n, seq):
