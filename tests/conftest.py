@@ -52,6 +52,15 @@ def dg_command(*args, stdin=None, cwd=None, timeout=60):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(params=["numpy", "xla"])
+def backend(request):
+    """Each jit backend by name, for a test taking `backend`; "xla" is skipped where JAX (the xla
+    extra) is not installed."""
+    if request.param == "xla":
+        pytest.importorskip("jax")
+    return request.param
+
+
 @pytest.fixture
 def run():
     """run(src, **interpreter_options) -> stdout of the program."""

@@ -53,10 +53,7 @@ TRANSFORMS = ("let jf = jit(f, explain=true)\nlet jg = jit(grad(f), explain=true
               "let h = fn(x) => jvp(grad(f), (x,), (x * 0.3,))[1]\nlet jh = jit(h, explain=true)")
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_slices_at_a_loops_variable_give_the_interpreters_values_and_keep_the_loop(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     for name, src, rolled in CASES:
         i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
         i.run(src + "\n" + TRANSFORMS)
@@ -104,13 +101,10 @@ let fast = jit(epoch, explain=true)
 """
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_jitted_epoch_over_minibatches_with_adam_is_staged_once(backend, capfd):
     # the minibatch slices are Rows steps, and adam's step count, an int the loop carries from the
     # state passed in, is a value of the recording: each epoch called the same recording (a guard
     # on the count staged every call again)
-    if backend == "xla":
-        pytest.importorskip("jax")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((96, 3))
     i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
@@ -182,11 +176,8 @@ ROW_LOOPS = {
 }
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 @pytest.mark.parametrize("name", sorted(ROW_LOOPS))
 def test_a_loop_over_a_tensors_rows_is_one_loop(name, backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
     i.run(ROW_LOOPS[name] + "\nlet jf = jit(f)\nlet jg = jit(grad(f))\nlet g = grad(f)\nlet jv = jit(vmap(f))\nlet v = vmap(f)")
     x = np.random.default_rng(0).standard_normal((20, 3))

@@ -44,11 +44,8 @@ X = np.random.default_rng(0).standard_normal((8, 8))
 POSITIONS = [np.array([0.0, 3, 7, 1, 1, 5]), np.array([2.0, 2, 6, 0, 4, 3])]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_staged_positions_give_the_interpreters_values_from_one_recording(name, backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
     i.run(CASES[name] + "\n" + TRANSFORMS)
     said = io.StringIO()
@@ -65,10 +62,7 @@ def test_staged_positions_give_the_interpreters_values_from_one_recording(name, 
     assert text.count("staging it") == 5 and "written out" not in text and "numpy backend" not in text, text
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
     i.run("fn f(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx]) + sum(y[arange(2), idx])\n}\nlet jf = jit(f)\n"
           "fn g(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx[0], idx])\n}\nlet jg = jit(g)")
@@ -110,10 +104,7 @@ let fast = jit(step, explain=true)
 """
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_jitted_training_step_of_an_embedding_is_staged_once(backend, capfd):
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
     i.run(EMBEDDING)
     rng = np.random.default_rng(1)
