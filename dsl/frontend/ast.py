@@ -224,8 +224,8 @@ class For(Stmt):
     body: Block
     bindings: list = field(default_factory=list)
     pattern: Optional["Pattern"] = None     # as Let's
-    # two frame slots of no name: the tensor a one-name loop walks and the position in it, for
-    # jit to stage `for x in xs` as a loop over positions (runtime/statements.py)
+    # two frame slots of no name: the tensor a loop walks and the position in it, for jit to stage
+    # `for x in xs` and `for i, x in enumerate(xs)` as loops over positions (runtime/statements.py)
     row_slots: tuple = ()
 
 

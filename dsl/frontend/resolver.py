@@ -206,7 +206,7 @@ class Resolver:
             self.loop_body(s.body, [])
         elif t is A.For:
             self.expr(s.iterable)
-            if len(s.names) == 1 and s.pattern is None:
+            if len(s.names) <= 2 and s.pattern is None:     # `for x in xs`, `for i, x in enumerate(xs)`
                 where = f"(the rows the loop at {s.span.where()} walks)"
                 s.row_slots = tuple(self.fn.new_local(where, s.span).slot for _ in range(2))
             s.bindings = self.loop_body(s.body, s.names, s.span)

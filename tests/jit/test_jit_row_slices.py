@@ -173,6 +173,7 @@ ROW_LOOPS = {
     "matrices": "fn f(x) { let s = 0.0; for m in reshape(x, (10, 2, 3)) { s = s + sum(m @ transpose(m)) }; return s }",
     "a closure": "fn f(x) { let s = 0.0; for r in x { s = s + (fn(z) => z * r)(2.0)[0] }; return s }",
     "nested": "fn f(x) { let s = 0.0; for r in x { for e in r { s = s + e * e } }; return s }",
+    "enumerate": "fn f(x) { let h = zeros((3,)); for t, xt in enumerate(x) { h = tanh(h * 0.5 + xt * t) }; return sum(h) }",
 }
 
 
@@ -188,3 +189,13 @@ def test_a_loop_over_a_tensors_rows_is_one_loop(name, backend):
         programs = [e.program for es in i.lookup(fast).call.entries.values() for e in es]
         assert len(programs) == 1 and {"Loop", "Scan"} & {s[1] for s in programs[0].steps}, (name, fast)
         assert len(programs[0].steps) < 60, (name, fast, len(programs[0].steps))
+
+
+def test_a_function_named_enumerate_is_called_as_written():
+    # the loop over positions stands for the builtin only: a user's enumerate is called
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run("fn enumerate(z) { return ((0, z[0]), (5, z[1])) }\n"
+          "fn f(x) { let s = 0.0; for k, r in enumerate(x) { s = s + sum(r) * k }; return s }\nlet jf = jit(f)")
+    x = np.arange(60.0).reshape(20, 3)
+    for _ in range(2):
+        assert i.lookup("jf")(x) == 5 * x[1].sum()

@@ -1,4 +1,5 @@
-"""`for x in xs` over a tensor's rows, as jit stages it: a loop over positions.
+"""`for x in xs` over a tensor's rows (and `for i, x in enumerate(xs)`), as jit stages it: a loop
+over positions.
 
 A loop over a range rolls (rolling.py) because its variable is an int the look ahead can stage.
 A tensor's rows are values, not positions: walked as they are, the loop is written out, one copy
@@ -8,17 +9,21 @@ of the body (dsl/core/ops/structs.py): the same loop JAX's scan over xs is.
 """
 
 from ...core import ops
+from ...frontend import ast as A
 from .frames import declared
 from .rolling import Roller
 
 
-def row_roller(s, body, bind, interp, scope, reads):
-    """run(f, xs): loop `s` (a one-name For) over the rows of tensor xs as a rolled loop over
-    positions (a Roller); its `wanted(range)` says whether the roller would try."""
+def row_roller(s, body, bind, interp, scope, reads, numbered=False):
+    """run(f, xs): loop `s` over the rows of tensor xs as a rolled loop over positions (a Roller),
+    binding each row (`numbered`: the pair of its position and it, as enumerate gives); its
+    `wanted(range)` says whether the roller would try."""
     held, at = s.row_slots
 
     def row_body(f):
-        bind(f, ops.item(f[held], (f[at],)))
+        i = f[at]
+        row = ops.item(f[held], (i,))
+        bind(f, (i, row) if numbered else row)
         return body(f)
 
     def bind_position(f, i):
@@ -37,3 +42,13 @@ def row_roller(s, body, bind, interp, scope, reads):
             f[held] = f[at] = None      # the frame does not keep the tensor alive
     run.wanted = rows.wanted
     return run
+
+
+def enumerated(s):
+    """For `for i, x in enumerate(xs)` with xs a name: the expressions `enumerate` and xs (read
+    twice at no cost, to see whether they are the builtin and a tensor); else None."""
+    it = s.iterable
+    if len(s.names) != 2 or s.pattern is not None or type(it) is not A.Call or type(it.fn) is not A.Name \
+            or it.fn.id != "enumerate" or len(it.args) != 1 or it.kwargs or type(it.args[0]) is not A.Name:
+        return None
+    return it.fn, it.args[0]
