@@ -32,7 +32,7 @@ def row_roller(s, body, bind, interp, scope, reads, numbered=False):
     local = {b.slot for b in s.bindings if getattr(b, "kind", None) == "local"}
     span = s.iterable.span
     rows = Roller(row_body, bind_position, interp, span.where(), scope, span, reads=reads,
-                       body_locals=declared([s.body]) | local)
+                  body_locals=declared([s.body]) | local)
 
     def run(f, xs):
         f[held] = xs
