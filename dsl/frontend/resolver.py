@@ -206,9 +206,10 @@ class Resolver:
             self.loop_body(s.body, [])
         elif t is A.For:
             self.expr(s.iterable)
-            if len(s.names) <= 2 and s.pattern is None:     # `for x in xs`, `for i, x in enumerate(xs)`
+            walked = _walked(s)     # `for x in xs`, `for i, x in enumerate(xs)`, `for a, b in zip(xs, ys)`
+            if walked:
                 where = f"(the rows the loop at {s.span.where()} walks)"
-                s.row_slots = tuple(self.fn.new_local(where, s.span).slot for _ in range(2))
+                s.row_slots = tuple(self.fn.new_local(where, s.span).slot for _ in range(walked + 1))
             s.bindings = self.loop_body(s.body, s.names, s.span)
         elif t is A.StructDecl:
             s.binding = self.declare(s.name, s.span, top_level)
@@ -336,6 +337,22 @@ class Resolver:
                 self.function(e)
             else:
                 raise TypeError(f"unknown expression {t.__name__}")
+
+
+def _walked(s):
+    """How many tensors a `for` may walk the rows of, by position, as jit stages it: one for `for
+    x in xs` and `for i, x in enumerate(xs)`, k for `for a, b in zip(xs, ys)` with k names; else 0."""
+    if s.pattern is not None:
+        return 0
+    if len(s.names) == 1:
+        return 1
+    it = s.iterable
+    if type(it) is A.Call and type(it.fn) is A.Name and not it.kwargs and all(type(a) is A.Name for a in it.args):
+        if it.fn.id == "enumerate" and len(s.names) == 2 and len(it.args) == 1:
+            return 1
+        if it.fn.id == "zip" and len(s.names) == len(it.args) >= 2:
+            return len(it.args)
+    return 0
 
 
 def _declared(stmt):

@@ -8,15 +8,14 @@ ordinary control flow.
 
 from ..base.cells import Cell, UNBOUND
 from ..core import ops, tape
-from ..core.ops.core import ndarray
-from ..core.tape import Box, peek
+from ..core.tape import Box
 from ..core.values import Function, StructDef
 from ..errors import DgError, error, located, source_text
 from ..frontend import ast as A
 from ..transform.jit.both_ways import BothWays
 from ..transform.jit.frames import declared, exits
 from ..transform.jit.rolling import Roller
-from ..transform.jit.row_loops import enumerated, row_roller
+from ..transform.jit.row_loops import row_roller, rows_of, walked_call
 from .compiler import compile_expr, compile_read, stored_slot
 from .fusion import body_fuses, fusable, fused_body, fused_run
 from .targets import Target, compile_assign_one, compile_declare, compile_store, iterate, unpacker
@@ -270,22 +269,22 @@ def _for(s, ctx):
     bind = _declarer(s, span, ctx)
     roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
                                                reads=ctx.globals_read, body_locals=declared([s.body]))
-    numbered = enumerated(s)      # `for i, x in enumerate(xs)`: reads of `enumerate` and xs
-    numbered = numbered and tuple(compile_expr(e, ctx) for e in numbered)
-    rows = None if roller is None or not s.row_slots or (len(s.names) == 2 and numbered is None) else row_roller(
-        s, body, bind, ctx.services, ctx.fn, ctx.globals_read, numbered is not None)
+    call = walked_call(s)       # enumerate(xs), zip(xs, ys): its function and tensors, as names read
+    form, fn, args = (call[0], compile_expr(call[1], ctx), [compile_expr(a, ctx) for a in call[2]]) if call else (None,) * 3
+    rows = None if roller is None or not s.row_slots else row_roller(
+        s, body, bind, ctx.services, ctx.fn, ctx.globals_read, form)
 
     def loop(f):
-        if numbered is not None and rows is not None and roller.interp.staging:
-            fn, xs = numbered[0](f), numbered[1](f)     # two names read: nothing happens twice
-            if fn is ctx.services.builtins["enumerate"] and type(v := peek(xs)) is ndarray and v.ndim \
-                    and rows.wanted(range(v.shape[0])):
-                return rows(f, xs)
+        if form is not None and rows is not None and roller.interp.staging:
+            xs = [a(f) for a in args]       # names read, as the call would: nothing happens twice
+            if fn(f) is ctx.services.builtins[form] and all(rows_of(x) for x in xs) \
+                    and rows.wanted(range(min(rows_of(x) for x in xs))):
+                return rows(f, *xs)
         items = iterable(f)
         if roller is not None and type(items) is range and roller.wanted(items):
             return roller(f, items)     # it counts each iteration as a step, as below
-        if rows is not None and numbered is None and roller.interp.staging and type(v := peek(items)) is ndarray \
-                and v.ndim and rows.wanted(range(v.shape[0])):
+        if rows is not None and form is None and roller.interp.staging and rows_of(items) \
+                and rows.wanted(range(rows_of(items))):
             return rows(f, items)
         for item in iterate(items, span):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter

@@ -174,6 +174,8 @@ ROW_LOOPS = {
     "a closure": "fn f(x) { let s = 0.0; for r in x { s = s + (fn(z) => z * r)(2.0)[0] }; return s }",
     "nested": "fn f(x) { let s = 0.0; for r in x { for e in r { s = s + e * e } }; return s }",
     "enumerate": "fn f(x) { let h = zeros((3,)); for t, xt in enumerate(x) { h = tanh(h * 0.5 + xt * t) }; return sum(h) }",
+    "zip": ("fn f(x) { let s = 0.0; let y = x[0:15] * 2.0; let z = sin(x)\n"
+            "  for a, b, c in zip(x, y, z) { s = s + sum(a * b * c) }; return s }"),
 }
 
 
@@ -191,11 +193,13 @@ def test_a_loop_over_a_tensors_rows_is_one_loop(name, backend):
         assert len(programs[0].steps) < 60, (name, fast, len(programs[0].steps))
 
 
-def test_a_function_named_enumerate_is_called_as_written():
-    # the loop over positions stands for the builtin only: a user's enumerate is called
+def test_a_function_named_enumerate_or_zip_is_called_as_written():
+    # the loop over positions stands for the builtins only: a user's own function is called
     i = dsl.Interpreter(stdout=io.StringIO())
-    i.run("fn enumerate(z) { return ((0, z[0]), (5, z[1])) }\n"
-          "fn f(x) { let s = 0.0; for k, r in enumerate(x) { s = s + sum(r) * k }; return s }\nlet jf = jit(f)")
+    i.run("fn enumerate(z) { return ((0, z[0]), (5, z[1])) }\nfn zip(a, b) { return ((a[0], b[1]),) }\n"
+          "fn f(x) { let s = 0.0; for k, r in enumerate(x) { s = s + sum(r) * k }; return s }\nlet jf = jit(f)\n"
+          "fn g(x) { let s = 0.0; for a, b in zip(x, x) { s = s + sum(a * b) }; return s }\nlet jg = jit(g)")
     x = np.arange(60.0).reshape(20, 3)
     for _ in range(2):
         assert i.lookup("jf")(x) == 5 * x[1].sum()
+        assert i.lookup("jg")(x) == (x[0] * x[1]).sum()

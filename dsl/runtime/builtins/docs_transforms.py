@@ -85,7 +85,7 @@ new index tensors (x[idx], gather, scatter_add and segment_sum at token ids, shu
 or a graph's edges: checked on each call). A
 decision on a traced value is guarded: a call that decides differently is compiled again;
 explain=true says when and why, naming the argument that changed. A `for` loop over a range
-(or over a tensor's rows, `enumerate` of them included, as a loop over positions) whose body goes the same way on every iteration is compiled once, as a loop, and so is a
+(or over a tensor's rows, `enumerate` and `zip` of them included, as a loop over positions) whose body goes the same way on every iteration is compiled once, as a loop, and so is a
 `while` loop, whatever its trip count, also inside grad, jvp and vmap of any depth (f =
 grad(grad(grad(g))) stages each of g's loop bodies a few times, not once per iteration); the
 body may read and write a tensor's rows, entries, columns and slices at loops' variables (xs[i],

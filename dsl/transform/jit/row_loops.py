@@ -9,21 +9,23 @@ of the body (dsl/core/ops/structs.py): the same loop JAX's scan over xs is.
 """
 
 from ...core import ops
+from ...core.ops.core import ndarray
+from ...core.tape import peek
 from ...frontend import ast as A
 from .frames import declared
 from .rolling import Roller
 
 
-def row_roller(s, body, bind, interp, scope, reads, numbered=False):
-    """run(f, xs): loop `s` over the rows of tensor xs as a rolled loop over positions (a Roller),
-    binding each row (`numbered`: the pair of its position and it, as enumerate gives); its
-    `wanted(range)` says whether the roller would try."""
-    held, at = s.row_slots
+def row_roller(s, body, bind, interp, scope, reads, form=None):
+    """run(f, *xs): loop `s` over the rows of the tensors xs as a rolled loop over positions (a
+    Roller), binding each row, or (`form` "enumerate") the pair of its position and it, or
+    ("zip") the tuple of each tensor's row; its `wanted(range)` says whether the roller would try."""
+    *held, at = s.row_slots
 
     def row_body(f):
         i = f[at]
-        row = ops.item(f[held], (i,))
-        bind(f, (i, row) if numbered else row)
+        rows = tuple(ops.item(f[h], (i,)) for h in held)
+        bind(f, (i, rows[0]) if form == "enumerate" else rows if form == "zip" else rows[0])
         return body(f)
 
     def bind_position(f, i):
@@ -31,24 +33,33 @@ def row_roller(s, body, bind, interp, scope, reads, numbered=False):
 
     local = {b.slot for b in s.bindings if getattr(b, "kind", None) == "local"}
     span = s.iterable.span
-    rows = Roller(row_body, bind_position, interp, span.where(), scope, span, reads=reads,
-                  body_locals=declared([s.body]) | local)
+    roller = Roller(row_body, bind_position, interp, span.where(), scope, span, reads=reads,
+                    body_locals=declared([s.body]) | local)
 
-    def run(f, xs):
-        f[held] = xs
+    def run(f, *xs):
+        for h, x in zip(held, xs):
+            f[h] = x
         try:
-            return rows(f, range(ops.core.shape_of(xs)[0]))
+            return roller(f, range(min(ops.core.shape_of(x)[0] for x in xs)))
         finally:
-            f[held] = f[at] = None      # the frame does not keep the tensor alive
-    run.wanted = rows.wanted
+            for h in held:
+                f[h] = None     # the frame does not keep the tensors alive
+            f[at] = None
+    run.wanted = roller.wanted
     return run
 
 
-def enumerated(s):
-    """For `for i, x in enumerate(xs)` with xs a name: the expressions `enumerate` and xs (read
-    twice at no cost, to see whether they are the builtin and a tensor); else None."""
+def walked_call(s):
+    """For `for i, x in enumerate(xs)` or `for a, b in zip(xs, ys)` with the tensors named: ("enumerate"
+    or "zip", the expression of the function, those of the tensors), each read twice at no cost to
+    see whether they are the builtin and tensors; else None."""
     it = s.iterable
-    if len(s.names) != 2 or s.pattern is not None or type(it) is not A.Call or type(it.fn) is not A.Name \
-            or it.fn.id != "enumerate" or len(it.args) != 1 or it.kwargs or type(it.args[0]) is not A.Name:
+    if len(s.row_slots) < 2 or len(s.names) < 2 or type(it) is not A.Call:
         return None
-    return it.fn, it.args[0]
+    return it.fn.id, it.fn, it.args
+
+
+def rows_of(x):
+    """How many rows a tensor has (0 for anything else, which is walked as written)."""
+    v = peek(x)
+    return v.shape[0] if type(v) is ndarray and v.ndim else 0
