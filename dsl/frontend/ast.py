@@ -224,8 +224,9 @@ class For(Stmt):
     body: Block
     bindings: list = field(default_factory=list)
     pattern: Optional["Pattern"] = None     # as Let's
-    # two frame slots of no name: the tensor a loop walks and the position in it, for jit to stage
-    # `for x in xs` and `for i, x in enumerate(xs)` as loops over positions (runtime/statements.py)
+    # frame slots of no name: the tensors a loop walks and the position in them, for jit to stage
+    # `for x in xs`, `for i, x in enumerate(xs)` and `for a, b in zip(xs, ys)` as loops over
+    # positions (dsl/transform/jit/row_loops.py)
     row_slots: tuple = ()
 
 

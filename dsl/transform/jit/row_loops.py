@@ -1,11 +1,11 @@
-"""`for x in xs` over a tensor's rows (and `for i, x in enumerate(xs)`), as jit stages it: a loop
-over positions.
+"""`for x in xs` over a tensor's rows (and `for i, x in enumerate(xs)`, `for a, b in zip(xs, ys)`),
+as jit stages it: a loop over positions.
 
 A loop over a range rolls (rolling.py) because its variable is an int the look ahead can stage.
 A tensor's rows are values, not positions: walked as they are, the loop is written out, one copy
 per row. So where jit stages, the loop runs as `for i in range(n) { x = xs[i]; body }`, the
-tensor and i in two frame slots the resolver gave the loop (For.row_slots), x = xs[i] a Row step
-of the body (dsl/core/ops/structs.py): the same loop JAX's scan over xs is.
+tensors and i in frame slots the resolver gave the loop (For.row_slots), x = xs[i] a Row step of
+the body (dsl/core/ops/structs.py): the same loop JAX's scan over xs is.
 """
 
 from ...core import ops
