@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ...errors import DgError
 from ..tape import REVERSE, record
 from .core import (Box, FLOAT, MAX_AXES, a_type_name, brief_int, check_shape_arg, check_size, error,
                    float_type, fmt_shape, ndarray, norm, normalize_axis, peek, raw, to_tensor, type_name)
@@ -51,6 +52,17 @@ def transpose(x, axes=None, span=None):
                                  f"shape {fmt_shape(v.shape)}, got {axes}")
     return v.transpose(axes)
 
+
+
+def moveaxis(x, source, destination):
+    """x with the axes at source (an int or a tuple of non-negative ints) moved to the positions
+    destination, the others kept in order (numpy's moveaxis); x itself where nothing moves."""
+    src = (source,) if type(source) is int else tuple(source)
+    dst = (destination,) if type(destination) is int else tuple(destination)
+    order = [a for a in range(np.ndim(peek(x))) if a not in src]
+    for d, a in sorted(zip(dst, src)):
+        order.insert(d, a)
+    return x if order == sorted(order) else transpose(x, tuple(order))
 
 def swap_last(x):
     """Swap the last two axes (the transpose inside a batched matmul's rule)."""
@@ -344,19 +356,20 @@ def set_rows(x, i, v, n, span=None):
     return set_index(x, (slice(i, i + n),), v)
 
 
-def rows_plain(x, i, n):
-    """rows in generated code: rows out of range are an IndexError (kernels.RAISED), so that the
-    program runs again exactly and its guard on the slice fails (structs.item)."""
-    if not 0 <= i <= x.shape[0] - n:
-        raise IndexError(i)
-    return x[i:i + n]
+def plain_kernel(kernel):
+    """`kernel` for generated code, where dg's error for a value it refuses is Python's IndexError
+    (kernels.RAISED): the program then runs again exactly, and its guard fails or the kernel
+    reports the error at its line."""
+    def plain(*args, **kw):
+        try:
+            return kernel(*args, **kw)
+        except DgError:
+            raise IndexError(kernel.__name__) from None
+    return plain
 
 
-def set_rows_plain(x, i, v, n):
-    """set_rows in generated code (see rows_plain)."""
-    if not 0 <= i <= x.shape[0] - n:
-        raise IndexError(i)
-    return set_index(x, (slice(i, i + n),), v)
+rows_plain = plain_kernel(rows)
+set_rows_plain = plain_kernel(set_rows)
 
 
 def _set_index_forward(x, v, key=None):

@@ -11,7 +11,8 @@ from ..values import Module, Struct
 from .arith import add, mul, sub
 from .compare import eq, logical_and, order
 from .core import a_type_name, error, ndarray, type_name
-from .shape import index as tensor_index, index_array, make_key, reshape, row, rows, set_index, set_row, set_rows, transpose
+from .shape import (index as tensor_index, index_array, make_key, moveaxis, reshape, row, rows, set_index, set_row,
+                    set_rows)
 from .slots import map_slot, struct_slot, unpack
 from .take import staged_index, take, take_at
 
@@ -112,7 +113,7 @@ def _staged_read(obj, v, subs):
         return take_at(obj, subs[at], at)
     at = _staged_rows(v, subs)
     if at is not None:      # x[i:i + 3], x[:, i:i + 3]: n rows from i (along that axis), then the rest
-        out = _moved(rows(_moved(obj, at, v.ndim), subs[at].start, _rows_guarded(v, subs[at], at)), at, v.ndim, True)
+        out = moveaxis(rows(moveaxis(obj, at, 0), subs[at].start, _rows_guarded(v, subs[at], at)), 0, at)
         rest = subs[:at] + (slice(None),) + subs[at + 1:]
         return out if all(_full(s) for s in rest) else item(out, rest)
     lead = _staged_lead(v, subs)
@@ -123,7 +124,7 @@ def _staged_read(obj, v, subs):
         return item(out, subs[lead:]) if lead < len(subs) else out
     at = _staged_column(v, subs)
     if at:          # x[:, j]: the axis j indexes moved to the front, then its row j
-        return item(transpose(obj, _to_front(at, v.ndim)), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
+        return item(moveaxis(obj, at, 0), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]))
     flat = _staged_block(v, subs)
     if flat is not None:        # x[arange(n), y] with y computed by the program: one gather, no guard
         a, b, positions = flat
@@ -229,14 +230,6 @@ def _rows_guarded(v, s, at):
     return n
 
 
-def _moved(x, at, ndim, back=False):
-    """x with axis `at` moved to the front (or, `back`, from the front to `at`)."""
-    if not at:
-        return x
-    perm = _to_front(at, ndim)
-    return transpose(x, tuple(int(a) for a in np.argsort(perm)) if back else perm)
-
-
 def _spelled_out(v, subs):
     """The subscripts of tensor `v` with `...` written as the full slices it stands for, where one
     of them is being staged and all are basic (x[..., j] is x[:, :, j], a column); else as given."""
@@ -283,11 +276,6 @@ def _staged_int(s):
     return type(s) is Box and type(peek(s)) is int
 
 
-def _to_front(at, ndim):
-    """The permutation of `ndim` axes that moves axis `at` to the front."""
-    return (at,) + tuple(a for a in range(ndim) if a != at)
-
-
 def set_item(obj, subs, value):
     """A copy of `obj` with obj[subs] = value (maps may gain a key)."""
     v = peek(obj)
@@ -331,18 +319,17 @@ def _staged_write(obj, v, subs, value):
     if at is not None:      # x[i:i + 3] = v: those rows set (through the rest of the subscripts)
         start = subs[at].start
         n = _rows_guarded(v, subs[at], at)
-        moved = _moved(obj, at, v.ndim)
+        moved = moveaxis(obj, at, 0)
         rest = subs[:at] + (slice(None),) + subs[at + 1:]
         if at or not all(_full(s) for s in rest):
-            value = _moved(set_item(_moved(rows(moved, start, n), at, v.ndim, True), rest, value), at, v.ndim)
-        return _moved(set_rows(moved, start, value, n), at, v.ndim, True)
+            value = moveaxis(set_item(moveaxis(rows(moved, start, n), 0, at), rest, value), at, 0)
+        return moveaxis(set_rows(moved, start, value, n), 0, at)
     if _staged_lead(v, subs):     # x[i, j] = v: row i with its entry j set, written back as row i
         return set_item(obj, subs[:1], set_item(item(obj, subs[:1]), subs[1:], value))
     at = _staged_column(v, subs)
     if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
-        perm = _to_front(at, v.ndim)
-        moved = set_item(transpose(obj, perm), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
-        return transpose(moved, tuple(int(a) for a in np.argsort(perm)))
+        moved = set_item(moveaxis(obj, at, 0), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
+        return moveaxis(moved, 0, at)
     return None
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..tape import STAGE, Box, peek, raw, record
 from .core import error, float_type, ndarray, norm, normalize_axis, type_name
-from .shape import _axis_given, _check_gather, index, index_array, transpose
+from .shape import _axis_given, _check_gather, index, index_array, moveaxis, plain_kernel
 
 
 def gather(x, idx, axis=0, span=None):
@@ -51,12 +51,8 @@ def staged_index(s):
 def take_at(x, idx, axis):
     """The slices of x at the positions idx along `axis`, the positions' axes in its place (numpy's
     x[:, idx] and gather(x, idx, axis)): take with that axis moved to the front and back."""
-    if axis == 0:
-        return take(x, idx)
-    ndim = np.ndim(peek(x))
-    out = take(transpose(x, (axis,) + tuple(a for a in range(ndim) if a != axis)), idx)
     k = np.ndim(peek(idx))
-    return transpose(out, tuple(range(k, k + axis)) + tuple(range(k)) + tuple(range(k + axis, k + ndim - 1)))
+    return moveaxis(take(moveaxis(x, axis, 0), idx), tuple(range(k, k + axis)), tuple(range(axis)))
 
 
 def take(x, idx, batched=False, span=None):
@@ -103,25 +99,5 @@ def _positions(shape, idx, batched, nonnegative=False):
     return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i)
 
 
-def take_plain(x, idx, batched=False):
-    """take in generated code: a bad position is an IndexError (kernels.RAISED), so the program
-    runs again exactly and take reports it at its line."""
-    return norm(x[_plain_positions(x.shape, idx, batched)])
-
-
-def take_add_plain(g, idx, shape, batched=False, nonnegative=False):
-    """take_add in generated code (see take_plain)."""
-    out = np.zeros(shape, float_type(g))
-    np.add.at(out, _plain_positions(shape, idx, batched, nonnegative), g)
-    return out
-
-
-def _plain_positions(shape, idx, batched, nonnegative=False):
-    """_positions without dg's messages."""
-    i = np.asarray(idx)
-    n = shape[1 if batched else 0]
-    if i.size and not (i.dtype.kind in "fi" and np.all(i == np.floor(i)) and i.min() >= (0 if nonnegative else -n)
-                       and i.max() < n):
-        raise IndexError("index")
-    i = i.astype(np.intp)
-    return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i) if batched else i
+take_plain = plain_kernel(take)
+take_add_plain = plain_kernel(take_add)

@@ -93,8 +93,7 @@ def _row_batch(ns, args, batched, kw):
     """Row i of each example: the batch axis moved behind the rows, then row i (i is never batched:
     it is a loop's variable)."""
     x, i = args
-    axes = (1, 0) + tuple(range(2, len(shape_of(x))))
-    return ns.row(ns.transpose(x, axes), i)
+    return ns.row(batch_behind(ns, x, 1), i)
 
 
 define("Row", O.row, linear=True, emit={"array": "{0}[{1}]", "ints": True},
@@ -107,8 +106,7 @@ def _row_add_batch(ns, args, batched, kw):
     """Each example's g at its row i: written with the rows in front, then the batch moved behind them."""
     g, i = args
     shape = tuple(kw["shape"])
-    out = ns.row_add(g, i, shape[:1] + shape_of(g)[:1] + shape[1:])
-    return ns.transpose(out, (1, 0) + tuple(range(2, len(shape) + 1)))
+    return batch_behind(ns, ns.row_add(g, i, shape[:1] + shape_of(g)[:1] + shape[1:]), 1)
 
 
 define("RowAdd", O.row_add, linear=True,
@@ -146,8 +144,7 @@ def _set_row_batch(ns, args, batched, kw):
     rest = shape_of(x)[2:]
     if bv and len(shape_of(v)) - 1 < len(rest):     # v's batch axis lined up with the row's
         v = ns.reshape(v, shape_of(v)[:1] + (1,) * (len(rest) - len(shape_of(v)) + 1) + shape_of(v)[1:])
-    axes = (1, 0) + tuple(range(2, len(shape_of(x))))
-    return ns.transpose(ns.set_row(ns.transpose(x, axes), i, v), axes)
+    return batch_behind(ns, ns.set_row(batch_behind(ns, x, 1), i, v), 1)
 
 
 define("SetRow", O.set_row,
@@ -157,11 +154,6 @@ define("SetRow", O.set_row,
 
 
 # ---------------------------------------------------------------- n rows from a staged int: x[i:i + n]
-def _swap01(ns, x):
-    """x with its first two axes swapped (a batch axis moved behind the rows, or back)."""
-    return ns.transpose(x, (1, 0) + tuple(range(2, len(shape_of(x)))))
-
-
 def _set_rows_jvp(ns, tangents, ans, args, kw):
     """x's tangent with v's tangent written at the rows (zeros for whichever has none)."""
     tx, _, tv = tangents
@@ -181,22 +173,22 @@ def _set_rows_batch(ns, args, batched, kw):
     depth = len(shape_of(x)) - 1        # the axes of one example's rows
     if bv:
         example = shape_of(v)[1:]
-        v = _swap01(ns, ns.reshape(v, (size,) + (1,) * (depth - len(example)) + example))
+        v = batch_behind(ns, ns.reshape(v, (size,) + (1,) * (depth - len(example)) + example), 1)
     elif len(shape_of(v)) == depth:     # v has the rows axis: the batch goes behind it
         v = ns.reshape(v, shape_of(v)[:1] + (1,) + shape_of(v)[1:])
-    return _swap01(ns, ns.set_rows(_swap01(ns, x), i, v, kw["n"]))
+    return batch_behind(ns, ns.set_rows(batch_behind(ns, x, 1), i, v, kw["n"]), 1)
 
 
 define("Rows", O.rows, linear=True, plain=O.rows_plain,
        vjp=(lambda ns, g, ans, x, i, n=None: ns.rows_add(g, i, shape_of(x)), None),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.rows(tangents[0], args[1], kw["n"]),
-       batch=lambda ns, args, batched, kw: _swap01(ns, ns.rows(_swap01(ns, args[0]), args[1], kw["n"])),
+       batch=lambda ns, args, batched, kw: batch_behind(ns, ns.rows(batch_behind(ns, args[0], 1), args[1], kw["n"]), 1),
        keeps_nan=True, indexed=True)
 define("RowsAdd", O.rows_add, linear=True,
        vjp=(lambda ns, g, ans, gr, i, shape=None: ns.rows(g, i, shape_of(gr)[0]), None),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else ns.rows_add(tangents[0], args[1], kw["shape"]),
-       batch=lambda ns, args, batched, kw: _swap01(ns, ns.rows_add(
-           _swap01(ns, args[0]), args[1], tuple(kw["shape"][:1]) + shape_of(args[0])[:1] + tuple(kw["shape"][1:]))),
+       batch=lambda ns, args, batched, kw: batch_behind(ns, ns.rows_add(
+           batch_behind(ns, args[0], 1), args[1], tuple(kw["shape"][:1]) + shape_of(args[0])[:1] + tuple(kw["shape"][1:])), 1),
        keeps_nan=True, indexed=True)
 define("SetRows", O.set_rows, plain=O.set_rows_plain,
        vjp=(lambda ns, g, ans, x, i, v, n=None: ns.set_rows(g, i, 0.0, n), None,

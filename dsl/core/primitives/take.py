@@ -8,20 +8,8 @@ example of the outer vmap."""
 
 from .. import ops as O
 from ..ops.core import shape_of
-from .batching import Unbatchable
+from .batching import Unbatchable, batch_behind, batch_first
 from .registry import define
-
-
-def _front(x, at):
-    """x with axis `at` moved to the front."""
-    n = len(shape_of(x))
-    return O.transpose(x, (at,) + tuple(a for a in range(n) if a != at))
-
-
-def _behind(x, k):
-    """x with its axis 0 moved behind the next k axes."""
-    n = len(shape_of(x))
-    return O.transpose(x, tuple(range(1, k + 1)) + (0,) + tuple(range(k + 1, n)))
 
 
 def _take_batch(ns, args, batched, kw):
@@ -33,7 +21,7 @@ def _take_batch(ns, args, batched, kw):
     if not bx:
         return O.take(x, idx)
     if not bi:
-        return _front(O.take(_behind(x, 1), idx), len(shape_of(idx)))
+        return batch_first(ns, O.take(batch_behind(ns, x, 1), idx), len(shape_of(idx)))
     return O.take(x, idx, batched=True)
 
 
@@ -47,7 +35,8 @@ def _take_add_batch(ns, args, batched, kw):
     nonnegative = kw.get("nonnegative", False)
     if not bi:
         k = len(shape_of(idx))
-        return _front(O.take_add(_behind(g, k), idx, shape[:1] + shape_of(g)[:1] + shape[1:], False, nonnegative), 1)
+        return batch_first(ns, O.take_add(batch_behind(ns, g, k), idx, shape[:1] + shape_of(g)[:1] + shape[1:], False,
+                                          nonnegative), 1)
     size = shape_of(idx)[0]
     if not bg:
         g = O.broadcast_to(g, (size,) + shape_of(g))

@@ -233,13 +233,20 @@ def take_along_axis(x, indices, axis):
     return ops.take_along(x, np.broadcast_to(idx, full), a)
 
 
+def _values_for_rows(values, count, shape, who):
+    """The shape of `values`, one row of a tensor of `shape` for each of `count` indices, or dg's
+    shape error."""
+    vshape = _tensor_shape(values, who)
+    if vshape != (count,) + tuple(shape[1:]):
+        raise error("shape", f"{who}: values of shape {fmt_shape(vshape)} for {count} indices into "
+                             f"rows of shape {fmt_shape(shape[1:])} (they need shape "
+                             f"{fmt_shape((count,) + tuple(shape[1:]))})")
+    return vshape
+
+
 def _rows_added(values, idx, shape, who):
     """zeros(shape) with the rows of values added at rows idx (repeats accumulate)."""
-    vshape = _tensor_shape(values, who)
-    if vshape[:1] != idx.shape or tuple(vshape[1:]) != tuple(shape[1:]):
-        raise error("shape", f"{who}: values of shape {fmt_shape(vshape)} for {idx.shape[0]} indices into "
-                             f"rows of shape {fmt_shape(shape[1:])} (they need shape "
-                             f"{fmt_shape(idx.shape + tuple(shape[1:]))})")
+    vshape = _values_for_rows(values, idx.shape[0], shape, who)
     spread = np.broadcast_to(idx.reshape(idx.shape + (1,) * (len(shape) - 1)), vshape)
     return ops.put_along(values, spread, 0, tuple(shape))
 
@@ -252,11 +259,7 @@ def scatter_add(x, indices, values):
         raise error("shape", "scatter_add needs a tensor with at least one axis")
     if ops.staged_index(indices) and np.ndim(peek(indices)) == 1:
         # positions the program being staged computes (a graph's edges passed in): checked on each run
-        vshape = _tensor_shape(values, "scatter_add")
-        if vshape != np.shape(peek(indices)) + tuple(shape[1:]):
-            raise error("shape", f"scatter_add: values of shape {fmt_shape(vshape)} for {np.size(peek(indices))} "
-                                 f"indices into rows of shape {fmt_shape(shape[1:])} (they need shape "
-                                 f"{fmt_shape(np.shape(peek(indices)) + tuple(shape[1:]))})")
+        _values_for_rows(values, np.size(peek(indices)), shape, "scatter_add")
         return ops.add(x, ops.take_add(values, indices, tuple(shape)))
     idx = _indices(indices, shape[0], "scatter_add")
     if idx.ndim != 1:

@@ -143,10 +143,7 @@ def moveaxis(x, source, destination):
     if len(src) != len(dst):
         raise error("value", f"moveaxis: source and destination must name as many axes, got {len(src)} "
                              f"and {len(dst)}")
-    rest = [a for a in range(nd) if a not in src]
-    for d, s in sorted(zip(dst, src)):
-        rest.insert(d, s)
-    return ops.transpose(x, tuple(rest))
+    return ops.moveaxis(x, src, dst)
 
 
 def swapaxes(x, axis1, axis2):
