@@ -408,7 +408,8 @@ def compile_sub(s, ctx):
 
     def ev(f):
         vals = [p(f) if p is not None else None for p in parts]
-        if vals[2] is None and all(type(v) is Box and type(peek(v)) is int for v in vals[:2]):
+        lo, hi = vals[0], vals[1]
+        if type(lo) is Box and type(hi) is Box and vals[2] is None and type(peek(lo)) is int and type(peek(hi)) is int:
             return slice(*vals)     # x[i:i + 3] in a staged loop: structs.item reads rows or guards them
         for k, v in enumerate(vals):
             v = vals[k] = raw(v)
