@@ -17,7 +17,7 @@ PYTHON_CONSTANTS = {"True": "true", "False": "false", "None": "none"}
 
 
 # Python's array modules: dg's builtins are their functions, called without a prefix
-PYTHON_MODULES = {"np", "numpy", "jnp", "jax", "lax", "math", "torch", "scipy"}
+PYTHON_MODULES = {"np", "numpy", "jnp", "jax", "lax", "math", "torch", "scipy", "linalg", "random"}
 MODULE_HINT = "numpy's functions are dg's builtins, called without a module: zeros(3), not np.zeros(3)"
 
 # Python builtins dg spells another way
@@ -52,6 +52,7 @@ PYTHON_NAMES = {
     "amin": "dg's is min(x, axis=none)",
     "flatten": "ravel(x) (or reshape(x, -1)) lays the entries along one axis",
     "identity": "dg's is eye(n)",
+    "take": "x[idx] reads the entries at an index tensor's positions; gather(x, idx, axis) along an axis",
 }
 
 

@@ -110,6 +110,7 @@ class Field(Expr):
     """`x.name`."""
     obj: Expr
     name: str
+    call: Any = None     # the Call `x.name(...)` whose function this is (set by the resolver): for hints
 
 
 @dataclass(eq=False)

@@ -47,7 +47,20 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(list(range(3)))", "name", "a tuple (1.0, \"a\") holds anything"),
     ("let x = [1.0, 2.0]\nx.append(3.0)", "type", "cat((a, [x]))"),
     ("let m = ones((2, 3))\nprint(m.T)", "type", "did you mean transpose(m)?"),
-    ("let m = ones(3)\nprint(sum(m * m).item())", "type", None),        # a float has no .item
+    ("let m = ones(3)\nprint(sum(m * m).item())", "type", "sum(m * m) is a number already"),
+    # numpy's methods: the builtin called with the method's arguments, or dg's spelling
+    ("let x = ones(6)\nprint(x.reshape((2, 3)))", "type", "did you mean reshape(x, (2, 3))?"),
+    ("let x = ones((2, 3))\nprint(x.mean(axis=0, keepdims=true))", "type",
+     "did you mean mean(x, axis=0, keepdims=true)?"),
+    ("let x = ones((2, 3))\nprint(x.sum(\n    axis=0))", "type", "did you mean sum(x, axis=0)?"),
+    ("let m = {\"a\": 1}\nprint(m.get(\"a\", 0))", "type", "did you mean get(m, \"a\", 0)?"),
+    ("let x = ones(3)\nprint(x.size)", "type", "did you mean size(x)?"),
+    ("let a = ones((2, 2))\nprint(a.dot(a))", "type", "did you mean a @ a?"),
+    ("let a = ones((2, 2))\nprint(a.clip(0.0, 1.0))", "type", "did you mean clamp(a, 0.0, 1.0)?"),
+    ("let a = ones(4)\nprint(a.take(tensor((0, 2), dtype=\"int64\")))", "type", "gather(a, "),
+    ("let a = ones((2, 2))\nprint(a.flatten())", "type", "did you mean ravel(a)?"),
+    ("let a = ones(2)\nlet b = a.copy()", "type", "a itself is a copy"),
+    ("let x = zeros(3)\nx = x.at[0].set(2.0)", "type", "x[i] = v in dg"),
     ("print(max(1.0, 2.0))", "type", "maximum(a, b)"),
     ("print(min(3, 4))", "index", "minimum(a, b)"),
     ("print(max([1.0, 3.0], [2.0, 1.0]))", "type", "maximum(a, b)"),
@@ -105,6 +118,9 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("let x = ones(3)\nprint((x > 0.0) and (x < 2.0))", "shape", "logical_and"),
     ("print(tensordot(ones(2), ones(2)))", "name", "einsum"),
     ("print(flatten(ones((2, 2))))", "name", "ravel(x)"),
+    ("print(take(ones(3), tensor((0, 1), dtype=\"int64\")))", "name", "gather(x, idx, axis)"),
+    ("print(linalg.solve(eye(2), ones(2)))", "name", "called without a module"),
+    ("print(random.normal(shape=(2,)))", "name", "called without a module"),
     ("print(gamma(2.0, (3,)))", "type", "gamma(..., shape=(3,))"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
