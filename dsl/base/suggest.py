@@ -52,6 +52,16 @@ PYTHON_NAMES = {
     "amin": "dg's is min(x, axis=none)",
     "flatten": "ravel(x) (or reshape(x, -1)) lays the entries along one axis",
     "identity": "dg's is eye(n)",
+    # JAX's control flow and keys: dg's own statements are what jit stages as loops and branches
+    "fori_loop": "a for loop is dg's: for i in range(lo, hi) { ... } (jit stages it once, as a loop)",
+    "scan": "a for loop is dg's: for x in xs { ... } carries what it assigns (jit stages it once, as a "
+            "loop); stack the rows it makes with traj[i] = row",
+    "while_loop": "a while loop is dg's: while cond { ... } (jit stages it once, as a loop)",
+    "cond": "an if statement is dg's: if c { ... } else { ... } (jit stages a branch on a traced value); "
+            "where(c, a, b) picks entry by entry",
+    "switch": "an if statement is dg's: if i == 0 { ... } else if i == 1 { ... }",
+    "PRNGKey": "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)",
+    "key": "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)",
     "take": "x[idx] reads the entries at an index tensor's positions; gather(x, idx, axis) along an axis",
 }
 
@@ -107,10 +117,16 @@ def module_hint(name):
     return MODULE_HINT + " (no import is needed)" if name in PYTHON_MODULES else None
 
 
+# numpy's element types, which dg names by strings
+DTYPES = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool_"}
+
+
 def name_hint(name, candidates):
     """"did you mean 'softmax'?" for a misspelled name, or None."""
     if name in PYTHON_CONSTANTS:
         return f"did you mean {PYTHON_CONSTANTS[name]}? (dg writes true, false and none in lower case)"
+    if name in DTYPES:
+        return f'element types are named by strings: dtype="{name.rstrip("_")}", astype(x, "{name.rstrip("_")}")'
     if name in PYTHON_MODULES:
         return MODULE_HINT
     if name in PYTHON_NAMES:

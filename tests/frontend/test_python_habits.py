@@ -120,6 +120,13 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(flatten(ones((2, 2))))", "name", "ravel(x)"),
     ("print(take(ones(3), tensor((0, 1), dtype=\"int64\")))", "name", "gather(x, idx, axis)"),
     ("print(linalg.solve(eye(2), ones(2)))", "name", "called without a module"),
+    ("print(fori_loop(0, 3, fn(i, x) => x + 1.0, 0.0))", "name", "for i in range(lo, hi) { ... }"),
+    ("print(scan(fn(c, x) => (c + x, c), 0.0, ones(3)))", "name", "for x in xs { ... }"),
+    ("print(while_loop(fn(x) => x < 3.0, fn(x) => x + 1.0, 0.0))", "name", "while cond { ... }"),
+    ("print(cond(true, fn() => 1.0, fn() => 2.0))", "name", "if c { ... } else { ... }"),
+    ("print(PRNGKey(0))", "name", "rng(seed) makes a random key"),
+    ("let x = ones(3, dtype=float32)", "name", 'dtype="float32"'),
+    ("print(astype(ones(3), int64))", "name", 'astype(x, "int64")'),
     ("print(random.normal(shape=(2,)))", "name", "called without a module"),
     ("print(gamma(2.0, (3,)))", "type", "gamma(..., shape=(3,))"),
 ])
