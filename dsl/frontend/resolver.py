@@ -349,7 +349,7 @@ def _walked(s):
     if len(s.names) == 1:
         return 1
     it = s.iterable
-    if type(it) is A.Call and type(it.fn) is A.Name and not it.kwargs and all(type(a) is A.Name for a in it.args):
+    if type(it) is A.Call and type(it.fn) is A.Name and not it.kwargs:
         if it.fn.id == "enumerate" and len(s.names) == 2 and len(it.args) == 1:
             return 1
         if it.fn.id == "zip" and len(s.names) == len(it.args) >= 2:

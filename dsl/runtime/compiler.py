@@ -527,6 +527,18 @@ def call_failed(exc, fn, a, kw, span, limits):
     return exc
 
 
+def call_at(fn, a, kw, span, limits):
+    """fn(*a, **kw) as a call written at `span` makes it: a dg function by its code, anything else
+    with the span pointing at the call; its errors that call's."""
+    try:
+        if type(fn) is Function:
+            return fn.code.invoke(fn, a, kw)
+        tape.set_span(span)
+        return fn(*a, **kw) if kw else fn(*a)
+    except (DgError, TypeError, RecursionError) as exc:
+        raise call_failed(exc, fn, a, kw or {}, span, limits) from None
+
+
 def _call(e, ctx):
     fn_ev = compile_expr(e.fn, ctx)
     args = [compile_expr(a, ctx) for a in e.args]
@@ -573,11 +585,7 @@ def _call(e, ctx):
     def ev(f):
         fn = fn_ev(f)
         a = tuple([x(f) for x in args])
-        kw = {k: v(f) for k, v in kwargs} if kwargs else None
-        try:
-            return invoke(fn, a, kw)
-        except (DgError, TypeError, RecursionError) as exc:
-            raise handle(exc, fn, a, kw or {}) from None
+        return call_at(fn, a, {k: v(f) for k, v in kwargs} if kwargs else None, span, state)
     return ev
 
 

@@ -16,7 +16,7 @@ from ..transform.jit.both_ways import BothWays
 from ..transform.jit.frames import declared, exits
 from ..transform.jit.rolling import Roller
 from ..transform.jit.row_loops import row_roller, rows_of, walked_call
-from .compiler import compile_expr, compile_read, stored_slot
+from .compiler import call_at, compile_expr, compile_read, stored_slot
 from .fusion import body_fuses, fusable, fused_body, fused_run
 from .targets import Target, compile_assign_one, compile_declare, compile_store, iterate, unpacker
 
@@ -269,18 +269,21 @@ def _for(s, ctx):
     bind = _declarer(s, span, ctx)
     roller = None if exits(s.body) else Roller(body, bind, ctx.services, span.where(), ctx.fn, span,
                                                reads=ctx.globals_read, body_locals=declared([s.body]))
-    call = walked_call(s)       # enumerate(xs), zip(xs, ys): its function and tensors, as names read
+    call = walked_call(s)       # enumerate(xs), zip(xs, ys): its function and arguments
     form, fn, args = (call[0], compile_expr(call[1], ctx), [compile_expr(a, ctx) for a in call[2]]) if call else (None,) * 3
     rows = None if roller is None or not s.row_slots else row_roller(
         s, body, bind, ctx.services, ctx.fn, ctx.globals_read, form)
 
     def loop(f):
         if form is not None and rows is not None and roller.interp.staging:
-            xs = [a(f) for a in args]       # names read, as the call would: nothing happens twice
-            if fn(f) is ctx.services.builtins[form] and all(rows_of(x) for x in xs) \
+            # the call's function and arguments, each once: tensors walked by position, else the call
+            fv, xs = fn(f), tuple([a(f) for a in args])
+            if fv is ctx.services.builtins[form] and all(rows_of(x) for x in xs) \
                     and rows.wanted(range(min(rows_of(x) for x in xs))):
                 return rows(f, *xs)
-        items = iterable(f)
+            items = call_at(fv, xs, None, span, limits)
+        else:
+            items = iterable(f)
         if roller is not None and type(items) is range and roller.wanted(items):
             return roller(f, items)     # it counts each iteration as a step, as below
         if rows is not None and form is None and roller.interp.staging and rows_of(items) \

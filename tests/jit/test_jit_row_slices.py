@@ -176,6 +176,11 @@ ROW_LOOPS = {
     "enumerate": "fn f(x) { let h = zeros((3,)); for t, xt in enumerate(x) { h = tanh(h * 0.5 + xt * t) }; return sum(h) }",
     "zip": ("fn f(x) { let s = 0.0; let y = x[0:15] * 2.0; let z = sin(x)\n"
             "  for a, b, c in zip(x, y, z) { s = s + sum(a * b * c) }; return s }"),
+    # of expressions: a struct's fields, arithmetic
+    "zip of fields": ("struct Data { ts, ys }\nfn f(x) { let d = Data(x[:, 0], cos(x)); let s = 0.0\n"
+                      "  for t, y in zip(d.ts, d.ys) { s = s * 0.9 + sum(y) * t }; return s }"),
+    "enumerate of an expression": ("fn f(x) { let h = zeros((3,))\n"
+                                   "  for t, xt in enumerate(x * 2.0) { h = tanh(h * 0.5 + xt * t) }; return sum(h) }"),
 }
 
 
@@ -191,6 +196,21 @@ def test_a_loop_over_a_tensors_rows_is_one_loop(name, backend):
         programs = [e.program for es in i.lookup(fast).call.entries.values() for e in es]
         assert len(programs) == 1 and {"Loop", "Scan"} & {s[1] for s in programs[0].steps}, (name, fast)
         assert len(programs[0].steps) < 60, (name, fast, len(programs[0].steps))
+
+
+def test_the_arguments_of_a_walked_zip_are_evaluated_once(capsys):
+    i = dsl.Interpreter()
+    i.run("fn noisy(x) { print(\"made\"); return x * 2.0 }\n"
+          "fn f(x) { let s = 0.0; for a, b in zip(noisy(x), x) { s = s + sum(a * b) }; return s }\n"
+          "fn g(x) { let s = 0.0; for a, b in zip(noisy(x), 3.0) { s = s + a }; return s }\nlet jf = jit(f)\nlet jg = jit(g)")
+    x = np.arange(6.0).reshape(3, 2)
+    for _ in range(3):
+        assert i.lookup("jf")(x) == 2 * (x * x).sum()
+    assert capsys.readouterr().out == "made\n" * 3
+    with pytest.raises(dsl.DgError, match="zip") as failed:      # not tensors: zip's own error, at the call
+        i.lookup("jg")(x)
+    assert capsys.readouterr().out == "made\n"
+    assert failed.value.span.line == 3
 
 
 def test_a_function_named_enumerate_or_zip_is_called_as_written():

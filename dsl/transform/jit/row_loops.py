@@ -50,9 +50,9 @@ def row_roller(s, body, bind, interp, scope, reads, form=None):
 
 
 def walked_call(s):
-    """For `for i, x in enumerate(xs)` or `for a, b in zip(xs, ys)` with the tensors named: ("enumerate"
-    or "zip", the expression of the function, those of the tensors), each read twice at no cost to
-    see whether they are the builtin and tensors; else None."""
+    """For `for i, x in enumerate(xs)` or `for a, b in zip(xs, ys)` (of any expressions): ("enumerate"
+    or "zip", the expression of the function, those of its arguments), which the loop evaluates
+    once to see whether they are the builtin and tensors; else None."""
     it = s.iterable
     if len(s.row_slots) < 2 or len(s.names) < 2 or type(it) is not A.Call:
         return None
