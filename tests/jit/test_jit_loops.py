@@ -670,6 +670,39 @@ def test_an_if_is_taken_both_ways_only_where_both_branches_only_compute(branch, 
     assert got_i.out.getvalue() == want_i.out.getvalue()
 
 
+# a row at the loop's variable (plus or minus an int) that every iteration's range has is read or
+# written in a branch run both ways; a row that may be missing on an iteration keeps the guard
+@pytest.mark.parametrize("loop, rolled", [
+    ("for i in range(12) { if ys[i] > 0.0 { s = s * w + ys[i] } else { s = s - w * ys[i] } }", True),
+    ("for i in range(12) { if i % 3 == 0 { s = s * w } else { s = s + ys[i] } }", True),
+    ("for i in range(11) { if i % 2 == 0 { s = s + w * ys[i + 1] } }", True),
+    ("for i in range(12) { if i % 2 == 0 { s = s * w + ys[i - 1] } }", True),       # ys[-1] is numpy's last row
+    ("for i in range(12) { if i % 2 == 0 { s = s + w * ys[i + 1] } }", False),      # i = 11 has no row 12
+    ("for i in range(12) { s = s * w + ys[i]\n if s > 0.0 { traj[i] = s } }", True),
+    ("for i in range(12) { if ys[i] > 0.0 { traj[i] = ys[i] * w } else { traj[i] = -w } }", True),
+    ("for i in range(12) { if ys[i] > 0.0 { s = s * w } else { traj[i] = s } }", True),
+    ("for i in range(11) { s = s * w + ys[i]\n if s > 0.0 { traj[i + 1] = s } }", True),
+])
+def test_rows_at_the_loops_variable_in_an_if_run_both_ways(loop, rolled, backend):
+    src = ("fn f(w, ys) {\n  let s = 0.5\n  let traj = zeros(12)\n"
+           f"  {loop}\n  return s + sum(traj * traj)\n}}\n")
+    want_i = interp(src)
+    got_i = dsl.Interpreter(seed=0, stdout=io.StringIO(), backend=backend)
+    got_i.run(src + "let fast = jit(value_and_grad(f))")
+    plain, fast = want_i.lookup("value_and_grad")(want_i.lookup("f")), got_i.lookup("fast")
+    ys = np.sin(np.arange(12.0) * 1.7)
+    for w in (0.9, 0.9, 1.3, -0.7):
+        assert same(fast(w, ys), plain(w, ys), 1e-12)
+    assert ("Loop" in ops_of(fast) or "Scan" in ops_of(fast)) == rolled
+
+
+def test_a_row_in_a_branch_missing_on_an_iteration_that_takes_it_is_the_interpreters_error():
+    src = "fn f(w, ys) {\n  let s = 0.5\n  for i in range(12) { if i % 2 == 1 { s = s + w * ys[i + 1] } }\n  return s\n}"
+    i = interp(src + "\nlet fast = jit(f)")
+    text, _ = same_error(i.lookup("fast"), i.lookup("f"), (0.9, np.arange(12.0)))
+    assert "index 12 is out of range" in text
+
+
 def test_an_if_whose_branches_both_return_gives_a_where_of_what_they_return(monkeypatch):
     # a piecewise function called in the body (both branches return) is rolled with the loop; a
     # recursive one is guarded inside its own branch (run both ways there too, its recursion would

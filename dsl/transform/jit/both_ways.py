@@ -8,25 +8,61 @@ from ...base.cells import Cell
 from ...core import stage as S
 from ...core.ops.compare import logical_and, logical_or
 from ...core.ops.elementwise import where
+from ...core.ops.shape import row, set_row
 from ...core.primitives.registry import PRIMS
-from ...core.tape import peek
+from ...core.tape import Box, peek
 from ...core.trees import flatten_open, unflatten
 from .frames import restore, same_spec, same_static, set_slot, snapshot
 from .signatures import _key
 from .rolling import Lookahead
 
 
-def _may_fail(node):
+def _may_fail(node, look):
     """Whether a step a branch not taken holds could fail on a later iteration, raising in the
     compiled loop what the interpreter never runs: a guard (the branch decides by a value), a
     primitive declared `can_fail` (an effect, a user's or Python's code, ints divided, class
     indices), or one declared `indexed` whose index (its second argument) is a staged int, which
-    may fall out of range. Other indexing keeps its key among its options, checked when it was
-    staged and the same on every iteration."""
+    may fall out of range, unless it is a row that is there on every iteration (`_in_rows`).
+    Other indexing keeps its key among its options, checked when it was staged and the same on
+    every iteration."""
     if node.op == "Guard":
         return True
     prim = PRIMS.get(node.op)
-    return prim is not None and (prim.can_fail or (prim.indexed and node.parents[1] is not None))
+    return prim is not None and (prim.can_fail or (prim.indexed and node.parents[1] is not None
+                                                  and not _in_rows(node, look)))
+
+
+def _in_rows(node, look):
+    """Whether a Row or SetRow step reads or writes a row that every iteration of the loop has:
+    its position the loop's variable, plus or minus an int, over a range (look.walk) whose every
+    value is a row of the tensor, counted from the end where negative as numpy does (`ys[i + 1]`
+    in `for i in range(n - 1)` over a tensor of n rows)."""
+    if node.op not in ("Row", "SetRow") or look.walk is None:
+        return False
+    span = _span(node.parents[1], *look.walk)
+    x = node.parents[0]
+    kind = S.kind_of(x.v) if type(x) is Box else x.v
+    if span is None or not S.is_array_kind(kind) or not kind[3]:
+        return False
+    n = kind[3][0]
+    return -n <= span[0] and span[1] < n
+
+
+def _span(p, item, items):
+    """(least, greatest) value of the int p over the loop's items (p the loop's variable, or it
+    plus or minus an int), or None where it is something else."""
+    if p is item:
+        return (min(items[0], items[-1]), max(items[0], items[-1])) if len(items) else None
+    if type(p) is Box or p is None or p.op not in ("Add", "Sub") or len(p.parents) != 2:
+        return None
+    (a, b), (ca, cb) = p.parents, p.args
+    if b is None and type(cb) is int and a is not None:
+        inner, shift = _span(a, item, items), (cb if p.op == "Add" else -cb)
+    elif a is None and type(ca) is int and p.op == "Add":
+        inner, shift = _span(b, item, items), ca
+    else:
+        return None
+    return None if inner is None else (inner[0] + shift, inner[1] + shift)
 
 
 class BothWays:
@@ -77,7 +113,7 @@ class BothWays:
         restore(f, saved)
         orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
         restore(f, saved)
-        merged = self._merged(c, saved[0], then, orelse) if orelse is not None else None
+        merged = self._merged(c, saved[0], then, orelse, look) if orelse is not None else None
         if merged is None:
             look.cut(start)
             return False
@@ -100,14 +136,14 @@ class BothWays:
                 return None
         return [x.v if type(x) is Cell else x for x in f], signal
 
-    def _merged(self, c, saved, then, orelse):
+    def _merged(self, c, saved, then, orelse, look):
         """{slot: its value after the if} for the slots a branch changed (none where both
         returned: the frame goes), setting `signal`; or None."""
         (then, returned), (orelse, other) = then, orelse
         if (returned is None) != (other is None):
             return None
         if returned is not None:
-            value = _select(c, returned[0], other[0])
+            value = _select(c, returned[0], other[0], look)
             self.signal = None if value is _DIFFERENT else (value,)
             return None if value is _DIFFERENT else {}
         self.signal = None
@@ -118,7 +154,7 @@ class BothWays:
             before = before.v if type(before) is Cell else before
             if a is before and b is before:
                 continue
-            value = _select(c, a, b)
+            value = _select(c, a, b, look)
             if value is _DIFFERENT:
                 return None
             merged[j] = value
@@ -128,7 +164,7 @@ class BothWays:
 def computes_only(look, start):
     """Whether what the look ahead recorded from node `start` on may run on every iteration where
     the interpreter runs it on some: no step that may fail (`_may_fail`)."""
-    return not any(_may_fail(node) for node in look.nodes[start:])
+    return not any(_may_fail(node, look) for node in look.nodes[start:])
 
 
 def looking_ahead(interp, v):
@@ -162,7 +198,7 @@ def both_operands(interp, op, left, right):
 _DIFFERENT = object()       # two values no where can choose between
 
 
-def _select(c, a, b):
+def _select(c, a, b, look):
     """a where c, else b, leaf by leaf, or _DIFFERENT where they differ other than in numbers and
     tensors of one kind."""
     if a is b:
@@ -176,9 +212,28 @@ def _select(c, a, b):
         if x is y or (not S.is_staged_leaf(x) and same_static(x, y)):
             parts.append(x)
         elif S.is_staged_leaf(x) and S.is_staged_leaf(y) and _key(x) == _key(y):
-            parts.append(where(c, x, y))
+            parts.append(_row_chosen(c, x, y, look) or where(c, x, y))
         else:
             return _DIFFERENT
     return unflatten(sa, parts)
 
 
+
+
+def _row_chosen(c, x, y, look):
+    """x where c, else y, for two tensors that differ at most in the row at the loop's variable,
+    one of them a SetRow there of the other or both of one tensor (`if x > 0 { traj[i] = x }`):
+    the tensor with that row set to the value chosen, instead of a where over the whole tensor on
+    every iteration, which costs the loop its length squared. None where they are not."""
+    if look.walk is None or type(x) is not Box or type(y) is not Box or x.trace is not look or y.trace is not look:
+        return None
+    item = look.walk[0]
+    sx, sy = (look.set_rows.get(v.g) for v in (x, y))
+    sx, sy = (s if s is not None and s[1] is item else None for s in (sx, sy))
+    if sx is not None and sy is not None and sx[0] is sy[0]:
+        return set_row(sx[0], item, where(c, sx[2], sy[2]))
+    if sx is not None and sx[0] is y:
+        return set_row(y, item, where(c, sx[2], row(y, item)))
+    if sy is not None and sy[0] is x:
+        return set_row(x, item, where(c, row(x, item), sy[2]))
+    return None

@@ -85,13 +85,15 @@ class Lookahead(S.StageTrace):
     keyless draw may be staged in the body (see `effect`); `as_data`: whether it is one of the
     body's inputs instead, the numbers drawn before the loop (a Scan's: scan_body.scan_loop)."""
 
-    __slots__ = ("draws", "as_data", "drawn")
+    __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows")
 
     def __init__(self, derived=False, draws=False, as_data=False):
         super().__init__(derived=derived)
         self.draws = draws
         self.as_data = as_data
         self.drawn = []     # (the input's box, the draw, its arguments and keywords), in order
+        self.walk = None    # (the loop variable's box, the range it takes) of a for loop's body
+        self.set_rows = {}  # slot of a SetRow's result -> its arguments (tensor, row, value), for both_ways
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace or call Python."""
@@ -101,7 +103,10 @@ class Lookahead(S.StageTrace):
         for u in unboxed:
             if type(u) is Box:
                 raise NotRollable(f"the body reads a value from outside the loop's variables ({op})")
-        return super().process(op, args, unboxed, parents, kw, span)
+        out = super().process(op, args, unboxed, parents, kw, span)
+        if op == "SetRow" and type(out) is Box:
+            self.set_rows[out.g] = args
+        return out
 
     def effect(self, staging, fn, args, kw):
         """An effect in the body must happen on each iteration, and once: the loop is written out,
@@ -253,7 +258,7 @@ class Roller:
         # before the loop; under one reverse level or none, or forward mode alone, in the body
         # (Lookahead.effect)
         in_body = not nested and not scans and not (forward and reverse)
-        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse), draws=in_body,
+        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse), draws=in_body, items=items,
                                  as_data=(deep or scans or bool(forward) or nested) if items is not None
                                  else not in_body)
         if staged is None:
@@ -282,19 +287,21 @@ class Roller:
                                                         nested=nested), body)
         return True if items is not None else body.ran
 
-    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False):
+    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
         staged as state too where it changes some: (Body, state, layout, counters), or None.
-        `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead)."""
+        `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead); `items`: the
+        range the body runs over (None: not known, or a while loop's)."""
         counters = frozenset()
-        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data)
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
-            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items)
         return None if body is None else (body, state, layout, counters)
 
-    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False):
+    def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False,
+                    items=None):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
@@ -304,6 +311,8 @@ class Roller:
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
         item = look.box(item, "Arg", (), (), None, None)
+        if type(items) is range:        # a row at the loop's variable is there on every iteration (both_ways)
+            look.walk = (item, items)
         args = [look.box(peek(x), "Arg", (), (), None, None) for x in state]
         staging = self.interp.staging
         staging.append(look)
