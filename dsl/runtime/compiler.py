@@ -11,7 +11,7 @@ import inspect
 import numpy as np
 
 from ..base.cells import UNBOUND
-from ..base.suggest import PYTHON_NAMES, call_hint, closest, name_hint
+from ..base.suggest import call_hint
 from ..core import ops, tape
 from ..core.format_spec import fstring_text
 from ..core.ops import elision
@@ -19,9 +19,10 @@ from ..core.ops.core import ndarray
 from ..core.ops.elision import UFUNCS as reuse_ops, reuse_left
 from ..core.printing import show
 from ..core.tape import Box, peek, raw
-from ..core.values import Function, Module, Struct, StructDef, a_type_name, is_callable_value, type_name
+from ..core.values import Function, StructDef, a_type_name, is_callable_value, type_name
 from ..errors import DgError, error, located, source_text
 from ..frontend import ast as A
+from .field_hints import field_hint
 from ..transform.jit.both_ways import both_operands, looking_ahead
 
 
@@ -345,58 +346,6 @@ def _fstring(e, ctx):
             return tape.nondiff("FString", values, {"parts": parts, "span": e.span})
         return fstring_text(parts, values, e.span)
     return ev
-
-
-# numpy's and JAX's methods and attributes of an array that dg spells otherwise: {o} is the
-# array as written, {a} the call's arguments
-METHODS = {
-    "T": "did you mean transpose({o})?",
-    "item": "did you mean float({o})?",
-    "dot": "did you mean {o} @ {a}?",
-    "flatten": "did you mean ravel({o})?",
-    "clip": "did you mean clamp({o}, {a})?",
-    "take": "did you mean gather({o}, {a}) (or {o}[{a}])?",
-    "copy": "{o} itself is a copy: dg's values are never shared (after let y = {o}, writing y[0] "
-            "leaves {o} as it was)",
-    "at": "JAX's {o}.at[i].set(v) is {o}[i] = v in dg, and .add(v) is {o}[i] += v (scatter_add where "
-          "positions repeat): the variable gets a new tensor, and another name for the old one keeps it",
-}
-
-
-def field_hint(obj, name, obj_text, builtins, call=None):
-    """The hint for `obj.name` that failed: a close field or module name, or, for a builtin
-    read as a field of a value that has no fields (`t.shape`, `x.mean(axis=0)`), the call that
-    was meant, with the arguments `call` (the Call whose function the field is) gives it."""
-    v = peek(obj)
-    if type(v) is Struct:
-        best = closest(name, v.sdef.fields)
-        return f"did you mean '.{best}'?" if best else None
-    if type(v) is Module:
-        return name_hint(name, [n for n, cell in v.cells.items() if not n.startswith("_")])
-    if type(v) is str:      # "a,b".split(","): dg's builtin of that name (a key's split) is no string method
-        if name == "format":
-            return 'an f-string formats values: f"{x} and {y:.3f}"'
-        return ('dg\'s strings have no methods: + joins two strings, an f-string formats values '
-                '(f"{a}, {b}"), and str(x) makes a string of a value')
-    o, a = obj_text or "x", _arguments(call)
-    if name in builtins:
-        return f"did you mean {name}({o}{', ' + a if a else ''})?"
-    if name == "item" and type(v) in (float, int, bool):
-        return f"{o} is a number already"
-    if name in METHODS and type(v) is ndarray:
-        return METHODS[name].format(o=o, a=a or "...")
-    if name == "append":
-        return PYTHON_NAMES["append"]
-    return None
-
-
-def _arguments(call):
-    """The arguments of a call as written ('' for none; '...' where one is not on one line), or
-    '' for no call."""
-    if call is None:
-        return ""
-    parts = [source_text(x.span) for x in call.args] + [f"{k}={source_text(x.span)}" for k, x in call.kwargs]
-    return "..." if any(not p or p.endswith("=") for p in parts) else ", ".join(parts)
 
 
 def field_failed(exc, o, e, builtins):

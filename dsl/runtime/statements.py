@@ -276,10 +276,9 @@ def _for(s, ctx):
 
     def loop(f):
         if form is not None and rows is not None and roller.interp.staging:
-            # the call's function and arguments, each once: tensors walked by position, else the call
-            fv, xs = fn(f), tuple([a(f) for a in args])
-            if fv is ctx.services.builtins[form] and all(rows_of(x) for x in xs) \
-                    and rows.wanted(range(min(rows_of(x) for x in xs))):
+            fv, xs = fn(f), tuple([a(f) for a in args])     # each once: walked by position, or called
+            n = min(rows_of(x) for x in xs) if fv is ctx.services.builtins[form] else 0
+            if n and rows.wanted(range(n)):
                 return rows(f, *xs)
             items = call_at(fv, xs, None, span, limits)
         else:

@@ -252,3 +252,52 @@ def test_a_loop_over_columns_stays_a_loop(backend):
     for name in ("f", "g"):
         steps = [len(e.program.steps) for es in i.lookup(name).call.entries.values() for e in es]
         assert max(steps) < 60, (name, steps)
+
+
+# ---------------------------------------------------------------- the history at checkpoints
+def test_a_large_history_is_kept_at_checkpoints_with_the_same_results(monkeypatch):
+    # a loop's history under grad holds the state each iteration started from; with a tensor the
+    # loop writes a row of, that is its length squared: past a size, only every sqrt(n)-th state is
+    # kept and the others run again from it. Forced here on small loops: every transformation
+    # gives the written-out loop's numbers
+    from dsl.transform.jit import checkpoints, loop_body
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_FROM", 0)
+    monkeypatch.setattr(checkpoints, "MIN_ITEMS", 4)
+    ran = []
+    real = checkpoints.run_checkpointed
+    monkeypatch.setattr(loop_body, "run_checkpointed", lambda *a: ran.append(a[2]) or real(*a))
+    want = interp(keep_tape=True)
+    got = interp()
+    for expr in EXPRESSIONS:
+        w = want.eval(expr)
+        for _ in range(2):
+            np.testing.assert_allclose(np.asarray(got.eval(expr), float), np.asarray(w, float),
+                                       rtol=1e-11, atol=1e-13, err_msg=expr)
+    assert ran
+
+
+def test_a_history_at_checkpoints_reads_as_every_iterations_state():
+    from dsl.transform.jit.checkpoints import Checkpointed
+    states, items = [[0.5, np.arange(3.0)]], range(70)
+
+    def step(item, state):
+        return [state[0] * 0.9 + item, state[1] * 1.01 + state[0]]
+    for k in items:
+        states.append(step(k, states[-1]))
+    kept = Checkpointed()
+    kept.start(items, step)
+    for start in range(0, len(items), kept.every):
+        kept.marks.append(states[start])
+        kept.count = min(start + kept.every, len(items))
+    assert len(kept) == 70 and kept.every == 8 and len(kept.marks) == 9
+    for k in [69, 68, 5, 40, 0, -1, -70, 33, 34, 32]:
+        got, want = kept[k], states[k if k >= 0 else 70 + k]
+        assert got[0] == want[0] and np.array_equal(got[1], want[1]), k
+    for got, want in zip(reversed(kept), states[69::-1]):
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert [s[0] for s in kept][10:13] == [s[0] for s in states[10:13]] == [s[0] for s in kept[10:13]]
+    with pytest.raises(IndexError):
+        kept[70]
+    plain = Checkpointed()      # before start: every state, as History keeps them
+    plain.append(states[0])
+    assert len(plain) == 1 and plain[0] is states[0] and list(plain) == [states[0]]

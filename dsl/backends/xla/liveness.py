@@ -25,11 +25,21 @@ def live(steps, out_refs, wanted=ALL):
                     read.add(kw["field_index"])
             continue
         if kind == "guard" or kind == "effect" or out in slots or out in fields:
-            for r in refs:
-                if r >= 0:
+            body = (kw or {}).get("body") if op == "Scan" else None
+            read = scan_reads(body.program, body.counts[0]) if body is not None else ()
+            for j, r in enumerate(refs):
+                if r >= 0 and (j >= len(read) or read[j]):
                     slots.add(r)
                     fields[r] = ALL     # read whole
     return slots, fields
+
+
+def scan_reads(program, nx):
+    """Whether a Scan's body reads each of its `nx` xs (a step or an output of its program takes
+    it): the reverse Scan of a loop that writes rows of a tensor takes that tensor's history, one
+    state per iteration, and reads none of it."""
+    used = {r for step in program.steps for r in step[2]} | set(program.out_refs)
+    return [s in used for s in program.inputs[1:1 + nx]]
 
 
 def body_outputs(program, counts, read):

@@ -22,7 +22,7 @@ from ...core.primitives.scan import iterations
 from ...core.stage import is_array_kind
 from ..optimize import plan, resolve
 from .errors import NotLowerable
-from .liveness import ALL, body_outputs, live
+from .liveness import ALL, body_outputs, live, scan_reads
 from .rules import FALLBACK, LOWER, ON_HOST
 
 
@@ -237,17 +237,23 @@ class Lowering:
         jx = self.jx
 
         prepared = prepare(program, body_outputs(program, body.counts, live), in_loop=True)
+        # xs the body does not read (a history of a tensor the pass back only wrote rows of) are
+        # not sliced, so that nothing keeps their stacked rows (liveness.scan_reads)
+        read = scan_reads(program, nx)
+        fed = [x for x, r in zip(xs, read) if r]
 
         def step(state, row):
             c, ok, zero, acc = state
             inner = Lowering(jx)
-            outs = lower_steps(inner, program, [row[0], *row[1:], *c, *consts], prepared=prepared)
+            rows = iter(row[1:])
+            given = [next(rows) if r else None for r in read]
+            outs = lower_steps(inner, program, [row[0], *given, *c, *consts], prepared=prepared)
             new = [_like(jnp, o, s) for o, s in zip(outs[:nc], start)]
             zero, acc = _accumulated(inner, zero, acc)
             return (new, jnp.logical_and(ok, inner.holds()), zero, acc), (*outs[nc:], *c)
 
         state = (start, jnp.bool_(True), jnp.float64(0.0), _accumulators(jnp, program, prepared))
-        (final, ok, zero, acc), stacked = lax.scan(step, state, (column, *xs), length=len(items), reverse=reverse)
+        (final, ok, zero, acc), stacked = lax.scan(step, state, (column, *fed), length=len(items), reverse=reverse)
         self.checks.append(ok)      # a path the body did not take, or a value: numpy runs the call
         self.zeros += [zero, *acc]
         return (*final, *stacked)
@@ -348,7 +354,7 @@ def lower_steps(L, program, values, prepared=None):
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         number = NUMBER_TYPES.get(kinds[s])
-        env[s] = v if number is None else L.jx.weak(jnp.asarray(v), number)     # as numpy takes them
+        env[s] = v if number is None or v is None else L.jx.weak(jnp.asarray(v), number)     # as numpy takes them
     for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
         if kind == "guard":

@@ -141,7 +141,7 @@ def _loop_kernel(*state, body=None, items=(), history=False, nested=False, **_):
                 kw["check"] = top.check
             return tape.record("Loop", state, kw)
         return _loop_replayed(body, items, state, history)
-    kept = History(body) if history else None
+    kept = body.history(items, state) if history else None
     return (*body.run(items, state, kept), kept)
 
 

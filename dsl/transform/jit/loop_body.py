@@ -12,10 +12,12 @@ from ...core import stage as S
 from ...core.ops.finite import finite
 from ...core.primitives.batching import spread_where
 from ...core.primitives.loop_iteration import pullback
-from ...core.primitives.loops import LoopGuardFailed, StagedDraws, split_tangents, stage_pullback, with_tangents
+from ...core.primitives.loops import (History, LoopGuardFailed, StagedDraws, split_tangents, stage_pullback,
+                                      with_tangents)
 from ...core.tape import ForwardTrace, USER_CODE, peek
 from ...core.trees import zero_of
 from ..vmap import replay_leaves
+from .checkpoints import Checkpointed, run_checkpointed, wants_checkpoints
 from .loop_walks import Walks
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 
@@ -94,6 +96,11 @@ class Body:
             self._walks = Walks(self)
         return self._walks
 
+    def history(self, items, state):
+        """A new history for a loop over `items` from `state`: kept at checkpoints where keeping
+        every iteration's state would hold a large tensor many times (checkpoints.py)."""
+        return Checkpointed(self) if wants_checkpoints(items, state) else History(self)
+
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
         `kept`, a History, unless it is None, and what the split pullback keeps of each); the final
@@ -105,6 +112,8 @@ class Body:
             if parts is not None:
                 forward = parts[0]
                 fixed = forward.prelude([items[0], *state])
+                if type(kept) is Checkpointed and not self.draws:
+                    return run_checkpointed(self, forward, items, state, fixed, kept)
                 return forward.driver().run(forward, items, state, fixed, kept, kept.residuals, self)
             return self.driver().run(self, items, state, (), kept, None, self)
         except S.GuardFailed as failed:
