@@ -30,7 +30,7 @@ from ..core.tape import REFCOUNTS_EXACT
 from ..errors import DgError
 from . import kernels
 from .backoff import Backoff
-from .optimize import plan, resolve
+from .optimize import Plan, plan, resolve
 
 _names = itertools.count()
 _KERNEL = re.compile(r"\bK\.(\w+)\(")     # a call of a kernels.py function in a template
@@ -101,6 +101,8 @@ class _Writer:
         self.lines = []
         self.consts = {"np": np, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
                        "_finite": finite}
+        self.in_place = {}      # id of a SetRow step -> the carried tensor it writes into (rows_in_place)
+        self.copied = set()     # ids of Row steps written as a copy: their tensor is written into next
 
     def const(self, value):
         """A name in the generated code for a constant value."""
@@ -180,12 +182,15 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     w = _Writer()
     w.consts["_STOPS"] = (GuardFailed, Inexact, *kernels.RAISED)
     p = planned or plan(program)
-    lines, outs = _lines(w, program, p, checks)
-    ins = [f"v{s}" for s in program.inputs]
     groups = (None,) if seq is None else (seq,) if type(seq) is int else seq
     given = sum(1 if g is None else g for g in groups)
+    if not kept:
+        p, w.in_place, w.copied = rows_in_place(program, p, program.inputs[given:given + carried], extra)
+    lines, outs = _lines(w, program, p, checks)
+    ins = [f"v{s}" for s in program.inputs]
     entry, carry, fixed = ins[:given], ins[given:given + carried], ins[given + carried:]
-    loop = [f"for {_target(entry, groups)} in _entries:"] + ["    " + x for x in lines]
+    owned = sorted(set(w.in_place.values()))
+    loop = [f"for {_target(entry, groups)} in _entries:"] + ["    _undo = []"] * bool(owned) + ["    " + x for x in lines]
     if kept:
         loop.append(f"    _kept.append({_tuple(carry)})")
     if extra:
@@ -202,9 +207,12 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
         start, done = "_k = 0", "_k"
         loop.append("    _k += 1")
     lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", start, "try:"]
+    # a tensor the loop writes rows of in place is its own (a copy made once), and an iteration
+    # that stops partway puts back the rows it wrote: the caller runs it again from its start
+    lines[1:1] = [f"v{r} = v{r}.copy()" for r in owned] + ["_undo = []"] * bool(owned)
     lines += ["    " + x for x in loop]
-    lines += ["except _STOPS as _e:", f"    return {done}, {_tuple(carry)}, _e",
-              f"return {done}, {_tuple(carry)}, None"]
+    lines += ["except _STOPS as _e:"] + ["    for _a, _i, _o in reversed(_undo): _a[_i] = _o"] * bool(owned)
+    lines += [f"    return {done}, {_tuple(carry)}, _e", f"return {done}, {_tuple(carry)}, None"]
     return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
 
 
@@ -238,6 +246,13 @@ def _lines(w, program, p, checks):
         # tensors read for the last time (not the caller's): dropped after the step, or written into
         dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
                 and is_array_kind(kinds[r])]
+        if id(step) in w.in_place:      # x[i] = v into the loop's own tensor (rows_in_place)
+            x, at, v = args
+            body += [f"_undo.append(({x}, {at}, {x}[{at}].copy()))", f"{x}[{at}] = {v}", f"v{out} = {x}"]
+            continue
+        if id(step) in w.copied:
+            body.append(f"v{out} = {args[0]}[{args[1]}].copy()")
+            continue
         if kind == "guard":
             body.append(_guard(w, i, refs[0], args[0], consts[0], kinds))
         elif kind == "effect":
@@ -400,6 +415,45 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     impl = prim.plain or prim.impl
     fn = w.const(functools.partial(impl, **kw) if kw else impl)
     return f"{fn}({', '.join(args)})"
+
+
+def rows_in_place(program, p, carry, extra):
+    """(the plan, {id of a step: slot}, ids of Row steps to copy) for the SetRow steps of a loop's
+    body (x[i] = v, `traj[i] = state`, and in the pass back g[i] = 0 beside a read of g[i]) that
+    may write into x itself: x is a carried tensor (`carry`: their slots) that no output is, the
+    result of the same kind, (with `extra`) no other output holds it, and every other step that
+    reads x gives a number or is a Row (then written as a copy) whose other inputs are there
+    before the write: such a step after the write runs before it (the plan's steps in that
+    order). Written as a new tensor, each iteration copies x whole: the loop's time in the square
+    of its length."""
+    kinds, steps = program.kinds, list(p.steps)
+    readers = {}
+    for step in steps:
+        for r in set(step[2]):
+            readers.setdefault(r, []).append(step)
+    outs = {resolve(p.alias, r) for r in program.out_refs if r >= 0}
+    extras = {resolve(p.alias, r) for r in program.out_refs[len(carry):] if r >= 0} if extra else set()
+    found, copied = {}, set()
+    for step in list(steps):
+        kind, op, refs, consts, kw, span, out = step
+        x = refs[0] if op == "SetRow" and kind == "op" else -1
+        if x not in carry or x in outs or x in p.checked or out in extras or out in p.known \
+                or kinds[out] != kinds[x] or not is_array_kind(kinds[x]):
+            continue
+        others = [s for s in readers[x] if s is not step]
+        at = steps.index(step)
+        made = {s[6] for s in steps[:at]} | set(program.inputs)
+        if all(s[0] == "op" and (not is_array_kind(kinds[s[6]]) or s[1] == "Row")
+               and all(r < 0 or r == x or r in made for r in s[2]) for s in others):
+            for s in others:        # each reads x as it was: before the write
+                if steps.index(s) > at:
+                    steps.remove(s)
+                    steps.insert(steps.index(step), s)
+            copied |= {id(s) for s in others if s[1] == "Row" and is_array_kind(kinds[s[6]])}
+            found[id(step)] = x
+    if not found:
+        return p, {}, set()
+    return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied
 
 
 def _last_uses(steps, out_refs):
