@@ -248,7 +248,8 @@ def _lines(w, program, p, checks):
                 and is_array_kind(kinds[r])]
         if id(step) in w.in_place:      # x[i] = v into the loop's own tensor (rows_in_place)
             x, at, v = args
-            body += [f"_undo.append(({x}, {at}, {x}[{at}].copy()))", f"{x}[{at}] = {v}", f"v{out} = {x}"]
+            old = f"{x}[{at}]" + (".copy()" if len(kinds[refs[0]][3]) > 1 else "")     # a number: a copy already
+            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] = {v}", f"v{out} = {x}"]
             continue
         if id(step) in w.copied:
             body.append(f"v{out} = {args[0]}[{args[1]}].copy()")

@@ -262,6 +262,7 @@ def test_a_large_history_is_kept_at_checkpoints_with_the_same_results(monkeypatc
     # gives the written-out loop's numbers
     from dsl.transform.jit import checkpoints, loop_body
     monkeypatch.setattr(checkpoints, "CHECKPOINT_FROM", 0)
+    monkeypatch.setattr(checkpoints, "ROWS_FROM", 0)
     monkeypatch.setattr(checkpoints, "MIN_ITEMS", 4)
     ran = []
     real = checkpoints.run_checkpointed

@@ -15,17 +15,26 @@ from ...core.primitives.loops import History
 from ...core.tape import peek
 
 # a history of at least this many entries (iterations times the numbers in a state) is kept at
-# checkpoints (32 MB of float64s)
+# checkpoints (32 MB of float64s), or of ROWS_FROM where the body writes rows of its state: kept
+# whole, its forward loop makes a new tensor per row written, at checkpoints it writes in place
 CHECKPOINT_FROM = 2 ** 22
+ROWS_FROM = 2 ** 16
 MIN_ITEMS = 64
 
 
-def wants_checkpoints(items, state):
-    """Whether the history of a loop over `items` from `state` is large enough to keep at checkpoints."""
+def wants_checkpoints(items, state, program):
+    """Whether the history of a loop over `items` from `state`, of a body whose program is
+    `program`, is large enough to keep at checkpoints."""
     if items is None or len(items) < MIN_ITEMS:
         return False
-    size = sum(getattr(peek(x), "size", 1) for x in state)
-    return len(items) * size >= CHECKPOINT_FROM
+    entries = len(items) * sum(getattr(peek(x), "size", 1) for x in state)
+    return entries >= CHECKPOINT_FROM or (entries >= ROWS_FROM and writes_rows(program))
+
+
+def writes_rows(program):
+    """Whether a loop body's program writes a row of a tensor of its state (SetRow)."""
+    state = set(program.inputs[1:])
+    return any(step[1] == "SetRow" and step[2][0] in state for step in program.steps)
 
 
 class Checkpointed(History):

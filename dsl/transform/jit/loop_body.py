@@ -99,7 +99,7 @@ class Body:
     def history(self, items, state):
         """A new history for a loop over `items` from `state`: kept at checkpoints where keeping
         every iteration's state would hold a large tensor many times (checkpoints.py)."""
-        return Checkpointed(self) if wants_checkpoints(items, state) else History(self)
+        return Checkpointed(self) if wants_checkpoints(items, state, self.forward) else History(self)
 
     def run(self, items, state, kept):
         """The iterations on plain values, by the compiled code (appending each starting state to
