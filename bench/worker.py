@@ -7,11 +7,12 @@ import sys
 
 def benchmarks():
     """Worker names -> functions(smoke) returning rows (imported lazily: each process loads what it needs)."""
-    from . import ball, loops, memory, mlp, parsing, scalar, science, startup, third, training, transforms, xla
+    from . import (ball, loops, memory, mlp, parsing, scalar, science, startup, third, training, trajectory,
+                   transforms, xla)
     return {"scalar": scalar.run, "mlp": mlp.run, "startup": startup.run, "parsing": parsing.run,
             "memory": memory.run_growth, "checkpoint": memory.run_checkpoint,
             "projectile": loops.run_projectile, "rnn": loops.run_rnn, "ball": ball.run,
-            "transforms": transforms.run, "third": third.run, "training": training.run,
+            "transforms": transforms.run, "third": third.run, "trajectory": trajectory.run, "training": training.run,
             "science": science.run, "xla": xla.run}
 
 

@@ -60,7 +60,8 @@ def template_for(prim, arg_kinds, out_kind):
         template = emit.get("float")
         return template(arg_kinds) if callable(template) else template
     if numbers and is_array_kind(out_kind):
-        return emit.get("from_float")
+        template = emit.get("from_float")
+        return template(arg_kinds) if callable(template) else template
     arrays = [k for k in arg_kinds if is_array_kind(k)]
     scalars = ("float", "bool", "int") if _takes_ints(prim) else ("float", "bool")
     if not arrays or not all(is_array_kind(k) or k in scalars for k in arg_kinds):

@@ -145,3 +145,18 @@ def test_a_batch_of_outer_products_is_generated_as_the_kernel_computes_it():
     small = _expression(w, "MatMul", ["v0", "v1"], (0, 1), [None, None], None, kind_of(want[:, :2, :2]),
                         {0: kind_of(a[:, :2]), 1: kind_of(b[:, :, :2])})
     assert small == "(v0 @ v1)"     # below the kernel's size for a broadcast product: numpy's operator
+
+
+def test_floats_stacked_as_a_vector_are_generated_as_the_kernel_computes_them():
+    # a state written as a row ([x, v]) in a loop: the kernel's checks cost a loop over a
+    # trajectory most of its time; floats only (ints and bools go to the kernel)
+    prim = PRIMS["Stack"]
+    for values in ([1.5, -0.0], [math.nan, math.inf, 2.0], [3.0]):
+        kinds = ["float"] * len(values)
+        w = _Writer()
+        line = _expression(w, "Stack", [f"a{j}" for j in range(len(values))], [0] * len(values), [None] * len(values),
+                           {"axis": 0}, kind_of(np.zeros(len(values))), kinds)
+        assert "np.array" in line
+        got = eval(line, dict(w.consts, **{f"a{j}": v for j, v in enumerate(values)}))
+        assert _same(got, prim.impl(*values, axis=0))
+    assert prim.emit["from_float"](["float", "int"]) is None and prim.emit["from_float"](["bool"]) is None

@@ -309,7 +309,14 @@ def _stack_vjp(ns, g, ans, args, kw, wanted):
     return [ns.index(g, (slice(None),) * axis + (i,)) if want else None for i, want in enumerate(wanted)]
 
 
-define("Stack", _stack, vjp_all=_stack_vjp, linear=True, batch=_join_batch("stack"),
+def _floats_stacked(kinds):
+    """Stack's template for floats (a state written as a row, [x, v]): the vector of them."""
+    if any(k != "float" for k in kinds):
+        return None
+    return "np.array((" + "".join(f"{{{j}}}, " for j in range(len(kinds))) + "))"
+
+
+define("Stack", _stack, vjp_all=_stack_vjp, linear=True, batch=_join_batch("stack"), emit={"from_float": _floats_stacked},
        jvp=lambda ns, tangents, ans, args, kw: None if all(t is None for t in tangents) else
        ns.stack(_zeros_for(tangents, args), kw.get("axis", 0)), keeps_nan=True)
 
