@@ -442,6 +442,8 @@ def rows_in_place(program, p, carry, extra):
         if x not in carry or x in outs or x in p.checked or out in extras or out in p.known \
                 or kinds[out] != kinds[x] or not is_array_kind(kinds[x]):
             continue
+        if _escapes(steps, program, p, carry, x, out, extra):
+            continue
         others = [s for s in readers[x] if s is not step]
         at = steps.index(step)
         made = {s[6] for s in steps[:at]} | set(program.inputs)
@@ -456,6 +458,21 @@ def rows_in_place(program, p, carry, extra):
     if not found:
         return p, {}, set()
     return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied
+
+
+def _escapes(steps, program, p, carry, x, out, extra):
+    """Whether a tensor computed from x or from its row written (`out`), which may be a view of
+    the tensor written in place, outlives the iteration other than as x's next value: another
+    carried value, or (with `extra`) an output kept per iteration (a residual of the split
+    pullback: traj[0:3] read after the write, kept for the pass back). A later write in place
+    would change it."""
+    kinds, derived = program.kinds, {x, out}
+    for step in steps:
+        if any(r in derived for r in step[2]):
+            derived.add(step[6])
+    refs = [resolve(p.alias, r) if r >= 0 else r for r in program.out_refs]
+    kept = [r for j, r in enumerate(refs[:len(carry)]) if carry[j] != x] + (refs[len(carry):] if extra else [])
+    return any(r in derived and is_array_kind(kinds[r]) for r in kept if r >= 0)
 
 
 def _last_uses(steps, out_refs):
