@@ -161,15 +161,17 @@ def test_loops_that_cannot_be_one_step_are_written_out_and_exact(body, rolled):
 
 @pytest.mark.parametrize("body, why", [
     ("if s > 1.5 { s = s * w % 7.0 } else { s = s + w }",
-     "a condition in the loop at <input>:4:12 went another way on a later iteration (at <input>:5:5)"),
+     "a condition in the loop at <input>:5:12 went another way on a later iteration (at <input>:6:5)"),
     ("for j in range(i) { s = s * w }", "the body decides something by the value of the loop variable"),
     ("print(s)\n s = s * w", "the body has an effect"),
     ("n = fn(z) => z * w\n s = n(s) + 1.0", "`n` holds something other than numbers and tensors"),
+    ("t = t + (s,)\n s = s * w", "`t` is a tuple that grows on every iteration (t = t + (x,)): write the items "
+                                 "into a tensor made before the loop"),
     ("let g = fn(z) => z * w\n s = g(s) + 1.0", None),       # a variable of the body: not the loop's state
     ("s = s * w", None),
 ])
 def test_explain_says_why_a_loop_is_written_out(body, why, capfd):
-    src = ("fn f(w) {\n  let s = 1.0\n  let n = 0\n"
+    src = ("fn f(w) {\n  let s = 1.0\n  let n = 0\n  let t = ()\n"
            f"  for i in range(6) {{\n {body}\n  }}\n  return s\n}}\n"
            "let fast = jit(value_and_grad(f), explain=true)\nlet out = fast(0.9)")
     interp(src)
@@ -178,7 +180,7 @@ def test_explain_says_why_a_loop_is_written_out(body, why, capfd):
     if why is None:
         assert written_out == []
     else:
-        assert len(written_out) == 1 and "loop at <input>:4:" in written_out[0] and why in written_out[0], err
+        assert len(written_out) == 1 and "loop at <input>:5:" in written_out[0] and why in written_out[0], err
 
 
 def test_a_condition_that_changes_on_a_later_iteration_stages_the_loop_written_out():

@@ -361,7 +361,17 @@ class Roller:
         for j, (x, y) in enumerate(zip(before, after)):
             if x is None or y is None or same_layout([x], [y]):
                 continue
+            if _grown_tuple(x[1], y[1]):
+                return (f"`{self.scope.slot_name(j)}` is a tuple that grows on every iteration (t = t + (x,)): "
+                        f"write the items into a tensor made before the loop (let t = zeros((n, ...)), then "
+                        f"t[i] = x in the loop), which is staged once")
             return (f"`{self.scope.slot_name(j)}` holds something other than numbers and tensors that "
                     f"changes from one iteration to the next (a function, a string, a structure of "
                     f"another shape)")
         return "a variable changes from one iteration to the next"
+
+
+def _grown_tuple(before, after):
+    """Whether two flatten descriptions (trees.flatten_open) are of a tuple that got longer."""
+    return (before is not None and after is not None and type(before[0]) is tuple and type(after[0]) is tuple
+            and len(after[1]) > len(before[1]))
