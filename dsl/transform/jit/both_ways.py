@@ -218,8 +218,6 @@ def _select(c, a, b, look):
     return unflatten(sa, parts)
 
 
-
-
 def _row_chosen(c, x, y, look):
     """x where c, else y, for two tensors that differ at most in the row at the loop's variable,
     one of them a SetRow there of the other or both of one tensor (`if x > 0 { traj[i] = x }`):

@@ -3,7 +3,7 @@ iteration started from, for the pass back to run an iteration again where the sp
 code cannot vouch for it (loop_body.Body.back), and for an outer derivative to read. A state that
 holds a tensor the loop writes a row of on every iteration (`traj[i] = state`) is a new tensor
 each time: kept whole, the history holds the loop's length times that tensor, its length squared
-(12,000 steps of a trajectory under grad held 3 GB). Where the split pullback runs the pass back
+(12,000 steps of a vector's trajectory under grad: 1.2 GB). Where the split pullback runs the pass back
 from what it keeps of each iteration (the residuals), the states are kept only every `every`
 iterations, as checkpointed reverse mode keeps them, and a state in between is the body run
 again from the checkpoint before it: the same code on the same values, so the same state."""
