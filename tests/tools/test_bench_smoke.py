@@ -42,6 +42,8 @@ EXPECTED = [
     "vmap(grad) per-example",
     "jit(grad(grad(grad))) through a loop, first call",
     "jit(grad(grad(grad))) through a loop, later calls",
+    "trajectory under grad, later calls",
+    "trajectory under grad, first call",
     "training loop, jitted adam step",
     "GP likelihood and gradient: cholesky against loops",
     "Newton step: solve against loops",
