@@ -104,6 +104,7 @@ class _Writer:
                        "_finite": finite}
         self.in_place = {}      # id of a SetRow step -> the carried tensor it writes into (rows_in_place)
         self.copied = set()     # ids of Row steps written as a copy: their tensor is written into next
+        self.added = {}         # id of an Add step written as x[i] += g -> the RowAdd step of g at i
 
     def const(self, value):
         """A name in the generated code for a constant value."""
@@ -186,7 +187,7 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     groups = (None,) if seq is None else (seq,) if type(seq) is int else seq
     given = sum(1 if g is None else g for g in groups)
     if not kept:
-        p, w.in_place, w.copied = rows_in_place(program, p, program.inputs[given:given + carried], extra)
+        p, w.in_place, w.copied, w.added = rows_in_place(program, p, program.inputs[given:given + carried], extra)
     lines, outs = _lines(w, program, p, checks)
     ins = [f"v{s}" for s in program.inputs]
     entry, carry, fixed = ins[:given], ins[given:given + carried], ins[given + carried:]
@@ -247,13 +248,19 @@ def _lines(w, program, p, checks):
         # tensors read for the last time (not the caller's): dropped after the step, or written into
         dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
                 and is_array_kind(kinds[r])]
-        if id(step) in w.in_place:      # x[i] = v into the loop's own tensor (rows_in_place)
-            x, at, v = args
-            old = f"{x}[{at}]" + (".copy()" if len(kinds[refs[0]][3]) > 1 else "")     # a number: a copy already
-            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] = {v}", f"v{out} = {x}"]
+        if id(step) in w.in_place:      # x[i] = v or x[i] += g into the loop's own tensor (rows_in_place)
+            x = f"v{w.in_place[id(step)]}"
+            row_add = w.added.get(id(step))
+            at, v = args[1:] if row_add is None else \
+                [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(row_add[2][::-1], row_add[3][::-1])]
+            old = f"{x}[{at}]" + (".copy()" if len(kinds[out][3]) > 1 else "")     # a number: a copy already
+            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] {'=' if row_add is None else '+='} {v}",
+                     f"v{out} = {x}"]
             continue
         if id(step) in w.copied:
             body.append(f"v{out} = {args[0]}[{args[1]}].copy()")
+            continue
+        if any(step is r for r in w.added.values()):     # written by the Add it feeds
             continue
         if kind == "guard":
             body.append(_guard(w, i, refs[0], args[0], consts[0], kinds))
@@ -420,25 +427,29 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
 
 
 def rows_in_place(program, p, carry, extra):
-    """(the plan, {id of a step: slot}, ids of Row steps to copy) for the SetRow steps of a loop's
-    body (x[i] = v, `traj[i] = state`, and in the pass back g[i] = 0 beside a read of g[i]) that
-    may write into x itself: x is a carried tensor (`carry`: their slots) that no output is, the
-    result of the same kind, (with `extra`) no other output holds it, and every other step that
-    reads x gives a number or is a Row (then written as a copy) whose other inputs are there
-    before the write: such a step after the write runs before it (the plan's steps in that
-    order). Written as a new tensor, each iteration copies x whole: the loop's time in the square
-    of its length."""
+    """(the plan, {id of a step: slot}, ids of Row steps to copy, {id of an Add step: the RowAdd
+    step it adds}) for the steps of a loop's body that may write into a carried tensor x itself:
+    a SetRow of x (x[i] = v, `traj[i] = state`; in the pass back g[i] = 0 beside a read of g[i]),
+    or x plus a RowAdd read nowhere else (the pass back adding a row's cotangent into that of a
+    tensor the loop reads row by row: x[i] += g, the RowAdd left out). x (`carry`: their slots)
+    is no output, the result of x's kind, (with `extra`) no other output holds it or a view of it
+    (`_escapes`), and every other step that reads x gives a number or is a Row (then written as a
+    copy) whose other inputs are there before the write: such a step after the write runs before
+    it (the plan's steps in that order). Written as a new tensor, each iteration copies x whole:
+    the loop's time in the square of its length."""
     kinds, steps = program.kinds, list(p.steps)
     readers = {}
     for step in steps:
         for r in set(step[2]):
             readers.setdefault(r, []).append(step)
+    made_by = {step[6]: step for step in steps}
     outs = {resolve(p.alias, r) for r in program.out_refs if r >= 0}
     extras = {resolve(p.alias, r) for r in program.out_refs[len(carry):] if r >= 0} if extra else set()
-    found, copied = {}, set()
+    found, copied, added = {}, set(), {}
     for step in list(steps):
         kind, op, refs, consts, kw, span, out = step
-        x = refs[0] if op == "SetRow" and kind == "op" else -1
+        x, row_add = (refs[0], None) if op == "SetRow" and kind == "op" else \
+            _row_added(step, carry, readers, made_by, kinds, outs | extras) if op == "Add" and kind == "op" else (-1, None)
         if x not in carry or x in outs or x in p.checked or out in extras or out in p.known \
                 or kinds[out] != kinds[x] or not is_array_kind(kinds[x]):
             continue
@@ -455,21 +466,47 @@ def rows_in_place(program, p, carry, extra):
                     steps.insert(steps.index(step), s)
             copied |= {id(s) for s in others if s[1] == "Row" and is_array_kind(kinds[s[6]])}
             found[id(step)] = x
+            if row_add is not None:     # computed in the Add's place (its g and i live until then), not written
+                steps.remove(row_add)
+                steps.insert(steps.index(step), row_add)
+                added[id(step)] = row_add
     if not found:
-        return p, {}, set()
-    return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied
+        return p, {}, set(), {}
+    return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied, added
+
+
+def _row_added(step, carry, readers, made_by, kinds, kept):
+    """(x, the RowAdd step) for an Add of a carried tensor x and a RowAdd of x's kind that
+    nothing else reads or keeps; else (-1, None)."""
+    a, b = step[2]
+    x, r = (a, b) if a in carry else (b, a)
+    maker = made_by.get(r)
+    if x not in carry or maker is None or maker[1] != "RowAdd" or maker[0] != "op" or len(readers.get(r, ())) != 1 \
+            or r in kept or kinds[r] != kinds[x]:
+        return -1, None
+    return x, maker
+
+
+# primitives whose generated code always makes a new tensor (numpy's arithmetic and ufuncs, a
+# product, a reduction along an axis, zeros with a row added): never a view of an argument
+FRESH = frozenset({"Abs", "Add", "Cos", "Div", "Equal", "Exp", "Expm1", "Greater", "GreaterEqual", "IsFinite",
+                   "Less", "LessEqual", "Ln", "Log10", "Log1p", "Log2", "LogicalAnd", "LogicalNot", "LogicalOr",
+                   "Maximum", "Minimum", "Mul", "Neg", "NotEqual", "Pow", "Relu", "ScalarMul", "Sin", "Softplus",
+                   "Sqrt", "Sub", "Sum", "TanhAct", "Where", "MatMul", "RowAdd", "Stack", "CatOp"})
 
 
 def _escapes(steps, program, p, carry, x, out, extra):
-    """Whether a tensor computed from x or from its row written (`out`), which may be a view of
-    the tensor written in place, outlives the iteration other than as x's next value: another
-    carried value, or (with `extra`) an output kept per iteration (a residual of the split
-    pullback: traj[0:3] read after the write, kept for the pass back). A later write in place
-    would change it."""
+    """Whether a tensor that may be a view of the tensor written in place (x, its row written
+    `out`, and what steps other than FRESH ones make of them: traj[0:3] read after the write)
+    outlives the iteration other than as x's next value: another carried value, or (with
+    `extra`) an output kept per iteration (a residual of the split pullback). A later write in
+    place would change it. A Row of x itself is a copy where x is written in place."""
     kinds, derived = program.kinds, {x, out}
     for step in steps:
-        if any(r in derived for r in step[2]):
-            derived.add(step[6])
+        op, refs = step[1], step[2]
+        if op in FRESH or (op == "Row" and refs[0] == x) or not any(r in derived for r in refs):
+            continue
+        derived.add(step[6])
     refs = [resolve(p.alias, r) if r >= 0 else r for r in program.out_refs]
     kept = [r for j, r in enumerate(refs[:len(carry)]) if carry[j] != x] + (refs[len(carry):] if extra else [])
     return any(r in derived and is_array_kind(kinds[r]) for r in kept if r >= 0)

@@ -373,3 +373,30 @@ def test_reads_around_a_row_written_in_place_give_the_written_out_loops_results(
         w = want.eval(f"({slow})(0.3)")
         for _ in range(3):
             np.testing.assert_allclose(got.lookup(fast)(0.3), w, rtol=1e-12, atol=1e-13, err_msg=f"{fast}: {body}")
+
+
+@pytest.mark.parametrize("body", [
+    "h = tanh(h * w + x)\n out[i] = h",
+    "h = tanh(h * w + x + xs[i - 1] * 0.5)\n out[i] = h",
+    "h = tanh(h * w + x * sum(xs[0]))",
+])
+def test_the_pass_back_adds_each_rows_cotangent_in_place(body, monkeypatch):
+    # the cotangent of a tensor the loop reads row by row gathers one row per iteration: added
+    # as x[i] += g into the loop's own tensor, where zeros with the row, added whole, made the
+    # pass back's time grow with the square of the loop's length
+    from dsl.backends import codegen
+    added = []
+    real = codegen.rows_in_place
+    monkeypatch.setattr(codegen, "rows_in_place", lambda *a: (lambda r: added.append(r[3]) or r)(real(*a)))
+    src = (f"fn f(w, xs) {{\n  let out = zeros(shape(xs))\n  let h = zeros(shape(xs)[1])\n"
+           f"  for i, x in enumerate(xs) {{\n {body}\n  }}\n  return sum(out * out) + sum(h)\n}}\n")
+    want, got = dsl.Interpreter(keep_tape=True, stdout=io.StringIO()), dsl.Interpreter(stdout=io.StringIO())
+    want.run(src)
+    got.run(src + "let jg = jit(grad(f, (0, 1)))")
+    xs = np.sin(np.arange(120.0)).reshape(40, 3)
+    w = want.eval("grad(f, (0, 1))")(0.6, xs)
+    for _ in range(3):
+        g = got.lookup("jg")(0.6, xs)
+        np.testing.assert_allclose(g[0], w[0], rtol=1e-12)
+        np.testing.assert_allclose(g[1], w[1], rtol=1e-12, atol=1e-15)
+    assert any(added)
