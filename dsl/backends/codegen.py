@@ -251,11 +251,12 @@ def _lines(w, program, p, checks):
         if id(step) in w.in_place:      # x[i] = v or x[i] += g into the loop's own tensor (rows_in_place)
             x = f"v{w.in_place[id(step)]}"
             row_add = w.added.get(id(step))
-            at, v = args[1:] if row_add is None else \
-                [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(row_add[2][::-1], row_add[3][::-1])]
+            if row_add is None:         # SetRow(x, at, v)
+                at, v, write = args[1], args[2], "="
+            else:                       # Add(x, RowAdd(v, at))
+                (v, at), write = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(row_add[2], row_add[3])], "+="
             old = f"{x}[{at}]" + (".copy()" if len(kinds[out][3]) > 1 else "")     # a number: a copy already
-            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] {'=' if row_add is None else '+='} {v}",
-                     f"v{out} = {x}"]
+            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] {write} {v}", f"v{out} = {x}"]
             continue
         if id(step) in w.copied:
             body.append(f"v{out} = {args[0]}[{args[1]}].copy()")

@@ -20,6 +20,8 @@ PYTHON_CONSTANTS = {"True": "true", "False": "false", "None": "none"}
 PYTHON_MODULES = {"np", "numpy", "jnp", "jax", "lax", "math", "torch", "scipy", "linalg", "random"}
 MODULE_HINT = "numpy's functions are dg's builtins, called without a module: zeros(3), not np.zeros(3)"
 
+KEY_HINT = "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)"
+
 # Python builtins dg spells another way
 PYTHON_NAMES = {
     "list": "dg has no lists: a tuple (1.0, \"a\") holds anything in order, a tensor [1.0, 2.0] numbers",
@@ -60,8 +62,8 @@ PYTHON_NAMES = {
     "cond": "an if statement is dg's: if c { ... } else { ... } (jit stages a branch on a traced value); "
             "where(c, a, b) picks entry by entry",
     "switch": "an if statement is dg's: if i == 0 { ... } else if i == 1 { ... }",
-    "PRNGKey": "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)",
-    "key": "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)",
+    "PRNGKey": KEY_HINT,
+    "key": KEY_HINT,
     "take": "x[idx] reads the entries at an index tensor's positions; gather(x, idx, axis) along an axis",
 }
 

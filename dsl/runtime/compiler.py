@@ -495,15 +495,6 @@ def _call(e, ctx):
     span = e.span
     state = ctx.limits
 
-    def invoke(fn, a, kw):
-        if type(fn) is Function:
-            return fn.code.invoke(fn, a, kw)
-        tape.set_span(span)
-        return fn(*a, **kw) if kw else fn(*a)
-
-    def handle(exc, fn, a, kw):
-        return call_failed(exc, fn, a, kw, span, state)
-
     if not kwargs and len(args) == 1:
         a0 = args[0]
 
@@ -516,7 +507,7 @@ def _call(e, ctx):
                 tape.set_span(span)
                 return fn(x)
             except (DgError, TypeError, RecursionError) as exc:
-                raise handle(exc, fn, (x,), {}) from None
+                raise call_failed(exc, fn, (x,), {}, span, state) from None
         return ev1
 
     if not kwargs and len(args) == 2:
@@ -525,10 +516,7 @@ def _call(e, ctx):
         def ev2(f):
             fn = fn_ev(f)
             x, y = a0(f), a1(f)
-            try:
-                return invoke(fn, (x, y), None)
-            except (DgError, TypeError, RecursionError) as exc:
-                raise handle(exc, fn, (x, y), {}) from None
+            return call_at(fn, (x, y), None, span, state)
         return ev2
 
     def ev(f):

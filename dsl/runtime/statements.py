@@ -285,8 +285,8 @@ def _for(s, ctx):
             items = iterable(f)
         if roller is not None and type(items) is range and roller.wanted(items):
             return roller(f, items)     # it counts each iteration as a step, as below
-        if rows is not None and form is None and roller.interp.staging and rows_of(items) \
-                and rows.wanted(range(rows_of(items))):
+        if rows is not None and form is None and roller.interp.staging and (n := rows_of(items)) \
+                and rows.wanted(range(n)):
             return rows(f, items)
         for item in iterate(items, span):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter

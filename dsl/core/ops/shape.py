@@ -53,7 +53,6 @@ def transpose(x, axes=None, span=None):
     return v.transpose(axes)
 
 
-
 def moveaxis(x, source, destination):
     """x with the axes at source (an int or a tuple of non-negative ints) moved to the positions
     destination, the others kept in order (numpy's moveaxis); x itself where nothing moves."""
@@ -63,6 +62,7 @@ def moveaxis(x, source, destination):
     for d, a in sorted(zip(dst, src)):
         order.insert(d, a)
     return x if order == sorted(order) else transpose(x, tuple(order))
+
 
 def swap_last(x):
     """Swap the last two axes (the transpose inside a batched matmul's rule)."""

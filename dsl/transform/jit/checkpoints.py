@@ -72,11 +72,9 @@ class Checkpointed(History):
             raise IndexError("history index out of range")
         c = k // self.every
         if self.block is None or self.block[0] != c:
-            state, states = self.marks[c], []
-            for j in range(c * self.every, min((c + 1) * self.every, self.count)):
-                states.append(state)
-                if j + 1 < min((c + 1) * self.every, self.count):
-                    state = self.rerun(self.items[j], state)
+            states, end = [self.marks[c]], min((c + 1) * self.every, self.count)
+            for j in range(c * self.every, end - 1):
+                states.append(self.rerun(self.items[j], states[-1]))
             self.block = (c, states)
         return self.block[1][k - c * self.every]
 
