@@ -30,7 +30,8 @@ from ..core.tape import REFCOUNTS_EXACT
 from ..errors import DgError
 from . import kernels
 from .backoff import Backoff
-from .optimize import Plan, plan, resolve
+from .in_place import WRITES, carried_write, fused_add, inner_adds, owned, owned_writes, put, rows_in_place
+from .optimize import plan, resolve
 
 _names = itertools.count()
 _KERNEL = re.compile(r"\bK\.(\w+)\(")     # a call of a kernels.py function in a template
@@ -105,6 +106,8 @@ class _Writer:
         self.in_place = {}      # id of a SetRow step -> the carried tensor it writes into (rows_in_place)
         self.copied = set()     # ids of Row steps written as a copy: their tensor is written into next
         self.added = {}         # id of an Add step written as x[i] += g -> the RowAdd step of g at i
+        self.fused = {}         # id of an Add step -> the IndexAdd/RowAdd step it may add into its operand
+        self.inner = {}         # id of a RowAdd step of those -> the IndexAdd step that makes its row
 
     def const(self, value):
         """A name in the generated code for a constant value."""
@@ -140,7 +143,8 @@ def _compile(program, name, exact):
     `exact`, nothing is dropped (what run_code runs where the other code cannot vouch for its
     results). `exact` on the function: its exact twin, itself where nothing was dropped."""
     w = _Writer()
-    p = plan(program, exact)
+    p, w.fused, w.copied = owned_writes(program, plan(program, exact))
+    p, w.inner = inner_adds(program, p, w.fused.values())
     lines, outs = _lines(w, program, p, True)
     if program.inputs:
         lines.insert(0, f"{_tuple(f'v{s}' for s in program.inputs)} = _in")
@@ -188,11 +192,14 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     given = sum(1 if g is None else g for g in groups)
     if not kept:
         p, w.in_place, w.copied, w.added = rows_in_place(program, p, program.inputs[given:given + carried], extra)
+    p, w.fused, copied = owned_writes(program, p, w.in_place)
+    w.copied |= copied
+    p, w.inner = inner_adds(program, p, (*w.added.values(), *w.fused.values()))
     lines, outs = _lines(w, program, p, checks)
     ins = [f"v{s}" for s in program.inputs]
     entry, carry, fixed = ins[:given], ins[given:given + carried], ins[given + carried:]
     owned = sorted(set(w.in_place.values()))
-    loop = [f"for {_target(entry, groups)} in _entries:"] + ["    _undo = []"] * bool(owned) + ["    " + x for x in lines]
+    loop = [f"for {_target(entry, groups)} in _entries:"] + ["    _undo = {}"] * bool(owned) + ["    " + x for x in lines]
     if kept:
         loop.append(f"    _kept.append({_tuple(carry)})")
     if extra:
@@ -211,9 +218,9 @@ def _compile_loop(program, seq, carried, name, kept, extra, checks, planned):
     lines = [f"{_tuple(carry)} = _carry", f"{_tuple(fixed)} = _fixed", start, "try:"]
     # a tensor the loop writes rows of in place is its own (a copy made once), and an iteration
     # that stops partway puts back the rows it wrote: the caller runs it again from its start
-    lines[1:1] = [f"v{r} = v{r}.copy()" for r in owned] + ["_undo = []"] * bool(owned)
+    lines[1:1] = [f"v{r} = v{r}.copy()" for r in owned] + ["_undo = {}"] * bool(owned)
     lines += ["    " + x for x in loop]
-    lines += ["except _STOPS as _e:"] + ["    for _a, _i, _o in reversed(_undo): _a[_i] = _o"] * bool(owned)
+    lines += ["except _STOPS as _e:"] + ["    for (_s, _i), (_a, _o) in reversed(_undo.items()): _a[_i] = _o"] * bool(owned)
     lines += [f"    return {done}, {_tuple(carry)}, _e", f"return {done}, {_tuple(carry)}, None"]
     return _define(w, name, "_entries, _carry, _fixed, _kept, _extra", lines, p)
 
@@ -241,38 +248,39 @@ def _lines(w, program, p, checks):
     # a value checked at the end (a mask's factor that reaches no result) lives as long as an output
     last = _last_uses(p.steps, out_refs + (tuple(p.checked) if checks else ()))
     inputs = set(program.inputs)
-    body = []
+    # steps an Add computes in its own place (in_place.py): never assigned; their dead values are
+    # dropped after the Add
+    absorbed = {id(s) for s in (*w.added.values(), *w.fused.values(), *w.inner.values())}
+    never = {s[6] for s in (*w.added.values(), *w.fused.values(), *w.inner.values())}
+    body, pending = [], []
     for i, step in _numbered(program.steps, p.steps):
         kind, op, refs, consts, kw, span, out = step
         args = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(refs, consts)]
         # tensors read for the last time (not the caller's): dropped after the step, or written into
         dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
                 and is_array_kind(kinds[r])]
+        if id(step) in absorbed:
+            pending += dead
+            continue
+        dead, pending = sorted({r for r in dead + pending if r not in never}), []
         if id(step) in w.in_place:      # x[i] = v or x[i] += g into the loop's own tensor (rows_in_place)
-            x = f"v{w.in_place[id(step)]}"
-            row_add = w.added.get(id(step))
-            if row_add is None:         # SetRow(x, at, v)
-                at, v, write = args[1], args[2], "="
-            else:                       # Add(x, RowAdd(v, at))
-                (v, at), write = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(row_add[2], row_add[3])], "+="
-            old = f"{x}[{at}]" + (".copy()" if len(kinds[out][3]) > 1 else "")     # a number: a copy already
-            body += [f"_undo.append(({x}, {at}, {old}))", f"{x}[{at}] {write} {v}", f"v{out} = {x}"]
-            continue
-        if id(step) in w.copied:
-            body.append(f"v{out} = {args[0]}[{args[1]}].copy()")
-            continue
-        if any(step is r for r in w.added.values()):     # written by the Add it feeds
-            continue
-        if kind == "guard":
+            body += carried_write(w, step, args, kinds)
+        elif id(step) in w.copied:      # a row of a tensor written in place next
+            body.append(f"v{out} = ({_expression(w, op, args, refs, consts, kw, kinds[out], kinds)}).copy()")
+        elif kind == "guard":
             body.append(_guard(w, i, refs[0], args[0], consts[0], kinds))
         elif kind == "effect":
             fn = w.const(functools.partial(S._effect_kernel, **kw))
             body.append(f"v{out} = {fn}({', '.join(args)})")
+        elif id(step) in w.fused:
+            body.append(f"v{out} = {fused_add(w, step, dead, kinds, _expression)}")
         else:
             expression = _expression(w, op, args, refs, consts, kw, kinds[out], kinds)
+            if op in WRITES and refs[0] in dead and kinds[refs[0]] == kinds[out]:
+                expression = f"{put(step, args, w)} if {owned(args[0], w)} else {expression}"
             body.append(f"v{out} = {_into_dead(w, op, refs, args, expression, dead, kinds, kinds[out])}")
         if dead:
-            body.append("del " + ", ".join(f"v{r}" for r in sorted(dead)))
+            body.append("del " + ", ".join(f"v{r}" for r in dead))
     if checks:
         # floats together, by arithmetic: their sum times 0.0 is 0.0 where each is finite, else NaN
         # (a sum that overflows only runs the exact code: it gives the same results); a call of
@@ -425,92 +433,6 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
     impl = prim.plain or prim.impl
     fn = w.const(functools.partial(impl, **kw) if kw else impl)
     return f"{fn}({', '.join(args)})"
-
-
-def rows_in_place(program, p, carry, extra):
-    """(the plan, {id of a step: slot}, ids of Row steps to copy, {id of an Add step: the RowAdd
-    step it adds}) for the steps of a loop's body that may write into a carried tensor x itself:
-    a SetRow of x (x[i] = v, `traj[i] = state`; in the pass back g[i] = 0 beside a read of g[i]),
-    or x plus a RowAdd read nowhere else (the pass back adding a row's cotangent into that of a
-    tensor the loop reads row by row: x[i] += g, the RowAdd left out). x (`carry`: their slots)
-    is no output, the result of x's kind, (with `extra`) no other output holds it or a view of it
-    (`_escapes`), and every other step that reads x gives a number or is a Row (then written as a
-    copy) whose other inputs are there before the write: such a step after the write runs before
-    it (the plan's steps in that order). Written as a new tensor, each iteration copies x whole:
-    the loop's time in the square of its length."""
-    kinds, steps = program.kinds, list(p.steps)
-    readers = {}
-    for step in steps:
-        for r in set(step[2]):
-            readers.setdefault(r, []).append(step)
-    made_by = {step[6]: step for step in steps}
-    outs = {resolve(p.alias, r) for r in program.out_refs if r >= 0}
-    extras = {resolve(p.alias, r) for r in program.out_refs[len(carry):] if r >= 0} if extra else set()
-    found, copied, added = {}, set(), {}
-    for step in list(steps):
-        kind, op, refs, consts, kw, span, out = step
-        x, row_add = (refs[0], None) if op == "SetRow" and kind == "op" else \
-            _row_added(step, carry, readers, made_by, kinds, outs | extras) if op == "Add" and kind == "op" else (-1, None)
-        if x not in carry or x in outs or x in p.checked or out in extras or out in p.known \
-                or kinds[out] != kinds[x] or not is_array_kind(kinds[x]):
-            continue
-        if _escapes(steps, program, p, carry, x, out, extra):
-            continue
-        others = [s for s in readers[x] if s is not step]
-        at = steps.index(step)
-        made = {s[6] for s in steps[:at]} | set(program.inputs)
-        if all(s[0] == "op" and (not is_array_kind(kinds[s[6]]) or s[1] == "Row")
-               and all(r < 0 or r == x or r in made for r in s[2]) for s in others):
-            for s in others:        # each reads x as it was: before the write
-                if steps.index(s) > at:
-                    steps.remove(s)
-                    steps.insert(steps.index(step), s)
-            copied |= {id(s) for s in others if s[1] == "Row" and is_array_kind(kinds[s[6]])}
-            found[id(step)] = x
-            if row_add is not None:     # computed in the Add's place (its g and i live until then), not written
-                steps.remove(row_add)
-                steps.insert(steps.index(step), row_add)
-                added[id(step)] = row_add
-    if not found:
-        return p, {}, set(), {}
-    return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied, added
-
-
-def _row_added(step, carry, readers, made_by, kinds, kept):
-    """(x, the RowAdd step) for an Add of a carried tensor x and a RowAdd of x's kind that
-    nothing else reads or keeps; else (-1, None)."""
-    a, b = step[2]
-    x, r = (a, b) if a in carry else (b, a)
-    maker = made_by.get(r)
-    if x not in carry or maker is None or maker[1] != "RowAdd" or maker[0] != "op" or len(readers.get(r, ())) != 1 \
-            or r in kept or kinds[r] != kinds[x]:
-        return -1, None
-    return x, maker
-
-
-# primitives whose generated code always makes a new tensor (numpy's arithmetic and ufuncs, a
-# product, a reduction along an axis, zeros with a row added): never a view of an argument
-FRESH = frozenset({"Abs", "Add", "Cos", "Div", "Equal", "Exp", "Expm1", "Greater", "GreaterEqual", "IsFinite",
-                   "Less", "LessEqual", "Ln", "Log10", "Log1p", "Log2", "LogicalAnd", "LogicalNot", "LogicalOr",
-                   "Maximum", "Minimum", "Mul", "Neg", "NotEqual", "Pow", "Relu", "ScalarMul", "Sin", "Softplus",
-                   "Sqrt", "Sub", "Sum", "TanhAct", "Where", "MatMul", "RowAdd", "Stack", "CatOp"})
-
-
-def _escapes(steps, program, p, carry, x, out, extra):
-    """Whether a tensor that may be a view of the tensor written in place (x, its row written
-    `out`, and what steps other than FRESH ones make of them: traj[0:3] read after the write)
-    outlives the iteration other than as x's next value: another carried value, or (with
-    `extra`) an output kept per iteration (a residual of the split pullback). A later write in
-    place would change it. A Row of x itself is a copy where x is written in place."""
-    kinds, derived = program.kinds, {x, out}
-    for step in steps:
-        op, refs = step[1], step[2]
-        if op in FRESH or (op == "Row" and refs[0] == x) or not any(r in derived for r in refs):
-            continue
-        derived.add(step[6])
-    refs = [resolve(p.alias, r) if r >= 0 else r for r in program.out_refs]
-    kept = [r for j, r in enumerate(refs[:len(carry)]) if carry[j] != x] + (refs[len(carry):] if extra else [])
-    return any(r in derived and is_array_kind(kinds[r]) for r in kept if r >= 0)
 
 
 def _last_uses(steps, out_refs):

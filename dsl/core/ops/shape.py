@@ -279,13 +279,23 @@ def index_add(g, key, shape, span=None):
     if type(g) is Box:
         return record("IndexAdd", (g,), {"key": key, "shape": shape}, span)
     out = np.zeros(shape, float_type(g))
-    if any(k is None for k in key):     # new axes of length 1 (basic indexing only: make_key refuses index tensors)
-        out[key] = g
-    elif any(type(k) is ndarray for k in key):
+    if _accumulates(key):
         np.add.at(out, key, g)
     else:
         out[key] = g
     return out
+
+
+def _accumulates(key):
+    """Whether a key names positions by index tensors, where a repeated position adds up (a key
+    with new axes is basic indexing only: make_key refuses index tensors beside them)."""
+    many = False
+    for k in key:
+        if k is None:
+            return False
+        if type(k) is ndarray:
+            many = True
+    return many
 
 
 def row(x, i, span=None):
