@@ -32,11 +32,11 @@ from bench.report import docs_page, make_row, markdown, table, write_json  # noq
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["scalar", "mlp", "startup", "parsing", "memory", "checkpoint", "projectile", "rnn", "ball", "transforms",
-         "third", "trajectory", "training", "science", "xla"]
+         "third", "trajectory", "stencil", "training", "science", "xla"]
 TITLES = {"scalar": "scalar overhead", "mlp": "MLP step", "startup": "start-up",
           "parsing": "parsing", "memory": "memory growth", "checkpoint": "checkpoint",
           "projectile": "projectile", "rnn": "RNN", "ball": "bouncing ball", "transforms": "higher order and vmap", "third": "third order through a loop",
-          "trajectory": "a trajectory under grad",
+          "trajectory": "a trajectory under grad", "stencil": "a stencil written entry by entry",
           "training": "training loop", "science": "scientific programs", "xla": "the XLA backend"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

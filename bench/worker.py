@@ -7,13 +7,13 @@ import sys
 
 def benchmarks():
     """Worker names -> functions(smoke) returning rows (imported lazily: each process loads what it needs)."""
-    from . import (ball, loops, memory, mlp, parsing, scalar, science, startup, third, training, trajectory,
-                   transforms, xla)
+    from . import (ball, loops, memory, mlp, parsing, scalar, science, startup, stencil, third, training,
+                   trajectory, transforms, xla)
     return {"scalar": scalar.run, "mlp": mlp.run, "startup": startup.run, "parsing": parsing.run,
             "memory": memory.run_growth, "checkpoint": memory.run_checkpoint,
             "projectile": loops.run_projectile, "rnn": loops.run_rnn, "ball": ball.run,
-            "transforms": transforms.run, "third": third.run, "trajectory": trajectory.run, "training": training.run,
-            "science": science.run, "xla": xla.run}
+            "transforms": transforms.run, "third": third.run, "trajectory": trajectory.run, "stencil": stencil.run,
+            "training": training.run, "science": science.run, "xla": xla.run}
 
 
 def main(argv=None):
