@@ -432,7 +432,26 @@ def _expression(w, op, args, refs, consts, kw, out_kind, kinds):
         return template.format(*template_args, **names)
     impl = prim.plain or prim.impl
     fn = w.const(functools.partial(impl, **kw) if kw else impl)
-    return f"{fn}({', '.join(args)})"
+    call = f"{fn}({', '.join(args)})"
+    return _small_ints(op, args, refs, consts, arg_kinds, out_kind, call) or call
+
+
+# int + - * whose operands are below these bounds cannot make an int past dg's limit on an int's
+# length (core/ops/arith.py): Python's operator, where the kernel checks the result's length
+INT_OPERATORS = {"Add": ("+", 2 ** 62), "Sub": ("-", 2 ** 62), "Mul": ("*", 2 ** 31)}
+
+
+def _small_ints(op, args, refs, consts, arg_kinds, out_kind, call):
+    """For int + - * (a loop's `i - 1`, `2 * k + 1`): Python's operator where the operands are
+    small enough that the result is within dg's limit, else the kernel's `call`; None for
+    anything else."""
+    if op not in INT_OPERATORS or out_kind != "int" or any(k != "int" for k in arg_kinds) \
+            or any(r < 0 and not abs(c) < INT_OPERATORS[op][1] for r, c in zip(refs, consts)):
+        return None
+    symbol, bound = INT_OPERATORS[op]
+    tests = " and ".join(f"-{bound} < {a} < {bound}" for a, r in zip(args, refs) if r >= 0)
+    plain = f"({args[0]} {symbol} {args[1]})"
+    return f"({plain} if {tests} else {call})" if tests else plain
 
 
 def _last_uses(steps, out_refs):

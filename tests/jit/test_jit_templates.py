@@ -9,10 +9,12 @@ import string
 import numpy as np
 import pytest
 
+import dsl
 from dsl.core.stage import kind_of
 from dsl.backends import kernels as _kernels
 from dsl.backends.codegen import _Writer, _expression     # the generated code's namespace and lines
 from dsl.core.primitives.registry import PRIMS
+from dsl.errors import DgError
 
 NUMBERS = [0.0, -0.0, 1.5, -2.0, 3.0, math.inf, -math.inf, math.nan, True, False]
 
@@ -160,3 +162,36 @@ def test_floats_stacked_as_a_vector_are_generated_as_the_kernel_computes_them():
         got = eval(line, dict(w.consts, **{f"a{j}": v for j, v in enumerate(values)}))
         assert _same(got, prim.impl(*values, axis=0))
     assert prim.emit["from_float"](["float", "int"]) is None and prim.emit["from_float"](["bool"]) is None
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+def test_int_arithmetic_is_pythons_operator_for_small_ints_and_the_kernel_past_them(op):
+    # a loop's i - 1 or 2 * k + 1 called the kernel, which checks that the result's length is
+    # within dg's limit: operands below the bound cannot pass it
+    prim = PRIMS[op]
+    w = _Writer()
+    text = _expression(w, op, ["v0", "v1"], (0, 1), [None, None], None, "int", {0: "int", 1: "int"})
+    assert text.startswith("((v0 ")
+    for a, b in [(7, -3), (-2 ** 30, 5), (2 ** 70, 3), (-(2 ** 80), 2 ** 40), (0, 0)]:
+        assert eval(text, dict(w.consts), {"v0": a, "v1": b}) == prim.impl(a, b)
+    huge = 10 ** 4299      # 4,300 digits: dg's longest int; ten times it is past the limit
+    with pytest.raises(DgError, match="digits"):
+        eval(text, dict(w.consts), {"v0": huge, "v1": {"Add": 9 * huge, "Sub": -9 * huge, "Mul": huge}[op]})
+    const = _expression(w, op, ["v0", "3"], (0, -1), [None, 3], None, "int", {0: "int"})
+    assert eval(const, dict(w.consts), {"v0": 11}) == prim.impl(11, 3)
+    # floats and ints beside floats keep their templates; bools go to the kernel
+    assert _expression(w, op, ["v0", "v1"], (0, 1), [None, None], None, "float", {0: "float", 1: "int"}) \
+        .startswith("(v0")
+    assert not _expression(w, op, ["v0", "v1"], (0, 1), [None, None], None, "int", {0: "bool", 1: "int"}) \
+        .startswith("((v0 ")
+
+
+def test_a_jitted_int_past_dgs_limit_is_the_interpreters_limit_error():
+    i = dsl.Interpreter()
+    i.run("fn f(n, k) { let s = 0\n for j in range(k) { s = s + n * n }\n return s }\nlet jf = jit(f)")
+    assert i.lookup("jf")(12345, 5) == 5 * 12345 ** 2
+    with pytest.raises(DgError) as jitted:
+        i.lookup("jf")(10 ** 2500, 5)
+    with pytest.raises(DgError) as plain:
+        i.lookup("f")(10 ** 2500, 5)
+    assert str(jitted.value).splitlines()[0] == str(plain.value).splitlines()[0]
