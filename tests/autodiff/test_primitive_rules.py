@@ -340,11 +340,11 @@ def test_every_registered_primitive_is_exercised():
     # EffectLayout and EffectLeaf, a structured effect's parts: tests/jit/test_jit.py's load tests),
     # Str and FString (tests/test_vmap.py), Loop, LoopBack, Row and RowAdd (staged only for a rolled
     # loop: tests/jit/test_jit_loops.py), SetRow (tests/jit/test_jit_row_writes.py), Rows, RowsAdd and
-    # SetRows (tests/jit/test_jit_row_slices.py), Take and TakeAdd (staged positions only:
+    # SetRows (tests/jit/test_jit_row_slices.py), Take, TakeAdd and LastWriter (staged positions only:
     # tests/jit/test_jit_staged_indices.py), Any, IsFinite and ClassIndices (staged by rules and
     # cross_entropy)
     elsewhere = {"HostCall", "HostVjp", "Effect", "EffectLayout", "EffectLeaf", "Str", "FString", "Loop", "LoopBack", "Row", "RowAdd",
-                 "SetRow", "Rows", "RowsAdd", "SetRows", "Take", "TakeAdd", "LoopBackT",
+                 "SetRow", "Rows", "RowsAdd", "SetRows", "Take", "TakeAdd", "LastWriter", "LoopBackT",
                  "LoopBackAdd", "Scan",
                  # tests/library/test_more_math.py (digamma's derivatives, of every order) and
                  # tests/library/test_random.py (functions of keys, batched over keys and parameters) and

@@ -1,7 +1,8 @@
 """Index tensors that are values of a staged program (labels or token ids passed to a jitted
 step, a minibatch's shuffled positions, a graph's edges): `x[idx]`, `x[:, idx]`, `gather` and
-`scatter_add` gather and add rows at them by Take and TakeAdd steps (dsl/core/ops/take.py),
-checked on each run, rather than guarding their values; so new positions run the same
+`scatter_add` gather and add rows at them by Take and TakeAdd steps (dsl/core/ops/take.py), and
+`x[idx] = v` sets them (a LastWriter step and a gather), checked on each run, rather than
+guarding their values; so new positions run the same
 recording, where each call with other positions staged the function again. Each case is
 checked against the interpreter running the same function without jit."""
 
@@ -33,6 +34,13 @@ CASES = {
     "x[1, idx]": "fn f(x, idx) { return sum(exp(x[1, idx] * 0.1)) + sum(x[idx, -2] ** 2) }",
     "segment_sum": ("fn f(x, idx) { let h = x; for r in range(3) { "
                     "h = tanh(segment_sum(h[0:6] * 0.5, idx, 8) + h * 0.3) }; return sum(h ** 2) }"),
+    "x[idx] = v": "fn f(x, idx) { let y = x * 1.0\n y[idx] = sin(x[0:6]) * 2.0\n return sum(y ** 2 * x) }",
+    "x[idx] = a number": "fn f(x, idx) { let y = x * x\n y[idx] = 0.5\n return sum(sin(y) * x) }",
+    "x[idx] = one row": "fn f(x, idx) { let y = tanh(x)\n y[idx] = x[7] * 3.0\n return sum(y * y) }",
+    "x[idx] = v of two axes": ("fn f(x, idx) { let y = cos(x)\n y[reshape(idx, (2, 3))] = reshape(x[1:7], (2, 3, 8))\n"
+                               " return sum(y * x) }"),
+    "x[idx] = v in a loop": ("fn f(x, idx) { let y = x * 0.5; for k in range(3) { "
+                             "y[idx[k * 2:(k + 1) * 2]] = y[idx[0:2]] * (k + 1.0) + y[k] }; return sum(y ** 2) }"),
     "message passing": ("fn f(x, idx) { let h = x; for r in range(3) { "
                         "h = tanh(scatter_add(h * 0.3, idx, h[idx] * 0.5)) }; return sum(h ** 2) }"),
 }
@@ -60,6 +68,37 @@ def test_staged_positions_give_the_interpreters_values_from_one_recording(name, 
     text = said.getvalue()
     # each of the five jitted functions staged once, for the first positions only
     assert text.count("staging it") == 5 and "written out" not in text and "numpy backend" not in text, text
+
+
+def test_rows_written_at_staged_positions_keep_a_repeated_positions_last_write(backend):
+    # numpy's x[idx] = v keeps the last write of a position named twice, and its gradient reaches
+    # that write's row of v only; a -0.0 written stays -0.0 (a gather, not zeros added to)
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run("fn f(x, idx, v) { let y = x * 1.0\n y[idx] = v\n return y }\nlet jf = jit(f)\n"
+          "fn l(x, idx, v) { return sum(f(x, idx, v) * x) }\nlet jg = jit(grad(l, (0, 2)))")
+    x, v = X[:, 0].copy(), np.array([-0.0, 5.0, 6.0, 7.0, -1.0])
+    for idx in (np.array([3.0, 1.0, 3.0, -1.0, 1.0]), np.array([0.0, 0.0, 0.0, 2.0, 4.0])):
+        want = x.copy()
+        want[idx.astype(int)] = v
+        for _ in range(2):
+            got = i.lookup("jf")(x, idx, v)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+            gx, gv = i.lookup("jg")(x, idx, v)
+            written = np.zeros(8, bool)
+            written[idx.astype(int)] = True
+            last = np.array([k == max(j for j in range(5) if idx[j] % 8 == idx[k] % 8) for k in range(5)])
+            np.testing.assert_array_equal(gv, np.where(last, x[idx.astype(int)], 0.0))
+            np.testing.assert_allclose(gx, want + np.where(written, 0.0, x), rtol=1e-15)
+    assert len([e for es in i.lookup("jf").call.entries.values() for e in es]) == 1
+    with pytest.raises(dsl.DgError) as err:
+        i.lookup("jf")(x, np.array([0.0, 9.0, 1.0, 2.0, 3.0]), v)
+    assert err.value.kind == "index" and "index 9 is out of range" in err.value.message and err.value.line == 2
+    with pytest.raises(dsl.DgError) as err:
+        i.lookup("jf")(x, np.array([0.0, 1.0]), v)
+    assert err.value.kind == "shape" and "cannot assign a value of shape (5,)" in err.value.message
+    with pytest.raises(dsl.DgError) as plain:
+        i.lookup("f")(x, np.array([0.0, 1.0]), v)
+    assert plain.value.message == err.value.message
 
 
 def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):

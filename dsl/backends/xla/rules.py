@@ -270,6 +270,20 @@ def _take_add(L, g, idx, shape, batched=False, nonnegative=False):
     return L.np.zeros(shape, L.np.result_type(g)).at[at].add(g)
 
 
+def _last_writer(L, idx, n, batched=False):
+    """For each of n rows, the last of the positions idx (flattened) that writes it, or -1: the
+    largest, by a scatter of maxima, which XLA computes the same in any order."""
+    jnp = L.np
+    idx = jnp.asarray(idx)
+    if not batched:
+        at = _positions(L, (n,), idx, False).reshape(-1)
+        return jnp.full((n,), -1, at.dtype).at[at].max(jnp.arange(at.shape[0])).astype(jnp.float64)
+    rows, at = _positions(L, (idx.shape[0], n), idx, True)
+    at = at.reshape(at.shape[0], -1)
+    order = jnp.broadcast_to(jnp.arange(at.shape[1]), at.shape)
+    return jnp.full((at.shape[0], n), -1, at.dtype).at[rows.reshape(-1, 1), at].max(order).astype(jnp.float64)
+
+
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
@@ -332,6 +346,7 @@ LOWER.update({
     "SetRows": _set_rows,
     "Take": _take,
     "TakeAdd": _take_add,
+    "LastWriter": _last_writer,
     "Stack": lambda L, *items, axis=0: L.np.stack(items, axis=axis),
     "CatOp": lambda L, *items, axis=0: L.np.concatenate(items, axis=axis),
     "Linspace": lambda L, a, b, n: L.np.linspace(a, b, n),

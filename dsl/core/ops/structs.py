@@ -14,7 +14,7 @@ from .core import a_type_name, error, ndarray, type_name
 from .shape import (index as tensor_index, index_array, make_key, moveaxis, reshape, row, rows, set_index, set_row,
                     set_rows)
 from .slots import map_slot, struct_slot, unpack
-from .take import staged_index, take, take_at
+from .take import put, staged_index, take, take_at
 
 MAP_KEY_TYPES = (str, int, bool)
 
@@ -330,7 +330,18 @@ def _staged_write(obj, v, subs, value):
     if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
         moved = set_item(moveaxis(obj, at, 0), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
         return moveaxis(moved, 0, at)
+    if _staged_take(v, subs) == 0 and _puts(v, value, subs[0]):     # x[idx] = v at positions the program computes
+        return put(obj, subs[0], float(value) if type(value) is int else value)
     return None
+
+
+def _puts(v, value, idx):
+    """Whether x[idx] = value may be written without a guard on the positions (ops.put): a float64
+    tensor given a number or a float64 tensor, at one position at least (a write of none is
+    numpy's to check)."""
+    val = peek(value)
+    return v.dtype == np.float64 and np.size(peek(idx)) > 0 and (
+        type(val) in (float, int) or (type(val) is ndarray and val.dtype == np.float64))
 
 
 def _seq_index(key, n, seq):

@@ -13,8 +13,10 @@ idx[b] of x[b].
 import numpy as np
 
 from ..tape import STAGE, Box, peek, raw, record
-from .core import error, float_type, ndarray, norm, normalize_axis, type_name
-from .shape import _axis_given, _check_gather, index, index_array, moveaxis, plain_kernel
+from .core import error, float_type, fmt_shape, ndarray, norm, normalize_axis, type_name
+from .compare import order
+from .elementwise import where
+from .shape import _axis_given, _check_gather, broadcast_to, index, index_array, moveaxis, plain_kernel, reshape
 
 
 def gather(x, idx, axis=0, span=None):
@@ -99,5 +101,44 @@ def _positions(shape, idx, batched, nonnegative=False):
     return (np.arange(shape[0]).reshape((shape[0],) + (1,) * (i.ndim - 1)), i)
 
 
+def last_writer(idx, n, batched=False, span=None):
+    """For each of n rows, the position among idx's entries (flattened) of the last write to it in
+    x[idx] = v, or -1 where none writes it (numpy keeps a repeated position's last write), as
+    floats, which `take` reads; with `batched`, per example of idx's leading axis."""
+    if type(idx) is Box:
+        return record("LastWriter", (idx,), {"n": n, "batched": True} if batched else {"n": n}, span)
+    at = _positions((len(idx), n) if batched else (n,), idx, batched)
+    if not batched:
+        src = np.full(n, -1.0)
+        src[at.ravel()] = np.arange(at.size, dtype=float)      # numpy's assignment: the last write stays
+        return src
+    rows, i = at
+    i = i.reshape(len(i), -1)
+    src = np.full((len(i), n), -1.0)
+    src[rows.reshape(-1, 1), i] = np.arange(i.shape[1], dtype=float)
+    return src
+
+
+def put(x, idx, v):
+    """x with its rows at positions idx the program being staged computes set to v: numpy's x[idx]
+    = v (of a position written twice, the last write), as a gather of v's rows, each row of the
+    result v's or x's exactly. x is a float64 tensor; v a number or a float64 tensor that
+    broadcasts to shape(idx) + shape(x)[1:] (checked here: a shape is known when staging)."""
+    shape, k = np.shape(peek(x)), np.shape(peek(idx))
+    rest, m = shape[1:], int(np.prod(k))
+    target = k + rest
+    try:
+        np.broadcast_shapes(np.shape(peek(v)), target)
+    except ValueError:
+        raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(peek(v)))} to x[...] of shape "
+                             f"{fmt_shape(target)}") from None
+    src = last_writer(idx, shape[0])
+    hit = order(">=", src, 0.0)
+    rows = reshape(broadcast_to(v, target), (m,) + rest)
+    got = take(rows, where(hit, src, 0.0))
+    return where(reshape(hit, shape[:1] + (1,) * len(rest)), got, x)
+
+
 take_plain = plain_kernel(take)
 take_add_plain = plain_kernel(take_add)
+last_writer_plain = plain_kernel(last_writer)

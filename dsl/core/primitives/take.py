@@ -1,4 +1,5 @@
-"""Take and TakeAdd: rows gathered at staged positions, and added back there (dsl/core/ops/take.py).
+"""Take and TakeAdd: rows gathered at staged positions, and added back there (dsl/core/ops/take.py);
+LastWriter: which of the positions writes each row last in x[idx] = v (ops.put), no derivative.
 
 Both are linear in their tensor and each other's transpose; the positions get no derivative.
 Under vmap the batch axis of the tensor is moved behind the rows (positions shared), the
@@ -57,3 +58,14 @@ define("TakeAdd", O.take_add, linear=True, plain=O.take_add_plain, keeps_nan=Tru
             _no_gradient),
        jvp=lambda ns, tangents, ans, args, kw: None if tangents[0] is None else O.take_add(
            tangents[0], args[1], kw["shape"], kw.get("batched", False), kw.get("nonnegative", False)))
+
+
+def _last_writer_batch(ns, args, batched, kw):
+    """Each example's positions, each of its rows' last writer."""
+    if kw.get("batched"):
+        raise Unbatchable("positions written per example, under a second vmap")
+    return O.last_writer(args[0], kw["n"], True)
+
+
+define("LastWriter", O.last_writer, differentiable=False, plain=O.last_writer_plain, can_fail=True,
+       batch=_last_writer_batch)
