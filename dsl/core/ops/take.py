@@ -12,7 +12,7 @@ idx[b] of x[b].
 
 import numpy as np
 
-from ..tape import STAGE, Box, peek, raw, record
+from ..tape import STAGE, Box, nondiff, peek, raw, record
 from .core import error, float_type, fmt_shape, ndarray, norm, normalize_axis, type_name
 from .compare import order
 from .elementwise import where
@@ -105,8 +105,8 @@ def last_writer(idx, n, batched=False, span=None):
     """For each of n rows, the position among idx's entries (flattened) of the last write to it in
     x[idx] = v, or -1 where none writes it (numpy keeps a repeated position's last write), as
     floats, which `take` reads; with `batched`, per example of idx's leading axis."""
-    if type(idx) is Box:
-        return record("LastWriter", (idx,), {"n": n, "batched": True} if batched else {"n": n}, span)
+    if type(idx) is Box:        # positions have no derivative: recorded where every operation is staged
+        return nondiff("LastWriter", (idx,), {"n": n, "batched": True} if batched else {"n": n}, span)
     at = _positions((len(idx), n) if batched else (n,), idx, batched)
     if not batched:
         src = np.full(n, -1.0)
