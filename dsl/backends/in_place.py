@@ -6,8 +6,9 @@ that writes or reads one entry per iteration copies its whole tensor each time: 
 the square of its length. The generated code may write in place where nothing else can see the
 tensor it writes:
 
-* a tensor a loop carries (its own copy, made once) written at a row (`rows_in_place`), with the
-  rows it wrote put back when an iteration stops partway;
+* a tensor a loop carries (its own copy, made once) written at rows and entries, or added a row's
+  cotangent, by the steps of an iteration one after another (`rows_in_place`), with what they
+  wrote put back when an iteration stops partway;
 * a tensor the step itself reads for the last time, when the running program holds it in one
   name only (`put`, `add_into`): no other name, list or view refers to it, which
   `sys.getrefcount` and `base` tell while the code runs. A write `x[key] = v` is then made into x,
