@@ -39,6 +39,9 @@ CASES = {
     "x[idx] = one row": "fn f(x, idx) { let y = tanh(x)\n y[idx] = x[7] * 3.0\n return sum(y * y) }",
     "x[idx] = v of two axes": ("fn f(x, idx) { let y = cos(x)\n y[reshape(idx, (2, 3))] = reshape(x[1:7], (2, 3, 8))\n"
                                " return sum(y * x) }"),
+    "x[:, idx] = v": "fn f(x, idx) { let y = x * 2.0\n y[:, idx] = cos(x[:, 0:6]) + x[:, 6:7]\n return sum(sin(y) * x) }",
+    "x[:, idx] = v of two axes": ("fn f(x, idx) { let y = reshape(x, (2, 8, 4)) * 1.0\n y[:, reshape(idx, (3, 2))] = 0.25\n"
+                                  " return sum(y ** 3) + sum(y[0] * x[0:8, 0:4]) }"),
     "x[idx] = v in a loop": ("fn f(x, idx) { let y = x * 0.5; for k in range(3) { "
                              "y[idx[k * 2:(k + 1) * 2]] = y[idx[0:2]] * (k + 1.0) + y[k] }; return sum(y ** 2) }"),
     "message passing": ("fn f(x, idx) { let h = x; for r in range(3) { "

@@ -330,8 +330,9 @@ def _staged_write(obj, v, subs, value):
     if at:          # x[:, j] = v: written as row j with that axis in front, then moved back
         moved = set_item(moveaxis(obj, at, 0), (subs[at],) + tuple(subs[:at]) + tuple(subs[at + 1:]), value)
         return moveaxis(moved, 0, at)
-    if _staged_take(v, subs) == 0 and _puts(v, value, subs[0]):     # x[idx] = v at positions the program computes
-        return put(obj, subs[0], float(value) if type(value) is int else value)
+    at = _staged_take(v, subs)
+    if at is not None and _puts(v, value, subs[at]):    # x[idx] = v, x[:, idx] = v at positions the program computes
+        return put(obj, subs[at], float(value) if type(value) is int else value, at)
     return None
 
 

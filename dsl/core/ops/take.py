@@ -119,24 +119,29 @@ def last_writer(idx, n, batched=False, span=None):
     return src
 
 
-def put(x, idx, v):
-    """x with its rows at positions idx the program being staged computes set to v: numpy's x[idx]
-    = v (of a position written twice, the last write), as a gather of v's rows, each row of the
-    result v's or x's exactly. x is a float64 tensor; v a number or a float64 tensor that
-    broadcasts to shape(idx) + shape(x)[1:] (checked here: a shape is known when staging)."""
-    shape, k = np.shape(peek(x)), np.shape(peek(idx))
-    rest, m = shape[1:], int(np.prod(k))
-    target = k + rest
+def put(x, idx, v, axis=0):
+    """x with its rows (along `axis`: x[:, idx] = v for 1) at positions idx the program being
+    staged computes set to v: numpy's x[idx] = v (of a position written twice, the last write),
+    as a gather of v's rows, each row of the result v's or x's exactly. x is a float64 tensor; v a
+    number or a float64 tensor that broadcasts to x[idx]'s shape (checked here: a shape is known
+    when staging)."""
+    full, k = np.shape(peek(x)), np.shape(peek(idx))
+    target = full[:axis] + k + full[axis + 1:]
     try:
         np.broadcast_shapes(np.shape(peek(v)), target)
     except ValueError:
         raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(peek(v)))} to x[...] of shape "
                              f"{fmt_shape(target)}") from None
-    src = last_writer(idx, shape[0])
+    if axis:        # the axis in front, and idx's axes of v with it
+        front = tuple(range(axis, axis + len(k)))
+        moved = put(moveaxis(x, axis, 0), idx, moveaxis(broadcast_to(v, target), front, tuple(range(len(k)))))
+        return moveaxis(moved, 0, axis)
+    rest, m = full[1:], int(np.prod(k))
+    src = last_writer(idx, full[0])
     hit = order(">=", src, 0.0)
     rows = reshape(broadcast_to(v, target), (m,) + rest)
     got = take(rows, where(hit, src, 0.0))
-    return where(reshape(hit, shape[:1] + (1,) * len(rest)), got, x)
+    return where(reshape(hit, full[:1] + (1,) * len(rest)), got, x)
 
 
 take_plain = plain_kernel(take)
