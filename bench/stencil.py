@@ -3,6 +3,8 @@ grid, u[i, j] set from its neighbours in loops over i and j. jit of the sweeps a
 loss of them, against jax.jit of the same loops (lax.fori_loop over i and j writing u.at[i, j]),
 later calls and the first call."""
 
+import numpy as np
+
 from .engines import MISSING_JAX, dg_program, jax_or_none
 from .loops import _first_call
 from .report import make_row
@@ -32,14 +34,12 @@ def _jax_fns(jax, n):
 
 def _check(got, want, what):
     """Raise where dg's result is not the reference's."""
-    import numpy as np
     if not np.allclose(got, want, rtol=1e-10, atol=1e-12):
         raise AssertionError(f"{what}: dg gave {got}, the reference {want}")
 
 
 def run(smoke):
     """The jit, jit(grad) and first-call rows."""
-    import numpy as np
     cfg = SMOKE if smoke else FULL
     n = cfg["n"]
     u = np.sin(np.arange(n * n, dtype=float)).reshape(n, n)
