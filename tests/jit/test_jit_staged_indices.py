@@ -104,6 +104,19 @@ def test_rows_written_at_staged_positions_keep_a_repeated_positions_last_write(b
     assert plain.value.message == err.value.message
 
 
+def test_rows_written_at_staged_positions_keep_numpys_element_types(backend, capfd):
+    # a number stored takes the tensor's type, a tensor promotes with it (numpy 2's rules)
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run("fn f(x, idx, v) { let y = x * 1.0\n y[idx] = v\n y[:, idx] = 0.25\n return y }\nlet jf = jit(f, explain=true)")
+    for xd, vd in (("float32", "float32"), ("float32", "float64"), ("float64", "float32"), ("float32", None)):
+        x = X[:6, :6].astype(xd)
+        for idx in POSITIONS:
+            v = (X[:6, 0:6][:len(idx)] * 2).astype(vd) if vd else 1.5
+            got, want = i.lookup("jf")(x, idx[:3] % 6, v[:3] if vd else v), i.lookup("f")(x, idx[:3] % 6, v[:3] if vd else v)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (xd, vd)
+    assert capfd.readouterr().err.count("staging it") == 4      # once per element types, not per positions
+
+
 def test_a_bad_staged_position_is_the_interpreters_error_at_its_line(backend):
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
     i.run("fn f(x, idx) {\n  let y = x * 2.0\n  return sum(y[idx]) + sum(y[arange(2), idx])\n}\nlet jf = jit(f)\n"

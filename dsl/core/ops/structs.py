@@ -11,6 +11,7 @@ from ..values import Module, Struct
 from .arith import add, mul, sub
 from .compare import eq, logical_and, order
 from .core import a_type_name, error, ndarray, type_name
+from .dtypes import astype
 from .shape import (index as tensor_index, index_array, make_key, moveaxis, reshape, row, rows, set_index, set_row,
                     set_rows)
 from .slots import map_slot, struct_slot, unpack
@@ -332,17 +333,22 @@ def _staged_write(obj, v, subs, value):
         return moveaxis(moved, 0, at)
     at = _staged_take(v, subs)
     if at is not None and _puts(v, value, subs[at]):    # x[idx] = v, x[:, idx] = v at positions the program computes
-        return put(obj, subs[at], float(value) if type(value) is int else value, at)
+        if type(peek(value)) in (float, int):       # a number stored takes the tensor's type
+            value = astype(float(value) if type(value) is int else value, v.dtype)
+        return put(obj, subs[at], value, at)
     return None
 
 
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _puts(v, value, idx):
-    """Whether x[idx] = value may be written without a guard on the positions (ops.put): a float64
-    tensor given a number or a float64 tensor, at one position at least (a write of none is
-    numpy's to check)."""
+    """Whether x[idx] = value may be written without a guard on the positions (ops.put): a float32
+    or float64 tensor given a number or a tensor of those types, at one position at least (a
+    write of none is numpy's to check)."""
     val = peek(value)
-    return v.dtype == np.float64 and np.size(peek(idx)) > 0 and (
-        type(val) in (float, int) or (type(val) is ndarray and val.dtype == np.float64))
+    return v.dtype in FLOATS and np.size(peek(idx)) > 0 and (
+        type(val) in (float, int) or (type(val) is ndarray and val.dtype in FLOATS))
 
 
 def _seq_index(key, n, seq):

@@ -122,9 +122,8 @@ def last_writer(idx, n, batched=False, span=None):
 def put(x, idx, v, axis=0):
     """x with its rows (along `axis`: x[:, idx] = v for 1) at positions idx the program being
     staged computes set to v: numpy's x[idx] = v (of a position written twice, the last write),
-    as a gather of v's rows, each row of the result v's or x's exactly. x is a float64 tensor; v a
-    number or a float64 tensor that broadcasts to x[idx]'s shape (checked here: a shape is known
-    when staging)."""
+    as a gather of v's rows, each row of the result v's or x's exactly (of v's and x's promoted
+    type). v broadcasts to x[idx]'s shape (checked here: a shape is known when staging)."""
     full, k = np.shape(peek(x)), np.shape(peek(idx))
     target = full[:axis] + k + full[axis + 1:]
     try:

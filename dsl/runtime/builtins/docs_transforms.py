@@ -82,7 +82,7 @@ structure, tensor shapes and the values of their strings, bools and none; floats
 ints are values of the compiled code, so a step counter passed each call does not compile f
 again (an int f uses as a shape, an index or a loop's length is part of the signature), nor do
 new index tensors (x[idx], gather, scatter_add and segment_sum at token ids, shuffled positions
-or a graph's edges, and x[idx] = v or x[:, idx] = v into a float64 tensor: checked on each call). A
+or a graph's edges, and x[idx] = v or x[:, idx] = v into a float tensor: checked on each call). A
 decision on a traced value is guarded: a call that decides differently is compiled again;
 explain=true says when and why, naming the argument that changed. A `for` loop over a range
 (or over a tensor's rows, `enumerate` and `zip` of them included, as a loop over positions) whose body goes the same way on every iteration is compiled once, as a loop, and so is a
