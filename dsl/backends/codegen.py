@@ -16,7 +16,6 @@ the same program could be written against another numpy-like library.
 import functools
 import itertools
 import re
-import sys
 
 import numpy as np
 
@@ -103,11 +102,15 @@ class _Writer:
         self.lines = []
         self.consts = {"np": np, "K": kernels, "_GF": GuardFailed, "_same": same, "_Inexact": Inexact,
                        "_finite": finite}
-        self.in_place = {}      # id of a SetRow step -> the carried tensor it writes into (rows_in_place)
-        self.copied = set()     # ids of Row steps written as a copy: their tensor is written into next
-        self.added = {}         # id of an Add step written as x[i] += g -> the RowAdd step of g at i
+        self.in_place = {}      # id of a step writing into a carried tensor -> its slot (rows_in_place)
+        self.copied = set()     # ids of Row and Index steps written as a copy: their tensor is written into next
+        self.added = {}         # id of an Add step written as x[i] += g -> the RowAdd or IndexAdd step of g
         self.fused = {}         # id of an Add step -> the IndexAdd/RowAdd step it may add into its operand
         self.inner = {}         # id of a RowAdd step of those -> the IndexAdd step that makes its row
+
+    def names(self, step):
+        """The generated code's names of a step's arguments: its slots, or its constants."""
+        return [f"v{r}" if r >= 0 else self.const(c) for r, c in zip(step[2], step[3])]
 
     def const(self, value):
         """A name in the generated code for a constant value."""
@@ -250,12 +253,12 @@ def _lines(w, program, p, checks):
     inputs = set(program.inputs)
     # steps an Add computes in its own place (in_place.py): never assigned; their dead values are
     # dropped after the Add
-    absorbed = {id(s) for s in (*w.added.values(), *w.fused.values(), *w.inner.values())}
-    never = {s[6] for s in (*w.added.values(), *w.fused.values(), *w.inner.values())}
+    computed_in_place = (*w.added.values(), *w.fused.values(), *w.inner.values())
+    absorbed, never = {id(s) for s in computed_in_place}, {s[6] for s in computed_in_place}
     body, pending = [], []
     for i, step in _numbered(program.steps, p.steps):
         kind, op, refs, consts, kw, span, out = step
-        args = [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(refs, consts)]
+        args = w.names(step)
         # tensors read for the last time (not the caller's): dropped after the step, or written into
         dead = [r for r in set(refs) if r >= 0 and last.get(r, -1) == id(step) and r not in inputs
                 and is_array_kind(kinds[r])]
@@ -408,9 +411,7 @@ def _into_dead(w, op, refs, args, expression, dead, kinds, out_kind):
         return expression
     for r, a in zip(refs, args):
         if r in dead and kinds[r] == out_kind:
-            w.consts["_rc"] = sys.getrefcount
-            return (f"({ufunc}({', '.join(args)}, out={a}) if _rc({a}) == 2 and {a}.base is None "
-                    f"and {a}.flags.writeable else {expression})")
+            return f"({ufunc}({', '.join(args)}, out={a}) if {owned(a, w)} else {expression})"
     return expression
 
 

@@ -40,11 +40,7 @@ def rows_in_place(program, p, carry, extra):
     Written as a new tensor, each iteration copies x whole: the loop's time in the square of its
     length."""
     kinds, steps = program.kinds, list(p.steps)
-    readers = {}
-    for step in steps:
-        for r in set(step[2]):
-            readers.setdefault(r, []).append(step)
-    made_by = {step[6]: step for step in steps}
+    readers, made_by = _uses(steps)
     out_refs = [resolve(p.alias, r) if r >= 0 else r for r in program.out_refs]
     outs = {r for r in out_refs if r >= 0}
     extras = {resolve(p.alias, r) for r in program.out_refs[len(carry):] if r >= 0} if extra else set()
@@ -52,7 +48,7 @@ def rows_in_place(program, p, carry, extra):
     own = {c: c for c in carry}     # slot -> the carried tensor that holds it (written in place)
     for step in list(steps):
         kind, op, refs, consts, kw, span, out = step
-        if kind == "op" and (op == "SetRow" or op == "SetIndex" and _at_numbers(kw)):
+        if kind == "op" and (op == "SetRow" or op == "SetIndex" and _at_numbers(step)):
             x, row_add = refs[0], None
         elif kind == "op" and op == "Add":
             x, row_add = _row_added(step, own, readers, made_by, kinds, outs | extras)
@@ -82,10 +78,10 @@ def rows_in_place(program, p, carry, extra):
     return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied, added
 
 
-def _at_numbers(kw):
-    """Whether a SetIndex's key is whole numbers only (a row or an entry at fixed positions)."""
-    key = kw["key"]
-    return all(type(k) is int for k in (key if type(key) is tuple else (key,)))
+def _at_numbers(step):
+    """Whether a SetIndex's or IndexAdd's key is whole numbers only (a row or an entry at fixed
+    positions)."""
+    return all(type(k) is int for k in _key(step))
 
 
 def _row_added(step, own, readers, made_by, kinds, kept):
@@ -95,10 +91,25 @@ def _row_added(step, own, readers, made_by, kinds, kept):
     x, r = (a, b) if a in own else (b, a)
     maker = made_by.get(r)
     if x not in own or maker is None or maker[0] != "op" or len(readers.get(r, ())) != 1 \
-            or not (maker[1] == "RowAdd" or maker[1] == "IndexAdd" and _at_numbers(maker[4])) \
+            or not (maker[1] == "RowAdd" or maker[1] == "IndexAdd" and _at_numbers(maker)) \
             or r in kept or kinds[r] != kinds[x]:
         return -1, None
     return x, maker
+
+
+def _uses(steps):
+    """({slot: the steps that read it, once per read}, {slot: the step that makes it})."""
+    readers, made_by = {}, {}
+    for step in steps:
+        made_by[step[6]] = step
+        for r in step[2]:
+            readers.setdefault(r, []).append(step)
+    return readers, made_by
+
+
+def _outputs(program, p):
+    """The slots holding the program's outputs."""
+    return {resolve(p.alias, r) for r in program.out_refs if r >= 0}
 
 
 def _at(steps, step):
@@ -157,12 +168,8 @@ def owned_writes(program, p, taken=()):
     if not REFCOUNTS_EXACT:
         return p, {}, set()
     kinds, steps = program.kinds, list(p.steps)
-    readers, made_by = {}, {}
-    for step in steps:
-        made_by[step[6]] = step
-        for r in step[2]:
-            readers.setdefault(r, []).append(step)
-    kept = {resolve(p.alias, r) for r in program.out_refs if r >= 0} | set(p.checked)
+    readers, made_by = _uses(steps)
+    kept = _outputs(program, p) | set(p.checked)
     fused, copied, moved = {}, set(), False
     for step in steps[:]:
         if step[0] != "op" or id(step) in taken:
@@ -217,16 +224,12 @@ def inner_adds(program, p, row_adds):
     numbers and slices that nothing else reads (the cotangent of u[i, j] in a loop over i): the
     IndexAdd moved to just before the RowAdd, and both written as one x[i][key] += g."""
     kinds, steps = program.kinds, list(p.steps)
-    readers, made_by = {}, {}
-    for step in steps:
-        made_by[step[6]] = step
-        for r in step[2]:
-            readers[r] = readers.get(r, 0) + 1
-    kept = {resolve(p.alias, r) for r in program.out_refs if r >= 0} | set(p.checked) | set(p.known)
+    readers, made_by = _uses(steps)
+    kept = _outputs(program, p) | set(p.checked) | set(p.known)
     inner = {}
     for r in row_adds:
         q = made_by.get(r[2][0]) if r[1] == "RowAdd" and r[2][0] >= 0 else None
-        if q is None or q[0] != "op" or q[1] != "IndexAdd" or readers[q[6]] != 1 or q[6] in kept \
+        if q is None or q[0] != "op" or q[1] != "IndexAdd" or len(readers[q[6]]) != 1 or q[6] in kept \
                 or len(kinds[r[6]][3]) < 2 or not all(type(k) in (int, slice) for k in _key(q)):
             continue
         inner[id(r)] = q
@@ -242,11 +245,6 @@ def _key(step):
     return key if type(key) is tuple else (key,)
 
 
-def _names(step, w):
-    """The generated code's names of a step's arguments."""
-    return [f"v{r}" if r >= 0 else w.const(c) for r, c in zip(step[2], step[3])]
-
-
 def carried_write(w, step, args, kinds):
     """The lines of a step rows_in_place writes into the loop's own tensor x: x[at] = v (SetRow,
     SetIndex at whole numbers) or x[at] += g (an Add of a RowAdd, x[at][key] += g where an
@@ -256,14 +254,14 @@ def carried_write(w, step, args, kinds):
     x = f"v{w.in_place[id(step)]}"
     row_add = w.added.get(id(step))
     if row_add is not None and row_add[1] == "IndexAdd":
-        at, v, write = w.const(row_add[4]["key"]), _names(row_add, w)[0], "+="
+        at, v, write = w.const(row_add[4]["key"]), w.names(row_add)[0], "+="
         target = f"{x}[{at}]"
     elif row_add is not None:
-        (v, at), write = _names(row_add, w), "+="
+        (v, at), write = w.names(row_add), "+="
         inner = w.inner.get(id(row_add))
         target = f"{x}[{at}]" if inner is None else f"{x}[{at}][{w.const(_key(inner))}]"
         if inner is not None:
-            v = _names(inner, w)[0]
+            v = w.names(inner)[0]
     else:
         at, v, write = (w.const(step[4]["key"]), args[1], "=") if step[1] == "SetIndex" else (args[1], args[2], "=")
         target = f"{x}[{at}]"
@@ -280,9 +278,9 @@ def fused_add(w, step, dead, kinds, expression):
     `expression(w, op, args, refs, consts, kw, out_kind, kinds)` writes one step (codegen's)."""
     added = w.fused[id(step)]
     inner = w.inner.get(id(added))
-    a_args = _names(added, w)
+    a_args = w.names(added)
     if inner is not None:       # the RowAdd's row computed in its place
-        a_args[0] = f"({expression(w, 'IndexAdd', _names(inner, w), inner[2], inner[3], inner[4], kinds[inner[6]], kinds)})"
+        a_args[0] = f"({expression(w, 'IndexAdd', w.names(inner), inner[2], inner[3], inner[4], kinds[inner[6]], kinds)})"
     part = expression(w, added[1], a_args, added[2], added[3], added[4], kinds[added[6]], kinds)
     x = next(r for r in step[2] if r != added[6])
     if x < 0:
@@ -292,7 +290,7 @@ def fused_add(w, step, dead, kinds, expression):
         return whole
     if inner is not None:
         w.consts["_add_in"] = _add_in
-        into = f"_add_in(v{x}, {a_args[1]}, {w.const(_key(inner))}, {_names(inner, w)[0]})"
+        into = f"_add_in(v{x}, {a_args[1]}, {w.const(_key(inner))}, {w.names(inner)[0]})"
     else:
         into = add_into(f"v{x}", added, a_args, w)
     return f"{into} if {owned(f'v{x}', w)} else {whole}"
