@@ -397,6 +397,12 @@ def _stored_type(x, val):
     return float_type(x)
 
 
+def assign_shape_error(value_shape, target_shape):
+    """The `shape` error of x[key] = v where v does not broadcast to x[key]'s shape."""
+    return error("shape", f"cannot assign a value of shape {fmt_shape(value_shape)} to x[...] of shape "
+                          f"{fmt_shape(target_shape)}")
+
+
 def set_index(x, key, v, span=None):
     """A copy of tensor x with x[key] = v (value semantics)."""
     if type(x) is Box or type(v) is Box:
@@ -410,8 +416,7 @@ def set_index(x, key, v, span=None):
     try:
         out[key] = val
     except ValueError:
-        raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(val))} to "
-                             f"x[...] of shape {fmt_shape(np.shape(out[key]))}") from None
+        raise assign_shape_error(np.shape(val), np.shape(out[key])) from None
     except TypeError:
         raise error("type", f"cannot store {a_type_name(val)} in a tensor") from None
     return out

@@ -13,10 +13,10 @@ idx[b] of x[b].
 import numpy as np
 
 from ..tape import STAGE, Box, nondiff, peek, raw, record
-from .core import error, float_type, fmt_shape, ndarray, norm, normalize_axis, type_name
+from .core import error, float_type, ndarray, norm, normalize_axis, type_name
 from .compare import order
 from .elementwise import where
-from .shape import _axis_given, _check_gather, broadcast_to, index, index_array, moveaxis, plain_kernel, reshape
+from .shape import _axis_given, _check_gather, assign_shape_error, broadcast_to, index, index_array, moveaxis, plain_kernel, reshape
 
 
 def gather(x, idx, axis=0, span=None):
@@ -129,8 +129,7 @@ def put(x, idx, v, axis=0):
     try:
         np.broadcast_shapes(np.shape(peek(v)), target)
     except ValueError:
-        raise error("shape", f"cannot assign a value of shape {fmt_shape(np.shape(peek(v)))} to x[...] of shape "
-                             f"{fmt_shape(target)}") from None
+        raise assign_shape_error(np.shape(peek(v)), target) from None
     if axis:        # the axis in front, and idx's axes of v with it
         front = tuple(range(axis, axis + len(k)))
         moved = put(moveaxis(x, axis, 0), idx, moveaxis(broadcast_to(v, target), front, tuple(range(len(k)))))
