@@ -303,3 +303,36 @@ def test_every_function_batches_without_a_loop_and_jits(expr, ref, args, capfd):
         for got, want in zip(interp.get("mapped_grads"), one.get("grads")):
             np.testing.assert_allclose(np.asarray(got)[k], want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(interp.get("jitted"), np.asarray(interp.get("mapped"))[0], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lapacks_triangular_kernels_and_numpys_general_ones_agree(monkeypatch, dtype):
+    # cholesky and triangular_solve call LAPACK's potrf and trtrs (through scipy, when instried)
+    # on one matrix, numpy's cholesky and general solve otherwise: same values, dtypes and errors
+    pytest.importorskip("scipy")
+    from dsl.core.primitives import matrix
+    tri = np.tril(A).astype(dtype)
+    tri[0, 2] = np.nan                                     # the other triangle is not read
+
+    def results():
+        lower = matrix.triangular_solve(tri, B.astype(dtype), lower=True)
+        upper = matrix.triangular_solve(tri.T, V, lower=False)       # float64 right side promotes
+        stack = matrix.triangular_solve(np.stack([tri, tri]), np.stack([V, 2.0 * V]), lower=True)
+        fac = matrix.cholesky(SPD.astype(dtype))
+        errors = []
+        for bad in (lambda: matrix.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]], dtype)),
+                    lambda: matrix.triangular_solve(np.array([[1.0, 0.0], [3.0, 0.0]], dtype), V[:2], lower=True)):
+            with pytest.raises(DgError) as info:
+                bad()
+            errors.append(info.value.message)
+        return (lower, upper, stack, fac), errors
+    fast, fast_errors = results()
+    monkeypatch.setattr(matrix, "_lapack", lambda: None)
+    slow, slow_errors = results()
+    assert fast_errors == slow_errors == ["cholesky: the matrix is not positive definite",
+                                          "triangular_solve: the matrix is singular"]
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    for f, s in zip(fast, slow):
+        assert f.dtype == s.dtype and f.shape == s.shape
+        np.testing.assert_allclose(f, s, rtol=tol, atol=tol)
+    assert fast[0].dtype == dtype and fast[1].dtype == np.float64 and np.all(np.triu(fast[3], 1) == 0)
