@@ -190,19 +190,22 @@ class Lowering:
         else:
             shape = jax.ShapeDtypeStruct((), NUMBER_TYPES[kind])
         convert = [None if k is None else from_device(k) for k in arg_kinds]
-        # a 64-bit result travels as pairs of 32-bit words: XLA may call back on a thread of its
-        # own, where JAX's 64-bit mode (dg's, per thread) is off and JAX would narrow it
+        # 64-bit values travel both ways as pairs of 32-bit words: XLA may call back on a thread
+        # of its own, where JAX's 64-bit mode (dg's, per thread) is off and JAX would narrow them
+        # (a random key's words rounded to float32: other numbers than numpy's)
         wide = shape is not None and np.dtype(shape.dtype).itemsize == 8
         carried = jax.ShapeDtypeStruct((*shape.shape, 2), np.uint32) if wide else shape
+        values = [self.np.asarray(a) for a, k in zip(args, arg_kinds) if k is not None]
+        widths = [v.dtype if v.dtype.itemsize == 8 else None for v in values]
+        values = [v if w is None else self.lax.bitcast_convert_type(v, np.uint32) for v, w in zip(values, widths)]
 
         def call(*values):
-            it = iter(values)
+            it = iter(_words_back(v, w) for v, w in zip(values, widths))
             out = fn(*[a if c is None else c(next(it)) for a, c in zip(args, convert)])
             if shape is None:
                 return None
             out = np.asarray(out, shape.dtype)
             return np.ascontiguousarray(out).view(np.uint32).reshape(carried.shape) if wide else out
-        values = [a for a, k in zip(args, arg_kinds) if k is not None]
         if ordered:
             out = jax.experimental.io_callback(call, carried, *values, ordered=True)
         else:
@@ -292,6 +295,14 @@ class Lowering:
         self.require(jnp.logical_and(clean, jnp.logical_not(go)))
         self.zeros += [zero, *acc]
         return (*final, None)
+
+
+def _words_back(value, dtype):
+    """A host callback's argument as it was on the device: `value` itself, or (dtype given) the
+    64-bit values its pairs of 32-bit words (Lowering.host) hold."""
+    if dtype is None:
+        return value
+    return np.ascontiguousarray(value).view(dtype).reshape(np.shape(value)[:-1])
 
 
 WHILE_CAP = 10 ** 7     # iterations of a while loop in one XLA call (see Lowering.while_loop)
