@@ -81,9 +81,10 @@ JIT_OF_JVP = COMPOSITIONS[9]
 class Writer:
     """Random dg source from a seed (a failure's message holds its program)."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, keys=False):
         self.r = random.Random(seed)
         self.in_loop = False
+        self.keys = keys        # half the draws from a key the loop carries (XLA calls them back)
 
     def scalar(self, depth=0):
         """A float expression."""
@@ -159,6 +160,8 @@ class Writer:
         if kind == 10:
             return f"print({self.scalar()} > 0.0)"
         if kind == 11:
+            if self.keys and r.random() < 0.5:
+                return self.keyed_draw()
             return f"s.a = tanh(s.a + 0.1 * randn(()) + {self.scalar()})"
         if kind == 13:
             return f"n += {r.randrange(1, 3)}"
@@ -166,6 +169,16 @@ class Writer:
             return (f"let k = 0\n        while s.a < {self.scalar()} and k < 3 {{ s.a = s.a + 0.25\n"
                     f"            k += 1 }}")
         return f"if {self.scalar()} > 1.5 {{ break }}"
+
+    def keyed_draw(self):
+        """A draw from the key f carries: split on, folded with the row's index, or split three ways."""
+        r = self.r
+        which = r.randrange(3)
+        if which == 0:
+            return f"key = split(key)[0]\n        s.a = tanh(s.a + 0.1 * normal(key=key) + {self.scalar()})"
+        if which == 1:
+            return f"s.v = tanh(s.v + 0.1 * uniform(-1.0, 1.0, (3,), key=fold_in(key, i)) + {self.scalar()})"
+        return f"s.v = tanh(s.v * bernoulli(0.7, (3,), key=split(key, 3)[2]) + {self.scalar()})"
 
     def program(self, with_while=False):
         """The function f(p, w, m, xs) and its helpers; `with_while`: a while loop after the `for`,
@@ -194,7 +207,7 @@ fn f(p, w, m, xs) {{
     let t = (0.25, p)
     let d = {{"k": 0.5}}
     let acc = 0.0
-    let n = 0
+    let n = 0{"" if not self.keys else chr(10) + "    let key = split(rng(3))[1]"}
     for i in range(shape(xs)[0]) {{
         {body}
     }}
@@ -244,6 +257,13 @@ def test_random_while_loop_programs_give_the_interpreters_results_under_jit(seed
     # a while loop jit stages as one step runs until an iteration goes another way (its condition,
     # a break, a branch): the statement goes on as written from there
     check_program(Writer(seed).program(with_while=True), seed, composition, rows)
+
+
+@settings(max_examples=fuzz_examples(20), deadline=None, database=None, derandomize=not long_run(),
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+@given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]), st.booleans())
+def test_random_programs_drawing_from_keys_give_the_interpreters_results_under_jit(seed, composition, rows, w):
+    check_program(Writer(seed, keys=True).program(with_while=w), seed, composition, rows)
 
 
 def check_program(source, seed, composition, rows, backend="numpy"):

@@ -36,6 +36,13 @@ def test_random_while_loop_programs_on_xla_give_the_interpreters_results(seed, c
     check_program(Writer(seed).program(with_while=True), seed, composition, rows, backend="xla")
 
 
+@settings(max_examples=fuzz_examples(12), deadline=None, database=None, derandomize=not long_run(),
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+@given(st.integers(0, 2 ** 31), st.sampled_from(CHOSEN), st.sampled_from([3, 5, 8]), st.booleans())
+def test_random_programs_drawing_from_keys_on_xla_give_the_interpreters_results(seed, composition, rows, w):
+    # XLA calls the keyed draws back to numpy's kernels, from threads of its own
+    check_program(Writer(seed, keys=True).program(with_while=w), seed, composition, rows, backend="xla")
+
 
 def test_a_loop_written_out_under_three_derivatives_runs_on_xla_in_linear_time():
     """This program's loop (a break, under jvp(grad(grad))) is written out into a long chain of
