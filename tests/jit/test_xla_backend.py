@@ -110,6 +110,21 @@ def test_value_and_gradient_of_every_rule_case_agree_with_numpy(expr, args):
     assert why is None or why.split(":")[0] in FALLBACK, why
 
 
+@needs_jax
+def test_the_gradient_of_det_on_xla_is_the_cofactor_matrix_at_singular_matrices_too():
+    # numpy's kernel goes through the SVD where inv fails (an exact zero pivot); XLA's rule
+    # takes the same way for a stack holding such a matrix
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    cofactors = np.array([[4.0, 4.0, -4.0], [-2.0, -2.0, 2.0], [0.0, 0.0, 0.0]])     # by hand
+    i, jn, jx = _both("let g = vmap(grad(det))", "g")
+    for stack in (np.stack([singular, np.eye(3)]), np.stack([np.eye(3) * 2.0, RNG.standard_normal((3, 3))])):
+        for _ in range(2):
+            _close(jx(stack), jn(stack))
+    got = jx(np.stack([singular, np.eye(3)]))
+    np.testing.assert_allclose(got[0], cofactors, atol=1e-12)
+    assert _entry(jx).xla.why is None
+
+
 # ---------------------------------------------------------------- loops, guards, errors
 PROJECTILE = open(os.path.join(ROOT, "bench", "programs", "projectile.dg")).read()
 

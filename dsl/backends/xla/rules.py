@@ -448,6 +448,55 @@ def _cross_entropy(L, logits, targets):
 LOWER.update({"ClassIndices": _class_indices, "CrossEntropy": _cross_entropy})
 
 
+def _normalization(axis):
+    """layer_norm's (statistics over the last axis) or batch_norm's (over axis 0) kernel, in
+    numpy's kernel's order (dsl/core/ops/nn.py). `stats`: what the numpy kernel fills for its
+    reverse rule, which the staged program's own steps compute instead."""
+    def rule(L, x, gamma, beta, eps=1e-5, stats=None):
+        jnp = L.np
+        xc = x - jnp.mean(x, axis=axis, keepdims=True)
+        y = xc / jnp.sqrt(jnp.mean(xc * xc, axis=axis, keepdims=True) + eps)
+        y = y if gamma is None else y * gamma
+        return y if beta is None else y + beta
+    return rule
+
+
+def _ssm_scan(L, a, b, x):
+    """h[t] = a[t] h[t-1] + b[t] x[t] along axis 0 from h[-1] = 0, as lax.scan."""
+    jnp = L.np
+    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b), jnp.shape(x))
+    kind = jnp.result_type(a, b, x)
+    a = jnp.broadcast_to(a, shape).astype(kind)
+    u = jnp.broadcast_to(b * x, shape).astype(kind)
+
+    def step(h, au):
+        h = au[0] * h + au[1]
+        return h, h
+    return L.lax.scan(step, jnp.zeros(shape[1:], kind), (a, u))[1]
+
+
+def _cofactors(L, a):
+    """det(a) inv(a)^T, or from the SVD where a matrix of the stack is singular (an exact zero
+    pivot, where numpy's inv fails): numpy's kernel's two ways (dsl/core/primitives/matrix.py)."""
+    jnp, lax = L.np, L.lax
+
+    def by_inverse(a):
+        return jnp.linalg.det(a)[..., None, None] * jnp.swapaxes(jnp.linalg.inv(a), -1, -2)
+
+    def by_svd(a):
+        u, sv, vh = jnp.linalg.svd(a)
+        n = sv.shape[-1]
+        others = jnp.prod(jnp.where(jnp.eye(n, dtype=bool), 1.0, sv[..., None, :]), axis=-1)
+        sign = jnp.linalg.det(u) * jnp.linalg.det(vh)
+        return (sign[..., None, None] * (u * others[..., None, :])) @ vh
+    singular = jnp.any(jnp.linalg.det(a) == 0.0)
+    return lax.cond(singular, by_svd, by_inverse, a)
+
+
+LOWER.update({"LayerNorm": _normalization(-1), "BatchNorm": _normalization(0), "SsmScan": _ssm_scan,
+              "Cofactors": _cofactors})
+
+
 # ---------------------------------------------------------------- on the host
 # Primitives whose own numpy kernel runs in Python while XLA runs the program (Lowering.host): an
 # effect (print, a keyless draw, the clock), at its place in the program's order, and the keyed
@@ -466,14 +515,11 @@ _LOOPS = ("a while loop under a derivative, whose number of iterations is found 
           "backend's loop step)")
 _SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
 _HOST = "it runs Python (the user's function, a string) on each call"
-_NOT_YET = "no XLA rule is written for it yet"
 
 FALLBACK = {
     "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
-    "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS, "Cofactors": _NOT_YET,
+    "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS,
     "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "HostVjp": _HOST, "EffectLayout": _HOST,
     "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",
-    "BatchNorm": _NOT_YET, "LayerNorm": _NOT_YET,
-    "SsmScan": _NOT_YET,
 }
