@@ -277,6 +277,26 @@ def test_a_key_xla_passes_to_a_draw_from_a_thread_of_its_own_keeps_its_float64_w
 
 
 @needs_jax
+def test_a_draw_xla_calls_back_for_that_refuses_its_key_is_dgs_error(capfd):
+    # the kernel's error inside XLA's callback came out as XLA's INTERNAL error, with JAX's
+    # traceback on standard error; the call now goes to numpy, which raises it in dg's words
+    src = "let f = jit(fn(p, k) => sum(bernoulli(p, (3,), key=k)))\nlet a = (f(0.5, rng(1)), f(0.5, rng(2)))"
+    got = {}
+    for backend in ("numpy", "xla"):
+        i = dsl.Interpreter(backend=backend)
+        i.run(src)
+        with pytest.raises(DgError) as info:
+            i.run("let bad = f(0.5, [1.0, 2.5])")
+        got[backend] = str(info.value)
+        i.run("let b = f(0.3, rng(5))")
+        got[backend + " after"] = i.lookup("b")
+    assert got["xla"] == got["numpy"] and "a random key is a tensor of two whole numbers" in got["xla"]
+    assert "bernoulli" in got["xla"] and got["xla after"] == got["numpy after"]
+    assert _entry(i.lookup("f")).xla.why is None
+    assert "callback" not in capfd.readouterr().err
+
+
+@needs_jax
 def test_what_cannot_be_lowered_runs_on_numpy_and_explain_says_why(capfd):
     src = ("fn f(x) {\n  print(f\"{x}\")\n  return x * 2.0\n}\n"
            "fn w(x) {\n  let k = 0\n  while x < 10.0 { x = x * 2.0\n k = k + 1 }\n  return x\n}")

@@ -199,18 +199,29 @@ class Lowering:
         widths = [v.dtype if v.dtype.itemsize == 8 else None for v in values]
         values = [v if w is None else self.lax.bitcast_convert_type(v, np.uint32) for v, w in zip(values, widths)]
 
+        # with a flag: a kernel that refuses its arguments (a key that is no key) fails the call,
+        # which numpy's code then runs, raising the error in dg's words (`require`)
+        flag = jax.ShapeDtypeStruct((), np.bool_)
+        result = flag if shape is None else (carried, flag)
+
         def call(*values):
-            it = iter(_words_back(v, w) for v, w in zip(values, widths))
-            out = fn(*[a if c is None else c(next(it)) for a, c in zip(args, convert)])
-            if shape is None:
-                return None
-            out = np.asarray(out, shape.dtype)
-            return np.ascontiguousarray(out).view(np.uint32).reshape(carried.shape) if wide else out
+            try:
+                it = iter(_words_back(v, w) for v, w in zip(values, widths))
+                out = fn(*[a if c is None else c(next(it)) for a, c in zip(args, convert)])
+                if shape is None:
+                    return np.True_
+                out = np.asarray(out, shape.dtype)
+                return (np.ascontiguousarray(out).view(np.uint32).reshape(carried.shape) if wide else out), np.True_
+            except Exception:
+                return np.False_ if shape is None else (np.zeros(carried.shape, carried.dtype), np.False_)
         if ordered:
-            out = jax.experimental.io_callback(call, carried, *values, ordered=True)
+            got = jax.experimental.io_callback(call, result, *values, ordered=True)
         else:
-            out = jax.pure_callback(call, carried, *values)
-        return self.lax.bitcast_convert_type(out, shape.dtype) if wide else out
+            got = jax.pure_callback(call, result, *values)
+        self.require(got if shape is None else got[1])
+        if shape is None:
+            return None
+        return self.lax.bitcast_convert_type(got[0], shape.dtype) if wide else got[0]
 
     def is_int(self, x):
         """Whether a value is an int (a staged counter, an index)."""
