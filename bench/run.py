@@ -28,6 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):          # `python bench/run.py`: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import readme as readme_table  # noqa: E402
 from bench.report import docs_page, make_row, markdown, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +147,9 @@ def main(argv=None):
         data = json.loads((ROOT / "bench" / "results" / "latest.json").read_text(encoding="utf-8"))
         intro = (ROOT / "bench" / "benchmarks_intro.md").read_text(encoding="utf-8")
         (ROOT / "docs" / "benchmarks.md").write_text(docs_page(intro, data), encoding="utf-8")
-        print("wrote docs/benchmarks.md from bench/results/latest.json")
+        readme = ROOT / "README.md"
+        readme.write_text(readme_table.rewrite(readme.read_text(encoding="utf-8"), data["rows"]), encoding="utf-8")
+        print("wrote docs/benchmarks.md and README.md's performance table from bench/results/latest.json")
         return 0
     started, t0 = datetime.datetime.now().astimezone(), time.perf_counter()
     rows, ok = [], True
