@@ -123,3 +123,20 @@ def test_a_program_xla_compiles_with_a_call_out_of_itself_is_not_kept(tmp_path, 
     assert entries[0].xla.why is None
     np.testing.assert_allclose(got, i.lookup("grad")(i.lookup("f"))(x), rtol=1e-10)
     assert not [n for n in os.listdir(tmp_path) if n.startswith("dg-")]
+
+
+def test_a_change_to_any_of_dgs_modules_is_a_new_key():
+    # the lowering reads more than the backend's own files (a primitive's flags, the plan): a
+    # kept program compiled by an older dg must not be read back by a newer one
+    path = os.path.join(os.path.dirname(dsl.__file__), "core", "primitives", "matrix.py")
+    st = os.stat(path)
+    program, _ = _program(SOURCE, 0.5, 1.5)
+    before = _key(program, [0.5, 1.5])
+    try:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 9))
+        disk._backend_source.cache_clear()
+        assert _key(program, [0.5, 1.5]) != before
+    finally:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        disk._backend_source.cache_clear()
+    assert _key(program, [0.5, 1.5]) == before

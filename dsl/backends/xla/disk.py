@@ -5,7 +5,7 @@ JAX's persistent cache (runtime.py) saves compilation but not tracing: a new pro
 the program into JAX (a quarter of a second for a 1,000-step loop's gradient) only to compute
 the key it looks up. dg knows its program before tracing it, so it keys the compiled
 executable by the program itself (its steps, constants, Scan bodies and input types), with
-JAX's version, XLA's flags, the devices and the backend's own source, and reads it back in
+JAX's version, XLA's flags, the devices and dg's own source files, and reads it back in
 milliseconds. The folder may be emptied at any time.
 
 A program whose steps hold anything not known to have a faithful text (a host function, an
@@ -17,14 +17,13 @@ saved file (another version, a partial write) is a miss, never an error.
 import hashlib
 import os
 import pickle
+from functools import cache
 
 import numpy as np
 
 from ...core import stage as S
 from .rules import ON_HOST
 
-# what a program's lowering depends on (the numpy backend's plan of its steps too)
-SOURCES = ("code.py", "lower.py", "liveness.py", "residuals.py", "rules.py", "disk.py", os.path.join("..", "optimize.py"))
 
 
 class Unkeyable(Exception):
@@ -143,11 +142,18 @@ def _value(h, v):
         raise Unkeyable(t.__name__)
 
 
+@cache
 def _backend_source():
-    """A hash of the lowering's source files: a changed rule is a new key."""
+    """A fingerprint of dg's own source: every module's path, size and modification time, so that
+    a changed rule, kernel, plan or primitive's flag is a new key (the lowering reads more than
+    its own files). The stat of each file costs a millisecond where hashing their text cost tens,
+    and a file touched without a change only costs a compilation."""
     h = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in SOURCES:
-        with open(os.path.join(here, name), "rb") as f:
-            h.update(f.read())
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder, subfolders, files in os.walk(root):
+        subfolders.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".lark")):
+                st = os.stat(os.path.join(folder, name))
+                h.update(f"{os.path.relpath(os.path.join(folder, name), root)}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()
