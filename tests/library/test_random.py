@@ -142,6 +142,22 @@ def test_derivatives_are_pathwise():
     check("exponential(x, (4,), key=k) * normal(x, x * x, (4,), key=k)", prelude="let k = rng(8)", x=0.7)
 
 
+@pytest.mark.parametrize("how", ["grad(f)", "jit(grad(f))", "fn(p) => jvp(f, (p,), (1.0,))[1]"])
+def test_a_key_a_loop_carries_under_a_derivative_draws_as_a_constant(how):
+    # the outer while loop's state holds the key, and under grad (or jvp) the loop machinery
+    # boxes it with the rest: a draw from it was recorded as a step with no reverse rule (an
+    # error on some calls, not others); a key has no derivative, the draw is a constant
+    src = ("fn f(p) {\n  let a = tanh(p)\n  let key = split(rng(3))[1]\n  let c = 0\n  while c < 3 {\n"
+           "    let k = 0\n    while a < 0.5 and k < 3 { a = a + 0.25\n      k += 1 }\n"
+           "    key = split(key)[0]\n    a = tanh(a + 0.1 * normal(key=key) + 0.1 * uniform(key=fold_in(key, c)))\n"
+           "    c += 1\n  }\n  return a\n}\n")
+    interp = run(src + f"let g = {how}")
+    g, f = interp.lookup("g"), interp.lookup("f")
+    for p in (-0.9, 0.3, 0.05, 0.8):
+        h = 1e-6
+        assert g(p) == pytest.approx((f(p + h) - f(p - h)) / (2 * h), rel=1e-6, abs=1e-8)
+
+
 def test_jit_and_vmap_give_the_same_numbers(capfd):
     interp = run("fn f(k, m) { return normal(m, 1.0, (3,), key=k) + gamma(2.0, shape=(3,), key=fold_in(k, 1)) }\n"
                  "let keys = split(rng(9), 4)\n"

@@ -116,7 +116,12 @@ class Primitive:
     def bind(self, *args, **kw):
         """Apply the primitive: its kernel on plain values, recorded on the trace of the highest
         level among boxed arguments (whose kernel call, on values that may still be boxes of
-        outer traces, binds again there: that is how transformations nest)."""
+        outer traces, binds again there: that is how transformations nest). One without
+        derivatives runs on the values under reverse and forward boxes, recorded only where a
+        trace stages every operation (tape.nondiff): a random key carried by a loop under grad
+        is such a box, and a draw from it has no cotangent to pass back."""
+        if not self.differentiable and not self.effect:
+            return tape.nondiff(self.name, args, kw or None)
         return tape.record(self.name, args, kw or None)
 
     def __repr__(self):
