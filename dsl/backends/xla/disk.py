@@ -25,7 +25,6 @@ from ...core import stage as S
 from .rules import ON_HOST
 
 
-
 class Unkeyable(Exception):
     """A value in a program without a faithful text: the program is not kept by dg."""
 

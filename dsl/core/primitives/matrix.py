@@ -81,10 +81,15 @@ def _linalg(who, fn, *args):
     try:
         return fn(*args)
     except np.linalg.LinAlgError:
-        if who == "cholesky":
-            raise error("value", "cholesky: the matrix is not positive definite",
-                        hint="a covariance plus a small jitter on the diagonal (a + 1e-9 * eye(n)) often is") from None
-        raise error("value", f"{who}: the matrix is singular") from None
+        raise _refused(who) from None
+
+
+def _refused(who):
+    """dg's error for a matrix a factorisation refuses (numpy's LinAlgError, LAPACK's info)."""
+    if who == "cholesky":
+        return error("value", "cholesky: the matrix is not positive definite",
+                     hint="a covariance plus a small jitter on the diagonal (a + 1e-9 * eye(n)) often is")
+    return error("value", f"{who}: the matrix is singular")
 
 
 @cache
@@ -121,8 +126,8 @@ def cholesky(a):
     if lapack is None:
         return _linalg("cholesky", np.linalg.cholesky, sym)
     factor, info = (lapack.spotrf if dtype == np.float32 else lapack.dpotrf)(sym, lower=1, clean=1)
-    if info != 0:
-        return _linalg("cholesky", np.linalg.cholesky, sym)     # numpy's error, said in dg's words
+    if info != 0:       # a pivot not positive, where numpy's cholesky fails (NaN and inf pass both)
+        raise _refused("cholesky")
     return factor
 
 
@@ -158,7 +163,7 @@ def triangular_solve(a, b, lower=False):
         x, info = (lapack.strtrs if dtype == np.float32 else lapack.dtrtrs)(
             a.astype(dtype, copy=False), bm.astype(dtype, copy=False), lower=int(lower))
         if info > 0:
-            raise error("value", "triangular_solve: the matrix is singular")
+            raise _refused("triangular_solve")
     else:
         # where, not a product with the mask: an inf or NaN in the other triangle is not read (0 * nan is nan)
         x = _linalg("triangular_solve", np.linalg.solve, np.where(_triangle(a.shape[-1], lower), a, 0.0), bm)

@@ -120,7 +120,7 @@ class Primitive:
         derivatives runs on the values under reverse and forward boxes, recorded only where a
         trace stages every operation (tape.nondiff): a random key carried by a loop under grad
         is such a box, and a draw from it has no cotangent to pass back."""
-        if not self.differentiable and not self.effect:
+        if self.name in tape.PLAIN:
             return tape.nondiff(self.name, args, kw or None)
         return tape.record(self.name, args, kw or None)
 
