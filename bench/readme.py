@@ -1,8 +1,6 @@
 """The README's performance table, made from a saved run (bench/results/latest.json) by
 `python -m bench --docs`, so that its figures are the run's, never an older sitting's."""
 
-import math
-
 START = "<!-- the performance table: python -m bench --docs -->"
 END = "<!-- end of the performance table -->"
 
@@ -78,7 +76,7 @@ def table(rows):
     xla = [r for r in rows if r["benchmark"].endswith('jit(backend="xla")') and r["ratio"] is not None
            and not r["benchmark"].startswith(("geometric mean", "projectile first call"))]
     ratios = [r["ratio"] for r in xla]
-    gmean = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
+    gmean = by['geometric mean, jit(backend="xla")']["ratio"]       # bench/xla.py's, over the same rows
     px, hx = 'projectile, jit(backend="xla")', 'hessian, jit(backend="xla")'
     numpy_jit = "dg's numpy jit"
     add(f'`jit(f, backend="xla")`, {len(xla)} workloads (simulation, RNN, MLP, attention, Hessian, grad of grad, '
