@@ -181,6 +181,12 @@ def test_polygamma_against_scipy_and_jax_and_at_the_poles():
 # ---------------------------------------------------------------- numpy's array functions, composed
 ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x: np_.flip(x, 1)),
           ("roll(x, 1, 1)", lambda np_, x: np_.roll(x, 1, 1)), ("roll(x, -4)", lambda np_, x: np_.roll(x, -4)),
+          # tuples of shifts and axes pair up as numpy broadcasts them; the shifts of one axis add
+          ("roll(x, (1, -1), (0, 1))", lambda np_, x: np_.roll(x, (1, -1), (0, 1))),
+          ("roll(x, 2, (0, 1))", lambda np_, x: np_.roll(x, 2, (0, 1))),
+          ("roll(x, (1, 2), 1)", lambda np_, x: np_.roll(x, (1, 2), 1)),
+          ("roll(x, (1, 3))", lambda np_, x: np_.roll(x, (1, 3))),
+          ("flip(x, (0, 1))", lambda np_, x: np_.flip(x, (0, 1))),
           ("diff(x)", lambda np_, x: np_.diff(x)), ("diff(x, 2, 0)", lambda np_, x: np_.diff(x, 2, 0)),
           ("cumprod(x)", lambda np_, x: np_.cumprod(x)), ("cumprod(x, 1)", lambda np_, x: np_.cumprod(x, 1)),
           ("meshgrid(x[0], x[1, :2])[0]", lambda np_, x: np_.meshgrid(x[0], x[1, :2])[0]),
@@ -262,6 +268,8 @@ def test_the_array_tests():
 
 def test_array_functions_refuse_what_is_not_a_tensor_in_dgs_words():
     for src, words in [("flip((1, 2))", "flip needs a tensor, got tuple"), ("diff((1.0, 2.0))", "diff needs a tensor"),
+                       ("roll(x, (1, 2, 3), (0, 1))", "roll: 3 shifts for 2 axes"),
+                       ("roll(x, 1.5)", "roll: shift must be an int or a tuple of ints"),
                        ("isfinite({})", "isfinite needs a number or a tensor"),
                        ("qr((1, 2), eye(2))", "qr: mode must be a string")]:
         with pytest.raises(DgError) as info:

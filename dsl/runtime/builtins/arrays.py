@@ -39,25 +39,45 @@ def _tensor_shape(x, who):
 
 
 def flip(x, axis=None):
-    """flip(x, axis=none): x with the order of its entries reversed along an axis (every axis: none)."""
+    """flip(x, axis=none): x with the order of its entries reversed along an axis or a tuple of axes
+    (every axis: none)."""
     shape = _tensor_shape(x, "flip")
-    axes = range(len(shape)) if raw(axis) is None else [_axis(axis, len(shape), "flip")]
+    axes = range(len(shape)) if raw(axis) is None else _axes(axis, len(shape), "flip")
     for a in axes:
         x = ops.index(x, _along(a, slice(None, None, -1)))
     return x
 
 
+def _axes(axis, nd, who):
+    """An int or a tuple of ints as a tuple of axes, checked as `_axis` checks one."""
+    axis = raw(axis)
+    return tuple(_axis(a, nd, who) for a in axis) if type(axis) is tuple else (_axis(axis, nd, who),)
+
+
 def roll(x, shift, axis=None):
     """roll(x, shift, axis=none): entries moved shift places along an axis, wrapping around (numpy's;
-    with axis none, of the flattened tensor, shaped back)."""
+    with axis none, of the flattened tensor, shaped back; shift and axis may be tuples, paired as
+    numpy broadcasts them, and the shifts of one axis add)."""
     shape = _tensor_shape(x, "roll")
     shift = raw(shift)
-    if type(shift) is not int:
-        raise error("type", f"roll: shift must be an int, got {type_name(shift)}")
+    shifts = shift if type(shift) is tuple else (shift,)
+    if not shifts or any(type(s) is not int for s in shifts):
+        raise error("type", f"roll: shift must be an int or a tuple of ints, got {brief(shift)}")
     if raw(axis) is None:
         return ops.reshape(roll(ops.reshape(x, (int(np.prod(shape)),)), shift, 0), shape)
-    a = _axis(axis, len(shape), "roll")
-    n = shape[a]
+    axes = _axes(axis, len(shape), "roll")
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise error("shape", f"roll: {len(shifts)} shifts for {len(axes)} axes: give one shift per axis")
+    total = {}
+    for s, a in zip(shifts * (len(axes) if len(shifts) == 1 else 1), axes * (len(shifts) if len(axes) == 1 else 1)):
+        total[a] = total.get(a, 0) + s
+    for a, s in total.items():
+        x = _roll_one(x, s, a, shape[a])
+    return x
+
+
+def _roll_one(x, shift, a, n):
+    """x rolled `shift` places along axis `a` of length n: two slices put together the other way round."""
     if n == 0 or shift % n == 0:
         return x
     k = shift % n

@@ -107,12 +107,14 @@ Differentiable: yes (sigmoid(-x)).
 Differentiable: yes (1 / (p (1 - p))).
 >>> logit(0.5)
 0.0""",
-    "flip": """flip(x, axis=none): x with its entries in reverse order along an axis (along every axis: none).
+    "flip": """flip(x, axis=none): x with its entries in reverse order along an axis or a tuple of axes
+(along every axis: none).
 Differentiable: yes.
 >>> flip([1.0, 2.0, 3.0])
 [3.0, 2.0, 1.0]""",
     "roll": """roll(x, shift, axis=none): entries moved shift places along an axis, those past the end coming
-back at the start (numpy's; with axis none, over the flattened tensor).
+back at the start (numpy's; with axis none, over the flattened tensor). shift and axis may be tuples
+paired entry by entry (one int serves every axis); the shifts of one axis add.
 Differentiable: yes.
 >>> roll([1.0, 2.0, 3.0], 1)
 [3.0, 1.0, 2.0]""",
