@@ -110,6 +110,9 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(map(fn(x) => x * 2.0, (1.0, 2.0)))", "name", "tree_map(f, t)"),
     ("print(divmod(7, 2))", "name", "(a // b, a % b)"),
     ("fn f(x) { let y = x * 2.0 }\nprint(grad(f)(1.0))", "grad", "ends without `return` gives none"),
+    # a last line that computes the result without `return` (Rust's and Julia's habit)
+    ("fn f(x) { x ** 2 }\nprint(f(2.0) + 1.0)", "type", "ends without `return` gives none"),
+    ("fn f(x) { x ** 2 }\nprint(jit(fn(x) => 2.0 * f(x))(3.0))", "type", "ends without `return` gives none"),
     ("print(grad(fn(x) => x * [1.0, 2.0])(1.0))", "grad", "reduce the result with sum(...)"),
     ("let x = ones(3)\nprint((x > 0.0) & (x < 2.0))", "syntax", "logical_and(a, b)"),
     ("let x = ones(3)\nprint((x > 0.0) | (x < 2.0))", "syntax", "logical_or(a, b)"),

@@ -73,6 +73,8 @@ def _arith(ufunc, verb, a, b):
         return norm(ufunc(x, y))
     # Python's "%.3f" % x: dg formats with f-strings
     hint = 'an f-string formats values: f"{x:.3f}"' if verb == "take the remainder of" and type(a) is str else None
+    if a is None or b is None:      # most often a function whose last line computes a value it never returns
+        hint = "a function that ends without `return` gives none: `fn f(x) { return x * 2.0 }`"
     raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}", hint=hint)
 
 
