@@ -184,6 +184,24 @@ def test_jit_and_vmap_give_the_same_numbers(capfd):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_vmap_inside_jit_over_parameters_with_the_functions_key_draws_per_example(backend):
+    # the key is the jitted function's argument, a value of the staged program, and not batched:
+    # the batching rule read it as a number (a Python TypeError, not dg's error)
+    if backend == "xla":
+        pytest.importorskip("jax")
+    interp = dsl.Interpreter(backend=backend)
+    interp.run("let k = rng(4)\nfn per(k, ps) { return (vmap(fn(j) => fold_in(k, j))(ps), "
+               "vmap(fn(p) => normal(p, 1.0, (2,), key=k))(ps), vmap(fn(p) => gamma(p, shape=(2,), key=k))(ps + 1.0)) }\n"
+               "let jitted = jit(per)(k, [0.0, 5.0, 9.0])\nlet eager = per(k, [0.0, 5.0, 9.0])\n"
+               "let looped = (stack((fold_in(k, 0.0), fold_in(k, 5.0), fold_in(k, 9.0))), "
+               "stack((normal(0.0, 1.0, (2,), key=k), normal(5.0, 1.0, (2,), key=k), normal(9.0, 1.0, (2,), key=k))), "
+               "stack((gamma(1.0, shape=(2,), key=k), gamma(6.0, shape=(2,), key=k), gamma(10.0, shape=(2,), key=k))))")
+    for got in (interp.get("jitted"), interp.get("eager")):
+        for a, b in zip(got, interp.get("looped")):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+
+
 def test_a_keyed_draw_in_a_jitted_loop_is_staged_once():
     interp = run("fn walk(x, k) {\n  for i in range(300) {\n    let pair = split(k)\n    k = pair[0]\n"
                  "    x = x * 0.9 + normal(0.0, 0.1, (3,), key=pair[1]) + uniform(shape=(3,), key=fold_in(k, i))\n"

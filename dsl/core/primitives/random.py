@@ -267,7 +267,7 @@ def _keys_batched(kernel, shaped=True):
     get the key repeated (the same numbers for every example, as one key gives)."""
     def rule(ns, args, batched, kw):
         size = next(shape_of(a)[0] for a, b in zip(args, batched) if b)
-        key = args[0] if batched[0] else np.broadcast_to(np.asarray(args[0], dtype=float), (size, 2))
+        key = args[0] if batched[0] else ns.broadcast_to(args[0], (size,) + tuple(shape_of(args[0])))
         rest = []
         for arg, b in zip(args[1:], batched[1:]):
             if b and shaped:     # the example's parameter, aligned with the example's shape
