@@ -154,7 +154,10 @@ def run(smoke):
         _close(jgp(p0)[0], v1, "jax's GP likelihood")
         _close(jnewton(w0), newton(w0, a, t), "jax's Newton step")
         _close(jcnn(params)[0], cnn(net, images, labels)[0], "jax's CNN loss")
+        hmc_xla = jit(get("hmc"), backend="xla")     # its keys and draws XLA's own (dsl/backends/xla/keyed.py)
+        _close(hmc_xla(q0, key, cfg["samples"])[0], mean, "HMC's mean on XLA")
         fns.update({"jax gp": lambda: jgp(p0)[0].block_until_ready(),
+                    "xla hmc": lambda: hmc_xla(q0, key, cfg["samples"]),
                     "jax newton": lambda: jnewton(w0).block_until_ready(),
                     "jax hmc": lambda: jhmc(q0, jkey).block_until_ready(),
                     "jax cnn": lambda: jcnn(params)[0].block_until_ready()})
@@ -170,6 +173,7 @@ def run(smoke):
 
     def ref(name):
         return {"jax.jit": ms[f"jax {name}"]} if f"jax {name}" in ms else {}
+    hmc_refs = {**ref("hmc"), **({"dg on XLA": ms["xla hmc"]} if "xla hmc" in ms else {})}
     n, d, s = cfg["n"], cfg["d"], cfg["samples"]
     floor_ms = ms["product"] - ms["numpy product"] + ms["numpy solve"]
     floor = floor_ms / ms["newton_loops"]
@@ -204,9 +208,10 @@ def run(smoke):
                  f"{s} samples; jit's first call: staging, compiling and running once; the sampling loop "
                  "stages once with keys carried by the loop and without keys (draws from the interpreter's "
                  "stream)"),
-        make_row("HMC with keys, later calls", "ms/call", ms["hmc"], ref("hmc"),
+        make_row("HMC with keys, later calls", "ms/call", ms["hmc"], hmc_refs,
                  ms["hmc"] / ms["jax hmc"] if "jax hmc" in ms else None, "jax.jit" if "jax hmc" in ms else None,
-                 "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian"),
+                 "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian; 'dg on XLA': "
+                 "jit(backend=\"xla\"), its splits and draws computed by XLA (the same numbers)"),
         make_row("CNN loss and gradient", "ms/call", ms["cnn"], ref("cnn"),
                  ms["cnn"] / ms["jax cnn"] if "jax cnn" in ms else None, "jax.jit" if "jax cnn" in ms else None,
                  "-", None, f"a batch of {cfg['batch']}: two 3x3 convolutions (8 and 16 channels) on 8x8 images, "

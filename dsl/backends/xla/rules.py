@@ -21,6 +21,7 @@ import numpy as np
 
 from ...core.primitives.shape import written
 from .errors import NotLowerable
+from .keyed import KEYED
 
 # ---------------------------------------------------------------- elementwise
 def _floor_int(fn):
@@ -499,13 +500,14 @@ LOWER.update({"LayerNorm": _normalization(-1), "BatchNorm": _normalization(0), "
 
 # ---------------------------------------------------------------- on the host
 # Primitives whose own numpy kernel runs in Python while XLA runs the program (Lowering.host): an
-# effect (print, a keyless draw, the clock), at its place in the program's order, and the keyed
-# draws of dsl/core/primitives/random.py, pure functions of their key giving numpy's numbers bit
-# for bit; and the derivatives of gamma draws in their shape parameter (series and continued
-# fractions run to convergence entry by entry: dsl/core/ops/gamma_draws.py; XLA's random_gamma_grad
-# stops at 2,000 terms and differs by up to 1e-11 relative), which only a derivative computes.
-ON_HOST = frozenset({"Effect", "RandomUniform", "RandomNormal", "RandomGamma", "RandomPoisson", "RandomSplit",
-                     "RandomFoldIn", "GammaDrawGrad", "GammaDrawGrad2"})
+# effect (print, a keyless draw, the clock), at its place in the program's order; the keyed gamma
+# and poisson draws (rejection samplers, numpy's numbers bit for bit); and the derivatives of
+# gamma draws in their shape parameter (series and continued fractions run to convergence entry
+# by entry: dsl/core/ops/gamma_draws.py; XLA's random_gamma_grad stops at 2,000 terms and differs
+# by up to 1e-11 relative), which only a derivative computes. Keys, uniform and normal draws are
+# XLA's own (keyed.py).
+ON_HOST = frozenset({"Effect", "RandomGamma", "RandomPoisson", "GammaDrawGrad", "GammaDrawGrad2"})
+LOWER.update(KEYED)
 # a gamma draw as a function of its shape parameter: the draw itself (its derivative is the rule's)
 LOWER["GammaDraw"] = lambda L, a, x: L.np.broadcast_to(x, L.np.broadcast_shapes(L.np.shape(a), L.np.shape(x)))
 
