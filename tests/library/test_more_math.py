@@ -120,6 +120,26 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
     np.testing.assert_allclose(jitted, value, rtol=1e-15, atol=0)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_gelu_in_its_negative_tail_is_jaxs_to_the_last_digits(backend):
+    # x * (1 + erf(x / sqrt 2)) / 2 cancels there: gelu(-5) was off in the 11th digit and gelu(-10)
+    # was 0 for -7.6e-23; JAX writes x * erfc(-x / sqrt 2) / 2
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x = np.array([-30.0, -12.0, -10.0, -5.0, -2.5, -0.1, 0.0, 0.7, 3.0, 9.0])
+    gelu = lambda v: jax.nn.gelu(v, approximate=False)      # noqa: E731
+    interp = dsl.Interpreter(backend=backend)
+    interp.set("x0", x)
+    interp.run("let r = (gelu(x0), gelu(-10.0), grad(fn(x) => sum(gelu(x)))(x0), vmap(grad(grad(gelu)))(x0), "
+               "jit(gelu)(x0), jit(grad(fn(x) => sum(gelu(x))))(x0))")
+    value, at_ten, g, g2, jitted, jitted_g = interp.get("r")
+    for got, want in [(value, gelu(x)), (jitted, gelu(x)), (at_ten, gelu(-10.0)),
+                      (g, jax.grad(lambda v: jax.numpy.sum(gelu(v)))(x)), (jitted_g, jax.grad(lambda v: jax.numpy.sum(gelu(v)))(x)),
+                      (g2, jax.vmap(jax.grad(jax.grad(gelu)))(x))]:
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-13, atol=0)
+    assert at_ten < 0.0
+
+
 def test_digamma_agrees_with_jax_in_value_and_gradient():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

@@ -47,7 +47,7 @@ def _silu(ns, ans, x):
 
 def _gelu(ns, ans, x):
     """d/dx x*Phi(x) = Phi(x) + x * phi(x)."""
-    cdf = ns.mul(0.5, ns.add(1.0, ns.erf(ns.mul(x, SQRT_HALF))))
+    cdf = ns.mul(0.5, ns.erfc(ns.mul(ns.neg(x), SQRT_HALF)))      # no cancellation for negative x
     pdf = ns.mul(INV_SQRT_2PI, ns.exp(ns.mul(-0.5, ns.mul(x, x))))
     return ns.add(cdf, ns.mul(x, pdf))
 

@@ -267,7 +267,8 @@ Differentiable: yes.
 Differentiable: yes.
 >>> silu(0.0)
 0.0""",
-    "gelu": """gelu(x): x * Phi(x), Phi the standard normal CDF (the exact erf form).
+    "gelu": """gelu(x): x * Phi(x), Phi the standard normal CDF (the exact erf form, not tanh's
+approximation): (1 + erf(x / sqrt(2))) / 2, below x = -1 erfc(-x / sqrt(2)) / 2 (JAX's), exact in the tail.
 Differentiable: yes.
 >>> gelu(0.0)
 0.0""",
