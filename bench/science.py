@@ -211,7 +211,7 @@ def run(smoke):
         make_row("HMC with keys, later calls", "ms/call", ms["hmc"], hmc_refs,
                  ms["hmc"] / ms["jax hmc"] if "jax hmc" in ms else None, "jax.jit" if "jax hmc" in ms else None,
                  "-", None, f"{s} samples, 10 leapfrog steps each, on a correlated 2-d Gaussian; 'dg on XLA': "
-                 "jit(backend=\"xla\"), its splits and draws computed by XLA (the same numbers)"),
+                 "jit(backend=\"xla\"), its splits and draws computed by XLA (numpy's numbers; normal draws to 1e-13 relative)"),
         make_row("CNN loss and gradient", "ms/call", ms["cnn"], ref("cnn"),
                  ms["cnn"] / ms["jax cnn"] if "jax cnn" in ms else None, "jax.jit" if "jax cnn" in ms else None,
                  "-", None, f"a batch of {cfg['batch']}: two 3x3 convolutions (8 and 16 channels) on 8x8 images, "
