@@ -1,6 +1,7 @@
 """Keyed draws compiled by XLA (dsl/backends/xla/keyed.py): split, fold_in and uniforms in [0, 1)
-give numpy's numbers bit for bit, normal agrees to 1e-13 relative (XLA's log1p), a key that is no key is dg's
-error, and a program that draws with keys runs whole on XLA, with no call back into Python."""
+give numpy's numbers bit for bit, normal agrees to 1e-13 relative (XLA's log1p), a key that is no
+key is dg's error, and a program that draws with keys runs whole on XLA, with no call back into
+Python."""
 
 import hashlib
 
