@@ -192,7 +192,8 @@ def test_vmap_inside_jit_over_parameters_with_the_functions_key_draws_per_exampl
         pytest.importorskip("jax")
     interp = dsl.Interpreter(backend=backend)
     interp.run("let k = rng(4)\nfn per(k, ps) { return (vmap(fn(j) => fold_in(k, j))(ps), "
-               "vmap(fn(p) => normal(p, 1.0, (2,), key=k))(ps), vmap(fn(p) => gamma(p, shape=(2,), key=k))(ps + 1.0)) }\n"
+               "vmap(fn(p) => normal(p, 1.0, (2,), key=k))(ps), "
+               "vmap(fn(p) => gamma(p, shape=(2,), key=k))(ps + 1.0)) }\n"
                "let jitted = jit(per)(k, [0.0, 5.0, 9.0])\nlet eager = per(k, [0.0, 5.0, 9.0])\n"
                "let looped = (stack((fold_in(k, 0.0), fold_in(k, 5.0), fold_in(k, 9.0))), "
                "stack((normal(0.0, 1.0, (2,), key=k), normal(5.0, 1.0, (2,), key=k), normal(9.0, 1.0, (2,), key=k))), "
