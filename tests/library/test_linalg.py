@@ -336,3 +336,54 @@ def test_lapacks_triangular_kernels_and_numpys_general_ones_agree(monkeypatch, d
         assert f.dtype == s.dtype and f.shape == s.shape
         np.testing.assert_allclose(f, s, rtol=tol, atol=tol)
     assert fast[0].dtype == dtype and fast[1].dtype == np.float64 and np.all(np.triu(fast[3], 1) == 0)
+
+
+# ---------------------------------------------------------------- stacks against one right side
+SOLVE_SHAPES = [((5, 3, 4, 4), (4, 2)), ((5, 3, 4, 4), (3, 4, 2)), ((4, 4), (5, 4, 2)), ((3, 4, 4), (1, 4)),
+                ((1, 4, 4), (3, 4)), ((3, 4, 4), (3, 4)), ((3, 4, 4), (4,)), ((2, 3, 4, 4), (4,)), ((4, 4), (4,))]
+
+
+def _numpy_reading(a, b):
+    """a and b broadcast to one batch, b as a stack of one-column matrices where it is a vector
+    (dg's reading, numpy 2's for a b of one axis), and whether it was one."""
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape[-1] == a.shape[-1])
+    bm = b[..., None] if vector else b
+    batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    return np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(bm, batch + bm.shape[-2:]), vector
+
+
+@pytest.mark.parametrize("a_shape, b_shape", SOLVE_SHAPES, ids=[f"{a}-{b}" for a, b in SOLVE_SHAPES])
+def test_solves_broadcast_a_stack_against_one_right_side_and_give_gradients_in_their_operands_shapes(a_shape, b_shape):
+    # the gradient of a right side (or matrix) that met a stack came back in the stack's shape, and
+    # LAPACK's triangular solve of one matrix against a stack of right sides solved something else
+    jax = jax_or_skip()
+    jnp = jax.numpy
+    a = np.tril(RNG.normal(size=a_shape)) + 4.0 * np.eye(4)
+    b = RNG.normal(size=b_shape)
+
+    def ref(a, b, lower_only):
+        am, bm, vector = _numpy_reading(np.zeros(a.shape), np.zeros(b.shape))
+        am = jnp.broadcast_to(jnp.tril(a) if lower_only else a, am.shape)
+        bm = jnp.broadcast_to(b[..., None] if vector else b, bm.shape)
+        x = jnp.linalg.solve(am, bm)
+        return x[..., 0] if vector else x
+    interp = dsl.Interpreter()
+    interp.set("a", a)
+    interp.set("b", b)
+    for name, lower_only in (("solve(a, b)", False), ("triangular_solve(a, b, lower=true)", True),
+                             ("cho_solve(a, b)", None)):
+        if lower_only is None:      # the factor's lower triangle, twice
+            want = ref(jnp.tril(a) @ jnp.swapaxes(jnp.tril(a), -1, -2), b, False)
+            loss = lambda a, b: jnp.sum(ref(jnp.tril(a) @ jnp.swapaxes(jnp.tril(a), -1, -2), b, False) ** 3)   # noqa: E731
+        else:
+            want = ref(a, b, lower_only)
+            loss = lambda a, b, lo=lower_only: jnp.sum(ref(a, b, lo) ** 3)     # noqa: E731
+        interp.run(f"fn f(a, b) {{ return {name} }}\nlet r = (f(a, b), grad(fn(a, b) => sum(f(a, b) ** 3), "
+                   f"argnums=(0, 1))(a, b), jit(f)(a, b), jit(f)(a, b))")
+        value, (ga, gb), jitted, _ = interp.get("r")
+        np.testing.assert_allclose(value, np.asarray(want), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(jitted, value, rtol=1e-14, atol=1e-15)
+        wa, wb = jax.grad(loss, argnums=(0, 1))(a, b)
+        assert ga.shape == a.shape and gb.shape == b.shape, name
+        np.testing.assert_allclose(gb, np.asarray(wb), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ga, np.asarray(wa), rtol=1e-10, atol=1e-12)

@@ -19,6 +19,7 @@ import itertools
 
 import numpy as np
 
+from ...core.primitives.matrix import is_vector
 from ...core.primitives.shape import written
 from .errors import NotLowerable
 from .keyed import KEYED
@@ -382,14 +383,36 @@ def _finite_or_refused(L, out):
     return out
 
 
+def _solve(L, a, b):
+    """x with a x = b, b a vector or a matrix as numpy's kernel reads it (matrix.is_vector; JAX's
+    solve refuses a stack of vectors)."""
+    vector = is_vector(L.np.shape(a), L.np.shape(b))
+    x = L.np.linalg.solve(a, b[..., None] if vector else b)
+    return _finite_or_refused(L, x[..., 0] if vector else x)
+
+
+def _triangular_solve(L, a, b, lower=False):
+    """x with tri(a) x = b, b a vector or a matrix as numpy's kernel reads it (matrix.is_vector): XLA's
+    triangular solve on batches broadcast alike. (jax.scipy's solve_triangular reads such a b its
+    own way, and warns of it.)"""
+    jnp = L.np
+    vector = is_vector(jnp.shape(a), jnp.shape(b))
+    bm = b[..., None] if vector else b
+    batch = jnp.broadcast_shapes(jnp.shape(a)[:-2], jnp.shape(bm)[:-2])
+    kind = jnp.result_type(a, bm)
+    a = jnp.broadcast_to(a, batch + jnp.shape(a)[-2:]).astype(kind)
+    bm = jnp.broadcast_to(bm, batch + jnp.shape(bm)[-2:]).astype(kind)
+    x = L.lax.linalg.triangular_solve(a, bm, left_side=True, lower=lower)
+    return _finite_or_refused(L, x[..., 0] if vector else x)
+
+
 LOWER.update({
     "MatMul": lambda L, a, b: L.np.matmul(a, b, precision=L.highest),
     "Einsum": lambda L, *xs, spec=None: L.np.einsum(spec, *xs, precision=L.highest),
     "Cholesky": lambda L, a: _finite_or_refused(L, L.np.linalg.cholesky(a)),
-    "Solve": lambda L, a, b: _finite_or_refused(L, L.np.linalg.solve(a, b)),
+    "Solve": _solve,
     "Inv": lambda L, a: _finite_or_refused(L, L.np.linalg.inv(a)),
-    "TriangularSolve": lambda L, a, b, lower=False: _finite_or_refused(
-        L, L.linalg.solve_triangular(a, b, lower=lower)),
+    "TriangularSolve": _triangular_solve,
     "Det": lambda L, a: L.np.linalg.det(a),
     "DetSign": lambda L, a: L.np.linalg.slogdet(a)[0],
     "LogAbsDet": lambda L, a: L.np.linalg.slogdet(a)[1],
@@ -523,9 +546,13 @@ LOWER.update({"LayerNorm": _normalization(-1), "BatchNorm": _normalization(0), "
 # and poisson draws (rejection samplers, numpy's numbers bit for bit); and the derivatives of
 # gamma draws in their shape parameter (series and continued fractions run to convergence entry
 # by entry: dsl/core/ops/gamma_draws.py; XLA's random_gamma_grad stops at 2,000 terms and differs
-# by up to 1e-11 relative), which only a derivative computes. Keys, uniform and normal draws are
-# XLA's own (keyed.py).
-ON_HOST = frozenset({"Effect", "RandomGamma", "RandomPoisson", "GammaDrawGrad", "GammaDrawGrad2"})
+# by up to 1e-11 relative), which only a derivative computes; and the factorisations whose vectors'
+# signs are LAPACK's choice (eigh's vectors, svd's u and vh, qr), numpy's signs exactly (XLA's own
+# need not make LAPACK's choices, on a GPU above all), so that a program using them, or taking the
+# derivative of eigvalsh, the singular values or a spectral norm, which reads them, runs on XLA
+# around one call back. Keys, uniform and normal draws are XLA's own (keyed.py).
+ON_HOST = frozenset({"Effect", "RandomGamma", "RandomPoisson", "GammaDrawGrad", "GammaDrawGrad2",
+                     "EighVectors", "SvdU", "SvdVh", "QrQ", "QrR"})
 LOWER.update(KEYED)
 # a gamma draw as a function of its shape parameter: the draw itself (its derivative is the rule's)
 LOWER["GammaDraw"] = lambda L, a, x: L.np.broadcast_to(x, L.np.broadcast_shapes(L.np.shape(a), L.np.shape(x)))
@@ -534,12 +561,10 @@ LOWER["GammaDraw"] = lambda L, a, x: L.np.broadcast_to(x, L.np.broadcast_shapes(
 # ---------------------------------------------------------------- what stays on numpy, and why
 _LOOPS = ("a while loop under a derivative, whose number of iterations is found by running it (the numpy "
           "backend's loop step)")
-_SIGNS = "its vectors' signs follow LAPACK's choices in numpy, which XLA's need not make"
 _HOST = "it runs Python (the user's function, a string) on each call"
 
 FALLBACK = {
     "LoopBack": _LOOPS, "LoopBackAdd": _LOOPS, "LoopBackT": _LOOPS,
-    "EighVectors": _SIGNS, "SvdU": _SIGNS, "SvdVh": _SIGNS, "QrQ": _SIGNS, "QrR": _SIGNS,
     "Checkpoint": _HOST, "CustomJvp": _HOST, "CustomVjp": _HOST, "HostCall": _HOST, "HostVjp": _HOST, "EffectLayout": _HOST,
     "EffectLeaf": _HOST, "FString": _HOST, "Str": _HOST,
     "MapLookup": "a map's entries are looked up by key in Python",

@@ -31,10 +31,18 @@ def _square(a, who):
     return a
 
 
+def is_vector(a_shape, b_shape):
+    """Whether a right-hand side b of a x = b is a vector (one per matrix of a) rather than a matrix
+    (or a stack of them): where it has one axis fewer than a and a's size last, or one axis alone
+    (numpy 2's reading, which solves every matrix of a stack with it). Otherwise it is a matrix,
+    and stacks broadcast as numpy.linalg's: a (3, 4, 4) against a (4, 2) or a (3, 4, 2)."""
+    return len(b_shape) == 1 or (len(b_shape) == len(a_shape) - 1 and b_shape[-1:] == a_shape[-1:])
+
+
 def _right_side(a, b, who):
-    """b as a stack of matrices for a x = b, and whether it was a vector (one axis fewer than a)."""
+    """b as a stack of matrices for a x = b, and whether it was a vector (is_vector)."""
     b = to_tensor(b, f"a right-hand side for {who}")
-    vector = b.ndim == a.ndim - 1
+    vector = is_vector(a.shape, b.shape)
     bm = b[..., None] if vector else b
     if bm.ndim < 2 or bm.shape[-2] != a.shape[-1]:
         raise error("shape", f"{who}: a matrix of shape {fmt_shape(a.shape)} against a right-hand side of "
@@ -51,6 +59,13 @@ def _mT(x):
     """The last two axes swapped (each matrix transposed)."""
     nd = len(shape_of(x))
     return O.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _unbroadcast_pair(ga, gb, a, b):
+    """A solve's cotangents in its operands' shapes: where a stack of matrices met one right-hand side
+    (or one matrix a stack of them), the batch axes broadcasting added are summed away."""
+    return [None if ga is None else O.unbroadcast(ga, shape_of(a)),
+            None if gb is None else O.unbroadcast(gb, shape_of(b))]
 
 
 def _col(x, vector):
@@ -104,10 +119,12 @@ def _lapack():
 
 
 def _lapack_for(a, b=None):
-    """The LAPACK module for one float32 or float64 matrix (and right side), or None: stacks,
-    empty matrices and other dtypes go through numpy, which maps over leading axes."""
+    """The LAPACK module for one float32 or float64 matrix (and one matrix of right sides), or None:
+    stacks of either, empty matrices and other dtypes go through numpy, which maps over leading axes
+    (LAPACK's trtrs given a stack of right sides solves something else, without a word)."""
     dtype = a.dtype if b is None else np.result_type(a, b)
-    if a.ndim != 2 or a.shape[0] == 0 or (b is not None and b.shape[-1] == 0) or dtype not in _LAPACK_TYPES:
+    if a.ndim != 2 or a.shape[0] == 0 or (b is not None and (b.ndim != 2 or b.shape[-1] == 0)) \
+            or dtype not in _LAPACK_TYPES:
         return None, dtype
     return _lapack(), dtype
 
@@ -174,19 +191,19 @@ def _tri_solve_vjp(ns, g, ans, args, kw, wanted):
     """b's cotangent solves the transposed triangle; a's is -(b's cotangent) x^T on the triangle."""
     a, b = args
     lower = kw["lower"]
-    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    vector = is_vector(shape_of(a), shape_of(b))
     gb = triangular_solve(_mT(a), g, lower=not lower)
     ga = None
     if wanted[0]:
         ga = O.mul(O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))), _triangle(shape_of(a)[-1], lower))
-    return [ga, gb if wanted[1] else None]
+    return _unbroadcast_pair(ga, gb if wanted[1] else None, a, b)
 
 
 def _tri_solve_jvp(ns, tangents, ans, args, kw):
     """tri(a)^-1 (db - tri(da) x)."""
     a, b = args
     lower = kw["lower"]
-    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    vector = is_vector(shape_of(a), shape_of(b))
     rhs = tangents[1]
     if tangents[0] is not None:
         da = O.where(_triangle(shape_of(a)[-1], lower), tangents[0], 0.0)
@@ -214,16 +231,16 @@ def solve(a, b):
 def _solve_vjp(ns, g, ans, args, kw, wanted):
     """b's cotangent is a^-T g; a's is -(b's cotangent) x^T."""
     a, b = args
-    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    vector = is_vector(shape_of(a), shape_of(b))
     gb = solve(_mT(a), g)
     ga = O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))) if wanted[0] else None
-    return [ga, gb if wanted[1] else None]
+    return _unbroadcast_pair(ga, gb if wanted[1] else None, a, b)
 
 
 def _solve_jvp(ns, tangents, ans, args, kw):
     """a^-1 (db - da x)."""
     a, b = args
-    vector = len(shape_of(b)) == len(shape_of(a)) - 1
+    vector = is_vector(shape_of(a), shape_of(b))
     rhs = tangents[1]
     if tangents[0] is not None:
         step = _uncol(O.matmul(tangents[0], _col(ans, vector)), vector)

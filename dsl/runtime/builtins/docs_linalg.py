@@ -6,8 +6,10 @@ NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "sl
 
 DOCS = {
     "solve": """solve(a, b): x with a @ x = b, for a square a; b is a vector when it has one axis fewer
-than a, else a matrix (or a stack of them). Leading axes are a batch, as numpy.linalg's. A singular
-a is a value error.
+than a and a's size last (one per matrix), or one axis alone (every matrix solved with it, numpy 2's
+reading), else a matrix (or a stack of them). Leading axes are a batch and broadcast, as
+numpy.linalg's: a stack of matrices against one right side, or one matrix against a stack; each
+gradient comes back in its operand's shape. A singular a is a value error.
 Differentiable: yes, in a and b (the matrix rules: b's gradient solves with a's transpose).
 >>> solve([[2.0, 0.0], [0.0, 4.0]], [1.0, 1.0])
 [0.5, 0.25]""",
