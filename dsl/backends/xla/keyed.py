@@ -2,8 +2,8 @@
 words) in XLA's integer arithmetic, so that a program drawing with `key=` runs whole on XLA, with
 no call back into Python per draw (a sampler drawing each step spent most of its time there).
 
-split, fold_in and uniform give numpy's numbers bit for bit: Philox is integer arithmetic, and a
-uniform's 53 bits become a float64 exactly. normal's Box-Muller transform goes through XLA's
+split, fold_in and the uniforms in [0, 1) are numpy's numbers bit for bit: Philox is integer
+arithmetic, and a uniform's 53 bits become a float64 exactly. normal's Box-Muller transform goes through XLA's
 log1p, which differs from the C library's that numpy calls in the last bits: its numbers agree
 with numpy's to 1e-13 relative, as XLA's other transcendental functions do (docs/xla.md). A key
 that is no key (words not whole numbers in [0, 2^32)) fails the call's flag, and the numpy
@@ -17,15 +17,17 @@ from .errors import NotLowerable
 
 _U = np.uint64
 _MASK, _SHIFT = _U(0xFFFFFFFF), _U(32)
+_M0, _M1, _W0, _W1 = R.PHILOX
+_TWO53 = float(2 ** 53)
 
 
 def _philox(k0, k1, c0, c1, c2, c3):
     """Philox4x32-10 of counters (c0..c3) under keys (k0, k1): random.philox over JAX's uint64
     arrays (every word below 2^32, so no product overflows 64 bits)."""
     for _ in range(10):
-        p0, p1 = c0 * R._M0, c2 * R._M1
+        p0, p1 = c0 * _M0, c2 * _M1
         c0, c1, c2, c3 = (p1 >> _SHIFT) ^ c1 ^ k0, p1 & _MASK, (p0 >> _SHIFT) ^ c3 ^ k1, p0 & _MASK
-        k0, k1 = (k0 + R._W0) & _MASK, (k1 + R._W1) & _MASK
+        k0, k1 = (k0 + _W0) & _MASK, (k1 + _W1) & _MASK
     return c0, c1, c2, c3
 
 
@@ -53,7 +55,7 @@ def _uniforms(L, key, n, domain):
     w0, w1, w2, w3 = _blocks(L, *_words(L, key), (n + 1) // 2, domain)
 
     def exact(hi, lo):      # below 2^53 at every step: no rounding, with or without a fused multiply-add
-        return ((hi >> _U(5)).astype(jnp.float64) * 67108864.0 + (lo >> _U(6)).astype(jnp.float64)) / R._TWO53
+        return ((hi >> _U(5)).astype(jnp.float64) * 67108864.0 + (lo >> _U(6)).astype(jnp.float64)) / _TWO53
     a, b = exact(w0, w1), exact(w2, w3)
     return jnp.stack((a, b), axis=-1).reshape(a.shape[:-1] + (-1,))[..., :n]
 

@@ -31,6 +31,7 @@ MASK = np.uint64(0xFFFFFFFF)
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
 DRAW, SPLIT, FOLD, GAMMA, POISSON = range(5)      # the domain word (the third counter word) of each use
+PHILOX = (_M0, _M1, _W0, _W1)      # Philox's multipliers and key increments, for the XLA backend's copy
 _TWO53 = float(2 ** 53)
 
 
