@@ -253,6 +253,9 @@ ARRAYS = [("flip(x)", lambda np_, x: np_.flip(x)), ("flip(x, 1)", lambda np_, x:
           ("take_along_axis(x, [[1.0], [0.0], [3.0]], 1)",
            lambda np_, x: np_.take_along_axis(x, np.array([[1], [0], [3]]), 1)),
           ("scatter_add(x, [0.0, 2.0, 0.0], x * x)", lambda np_, x: _scatter_add(np_, x, [0, 2, 0], x * x)),
+          # values broadcast to the rows indexed, as numpy's add.at and JAX's .at[].add take them
+          ("scatter_add(x, [0.0, 2.0], x[1])", lambda np_, x: _scatter_add(np_, x, [0, 2], x[1])),
+          ("scatter_add(x, [1.0, 1.0], x[0:2, 0:1] * 2.0)", lambda np_, x: _scatter_add(np_, x, [1, 1], x[0:2, 0:1] * 2.0)),
           ("segment_sum(x, [1.0, 0.0, 1.0], 3)", lambda np_, x: _scatter_add(np_, np_.zeros((3, 4)), [1, 0, 1], x)),
           ("top_k(x, 2)[0]", lambda np_, x: -np_.sort(-x, axis=-1)[:, :2]),
           ("einsum(\"ii->i\", x[:, 0:3])", lambda np_, x: np_.einsum("ii->i", x[:, 0:3])),

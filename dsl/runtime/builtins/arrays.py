@@ -271,12 +271,31 @@ def _rows_added(values, idx, shape, who):
     return ops.put_along(values, spread, 0, tuple(shape))
 
 
+def _broadcast_values(values, count, shape):
+    """values broadcast to one row of a tensor of `shape` for each of `count` indices, where they
+    broadcast to it (a number, one row for every index: numpy's add.at and JAX's .at[].add take
+    them); as they are otherwise (the check that follows says what they need)."""
+    vshape = np.shape(peek(values))
+    target = (count,) + tuple(shape[1:])
+    if type(peek(values)) not in (np.ndarray, float, int) or vshape == target:
+        return values
+    try:
+        fits = np.broadcast_shapes(vshape, target) == target
+    except ValueError:
+        fits = False
+    return ops.broadcast_to(values, target) if fits else values
+
+
 def scatter_add(x, indices, values):
     """scatter_add(x, indices, values): x with each row of values added to row indices[i] of x,
-    repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at)."""
+    repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at; values broadcast
+    to the rows indexed, as theirs do)."""
     shape = _tensor_shape(x, "scatter_add")
     if not shape:
         raise error("shape", "scatter_add needs a tensor with at least one axis")
+    count = np.shape(peek(indices))[0] if np.ndim(peek(indices)) == 1 else None
+    if count is not None:
+        values = _broadcast_values(values, count, shape)
     if ops.staged_index(indices) and np.ndim(peek(indices)) == 1:
         # positions the program being staged computes (a graph's edges passed in): checked on each run
         _values_for_rows(values, np.size(peek(indices)), shape, "scatter_add")

@@ -283,7 +283,8 @@ Differentiable: yes, in x.
 >>> take_along_axis([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.0]], 1)
 [[2.0], [3.0]]""",
     "scatter_add": """scatter_add(x, indices, values): x with row i of values added to row indices[i] of x,
-repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at on a copy).
+repeated indices adding up (JAX's x.at[indices].add(values), numpy's add.at on a copy). values
+broadcast to the rows indexed, as theirs do: a number, or one row, adds to every indexed row.
 Differentiable: yes, in x and values.
 >>> scatter_add(zeros(3), [0.0, 2.0, 0.0], [1.0, 2.0, 3.0])
 [4.0, 0.0, 2.0]""",
