@@ -17,18 +17,6 @@ from .errors import NotLowerable
 
 _U = np.uint64
 _MASK, _SHIFT = _U(0xFFFFFFFF), _U(32)
-_M0, _M1, _W0, _W1 = R.PHILOX
-_TWO53 = float(2 ** 53)
-
-
-def _philox(k0, k1, c0, c1, c2, c3):
-    """Philox4x32-10 of counters (c0..c3) under keys (k0, k1): random.philox over JAX's uint64
-    arrays (every word below 2^32, so no product overflows 64 bits)."""
-    for _ in range(10):
-        p0, p1 = c0 * _M0, c2 * _M1
-        c0, c1, c2, c3 = (p1 >> _SHIFT) ^ c1 ^ k0, p1 & _MASK, (p0 >> _SHIFT) ^ c3 ^ k1, p0 & _MASK
-        k0, k1 = (k0 + _W0) & _MASK, (k1 + _W1) & _MASK
-    return c0, c1, c2, c3
 
 
 def _words(L, key):
@@ -46,17 +34,14 @@ def _words(L, key):
 def _blocks(L, k0, k1, n, domain, round_=0):
     """Philox of counters (i, 0, domain, round) for i below n under each key (random.blocks)."""
     i = L.np.arange(n, dtype=L.np.uint64)
-    return _philox(k0, k1, i & _MASK, i >> _SHIFT, _U(domain), _U(round_))
+    return R.philox_rounds(k0, k1, i & _MASK, i >> _SHIFT, _U(domain), _U(round_))
 
 
 def _uniforms(L, key, n, domain):
     """n uniform floats in [0, 1) per key, numpy's 53-bit conversion: (*lead, n) (random._uniforms)."""
     jnp = L.np
     w0, w1, w2, w3 = _blocks(L, *_words(L, key), (n + 1) // 2, domain)
-
-    def exact(hi, lo):      # below 2^53 at every step: no rounding, with or without a fused multiply-add
-        return ((hi >> _U(5)).astype(jnp.float64) * 67108864.0 + (lo >> _U(6)).astype(jnp.float64)) / _TWO53
-    a, b = exact(w0, w1), exact(w2, w3)
+    a, b = R.unit_floats(w0, w1), R.unit_floats(w2, w3)
     return jnp.stack((a, b), axis=-1).reshape(a.shape[:-1] + (-1,))[..., :n]
 
 
@@ -91,7 +76,7 @@ def _fold_in(L, key, data):
     d = jnp.where((d >= 0.0) & (d < 2.0 ** 63), d, 0.0).astype(jnp.uint64)
     if d.ndim:
         d = d.reshape(d.shape + (1,) * (k0.ndim - d.ndim))
-    w0, w1, _, _ = _philox(k0, k1, d & _MASK, d >> _SHIFT, _U(R.FOLD), _U(0))
+    w0, w1, _, _ = R.philox_rounds(k0, k1, d & _MASK, d >> _SHIFT, _U(R.FOLD), _U(0))
     return jnp.stack((w0[..., 0], w1[..., 0]), axis=-1).astype(jnp.float64)
 
 

@@ -31,7 +31,6 @@ MASK = np.uint64(0xFFFFFFFF)
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
 DRAW, SPLIT, FOLD, GAMMA, POISSON = range(5)      # the domain word (the third counter word) of each use
-PHILOX = (_M0, _M1, _W0, _W1)      # Philox's multipliers and key increments, for the XLA backend's copy
 _TWO53 = float(2 ** 53)
 
 
@@ -40,7 +39,12 @@ def philox(k0, k1, c0, c1, c2, c3):
     """Philox4x32-10 of counters (c0..c3) under keys (k0, k1): four 32-bit words, as uint64 arrays
     (every argument a uint64 array or scalar below 2^32; they broadcast)."""
     k0, k1 = np.asarray(k0, np.uint64), np.asarray(k1, np.uint64)
-    c0, c1, c2, c3 = (np.asarray(c, np.uint64) for c in (c0, c1, c2, c3))
+    return philox_rounds(k0, k1, *(np.asarray(c, np.uint64) for c in (c0, c1, c2, c3)))
+
+
+def philox_rounds(k0, k1, c0, c1, c2, c3):
+    """Philox's ten rounds on uint64 words below 2^32, by operators alone: numpy's arrays here,
+    XLA's in the backend's lowering (dsl/backends/xla/keyed.py), the same arithmetic."""
     for _ in range(10):
         p0, p1 = c0 * _M0, c2 * _M1
         c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & MASK, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & MASK
@@ -104,9 +108,14 @@ def _uniforms(key, n, domain, round_=0):
         return np.array(out[:n])
     k0, k1 = key_words(key)
     w0, w1, w2, w3 = blocks(k0, k1, np.arange((n + 1) // 2, dtype=np.uint64), domain, round_)
-    a = ((w0 >> np.uint64(5)).astype(float) * 67108864.0 + (w1 >> np.uint64(6)).astype(float)) / _TWO53
-    b = ((w2 >> np.uint64(5)).astype(float) * 67108864.0 + (w3 >> np.uint64(6)).astype(float)) / _TWO53
+    a, b = unit_floats(w0, w1), unit_floats(w2, w3)
     return np.stack((a, b), axis=-1).reshape(a.shape[:-1] + (-1,))[..., :n]
+
+
+def unit_floats(hi, lo):
+    """Floats in [0, 1) from two 32-bit words each, numpy's 53-bit conversion: exact at every step
+    (below 2^53), with or without a fused multiply-add, on numpy's arrays or XLA's."""
+    return ((hi >> np.uint64(5)).astype(float) * 67108864.0 + (lo >> np.uint64(6)).astype(float)) / _TWO53
 
 
 def _lead(key):
