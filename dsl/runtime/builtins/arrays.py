@@ -66,11 +66,13 @@ def roll(x, shift, axis=None):
     if raw(axis) is None:
         return ops.reshape(roll(ops.reshape(x, (int(np.prod(shape)),)), shift, 0), shape)
     axes = _axes(axis, len(shape), "roll")
-    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
-        raise error("shape", f"roll: {len(shifts)} shifts for {len(axes)} axes: give one shift per axis")
+    try:
+        pairs = np.broadcast(np.array(shifts, dtype=object), np.array(axes))     # as numpy pairs them
+    except ValueError:
+        raise error("shape", f"roll: {len(shifts)} shifts for {len(axes)} axes: give one shift per axis") from None
     total = {}
-    for s, a in zip(shifts * (len(axes) if len(shifts) == 1 else 1), axes * (len(shifts) if len(axes) == 1 else 1)):
-        total[a] = total.get(a, 0) + s
+    for s, a in pairs:
+        total[int(a)] = total.get(int(a), 0) + s
     for a, s in total.items():
         x = _roll_one(x, s, a, shape[a])
     return x
@@ -296,9 +298,9 @@ def scatter_add(x, indices, values):
     count = np.shape(peek(indices))[0] if np.ndim(peek(indices)) == 1 else None
     if count is not None:
         values = _broadcast_values(values, count, shape)
-    if ops.staged_index(indices) and np.ndim(peek(indices)) == 1:
+    if ops.staged_index(indices) and count is not None:
         # positions the program being staged computes (a graph's edges passed in): checked on each run
-        _values_for_rows(values, np.size(peek(indices)), shape, "scatter_add")
+        _values_for_rows(values, count, shape, "scatter_add")
         return ops.add(x, ops.take_add(values, indices, tuple(shape)))
     idx = _indices(indices, shape[0], "scatter_add")
     if idx.ndim != 1:
