@@ -78,8 +78,8 @@ def _gelu_vector(x):
     """Exact GELU over a tensor (the two forms as _gelu_scalar picks them)."""
     twice_cdf = np.asarray(1.0 + _erf_vector(x / SQRT_TWO))
     tail = x < -1.0
-    if np.any(tail):
-        twice_cdf = np.where(tail, _erfc_vector(np.where(tail, -x, 0.0) * SQRT_HALF), twice_cdf)
+    if np.any(tail):        # erfc of the tail's entries only (math.erfc entry by entry is the cost)
+        twice_cdf[tail] = _erfc_vector(-x[tail] * SQRT_HALF)
     return 0.5 * x * twice_cdf
 
 
