@@ -34,6 +34,9 @@ CASES = [
     ("trace(a)", lambda jnp, a: jnp.trace(a), {"a": A}),
     ("diagonal(b)", lambda jnp, b: jnp.diagonal(b), {"b": B}),
     ("diag(v)", lambda jnp, v: jnp.diag(v), {"v": V}),
+    ("diag(v, 2) + diag(v, -2)", lambda jnp, v: jnp.diag(v, 2) + jnp.diag(v, -2), {"v": V}),
+    ("diag(t, -1)[:2] * diagonal(t, 1)", lambda jnp, t: jnp.diag(t, -1)[:2] * jnp.diagonal(t, 1), {"t": TALL}),
+    ("trace(t, offset=-2)", lambda jnp, t: jnp.trace(t, offset=-2), {"t": TALL}),
     ("outer(v, b)", lambda jnp, v, b: jnp.outer(v, b), {"v": V, "b": B}),
     ("tril(a, -1) + triu(a, 1)", lambda jnp, a: jnp.tril(a, -1) + jnp.triu(a, 1), {"a": A}),
     # eigenvectors and singular vectors are unique up to sign: their squares are not
@@ -160,6 +163,8 @@ def test_cho_solve_takes_a_factor_and_flag_pair_being_differentiated():
     ("diag(zeros((2, 2, 2)))", "shape", "diag needs a vector or a matrix"),
     ("triangular_solve(eye(2), [1.0, 2.0], lower=1)", "type", "lower must be true or false"),
     ("tril(eye(2), 0.5)", "type", "k must be an int"),
+    ("diag([1.0, 2.0], 1.0)", "type", "diag: the offset must be an int"),
+    ("trace(eye(2), offset=true)", "type", "trace: the offset must be an int"),
     ("grad(fn(w) => sum(qr(w)[1]))([[1.0, 2.0, 3.0]])", "grad", "qr of a wide matrix (1 x 3) has no derivative"),
     ("qr(eye(2), mode=\"complete\")", "value", "mode must be"),
     ("lstsq(eye(2), [1.0, 2.0, 3.0])", "shape", "it needs 2 rows"),
@@ -168,6 +173,22 @@ def test_bad_input_is_a_dg_error(src, kind, words):
     with pytest.raises(DgError) as info:
         run(f"let r = {src}")
     assert info.value.kind == kind and words in info.value.message
+
+
+def test_diagonals_off_the_main_one_are_numpys_for_every_offset_and_shape():
+    interp = run("let iv = astype([1.0, 2.0], \"int64\")")
+    interp.set("v", V)
+    for a in (TALL, TALL.T.copy(), A, np.ones((2, 0, 3))):
+        interp.set("a", a)
+        for k in range(-5, 6):
+            assert np.array_equal(interp.eval(f"diagonal(a, {k})"), np.linalg.diagonal(a, offset=k))
+            assert np.allclose(interp.eval(f"trace(a, offset={k})"), np.linalg.trace(a, offset=k))
+            if a.ndim == 2:
+                assert np.array_equal(interp.eval(f"diag(a, {k})"), np.diag(a, k))
+    for k in range(-4, 5):
+        assert np.array_equal(interp.eval(f"diag(v, k={k})"), np.diag(V, k))
+        got = interp.eval(f"diag(iv, {k})")
+        assert got.dtype == np.int64 and np.array_equal(got, np.diag([1, 2], k))
 
 
 def test_the_gradient_of_det_at_a_singular_matrix_is_its_cofactor_matrix():

@@ -89,18 +89,29 @@ Differentiable: yes (at 0 the L2 norm's gradient is 0; ties in inf, 1 and 2 shar
 5.0
 >>> norm([3.0, -4.0], ord=1)
 7.0""",
-    "trace": """trace(a): the sum of the diagonal of each matrix (the last two axes, as numpy.linalg's).
+    "trace": """trace(a, offset=0): the sum of the diagonal of each matrix (the last two axes, as
+numpy.linalg's), or of the diagonal offset above it (below it, for a negative offset).
 Differentiable: yes.
 >>> trace([[1.0, 2.0], [3.0, 4.0]])
-5.0""",
-    "diagonal": """diagonal(a): the diagonal of each matrix (the last two axes, as numpy.linalg's).
+5.0
+>>> trace([[1.0, 2.0], [3.0, 4.0]], offset=1)
+2.0""",
+    "diagonal": """diagonal(a, offset=0): the diagonal of each matrix (the last two axes, as
+numpy.linalg's), or the one offset above it (below it, for a negative offset); a diagonal off a
+rectangular matrix's corner is empty.
 Differentiable: yes.
 >>> diagonal([[1.0, 2.0], [3.0, 4.0]])
-[1.0, 4.0]""",
-    "diag": """diag(v): a square matrix with the vector v on its diagonal; of a matrix, its diagonal (numpy's).
+[1.0, 4.0]
+>>> diagonal([[1.0, 2.0], [3.0, 4.0]], -1)
+[3.0]""",
+    "diag": """diag(v, k=0): a square matrix with the vector v on its diagonal, or on the diagonal k
+above it (below it, for a negative k: the matrix has len(v) + abs(k) rows); of a matrix, that
+diagonal (numpy's).
 Differentiable: yes.
 >>> diag([1.0, 2.0])
-[[1.0, 0.0], [0.0, 2.0]]""",
+[[1.0, 0.0], [0.0, 2.0]]
+>>> diag([1.0, 2.0], 1)
+[[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]""",
     "outer": """outer(a, b): the outer product a[i] * b[j], each of a and b flattened first (numpy's).
 Differentiable: yes.
 >>> outer([1.0, 2.0], [3.0, 4.0])

@@ -189,26 +189,55 @@ def _matrix_norm(x, order, axes, keepdims, nd):
     return out
 
 
-def diagonal(a):
-    """diagonal(a): the diagonal of each matrix (the last two axes)."""
-    shape = _ndim(a, "diagonal", 2)
+def _offset(k, who):
+    """A diagonal's offset: an int (0 the main diagonal, 1 the one above it, -1 below)."""
+    k = raw(k)
+    if type(k) is not int:
+        raise error("type", f"{who}: the offset must be an int, got {type_name(k)}")
+    return k
+
+
+def diagonal(a, offset=0):
+    """diagonal(a, offset=0): the diagonal of each matrix (the last two axes), or the one `offset`
+    above it (below, for a negative offset), as numpy.linalg.diagonal."""
+    return _diagonal(a, offset, "diagonal")
+
+
+def _diagonal(a, offset, who):
+    """diagonal(a, offset) for the builtin `who`."""
+    shape = _ndim(a, who, 2)
+    k = _offset(offset, who)
     m, n = shape[-2:]
-    return ops.sum_(ops.keep_where(np.eye(m, n, dtype=bool), a), -1 if m <= n else -2)
+    if k == 0 and m > n:
+        return ops.sum_(ops.keep_where(np.eye(m, n, dtype=bool), a), -2)
+    # each row's entry on the diagonal (0 where the row has none), then the rows that have one
+    out = ops.sum_(ops.keep_where(np.eye(m, n, k, dtype=bool), a), -1)
+    lo = max(0, -k)
+    hi = max(lo, min(m, n - k))
+    return out if (lo, hi) == (0, m) else ops.index(out, (Ellipsis, slice(lo, hi)))
 
 
-def trace(a):
-    """trace(a): the sum of the diagonal of each matrix (the last two axes)."""
-    return ops.sum_(diagonal(a), -1)
+def trace(a, offset=0):
+    """trace(a, offset=0): the sum of the diagonal of each matrix (the last two axes), or of the
+    one `offset` above it, as numpy.linalg.trace."""
+    return ops.sum_(_diagonal(a, offset, "trace"), -1)
 
 
-def diag(v):
-    """diag(v): a square matrix with v on its diagonal; of a matrix, its diagonal (numpy's)."""
+def diag(v, k=0):
+    """diag(v, k=0): a square matrix with the vector v on its diagonal, or on the one k above it
+    (below, for a negative k); of a matrix, that diagonal (numpy's)."""
     shape = _ndim(v, "diag", 1)
-    if len(shape) == 1:
-        return ops.keep_where(np.eye(shape[0], dtype=bool), ops.reshape(v, shape + (1,)))
+    k = _offset(k, "diag")
     if len(shape) == 2:
-        return diagonal(v)
-    raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
+        return _diagonal(v, k, "diag")
+    if len(shape) != 1:
+        raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
+    size = shape[0] + abs(k)
+    if k:
+        v = ops.cat((v, np.zeros(abs(k), np.result_type(peek(v)))), 0)
+    # v[i] in row i for a diagonal above the main one (entry (i, i + k)), in column i below it
+    along = (size, 1) if k >= 0 else (1, size)
+    return ops.keep_where(np.eye(size, k=k, dtype=bool), ops.reshape(v, along))
 
 
 def outer(a, b):
