@@ -243,6 +243,11 @@ def test_dtypes_of_constructors_casts_and_promotion(src, want):
     ('rand(2, dtype="int64")', "value", "rand draws floats"),
     ('astype(3000000000, "int32")', "value", "does not fit in int32"),
     ('astype("a", "float32")', "type", "astype needs a number or tensor"),
+    # numpy refuses an int result of 2 ** -1 (dg's ints give 0.5: a number is not a tensor)
+    ('arange(3, dtype="int64") ** -1', "value", "an int tensor cannot be raised to a negative int power"),
+    ('pow(arange(3, dtype="int64"), arange(3, dtype="int64") - 1)', "value", "negative int power"),
+    ('jit(fn(v, n) => v ** n)(arange(3, dtype="int64"), -2)', "value", "negative int power"),
+    ('vmap(fn(v) => v ** -1)(arange(3, dtype="int64"))', "value", "negative int power"),
 ])
 def test_a_bad_dtype_is_an_error_in_dgs_words(src, kind, words):
     with pytest.raises(dsl.DgError) as err:

@@ -260,7 +260,13 @@ def pow(a, b, span=None):
         return record2("Pow", a, b, span)
     if is_num(a) and is_num(b):
         return _pow_num(a, b)
-    return _arith(np.power, "raise to a power", a, b)
+    try:
+        return _arith(np.power, "raise to a power", a, b)
+    except ValueError as exc:      # numpy's, for an int tensor: no int result holds 2 ** -1
+        if "negative integer powers" not in str(exc):
+            raise
+        raise error("value", "an int tensor cannot be raised to a negative int power (numpy's rule)",
+                    hint='a float base gives fractions: astype(x, "float64") ** -1') from None
 
 
 def _pow_num(a, b):

@@ -204,7 +204,9 @@ Differentiable: yes (infinite at 0; a zero cotangent there gives 0, not nan).
 Differentiable: yes; abs'(0) is 0.
 >>> abs([-1.5, 2.0])
 [1.5, 2.0]""",
-    "pow": """pow(x, y): x ** y, broadcasting; ints stay ints for a non-negative int exponent.
+    "pow": """pow(x, y): x ** y, broadcasting; ints stay ints for a non-negative int exponent. An
+int number to a negative int power is a float (2 ** -1 is 0.5, as Python's); an int tensor
+to one is an error, as numpy's (its result type cannot depend on the exponent's values).
 Differentiable: yes, in x and y; d/dy x**y at x = 0 is 0.
 >>> pow(2.0, 3.0)
 8.0""",
