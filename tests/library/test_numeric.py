@@ -259,7 +259,7 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     # these ended in Python exceptions: a tuple of tuples reaching numpy's dtype, an array compared
     # with strings, an axis of none counted past
     ("diag(((1.0, 2.0), (3.0, 4.0)))", "type", "expected a tensor for diag, got tuple"),
-    ("grad(fn(t) => trace(t))(((1.0, 2.0), (3.0, 4.0)))", "type", "expected a tensor for diagonal, got tuple"),
+    ("grad(fn(t) => trace(t))(((1.0, 2.0), (3.0, 4.0)))", "type", "expected a tensor for trace, got tuple"),
     ("jit(fn(t) => tril(t))(((1.0, 2.0), (3.0, 4.0)))", "type", "expected a tensor for tril, got tuple"),
     ('searchsorted([1.0, 2.0], 1.5, [1.0, 2.0])', "value", 'side must be "left" or "right"'),
     ('meshgrid([1.0], [2.0], indexing=[1.0])', "value", 'indexing must be "xy" or "ij"'),
