@@ -255,6 +255,27 @@ def test_a_bad_dtype_is_an_error_in_dgs_words(src, kind, words):
     assert err.value.kind == kind and words in str(err.value)
 
 
+def test_a_float_without_an_int_value_is_refused_by_the_cast_on_every_backend(backend):
+    # numpy's cast gives the machine's answer (INT_MIN on x86, saturation on ARM) and XLA's
+    # saturates: a NaN, an infinity or a float past the range is an error everywhere
+    interp = dsl.Interpreter(backend=backend)
+    interp.run('let to32 = jit(fn(x) => astype(x, "int32"))\nlet to64 = jit(fn(x) => astype(x, "int64"))\n'
+               'let a = to32([2.9, -2147483648.5])\nlet b = to32([2.9, -2147483648.5])\nlet c = to64(3.7)')
+    assert interp.get("b").tolist() == [2, -2147483648] and interp.get("b").dtype == np.int32
+    for src, words in [("to32([1.0, 2147483648.0])", "astype: 2147483648.0 does not fit in int32 (an entry"),
+                       ("to32([-2147483649.0, 0.0])", "astype: -2147483649.0 does not fit in int32"),
+                       ("to64(nan)", "astype: nan has no int64 value"), ("to64(-inf)", "astype: -inf has no int64 value"),
+                       ("to64(9.3e18)", "astype: 9.3e+18 does not fit in int64"),
+                       ('astype([1.0, nan], "int32")', "astype: nan has no int32 value (an entry"),
+                       ('vmap(fn(x) => astype(x, "int32"))([1.0, 5e9])', "5000000000.0 does not fit in int32")]:
+        for _ in range(2):      # staged, then compiled
+            with pytest.raises(dsl.DgError) as err:
+                interp.eval(src)
+            assert err.value.kind == "value" and words in str(err.value), src
+    assert interp.eval("to64(-9223372036854775808.0)") == -2 ** 63
+    assert interp.eval('astype([nan, 0.0], "bool")').tolist() == [True, False]      # numpy's truth of NaN
+
+
 def test_a_cast_to_ints_passes_no_gradient_and_float_casts_pass_it_in_the_argument_type():
     interp = dsl.Interpreter()
     interp.run('let g = grad(fn(v) => sum(astype(v, "float32") * astype(v * 3.0, "int64")))([0.5, 1.5])')

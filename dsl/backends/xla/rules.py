@@ -19,6 +19,7 @@ import itertools
 
 import numpy as np
 
+from ...core.ops.dtypes import int_range
 from ...core.primitives.matrix import is_vector
 from ...core.primitives.shape import written
 from .errors import NotLowerable
@@ -99,6 +100,17 @@ def _clamp(L, x, lo=None, hi=None):
     return out if hi is None else L.np.minimum(out, hi)
 
 
+def _astype(L, v, dtype):
+    """Astype; a float without a value of the int type it is cast to (NaN, past the range) is
+    refused, as numpy's backend refuses it."""
+    v = L.np.asarray(v)
+    if dtype in ("int32", "int64") and L.np.issubdtype(v.dtype, L.np.floating):
+        lo, hi = int_range(dtype)
+        whole = L.np.trunc(v)
+        L.require(L.np.all((whole >= lo) & (whole < hi)))
+    return v.astype(dtype)
+
+
 UNARY = {
     "Exp": "exp", "Ln": "log", "Log2": "log2", "Log10": "log10", "Sin": "sin", "Cos": "cos", "Sqrt": "sqrt", "Abs": "abs",
     "TanhAct": "tanh", "Log1p": "log1p", "Expm1": "expm1", "Tan": "tan", "Asin": "arcsin", "Acos": "arccos",
@@ -148,7 +160,7 @@ LOWER.update({
     # again term by term): jit leaves it out where a result would show the NaN (optimize.py)
     "NzMatMul": lambda L, a, b, r: _finite_or_refused(L, r),
     "StopGradient": lambda L, x: x,
-    "Astype": lambda L, v, dtype: L.np.asarray(v).astype(dtype),
+    "Astype": _astype,
 })
 
 

@@ -57,7 +57,8 @@ def dtype_name(x):
 
 def astype(x, dtype, span=None):
     """x as a tensor of element type `dtype` (a numpy dtype): numpy's cast (floats to ints
-    round toward zero; NaN and out-of-range values give what numpy gives). A float-to-float
+    round toward zero; a NaN, an infinity or a float past the int type's range is an error, where
+    numpy's answer depends on the machine and XLA's differs). A float-to-float
     cast is differentiable; a cast to ints or bools passes no gradient back, as in JAX."""
     if type(x) is Box:
         return record("Astype", (x,), {"dtype": dtype.name}, span)
@@ -77,8 +78,32 @@ def cast(v, dtype):
             v = to_float(v)     # numpy holds an int past int64 as a Python object (inf beyond floats)
         elif not np.iinfo(DTYPES[dtype]).min <= v <= np.iinfo(DTYPES[dtype]).max:
             raise error("value", f"{v} does not fit in {dtype}")     # numpy would wrap it, or refuse in Python's words
+    a = np.asarray(v)
+    if a.dtype.kind == "f" and dtype in ("int32", "int64"):
+        _check_int_range(a, dtype)
     with np.errstate(all="ignore"):
-        return np.asarray(v).astype(DTYPES[dtype])
+        return a.astype(DTYPES[dtype])
+
+
+def int_range(dtype):
+    """The floats whose whole part an int type holds: [lo, hi) (both exact as float64)."""
+    info = np.iinfo(DTYPES[dtype])
+    return float(info.min), -float(info.min)
+
+
+def _check_int_range(a, dtype):
+    """A dg error where a float (an entry of a) has no value of the int type: NaN, infinite, or
+    out of its range once rounded toward zero."""
+    lo, hi = int_range(dtype)
+    with np.errstate(invalid="ignore"):
+        whole = np.trunc(a)
+        bad = ~((whole >= lo) & (whole < hi))
+    if bad.any():
+        v = a[bad].flat[0] if a.ndim else a
+        what = f"{float(v)} does not fit in {dtype}" if np.isfinite(v) else f"{float(v)} has no {dtype} value"
+        raise error("value", f"astype: {what}" + (" (an entry of the tensor)" if a.ndim else ""),
+                    hint="clamp(x, lo, hi) first keeps a float within the type's range; where(isnan(x), 0.0, x) "
+                         "replaces NaN")
 
 
 def result_like(r, x):

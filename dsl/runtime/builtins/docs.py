@@ -104,7 +104,9 @@ Differentiable: no.
 >>> dtype(argmax([1.0, 3.0]))
 "int64"''',
     "astype": '''astype(x, dtype): x as a tensor of the element type dtype names ("float16", "float32",
-"float64", "int32", "int64" or "bool"), numpy's cast: floats to ints round toward zero. A tensor's
+"float64", "int32", "int64" or "bool"), numpy's cast: floats to ints round toward zero, and a float
+with no value of the int type (NaN, an infinity, past its range) is an error, where numpy's answer
+depends on the machine and XLA's saturates. A tensor's
 type spreads by numpy 2's promotion (float32 with float64 is float64, a number takes the tensor's
 type); literals and constructors give float64 unless told otherwise.
 Differentiable: yes, between float types (the gradient comes back in x's type); a cast to ints or
