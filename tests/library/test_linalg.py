@@ -210,6 +210,24 @@ def test_the_gradient_of_det_at_a_singular_matrix_is_its_cofactor_matrix():
     assert "ln |det| is -inf there and has no derivative" in info.value.message
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_jitted_derivative_at_a_singular_matrix_names_what_the_program_called(backend):
+    # the inverse and the solve of these rules are steps of the compiled derivative, whose own
+    # errors named inv and solve, functions the program never called
+    if backend == "xla":
+        pytest.importorskip("jax")
+    interp = dsl.Interpreter(backend=backend)
+    interp.run("let g = jit(grad(fn(a) => slogdet(a)[1]))\nlet t = jit(fn(a, d) => jvp(fn(a) => slogdet(a)[1], (a,), (d,))[1])\n"
+               "let h = jit(hessian(det))\nlet ok = (g(eye(2)), g(eye(2)), t(eye(2), eye(2)), t(eye(2), eye(2)), h(eye(2)), h(eye(2)))")
+    for src, words in [("g(zeros((2, 2)))", "slogdet: the matrix is singular: ln |det| is -inf there and has no derivative"),
+                       ("t(zeros((2, 2)), eye(2))", "slogdet: the matrix is singular: ln |det| is -inf there"),
+                       ("h(zeros((2, 2)))", "det: the matrix is singular, where det's second derivatives are not computed")]:
+        with pytest.raises(DgError) as info:
+            interp.eval(src)
+        assert info.value.message == words or info.value.message.startswith(words), src
+    np.testing.assert_allclose(interp.eval("g(2.0 * eye(2))"), 0.5 * np.eye(2), rtol=1e-15)
+
+
 def test_cholesky_reads_the_symmetric_part_as_jax_does():
     r = run("let r = (cholesky([[4.0, 0.0], [2.0, 3.0]]), cholesky([[4.0, 1.0], [1.0, 3.0]]))").lookup("r")
     np.testing.assert_allclose(r[0], r[1], rtol=1e-15)

@@ -395,7 +395,7 @@ def _finite_or_refused(L, out):
     return out
 
 
-def _solve(L, a, b):
+def _solve(L, a, b, who=None):
     """x with a x = b, b a vector or a matrix as numpy's kernel reads it (matrix.is_vector; JAX's
     solve refuses a stack of vectors)."""
     vector = is_vector(L.np.shape(a), L.np.shape(b))
@@ -423,7 +423,7 @@ LOWER.update({
     "Einsum": lambda L, *xs, spec=None: L.np.einsum(spec, *xs, precision=L.highest),
     "Cholesky": lambda L, a: _finite_or_refused(L, L.np.linalg.cholesky(a)),
     "Solve": _solve,
-    "Inv": lambda L, a: _finite_or_refused(L, L.np.linalg.inv(a)),
+    "Inv": lambda L, a, who=None: _finite_or_refused(L, L.np.linalg.inv(a)),
     "TriangularSolve": _triangular_solve,
     "Det": lambda L, a: L.np.linalg.det(a),
     "DetSign": lambda L, a: L.np.linalg.slogdet(a)[0],

@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 
-from ...errors import DgError, error
+from ...errors import error
 from .. import ops as O
 from ..ops.core import fmt_shape, shape_of, to_tensor
 from ..tape import Box, nondiff
@@ -99,8 +99,18 @@ def _linalg(who, fn, *args):
         raise _refused(who) from None
 
 
+# who an inverse or a solve inside a derivative rule fails for: the error names what the program
+# called (a jitted derivative runs them as steps of its own, where no rule is there to say it)
+SLOGDET_DERIVATIVE = "slogdet's derivative"
+DET_SECOND_DERIVATIVE = "det's second derivative"
+
+
 def _refused(who):
     """dg's error for a matrix a factorisation refuses (numpy's LinAlgError, LAPACK's info)."""
+    if who == SLOGDET_DERIVATIVE:
+        return error("value", "slogdet: the matrix is singular: ln |det| is -inf there and has no derivative")
+    if who == DET_SECOND_DERIVATIVE:
+        return error("value", "det: the matrix is singular, where det's second derivatives are not computed")
     if who == "cholesky":
         return error("value", "cholesky: the matrix is not positive definite",
                      hint="a covariance plus a small jitter on the diagonal (a + 1e-9 * eye(n)) often is")
@@ -213,18 +223,19 @@ def _tri_solve_jvp(ns, tangents, ans, args, kw):
 
 
 # ---------------------------------------------------------------- solve and inv
-def solve(a, b):
-    """x with a x = b (b a vector when it has one axis fewer than a)."""
+def solve(a, b, who="solve"):
+    """x with a x = b (b a vector when it has one axis fewer than a); `who` is named where a is
+    singular."""
     if type(a) is Box or type(b) is Box:
-        return SOLVE.bind(a, b)
+        return SOLVE.bind(a, b) if who == "solve" else SOLVE.bind(a, b, who=who)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 1
             and a.shape[0] == a.shape[1] == b.shape[0] and a.dtype == b.dtype == np.float64):
         # one matrix and one vector (a Newton step's): numpy's vector solve, without the checks
         # that make the general case a stack of one-column matrices (the same LAPACK call)
-        return _linalg("solve", np.linalg.solve, a, b)
+        return _linalg(who, np.linalg.solve, a, b)
     a = _square(a, "solve")
     bm, vector = _right_side(a, b, "solve")
-    x = _linalg("solve", np.linalg.solve, a, bm)
+    x = _linalg(who, np.linalg.solve, a, bm)
     return x[..., 0] if vector else x
 
 
@@ -232,7 +243,7 @@ def _solve_vjp(ns, g, ans, args, kw, wanted):
     """b's cotangent is a^-T g; a's is -(b's cotangent) x^T."""
     a, b = args
     vector = is_vector(shape_of(a), shape_of(b))
-    gb = solve(_mT(a), g)
+    gb = solve(_mT(a), g, (kw or {}).get("who", "solve"))
     ga = O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))) if wanted[0] else None
     return _unbroadcast_pair(ga, gb if wanted[1] else None, a, b)
 
@@ -245,14 +256,14 @@ def _solve_jvp(ns, tangents, ans, args, kw):
     if tangents[0] is not None:
         step = _uncol(O.matmul(tangents[0], _col(ans, vector)), vector)
         rhs = O.neg(step) if rhs is None else O.sub(rhs, step)
-    return solve(a, rhs)
+    return solve(a, rhs, (kw or {}).get("who", "solve"))
 
 
-def inv(a):
-    """The inverse of a (of each matrix of a stack)."""
+def inv(a, who="inv"):
+    """The inverse of a (of each matrix of a stack); `who` is named where a is singular."""
     if type(a) is Box:
-        return INV.bind(a)
-    return _linalg("inv", np.linalg.inv, _square(a, "inv"))
+        return INV.bind(a) if who == "inv" else INV.bind(a, who=who)
+    return _linalg(who, np.linalg.inv, _square(a, "inv"))
 
 
 # ---------------------------------------------------------------- determinants
@@ -303,24 +314,9 @@ def cofactors(a):
 def _cofactors_jvp(ns, tangents, ans, args, kw):
     """dC = tr(a^-1 da) C - C da^T a^-T (where a is invertible)."""
     a, da = args[0], tangents[0]
-    try:
-        a_inv = inv(a)
-    except DgError:
-        raise error("value", "det: the matrix is singular, where det's second derivatives are not "
-                             "computed") from None
+    a_inv = inv(a, DET_SECOND_DERIVATIVE)
     first = O.mul(_per_matrix(_trace_of(O.matmul(a_inv, da)), a), ans)
     return O.sub(first, O.matmul(ans, O.matmul(_mT(da), _mT(a_inv))))
-
-
-def _logabsdet_singular(rule):
-    """A rule of ln |det a|, which has no derivative where a is singular (it is -inf there)."""
-    def safe(*args):
-        try:
-            return rule(*args)
-        except DgError:
-            raise error("value", "slogdet: the matrix is singular: ln |det| is -inf there and has no "
-                                 "derivative") from None
-    return safe
 
 
 def _trace_of(x):
@@ -338,12 +334,12 @@ TRIANGULAR_SOLVE = define("TriangularSolve", triangular_solve, vjp_all=_tri_solv
                           batch=_leading_batch(triangular_solve), can_fail=True, keeps_nan=True)
 SOLVE = define("Solve", solve, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve), can_fail=True,
                keeps_nan=True)
-INV = define("Inv", inv, vjp=(lambda ns, g, ans, a: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
+INV = define("Inv", inv, vjp=(lambda ns, g, ans, a, **kw: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
              jvp=lambda ns, tangents, ans, args, kw: O.neg(O.matmul(ans, O.matmul(tangents[0], ans))),
              batch=_leading_batch(inv), can_fail=True, keeps_nan=True)
 LOGABSDET = define("LogAbsDet", logabsdet,
-                   vjp=(_logabsdet_singular(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a)))),),
-                   jvp=_logabsdet_singular(lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0]))),
+                   vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a, SLOGDET_DERIVATIVE))),),
+                   jvp=lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0], SLOGDET_DERIVATIVE)),
                    batch=_leading_batch(logabsdet), can_fail=True)
 DET = define("Det", det,
              vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), cofactors(a)),),
