@@ -75,6 +75,12 @@ PYTHON_WORDS = {
     "try": "dg has no exceptions to catch: an error stops the program and says where and why",
     "raise": "error(\"message\") stops the program with that message",
     "assert": "assert is a function in dg: assert(x > 0, \"message\")",
+    "from": "dg imports a whole module: import nn (or import nn as n), then nn.mlp(...)",
+    "global": "a function cannot assign to a variable outside it: return the new value, or pass and return a struct",
+    "nonlocal": "a function cannot assign to a variable outside it: return the new value, or pass and return a struct",
+    "del": "dg has no del: a name lives to the end of its block, and a map without a key is a new map",
+    "with": "dg has no with: load(path) and save(path, value) open and close the file themselves",
+    "yield": "dg has no generators: a for loop builds a tuple (xs = xs + (x,)) or a tensor (cat, stack)",
 }
 
 

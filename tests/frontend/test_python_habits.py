@@ -34,6 +34,12 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("assert 1 > 0, \"msg\"", "assert(x > 0, \"message\")"),
     ("fn f(x) {\n    \"\"\"doc\"\"\"\n    return x\n}", "a comment (# ...) right above a fn"),
     ("let t = (1, 2, 3)\nlet a, *rest = t", "t[1:] is the rest of a tuple"),
+    ("from nn import mlp", "import nn (or import nn as n), then nn.mlp"),
+    ("let c = 0\nfn bump() {\n    global c\n    c += 1\n}", "cannot assign to a variable outside it"),
+    ("fn outer() {\n    let c = 0\n    fn inner() {\n        nonlocal c\n    }\n}", "return the new value"),
+    ("let x = 1\ndel x", "dg has no del"),
+    ("with open(\"f.txt\") as f {\n}", "load(path) and save(path, value)"),
+    ("fn count() {\n    yield 1\n}", "dg has no generators"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
