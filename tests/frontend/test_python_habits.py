@@ -5,6 +5,8 @@ wrong answer. numpy's new axis is `none` in an index (numpy's None)."""
 import numpy as np
 import pytest
 
+import dsl
+
 
 @pytest.mark.parametrize("src, hint", [
     ("print(True)", "did you mean true?"),
@@ -127,6 +129,11 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("let x = ones(3)\nprint((x > 0.0) and (x < 2.0))", "shape", "logical_and"),
     ("print(tensordot(ones(2), ones(2)))", "name", "einsum"),
     ("print(flatten(ones((2, 2))))", "name", "ravel(x)"),
+    ("print(cov(ones((2, 3))))", "name", "c @ transpose(c) / (shape(x)[1] - 1)"),
+    ("print(kron(eye(2), ones((2, 2))))", "name", "reshape(a[:, none, :, none] * b[none, :, none, :]"),
+    ("print(nansum([1.0, nan]))", "name", "sum(where(isnan(x), 0.0, x))"),
+    ("print(leaky_relu(ones(2)))", "name", "where(x > 0.0, x, 0.01 * x)"),
+    ("print(logspace(0.0, 2.0, 3))", "name", "10.0 ** linspace(a, b, n)"),
     ("print(take(ones(3), tensor((0, 1), dtype=\"int64\")))", "name", "gather(x, idx, axis)"),
     ("print(linalg.solve(eye(2), ones(2)))", "name", "called without a module"),
     ("print(fori_loop(0, 3, fn(i, x) => x + 1.0, 0.0))", "name", "for i in range(lo, hi) { ... }"),
@@ -142,6 +149,18 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)
     assert err.kind == kind and (err.hint == hint if hint is None else hint in err.hint)
+
+
+def test_the_compositions_the_hints_spell_compute_what_numpy_does():
+    interp = dsl.Interpreter()
+    x, a, b = np.random.default_rng(0).normal(size=(3, 5)), np.arange(6.0).reshape(2, 3), np.ones((2, 2)) + np.eye(2)
+    for name, v in (("x", x), ("a", a), ("b", b)):
+        interp.set(name, v)
+    interp.run("let c0 = x - mean(x, axis=1, keepdims=true)\nlet c = c0 @ transpose(c0) / (shape(x)[1] - 1)\n"
+               "let r = c / outer(sqrt(diagonal(c)), sqrt(diagonal(c)))\n"
+               "let k = reshape(a[:, none, :, none] * b[none, :, none, :], (4, 6))\nlet l = 10.0 ** linspace(0.0, 2.0, 5)")
+    for name, want in (("c", np.cov(x)), ("r", np.corrcoef(x)), ("k", np.kron(a, b)), ("l", np.logspace(0, 2, 5))):
+        np.testing.assert_allclose(interp.get(name), want, rtol=1e-13, err_msg=name)
 
 
 def test_a_reduction_over_a_wrong_axis_of_a_tensor_gets_no_two_values_hint(run_error):
