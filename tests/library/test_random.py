@@ -184,12 +184,9 @@ def test_jit_and_vmap_give_the_same_numbers(capfd):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_vmap_inside_jit_over_parameters_with_the_functions_key_draws_per_example(backend):
     # the key is the jitted function's argument, a value of the staged program, and not batched:
     # the batching rule read it as a number (a Python TypeError, not dg's error)
-    if backend == "xla":
-        pytest.importorskip("jax")
     interp = dsl.Interpreter(backend=backend)
     interp.run("let k = rng(4)\nfn per(k, ps) { return (vmap(fn(j) => fold_in(k, j))(ps), "
                "vmap(fn(p) => normal(p, 1.0, (2,), key=k))(ps), "
