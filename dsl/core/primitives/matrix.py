@@ -223,9 +223,13 @@ def _tri_solve_jvp(ns, tangents, ans, args, kw):
 
 
 # ---------------------------------------------------------------- solve and inv
-def solve(a, b, who="solve"):
-    """x with a x = b (b a vector when it has one axis fewer than a); `who` is named where a is
-    singular."""
+def solve(a, b):
+    """x with a x = b (b a vector when it has one axis fewer than a)."""
+    return solve_for(a, b)
+
+
+def solve_for(a, b, who="solve"):
+    """solve(a, b), naming `who` where a is singular (a derivative rule's solve)."""
     if type(a) is Box or type(b) is Box:
         return SOLVE.bind(a, b) if who == "solve" else SOLVE.bind(a, b, who=who)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 1
@@ -243,7 +247,7 @@ def _solve_vjp(ns, g, ans, args, kw, wanted):
     """b's cotangent is a^-T g; a's is -(b's cotangent) x^T."""
     a, b = args
     vector = is_vector(shape_of(a), shape_of(b))
-    gb = solve(_mT(a), g, (kw or {}).get("who", "solve"))
+    gb = solve_for(_mT(a), g, (kw or {}).get("who", "solve"))
     ga = O.neg(O.matmul(_col(gb, vector), _mT(_col(ans, vector)))) if wanted[0] else None
     return _unbroadcast_pair(ga, gb if wanted[1] else None, a, b)
 
@@ -256,11 +260,16 @@ def _solve_jvp(ns, tangents, ans, args, kw):
     if tangents[0] is not None:
         step = _uncol(O.matmul(tangents[0], _col(ans, vector)), vector)
         rhs = O.neg(step) if rhs is None else O.sub(rhs, step)
-    return solve(a, rhs, (kw or {}).get("who", "solve"))
+    return solve_for(a, rhs, (kw or {}).get("who", "solve"))
 
 
-def inv(a, who="inv"):
-    """The inverse of a (of each matrix of a stack); `who` is named where a is singular."""
+def inv(a):
+    """The inverse of a (of each matrix of a stack)."""
+    return inverse(a)
+
+
+def inverse(a, who="inv"):
+    """inv(a), naming `who` where a is singular (a derivative rule's inverse)."""
     if type(a) is Box:
         return INV.bind(a) if who == "inv" else INV.bind(a, who=who)
     return _linalg(who, np.linalg.inv, _square(a, "inv"))
@@ -314,7 +323,7 @@ def cofactors(a):
 def _cofactors_jvp(ns, tangents, ans, args, kw):
     """dC = tr(a^-1 da) C - C da^T a^-T (where a is invertible)."""
     a, da = args[0], tangents[0]
-    a_inv = inv(a, DET_SECOND_DERIVATIVE)
+    a_inv = inverse(a, DET_SECOND_DERIVATIVE)
     first = O.mul(_per_matrix(_trace_of(O.matmul(a_inv, da)), a), ans)
     return O.sub(first, O.matmul(ans, O.matmul(_mT(da), _mT(a_inv))))
 
@@ -332,14 +341,14 @@ CHOLESKY = define("Cholesky", cholesky, vjp=(_cholesky_vjp,), jvp=_cholesky_jvp,
                   can_fail=True, keeps_nan=True)
 TRIANGULAR_SOLVE = define("TriangularSolve", triangular_solve, vjp_all=_tri_solve_vjp, jvp=_tri_solve_jvp,
                           batch=_leading_batch(triangular_solve), can_fail=True, keeps_nan=True)
-SOLVE = define("Solve", solve, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve), can_fail=True,
+SOLVE = define("Solve", solve_for, vjp_all=_solve_vjp, jvp=_solve_jvp, batch=_leading_batch(solve_for), can_fail=True,
                keeps_nan=True)
-INV = define("Inv", inv, vjp=(lambda ns, g, ans, a, **kw: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
+INV = define("Inv", inverse, vjp=(lambda ns, g, ans, a, **kw: O.neg(O.matmul(_mT(ans), O.matmul(g, _mT(ans)))),),
              jvp=lambda ns, tangents, ans, args, kw: O.neg(O.matmul(ans, O.matmul(tangents[0], ans))),
-             batch=_leading_batch(inv), can_fail=True, keeps_nan=True)
+             batch=_leading_batch(inverse), can_fail=True, keeps_nan=True)
 LOGABSDET = define("LogAbsDet", logabsdet,
-                   vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inv(a, SLOGDET_DERIVATIVE))),),
-                   jvp=lambda ns, tangents, ans, args, kw: _trace_of(solve(args[0], tangents[0], SLOGDET_DERIVATIVE)),
+                   vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), _mT(inverse(a, SLOGDET_DERIVATIVE))),),
+                   jvp=lambda ns, tangents, ans, args, kw: _trace_of(solve_for(args[0], tangents[0], SLOGDET_DERIVATIVE)),
                    batch=_leading_batch(logabsdet), can_fail=True)
 DET = define("Det", det,
              vjp=(lambda ns, g, ans, a: O.mul(_per_matrix(g, a), cofactors(a)),),
