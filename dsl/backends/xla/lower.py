@@ -23,6 +23,7 @@ from ...core.stage import is_array_kind
 from ..optimize import plan, resolve
 from .errors import NotLowerable
 from .liveness import ALL, body_outputs, live, scan_reads
+from .row_adds import RowAdds, add as add_rows, grown_carries, made
 from .rules import FALLBACK, LOWER, ON_HOST
 
 
@@ -250,7 +251,7 @@ class Lowering:
         start = [jnp.asarray(c) for c in carry]
         jx = self.jx
 
-        prepared = prepare(program, body_outputs(program, body.counts, live), in_loop=True)
+        prepared = prepare(program, body_outputs(program, body.counts, live), in_loop=True, counts=body.counts)
         # xs the body does not read (a history of a tensor the pass back only wrote rows of) are
         # not sliced, so that nothing keeps their stacked rows (liveness.scan_reads)
         read = scan_reads(program, nx)
@@ -269,6 +270,9 @@ class Lowering:
         state = (start, jnp.bool_(True), jnp.float64(0.0), _accumulators(jnp, program, prepared))
         (final, ok, zero, acc), stacked = lax.scan(step, state, (column, *fed), length=len(items), reverse=reverse)
         self.checks.append(ok)      # a path the body did not take, or a value: numpy runs the call
+        if len(items):
+            for j in prepared[5].values():      # a carry the body checks by the rows it gains
+                self.finite(start[j])
         self.zeros += [zero, *acc]
         return (*final, *stacked)
 
@@ -327,9 +331,10 @@ def _like(jnp, value, like):
     return value.astype(like.dtype)
 
 
-def prepare(program, wanted=ALL, in_loop=False):
+def prepare(program, wanted=ALL, in_loop=False, counts=None):
     """What lower_steps lowers of a program: (the plan, the output slots, the live slots, the live
-    fields of its loops, the values it checks).
+    fields of its loops, the values it checks, {checked slot: carry position} of a Scan body's
+    carries that grow by rows only, where `counts` are its body's: row_adds.grown_carries).
 
     The plan is the numpy backend's (dsl/backends/optimize.py): repeated steps merged, and
     reference 6.7's zero rules (Nz) left out where a NaN they would have zeroed can only reach
@@ -346,13 +351,15 @@ def prepare(program, wanted=ALL, in_loop=False):
         planned = plan(program, exact=True)     # see the docstring
     outs = [resolve(planned.alias, r) if r >= 0 else r for r in program.out_refs]
     slots, fields = live(planned.steps, outs, wanted)
-    return planned, outs, slots, fields, [r for r in planned.checked if r in slots]
+    checks = [r for r in planned.checked if r in slots]
+    grown = grown_carries(planned.steps, outs, program.inputs, counts, kinds, set(checks)) if counts else {}
+    return planned, outs, slots, fields, checks, grown
 
 
 def _accumulators(jnp, program, prepared):
     """Zeros shaped as the values a loop's body checks (prepare), which the loop adds them to."""
-    return [jnp.zeros(tuple(program.kinds[r][3]) if is_array_kind(program.kinds[r]) else (), np.float64)
-            for r in prepared[4]]
+    return [jnp.zeros(tuple(program.kinds[r][3]) if is_array_kind(program.kinds[r]) and r not in prepared[5] else (),
+                      np.float64) for r in prepared[4]]
 
 
 def _accumulated(inner, zero, acc):
@@ -372,20 +379,32 @@ def lower_steps(L, program, values, prepared=None):
     program's where None)."""
     jnp = L.np
     kinds = program.kinds
-    planned, outs, slots, fields, checks = prepared or prepare(program)
+    planned, outs, slots, fields, checks, grown = prepared or prepare(program)
+    gained = {}     # the rows a carry of `grown` gained: its check reads those
     env = [None] * program.nslots
     for s, v in zip(program.inputs, values):
         number = NUMBER_TYPES.get(kinds[s])
         env[s] = v if number is None or v is None else L.jx.weak(jnp.asarray(v), number)     # as numpy takes them
     for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
+        if op == "RowAdd" and is_array_kind(kinds[out]):     # made where it is read (row_adds.py)
+            env[out] = RowAdds(kinds[out][3], kinds[out][4], ((args[1], args[0]),))
+            continue
+        if any(type(a) is RowAdds for a in args):
+            summed = add_rows(jnp, *args, kinds[out]) if op == "Add" else None
+            if summed is not None:
+                if type(summed) is not RowAdds:
+                    gained[out] = next(a for a in args if type(a) is RowAdds)
+                env[out] = summed
+                continue
+            args = [made(jnp, a) for a in args]
         if kind == "guard":
             L.guard(_same(jnp, args[0], consts[0]))
             continue
         if op in ON_HOST:     # an effect in the program's order, or numpy's kernel of a keyed draw
             kernel = functools.partial(S._effect_kernel if op == "Effect" else PRIMS[op].plain or PRIMS[op].impl,
                                        **(kw or {}))
-            raw = [env[r] if r >= 0 else c for r, c in zip(refs, consts)]
+            raw = [made(jnp, env[r]) if r >= 0 else c for r, c in zip(refs, consts)]
             env[out] = L.host(kernel, raw, [kinds[r] if r >= 0 else None for r in refs], kinds[out],
                               ordered=op == "Effect")
             continue
@@ -402,9 +421,14 @@ def lower_steps(L, program, values, prepared=None):
             raise NotLowerable(f"{op}: {type(exc).__name__}: {exc}") from None
         env[out] = as_kind(L, value, kinds[out], op)
     for r in checks:       # live ones only: nothing the results need reads the others
-        L.finite(env[r])
-    return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known else env[r]
-            for r, c in zip(outs, program.out_consts)]
+        if r in grown:      # its rows (the loop checks its first value): a number, as its accumulator
+            rows = gained.get(r)
+            v = made(jnp, env[r])
+            L.finite(jnp.sum((v if rows is None else jnp.stack([v[i] for i, _ in rows.rows])) * 0.0))
+        else:
+            L.finite(made(jnp, env[r]))
+    return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known
+            else made(jnp, env[r]) for r, c in zip(outs, program.out_consts)]
 
 
 def _host_kind(kind):

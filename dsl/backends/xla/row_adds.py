@@ -1,0 +1,87 @@
+"""Rows added into zeros, kept unmade until something reads them (lower.py).
+
+A loop that reads `x[i]` under grad sums the read's cotangent into a tensor of x's size on
+every iteration: RowAdd (zeros with g at row i), then Add into the sum carried so far. Made as
+written, each iteration writes and adds the whole tensor, so a loop over the n rows of x costs
+n^2 (and XLA does not fold the zeros away); JAX's own loops add the row in place. A RowAdd's
+value is therefore a `RowAdds`, the rows it stands for: an Add of two adds their rows, an Add
+into a tensor of the same shape and type adds them in place (`x.at[i].add(g)`, which XLA runs
+on the carried buffer: one row's work), and any other use makes the tensor.
+"""
+
+import numpy as np
+
+
+class RowAdds:
+    """zeros(shape, dtype) with each (i, g) of `rows` added at row i."""
+
+    __slots__ = ("shape", "dtype", "rows")
+
+    def __init__(self, shape, dtype, rows):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.rows = tuple(rows)
+
+    def made(self, jnp):
+        """The tensor itself."""
+        return self.into(jnp.zeros(self.shape, self.dtype))
+
+    def into(self, x):
+        """x with the rows added (x of this shape and type)."""
+        for i, g in self.rows:
+            x = x.at[i].add(g)
+        return x
+
+
+def made(jnp, v):
+    """v as a JAX value: a RowAdds made, anything else as it is."""
+    return v.made(jnp) if type(v) is RowAdds else v
+
+
+def add(jnp, a, b, kind):
+    """a + b where one or both are RowAdds, for a step of `kind` (stage.kind_of): RowAdds where
+    both are, the rows added in place where the other is a tensor of the result's shape and type,
+    else None (the caller makes them and adds as any Add)."""
+    if type(a) is RowAdds and type(b) is RowAdds:
+        if a.shape == b.shape and a.dtype == b.dtype:
+            return RowAdds(a.shape, a.dtype, a.rows + b.rows)
+        return None
+    rows, x = (a, b) if type(a) is RowAdds else (b, a)
+    if not isinstance(kind, tuple) or tuple(kind[3]) != rows.shape or np.dtype(kind[4]) != rows.dtype:
+        return None
+    x = jnp.asarray(x)
+    if x.shape != rows.shape or x.dtype != rows.dtype:
+        return None
+    return rows.into(x)
+
+
+def grown_carries(steps, outs, inputs, counts, kinds, checks):
+    """{checked slot: carry position} for a loop body's carries that grow by rows only: the carry
+    out is an Add of the carry in and rows (RowAdd, or Adds of them) of its own shape and type.
+    Such a carry is finite on every iteration where it starts finite and each row it gains is
+    (rows left alone stay as they were): the loop checks those rows and its first carry, where
+    checking the whole carry on every iteration would cost the tensor's size again."""
+    nx, nc = counts[0], counts[1]
+    made_by = {s[6]: s for s in steps}
+    found = {}
+    for j in range(nc):
+        r, carry_in = outs[j], inputs[1 + nx + j]
+        step = made_by.get(r)
+        if r not in checks or step is None or step[1] != "Add" or kinds[r] != kinds[carry_in]:
+            continue
+        a, b = step[2]
+        other = b if a == carry_in else a if b == carry_in else None
+        if other is not None and _rows_only(other, made_by, kinds):
+            found[r] = j
+    return found
+
+
+def _rows_only(r, made_by, kinds):
+    """Whether slot r holds rows added into zeros of its kind (a RowAdd, or an Add of such)."""
+    step = made_by.get(r)
+    if step is None:
+        return False
+    if step[1] == "RowAdd":
+        return True
+    return step[1] == "Add" and all(x >= 0 and kinds[x] == kinds[r] and _rows_only(x, made_by, kinds)
+                                    for x in step[2])
