@@ -107,3 +107,21 @@ def test_a_loop_over_numbers_computes_them_again():
     assert abs(g(0.7) - i.lookup("grad")(i.lookup("grad")(i.lookup("f")))(0.7)) < 1e-12
     staged = _program(g)
     assert hoist(staged) is staged
+
+
+def test_numbers_read_out_of_a_carried_tensor_are_residuals_so_its_history_is_not_kept():
+    # y[i] = tanh(y[i - 1]) + x[i]: the pass back needs tanh' at y[i - 1], a number; computed again
+    # from the carry the iteration started from, it kept a copy of y per iteration (n^2 numbers)
+    i = dsl.Interpreter()
+    i.run("fn f(x) {\n  let y = zeros(shape(x)[0])\n  for k in range(1, shape(x)[0]) { y[k] = tanh(y[k - 1]) + x[k] }\n"
+          "  return sum(y * y)\n}\nlet g = jit(grad(f), backend=\"xla\")")
+    x = np.random.default_rng(3).normal(size=30)
+    g = i.lookup("g")
+    for _ in range(2):
+        np.testing.assert_allclose(g(x), i.lookup("grad")(i.lookup("f"))(x), rtol=1e-12, atol=1e-14)
+    (back,) = list(_reverse_bodies(hoist(_program(g))))
+    program, (nx, nc, nk, ny) = back.program, back.counts
+    read = {r for s in program.steps for r in s[2]} | set(program.out_refs)
+    # its xs: the residuals, then A's history (y, then the sum so far), then cotangents
+    tensors = [s for s in program.inputs[1:1 + nx] if program.kinds[s][0] == "array" and s not in read]
+    assert tensors, "the history of y is still read by the pass back"

@@ -28,6 +28,11 @@ fn neighbours(x, w) {
     for i in range(shape(x)[0] - 1) { s = s + tanh(w * x[i] - x[i + 1]) ** 2 }
     return s
 }
+fn recurrence(x) {
+    let y = zeros(shape(x)[0])
+    for i in range(1, shape(x)[0]) { y[i] = 0.9 * y[i - 1] + x[i] }
+    return sum(y * y)
+}
 fn roots(x) {
     let s = 0.0
     for i in range(shape(x)[0]) { s = s + sqrt(x[i]) }
@@ -54,7 +59,7 @@ def _program(jitted):
 @pytest.mark.parametrize("expr", [
     "jit(grad(squares))(x)", "jit(grad(neighbours, argnums=(0, 1)))(x, 0.7)", "jit(hessian(squares))(x[:6])",
     "jit(grad(fn(x) => grad(fn(w) => neighbours(x, w))(0.7)))(x)",
-    "jit(vmap(grad(squares)))(stack((x, 2.0 * x)))",
+    "jit(vmap(grad(squares)))(stack((x, 2.0 * x)))", "jit(grad(recurrence))(x)",
 ])
 def test_gradients_of_loops_reading_rows_are_the_numpy_backends(expr):
     want, interp = _interp("numpy").eval(expr), _interp("xla")
@@ -77,9 +82,10 @@ def test_a_non_finite_row_gained_is_reported_as_on_numpy():
         assert err.value.kind == "numerics" and "Sqrt" in err.value.message, backend
 
 
-def test_the_pass_back_adds_rows_in_place_and_checks_only_them():
+def _reverse_body_ops_of_xs_size(fn):
+    """The operations of the reverse loop's body, on XLA, that give a tensor of x's size."""
     interp = _interp("xla")
-    interp.run("let g = jit(grad(squares))\nlet ok = (g(x), g(x))")
+    interp.run(f"let g = jit(grad({fn}))\nlet ok = (g(x), g(x))")
     program = hoist(_program(interp.lookup("g")))
     jx = runtime.load()
 
@@ -90,10 +96,18 @@ def test_the_pass_back_adds_rows_in_place_and_checks_only_them():
         jaxpr = jax.make_jaxpr(run)(X)
     (back,) = [e for e in jaxpr.eqns if e.primitive.name == "scan" and e.params["reverse"]]
     body = back.params["jaxpr"].jaxpr
-    whole = [e for e in body.eqns if any(getattr(v.aval, "shape", ()) == X.shape for v in e.outvars)]
+    return [e.primitive.name for e in body.eqns if any(getattr(v.aval, "shape", ()) == X.shape for v in e.outvars)]
+
+
+def test_the_pass_back_adds_rows_in_place_and_checks_only_them():
     # the sum of x's cotangents gains its rows by scatter-adds: no zeros of x's size made, added
     # or multiplied by 0 for the check on each iteration
-    assert whole and {e.primitive.name for e in whole} == {"scatter-add"}
+    found = _reverse_body_ops_of_xs_size("squares")
+    assert found and set(found) == {"scatter-add"}
+    # the cotangent of y, whose row i the pass back sets to 0 (y[i] was written) before adding
+    # into row i - 1: its check reads the rows gained too
+    found = _reverse_body_ops_of_xs_size("recurrence")
+    assert found and set(found) == {"scatter", "scatter-add"}
 
 
 def test_staging_keeps_no_history_of_a_pullback_nothing_differentiates(monkeypatch):

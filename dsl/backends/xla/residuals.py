@@ -9,8 +9,10 @@ work done a second time: an RNN's pass back multiplied its matrices again. `hois
 body those steps too, the tensors among them becoming extra ys of A (the residuals), which B
 reads row by row instead of computing them; XLA merges the added steps with A's own (common
 subexpressions). B still computes the numbers among them: a number costs less to compute again
-than to store and read back (a scalar loop's pass back ran 1.7x slower reading them). The
-values are the same, computed once: the results are those of the program as staged.
+than to store and read back (a scalar loop's pass back ran 1.7x slower reading them), but for a
+number read out of a tensor A carries (y[i - 1] of a loop that writes y[i]): computed again, it
+kept A's history of that tensor, a copy per iteration. The values are the same, computed once:
+the results are those of the program as staged.
 
 Only what XLA runs is rewritten: jit's recording, which other transformations replay, stays
 as staged.
@@ -100,18 +102,24 @@ def _pair(b_step, steps, where, fields, kinds, nslots, renumbered):
     # B's inputs that A's iteration has: the item and rows of A's history or xs (they vary from
     # one iteration to the next), and A's consts (they do not)
     varying = {b_in[0]: a_in[0]}
+    rows_of_carries = set()     # B's inputs that are rows of A's history of a tensor
     for j, r in enumerate(b_refs[:nxb]):
         at = _source_in_a(r, a_step, steps, fields)
         if at is not None:
             varying[b_in[1 + j]] = a_in[at]
+            if at >= 1 + nxa and S.is_array_kind(bp.kinds[b_in[1 + j]]):
+                rows_of_carries.add(b_in[1 + j])
     fixed = {}
     a_consts = a_refs[nxa + nca:]
     for j, r in enumerate(b_refs[nxb + ncb:]):
         if r >= 0 and r in a_consts:
             fixed[b_in[1 + nxb + ncb + j]] = a_in[1 + nxa + nca + a_consts.index(r)]
     moved, copied = _split(bp, varying, fixed)
-    # B reads the tensors instead of computing them, and computes the numbers again (docstring)
-    lifted = {i for i in moved if S.is_array_kind(bp.kinds[bp.steps[i][6]])}
+    # B reads the tensors instead of computing them, and computes the numbers again (docstring),
+    # but for those it reads out of a tensor A carries (y[i - 1] of a loop writing y[i]): A's
+    # history of that tensor, a copy per iteration, is then read by nothing, and XLA drops it
+    lifted = {i for i in moved if S.is_array_kind(bp.kinds[bp.steps[i][6]])
+              or any(r in rows_of_carries for r in bp.steps[i][2])}
     made = {bp.steps[i][6] for i in lifted}
     used = [r for i, s in enumerate(bp.steps) if i not in lifted for r in s[2]] + list(bp.out_refs)
     residuals = sorted({r for r in used if r in made})

@@ -57,7 +57,8 @@ def add(jnp, a, b, kind):
 
 def grown_carries(steps, outs, inputs, counts, kinds, checks):
     """{checked slot: carry position} for a loop body's carries that grow by rows only: the carry
-    out is an Add of the carry in and rows (RowAdd, or Adds of them) of its own shape and type.
+    out is an Add of the carry in (some of its rows set to finite constants) and rows (RowAdd, or
+    Adds of them) of its own shape and type.
     Such a carry is finite on every iteration where it starts finite and each row it gains is
     (rows left alone stay as they were): the loop checks those rows and its first carry, where
     checking the whole carry on every iteration would cost the tensor's size again."""
@@ -70,10 +71,21 @@ def grown_carries(steps, outs, inputs, counts, kinds, checks):
         if r not in checks or step is None or step[1] != "Add" or kinds[r] != kinds[carry_in]:
             continue
         a, b = step[2]
-        other = b if a == carry_in else a if b == carry_in else None
+        other = b if _from_carry(a, carry_in, made_by) else a if _from_carry(b, carry_in, made_by) else None
         if other is not None and _rows_only(other, made_by, kinds):
             found[r] = j
     return found
+
+
+def _from_carry(r, carry_in, made_by):
+    """Whether slot r is the carry in, or it with rows set to finite constants (the pass back's
+    g[i] = 0 beside a read of g[i]): what the carry held but those rows, which are finite."""
+    while r != carry_in:
+        step = made_by.get(r)
+        if step is None or step[1] != "SetRow" or step[2][2] >= 0 or not np.all(np.isfinite(step[3][2])):
+            return False
+        r = step[2][0]
+    return True
 
 
 def _rows_only(r, made_by, kinds):
