@@ -73,6 +73,12 @@ def rows_in_place(program, p, carry, extra):
             if row_add is not None:     # computed in the Add's place (its g and i live until then), not written
                 _move(steps, row_add, step)
                 added[id(step)] = row_add
+    # x must be what the iteration passes on to the next: where it passes on another value (a
+    # constant zero, the cotangent of a carry the body overwrites), the next iteration would write
+    # into that value itself
+    passed_on = {c for j, c in enumerate(carry) if own.get(out_refs[j]) == c}
+    found = {k: c for k, c in found.items() if c in passed_on}
+    added = {k: a for k, a in added.items() if k in found}
     if not found:
         return p, {}, set(), {}
     return Plan(steps, p.alias, p.checked, p.known, p.inexact, p.implied), found, copied, added

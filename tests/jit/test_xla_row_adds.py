@@ -122,3 +122,14 @@ def test_staging_keeps_no_history_of_a_pullback_nothing_differentiates(monkeypat
     (back,) = [s for s in _program(interp.lookup("g")).steps if s[1] == "Scan" and s[4]["reverse"]]
     _, nc, _, ny = back[4]["body"].counts
     assert back[4]["reads"] <= frozenset(range(nc + ny))
+
+
+def test_a_carry_the_pass_back_resets_to_a_constant_is_not_written_in_place():
+    # found by the XLA fuzzer once the staging run kept no history of the pass back: its compiled
+    # loop (in_place.rows_in_place) wrote the cotangent of an overwritten carry into the carried
+    # tensor in place, and each iteration passed the constant zero on as that tensor, so the next
+    # wrote into the constant itself (a gradient off by 1e-9)
+    from test_jit_fuzz import Writer, check_program
+    check_program(Writer(39709).program(with_while=True), 39709,
+                  ("jit(value_and_grad(f, argnums=(0, 1, 2)))", "value_and_grad(f, argnums=(0, 1, 2))"), 3,
+                  backend="xla")
