@@ -10,9 +10,9 @@ import pytest
 
 import dsl
 from dsl.backends.xla import runtime
-from dsl.core.primitives import scan as scan_primitive
 from dsl.backends.xla.code import hoist
 from dsl.backends.xla.lower import Lowering, lower_steps
+from dsl.core.primitives import scan as scan_primitive
 from dsl.errors import DgError
 
 jax = pytest.importorskip("jax")
@@ -44,6 +44,7 @@ X = np.random.default_rng(5).uniform(0.5, 2.0, size=40)
 
 
 def _interp(backend):
+    """An interpreter on `backend` holding the loops and x."""
     interp = dsl.Interpreter(backend=backend)
     interp.run(LOOPS)
     interp.set("x", X)
