@@ -189,11 +189,12 @@ def _matrix_norm(x, order, axes, keepdims, nd):
     return out
 
 
-def _offset(k, who):
-    """A diagonal's offset: an int (0 the main diagonal, 1 the one above it, -1 below)."""
+def _diagonal_number(k, who, name="the offset"):
+    """Which diagonal: an int (0 the main diagonal, 1 the one above it, -1 the one below); `name`
+    is the argument's, for the error."""
     k = raw(k)
     if type(k) is not int:
-        raise error("type", f"{who}: the offset must be an int, got {type_name(k)}")
+        raise error("type", f"{who}: {name} must be an int, got {type_name(k)}")
     return k
 
 
@@ -206,7 +207,7 @@ def diagonal(a, offset=0):
 def _diagonal(a, offset, who):
     """diagonal(a, offset) for the builtin `who`."""
     shape = _ndim(a, who, 2)
-    k = _offset(offset, who)
+    k = _diagonal_number(offset, who)
     m, n = shape[-2:]
     if k == 0 and m > n:
         return ops.sum_(ops.keep_where(np.eye(m, n, dtype=bool), a), -2)
@@ -227,7 +228,7 @@ def diag(v, k=0):
     """diag(v, k=0): a square matrix with the vector v on its diagonal, or on the one k above it
     (below, for a negative k); of a matrix, that diagonal (numpy's)."""
     shape = _ndim(v, "diag", 1)
-    k = _offset(k, "diag")
+    k = _diagonal_number(k, "diag")
     if len(shape) == 2:
         return _diagonal(v, k, "diag")
     if len(shape) != 1:
@@ -249,9 +250,7 @@ def outer(a, b):
 def _triangle(a, k, lower, who):
     """a with the entries off the lower (upper) triangle, past diagonal k, set to 0."""
     shape = _ndim(a, who, 2)
-    k = raw(k)
-    if type(k) is not int:
-        raise error("type", f"{who}: k must be an int, got {type_name(k)}")
+    k = _diagonal_number(k, who, "k")
     m, n = shape[-2:]
     mask = np.tril(np.ones((m, n), bool), k) if lower else np.triu(np.ones((m, n), bool), k)
     return ops.keep_where(mask, a)     # an int or bool matrix keeps its dtype, as numpy's
