@@ -21,6 +21,8 @@ PYTHON_MODULES = {"np", "numpy", "jnp", "jax", "lax", "math", "torch", "scipy", 
 MODULE_HINT = "numpy's functions are dg's builtins, called without a module: zeros(3), not np.zeros(3)"
 
 KEY_HINT = "rng(seed) makes a random key (split(key) splits it; key= on a distribution draws with it)"
+MASK_HINT = "x[mask] keeps the entries where a mask holds; where(mask, a, b) picks entry by entry"
+TO_RADIANS, TO_DEGREES = "x * pi / 180.0", "x * 180.0 / pi"
 
 # Python builtins dg spells another way
 PYTHON_NAMES = {
@@ -66,11 +68,9 @@ PYTHON_NAMES = {
     "trunc": "sign(x) * floor(abs(x)) rounds toward zero (astype(x, \"int64\") as ints)",
     "exp2": "2.0 ** x",
     "logspace": "10.0 ** linspace(a, b, n)",
-    "deg2rad": "x * pi / 180.0", "radians": "x * pi / 180.0",
-    "rad2deg": "x * 180.0 / pi", "degrees": "x * 180.0 / pi",
+    "deg2rad": TO_RADIANS, "radians": TO_RADIANS, "rad2deg": TO_DEGREES, "degrees": TO_DEGREES,
     "kron": "of two matrices a (m, n) and b (p, q): reshape(a[:, none, :, none] * b[none, :, none, :], (m * p, n * q))",
-    "nonzero": "x[mask] keeps the entries where a mask holds; where(mask, a, b) picks entry by entry",
-    "argwhere": "x[mask] keeps the entries where a mask holds; where(mask, a, b) picks entry by entry",
+    "nonzero": MASK_HINT, "argwhere": MASK_HINT,
     "leaky_relu": "where(x > 0.0, x, 0.01 * x)",
     "elu": "where(x > 0.0, x, expm1(x))",
     # JAX's control flow and keys: dg's own statements are what jit stages as loops and branches

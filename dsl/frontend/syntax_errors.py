@@ -64,6 +64,8 @@ def expected_words(expected):
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
+OUTER_ASSIGNMENT = "a function cannot assign to a variable outside it: return the new value, or pass and return a struct"
+
 # Python's spelling of something dg writes its own way: the word, and how dg says it.
 PYTHON_WORDS = {
     "def": "dg declares a function with fn: fn f(x) { return x * 2.0 }",
@@ -76,11 +78,11 @@ PYTHON_WORDS = {
     "raise": "error(\"message\") stops the program with that message",
     "assert": "assert is a function in dg: assert(x > 0, \"message\")",
     "from": "dg imports a whole module: import nn (or import nn as n), then nn.mlp(...)",
-    "global": "a function cannot assign to a variable outside it: return the new value, or pass and return a struct",
-    "nonlocal": "a function cannot assign to a variable outside it: return the new value, or pass and return a struct",
+    "global": OUTER_ASSIGNMENT, "nonlocal": OUTER_ASSIGNMENT,
     "del": "dg has no del: a name lives to the end of its block, and a map without a key is a new map",
     "with": "dg has no with: load(path) and save(path, value) open and close the file themselves",
-    "yield": "dg has no generators: a for loop builds a tuple (xs = xs + (x,)) or a tensor (cat, stack)",
+    "yield": "dg has no generators: a for loop writes rows of a tensor made before it (ys[i] = y), or builds a "
+             "tuple (xs = xs + (x,))",
 }
 
 
