@@ -26,10 +26,11 @@ class RowAdds:
         """The tensor itself."""
         return self.into(jnp.zeros(self.shape, self.dtype))
 
-    def into(self, x):
-        """x with the rows added (x of this shape and type)."""
+    def into(self, x, at=()):
+        """x with the rows added (x of this shape and type); `at`: the rows of x's leading axes this
+        stands for (a row that is itself rows added: an entry of a grid read at [i][j])."""
         for i, g in self.rows:
-            x = x.at[i].add(g)
+            x = g.into(x, (*at, i)) if type(g) is RowAdds else x.at[(*at, i)].add(g)
         return x
 
 

@@ -22,6 +22,17 @@ from .loop_walks import Walks
 from .split import checks_can_wait, cotangents, hoisted, needed_only, split
 
 
+def _runs_user_rules(step):
+    """Whether a step runs the user's code: a custom rule, a host function, or a loop step (a
+    loop inside the body) whose own body does."""
+    op = step[1]
+    if op == "Loop":
+        return step[4]["body"].user_rules
+    if op == "Scan":
+        return step[4]["body"].origin.user_rules
+    return op in USER_CODE
+
+
 class Body:
     """A loop body staged once: its program P (state -> next state), compiled code, and its pullback Q.
 
@@ -45,7 +56,7 @@ class Body:
         self.where = where      # its line, for messages
         # whether P runs a user's derivative rule (custom_vjp), under which the pullback of P's jvp
         # is not the jvp of P's pullback (mixed derivatives of a custom rule need not be symmetric)
-        self.user_rules = any(step[1] in USER_CODE for step in program.steps)
+        self.user_rules = any(_runs_user_rules(step) for step in program.steps)
         self.draws = draws_keylessly(program)
         # a Scan's body: its keyless draws, each an input after the state, (draw, args, kw) in
         # the order the body makes them (rolling.Lookahead; scan_body.scan_loop draws them)

@@ -50,8 +50,10 @@ stages, a `for` loop under two reverse levels and no forward one (grad of grad:
 dsl/core/primitives/loop_twice.py), or under more (three reverse levels, or two and a
 forward one, or two in a while loop or where vmap looks; or a body with a custom rule under
 forward over reverse), as one Scan step (dsl/core/primitives/scan.py, scan_body.py), whose
-rules give Scans again at any depth. Everything else is written out, as is every loop whose
-state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a
+rules give Scans again at any depth. A loop in the body being looked ahead is rolled the same
+way, a step of that body (`wanted`: a `while`, a `for` of NESTED_MIN_ITEMS iterations, or of
+MIN_ITEMS in a Scan's body), so a nest of loops stages each body once. Everything else is
+written out, as is every loop whose state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a
 derivative the same way, keeping the staged body for its next runs
 (dsl/transform/jit/eager_loops.py).
 """
@@ -73,6 +75,11 @@ from .scan_body import scan_loop
 # 1.4-1.7x faster on later calls than a Scan of the same loop
 SCAN_FROM = 3
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
+# measured on the numpy backend: a short `for` inside a rolled body runs about 2x faster
+# written out in it, and its copies stage in a tenth of a second below this many iterations;
+# a `while` (its count may differ from one run to the next) rolls, and so does a `for` from
+# MIN_ITEMS on XLA (which compiles copies slowly and lowers a Scan in a Scan's body)
+NESTED_MIN_ITEMS = 100
 VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
 
 
@@ -83,12 +90,15 @@ class NotRollable(Exception):
 class Lookahead(S.StageTrace):
     """The staging trace of one iteration run ahead: nothing may escape it. `draws`: whether a
     keyless draw may be staged in the body (see `effect`); `as_data`: whether it is one of the
-    body's inputs instead, the numbers drawn before the loop (a Scan's: scan_body.scan_loop)."""
+    body's inputs instead, the numbers drawn before the loop (a Scan's: scan_body.scan_loop);
+    `scans`: whether the body will be a Scan's, whose rules differentiate a Scan in it at any depth
+    (a Loop step in it, the numpy backend's, has rules for two reverse levels)."""
 
     __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows")
 
-    def __init__(self, derived=False, draws=False, as_data=False):
+    def __init__(self, derived=False, draws=False, as_data=False, scans=False):
         super().__init__(derived=derived)
+        self.scans = scans      # the body is a Scan's: a `for` loop in it is a Scan step too
         self.draws = draws
         self.as_data = as_data
         self.drawn = []     # (the input's box, the draw, its arguments and keywords), in order
@@ -182,6 +192,14 @@ class Roller:
         if self in self.interp.unrolled_loops:
             return False
         top = staging[-1]
+        if type(top) is Lookahead:
+            # a loop in the body of a loop being rolled: a step of that body, as it is outside
+            # (NESTED_MIN_ITEMS); on XLA, a `while` stays written out: XLA lowers a Scan, not the
+            # numpy backend's while loop under a derivative, whose count is found by running it
+            scans = any(getattr(t, "scans", False) for t in staging)
+            if items is None:
+                return not scans and self._few_short_runs(staging)
+            return len(items) >= (MIN_ITEMS if scans else NESTED_MIN_ITEMS)
         if type(top) is not S.StageTrace:
             return False
         if top.dry and not any(type(t) is S.StageTrace and not t.dry for t in staging):
@@ -189,8 +207,13 @@ class Roller:
             # where a look ahead and its compilations pay only for a long loop
             return items is not None and len(items) >= VMAP_MIN_ITEMS
         if items is None:
-            return self.short[0] != id(top) or self.short[1] < 3
+            return self._few_short_runs(staging)
         return len(items) >= MIN_ITEMS
+
+    def _few_short_runs(self, staging):
+        """Whether this while loop stopped within MIN_ITEMS iterations fewer than three times in
+        this staging (its runs in the look ahead of an outer loop count for that staging)."""
+        return self.short[0] != _staging_id(staging) or self.short[1] < 3
 
     def __call__(self, f, items):
         """Run the whole loop, each iteration a step of the run's limits (a rolled loop's count
@@ -231,7 +254,7 @@ class Roller:
         if not self.interp.staging:
             self.eager.roll(f, set(self.body_locals), 0, None)
             return
-        top = id(self.interp.staging[-1])
+        top = _staging_id(self.interp.staging)
         if (self._roll(f, set(self.body_locals), 0, None) or 0) < MIN_ITEMS:
             trace, count = self.short
             self.short = (top, count + 1 if trace == top else 1)
@@ -260,7 +283,7 @@ class Roller:
         in_body = not nested and not scans and not (forward and reverse)
         staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse), draws=in_body, items=items,
                                  as_data=(deep or scans or bool(forward) or nested) if items is not None
-                                 else not in_body)
+                                 else not in_body, scans=deep or scans)
         if staged is None:
             return False
         body, state, layout, _ = staged
@@ -287,26 +310,28 @@ class Roller:
                                                         nested=nested), body)
         return True if items is not None else body.ran
 
-    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None):
+    def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None,
+                   scans=False):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
         staged as state too where it changes some: (Body, state, layout, counters), or None.
         `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead); `items`: the
-        range the body runs over (None: not known, or a while loop's)."""
+        range the body runs over (None: not known, or a while loop's); `scans`: the body is a Scan's."""
         counters = frozenset()
-        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items)
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items, scans)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
-            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items,
+                                    scans)
         return None if body is None else (body, state, layout, counters)
 
     def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False,
-                    items=None):
+                    items=None, scans=False):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
-        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data)     # under grad, the loop's rule differentiates P
+        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data, scans=scans)     # under grad, the loop's rule differentiates P
         saved = snapshot(f)
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
@@ -369,6 +394,12 @@ class Roller:
                     f"changes from one iteration to the next (a function, a string, a structure of "
                     f"another shape)")
         return "a variable changes from one iteration to the next"
+
+
+def _staging_id(staging):
+    """The id of the staging under way: its innermost trace that is not an outer loop's look ahead
+    (None's outside jit and vmap, where an eager loop's look ahead is the only one)."""
+    return id(next((t for t in reversed(staging) if type(t) is not Lookahead), None))
 
 
 def _grown_tuple(before, after):

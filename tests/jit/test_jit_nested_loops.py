@@ -1,0 +1,187 @@
+"""Loops inside the body of a loop jit rolls (dsl/transform/jit/rolling.py, Roller.wanted): a
+`while`, a long `for`, and on XLA a `for` of three iterations or more, are steps of that body,
+rolled as they would be outside it. Written out in the body, a 150-step inner loop staged 150
+copies (and XLA, past the steps it compiles in reasonable time, left the program to numpy), and a
+`while` whose count differed from one outer iteration to the next made jit write the outer loop
+out too."""
+
+import io
+
+import numpy as np
+import pytest
+
+import dsl
+
+NEST = """
+fn settle(k) {
+    let y = 1.0
+    let total = 0.0
+    for i in range(12) {
+        for j in range(INNER) { y = y + 0.001 * sin(y * k) }
+        total = total + y * (i + 1)
+    }
+    return total
+}
+fn roots(k) {
+    let y = 1.0
+    let total = 0.0
+    for i in range(30) {
+        let x = y + 1.0
+        while abs(x * x - (2.0 + y)) > 1e-12 { x = x - (x * x - 2.0 - y) / (2.0 * x) }
+        y = 0.5 * x * k + 0.01 * i
+        total = total + y
+    }
+    return total
+}
+fn field(w) {
+    let m = zeros((12, INNER))
+    for i in range(12) {
+        for j in range(INNER) { m[i, j] = tanh(w[i] * (j + 1) * 0.01 + m[i, j - 1]) }
+    }
+    return sum(m * m)
+}
+"""
+
+
+def interp(inner, backend="numpy"):
+    """An interpreter with the nests above, their inner `for` loops `inner` long."""
+    i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
+    i.run(NEST.replace("INNER", str(inner)))
+    return i
+
+
+def programs(jitted):
+    """The recordings a jitted function holds."""
+    return [e.program for entries in jitted.call.entries.values() for e in entries]
+
+
+def body_of(step):
+    """The program a Loop or Scan step runs per iteration."""
+    body = step[4]["body"]
+    return body.program if hasattr(body, "program") else body.forward
+
+
+def loop_steps(program):
+    """The Loop and Scan steps of a program, and of the bodies of those steps, at any depth."""
+    found = []
+    for s in program.steps:
+        if s[1] in ("Loop", "Scan"):
+            found.append(s)
+            found += loop_steps(body_of(s))
+    return found
+
+
+def bodies_holding_loops(program):
+    """How many of a program's loop steps have a loop step in their body."""
+    return sum(any(t[1] in ("Loop", "Scan") for t in body_of(s).steps) for s in loop_steps(program))
+
+
+def size(program):
+    """The steps of a program and of its loop steps' bodies, at any depth."""
+    return len(program.steps) + sum(len(body_of(s).steps) for s in loop_steps(program))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_long_inner_loop_is_a_step_of_the_outer_loops_body(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    sizes = []
+    for inner in (150, 300):
+        i = interp(inner, backend)
+        i.run("let g = jit(grad(settle))\nlet g3 = jit(grad(grad(grad(settle))))\n"
+              "let want = grad(settle)\nlet want3 = grad(grad(grad(settle)))")
+        for k in (1.3, 0.7, 1.3):
+            assert i.lookup("g")(k) == pytest.approx(i.lookup("want")(k), rel=1e-12)
+            assert i.lookup("g3")(k) == pytest.approx(i.lookup("want3")(k), rel=1e-9)
+        (g,), (g3,) = programs(i.lookup("g")), programs(i.lookup("g3"))
+        assert bodies_holding_loops(g) >= 1 and bodies_holding_loops(g3) >= 1
+        sizes.append((size(g), size(g3)))
+        if backend == "xla":
+            # copies of the inner body under three derivatives were past what XLA compiles in
+            # reasonable time: the program ran on numpy
+            assert all(e.xla.why is None for es in i.lookup("g3").call.entries.values() for e in es)
+    # written out, the inner loop put a copy of its body per iteration in the outer one's
+    assert sizes[0] == sizes[1]
+
+
+def test_a_short_inner_for_loop_stays_written_out_in_the_body_on_numpy():
+    # measured: the body with a few copies of a short loop runs about 2x faster than a loop step
+    # in it (NESTED_MIN_ITEMS)
+    short, long_ = interp(5), interp(150)
+    for i in (short, long_):
+        i.run("let g = jit(grad(settle))")
+        assert i.lookup("g")(1.3) == pytest.approx(i.eval("grad(settle)(1.3)"), rel=1e-12)
+    (program,) = programs(short.lookup("g"))
+    assert loop_steps(program) and bodies_holding_loops(program) == 0
+    (program,) = programs(long_.lookup("g"))
+    assert bodies_holding_loops(program) >= 1
+
+
+def test_an_inner_while_loop_whose_count_changes_is_staged_once(capfd):
+    # Newton's iterations per outer step differ (2 to 5 here): written out in the body, the count
+    # of the iteration looked ahead failed a guard on a later one, and jit wrote the outer loop out
+    i = interp(5)
+    i.run("let g = jit(grad(roots), explain=true)\nlet v = jit(roots)")
+    for k in (0.7, 0.9, 0.7):
+        assert i.lookup("g")(k) == pytest.approx(i.eval(f"grad(roots)({k})"), rel=1e-12)
+        assert i.lookup("v")(k) == pytest.approx(i.eval(f"roots({k})"), rel=1e-14)
+    assert "again" not in capfd.readouterr().err
+    for name in ("g", "v"):
+        (program,) = programs(i.lookup(name))
+        assert bodies_holding_loops(program) >= 1 and len(program.steps) < 100, name
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_rows_written_by_nested_loops_and_their_gradient(backend):
+    if backend == "xla":
+        pytest.importorskip("jax")
+    i = interp(120, backend)
+    i.run("let g = jit(value_and_grad(field))\nlet want = value_and_grad(field)\n"
+          "let vg = jit(vmap(grad(field)))")
+    w = np.linspace(0.5, 1.5, 12)
+    batch = np.stack([w, w[::-1], w * 0.5])
+    for _ in range(2):
+        (v, d), (v0, d0) = i.lookup("g")(w), i.lookup("want")(w)
+        assert v == pytest.approx(v0, rel=1e-13)
+        np.testing.assert_allclose(d, d0, rtol=1e-12)
+        got = i.lookup("vg")(batch)
+        for row, x in zip(got, batch):
+            np.testing.assert_allclose(row, i.lookup("want")(x)[1], rtol=1e-12)
+    assert bodies_holding_loops(programs(i.lookup("g"))[0]) >= 1
+
+
+def test_a_branch_of_the_inner_loop_that_goes_another_way_later_stages_again():
+    # the inner body's `%` cannot run both ways: a guard; on the fourth outer iteration y passes
+    # 1.5 and the guard fails, and jit stages the function again with that loop written out
+    src = ("fn f(w) {\n  let y = 1.0\n  for i in range(8) {\n    for j in range(120) {\n"
+           "      if y > 1.5 { y = y * 0.999 % 7.0 } else { y = y + 0.0005 * w }\n    }\n  }\n  return y\n}\n"
+           "let g = jit(value_and_grad(f))\nlet want = value_and_grad(f)")
+    i = dsl.Interpreter(stdout=io.StringIO())
+    i.run(src)
+    for _ in range(2):
+        got, want = i.lookup("g")(1.1), i.lookup("want")(1.1)
+        assert got[0] == pytest.approx(want[0], rel=1e-13) and got[1] == pytest.approx(want[1], rel=1e-12)
+
+
+def test_an_ode_fit_with_substeps_is_compiled_by_xla():
+    # odeint's rk4 takes `substeps` steps per output time, a loop in the loop over the times:
+    # written out in that body, 200 times x 25 substeps under grad were past the steps XLA
+    # compiles in reasonable time, and the fit ran on numpy
+    pytest.importorskip("jax")
+    i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
+    i.run("import ode\nfn rhs(y, t, k) { return tensor([y[1], -k * sin(y[0])]) }\n"
+          "fn loss(k) { return sum(ode.odeint(rhs, tensor([1.0, 0.0]), linspace(0.0, 10.0, 200), k, "
+          "method=\"rk4\", substeps=25)[:, 0] ** 2) }\nlet g = jit(grad(loss))")
+    want = i.eval("grad(loss)(1.3)")
+    for _ in range(2):
+        assert i.lookup("g")(1.3) == pytest.approx(want, rel=1e-12)
+    assert all(e.xla.why is None for es in i.lookup("g").call.entries.values() for e in es)
+
+
+def test_nested_loops_under_grad_outside_jit_give_the_written_out_numbers():
+    # outside jit a loop under a derivative rolls too (eager_loops.py), and the loops in its body
+    # as inside jit; an interpreter that keeps tapes writes every loop out
+    rolled, written = interp(150), dsl.Interpreter(keep_tape=True)
+    written.run(NEST.replace("INNER", "150"))
+    for expr in ("grad(settle)(1.3)", "grad(roots)(0.7)", "grad(settle)(0.9)", "grad(roots)(0.8)"):
+        assert rolled.eval(expr) == pytest.approx(written.eval(expr), rel=1e-12), expr
