@@ -185,3 +185,17 @@ def test_nested_loops_under_grad_outside_jit_give_the_written_out_numbers():
     written.run(NEST.replace("INNER", "150"))
     for expr in ("grad(settle)(1.3)", "grad(roots)(0.7)", "grad(settle)(0.9)", "grad(roots)(0.8)"):
         assert rolled.eval(expr) == pytest.approx(written.eval(expr), rel=1e-12), expr
+
+
+def test_an_inner_while_loop_without_a_derivative_is_an_xla_while_loop():
+    # no derivative through it: lax.while_loop inside the outer loop's scan, whatever the counts;
+    # under grad it stays written out in the body (XLA lowers no while loop under a derivative)
+    pytest.importorskip("jax")
+    i = interp(5, "xla")
+    i.run("let v = jit(roots)\nlet g = jit(grad(roots))")
+    for k in (0.7, 0.9):
+        assert i.lookup("v")(k) == pytest.approx(i.eval(f"roots({k})"), rel=1e-13)
+        assert i.lookup("g")(k) == pytest.approx(i.eval(f"grad(roots)({k})"), rel=1e-12)
+    (program,) = programs(i.lookup("v"))
+    assert bodies_holding_loops(program) >= 1
+    assert all(e.xla.why is None for es in i.lookup("v").call.entries.values() for e in es)

@@ -194,11 +194,12 @@ class Roller:
         top = staging[-1]
         if type(top) is Lookahead:
             # a loop in the body of a loop being rolled: a step of that body, as it is outside
-            # (NESTED_MIN_ITEMS); on XLA, a `while` stays written out: XLA lowers a Scan, not the
-            # numpy backend's while loop under a derivative, whose count is found by running it
+            # (NESTED_MIN_ITEMS); on XLA, a `while` under a derivative stays written out: XLA
+            # lowers a Scan, and a while loop without one, not the numpy backend's while loop
+            # under a derivative, whose count is found by running it
             scans = any(getattr(t, "scans", False) for t in staging)
             if items is None:
-                return not scans and self._few_short_runs(staging)
+                return not (scans and top.derived) and self._few_short_runs(staging)
             return len(items) >= (MIN_ITEMS if scans else NESTED_MIN_ITEMS)
         if type(top) is not S.StageTrace:
             return False
