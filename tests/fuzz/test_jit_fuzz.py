@@ -132,7 +132,7 @@ class Writer:
     def statement(self, nested=False):
         """One statement of the loop body (no conditionals inside conditionals)."""
         r = self.r
-        kind = r.randrange(15 if not nested else 7)
+        kind = r.randrange(16 if not nested else 7)
         if kind == 0:
             return f"s.a = tanh({self.scalar()})"
         if kind == 1:
@@ -168,6 +168,9 @@ class Writer:
         if kind == 12:      # a trip count that depends on the data
             return (f"let k = 0\n        while s.a < {self.scalar()} and k < 3 {{ s.a = s.a + 0.25\n"
                     f"            k += 1 }}")
+        if kind == 14:      # a loop in the body: a step of the body's program (rolling.py)
+            return (f"for j in range({r.choice([3, 4])}) {{ s.a = tanh(s.a + 0.25 * {self.scalar()})\n"
+                    f"            s.v = tanh(s.v * 0.5 + {self.vector()}) }}")
         return f"if {self.scalar()} > 1.5 {{ break }}"
 
     def keyed_draw(self):

@@ -53,9 +53,9 @@ forward over reverse), as one Scan step (dsl/core/primitives/scan.py, scan_body.
 rules give Scans again at any depth. A loop in the body being looked ahead is rolled the same
 way, a step of that body (`wanted`: a `while`, a `for` of NESTED_MIN_ITEMS iterations, or of
 MIN_ITEMS in a Scan's body), so a nest of loops stages each body once. Everything else is
-written out, as is every loop whose state holds nothing being staged. Outside jit and vmap, the interpreter rolls a loop under a
-derivative the same way, keeping the staged body for its next runs
-(dsl/transform/jit/eager_loops.py).
+written out, as is every loop whose state holds nothing being staged. Outside jit and vmap,
+the interpreter rolls a loop under a derivative the same way, keeping the staged body for its
+next runs (dsl/transform/jit/eager_loops.py).
 """
 
 import numpy as np
@@ -75,10 +75,10 @@ from .scan_body import scan_loop
 # 1.4-1.7x faster on later calls than a Scan of the same loop
 SCAN_FROM = 3
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
-# measured on the numpy backend: a short `for` inside a rolled body runs about 2x faster
-# written out in it, and its copies stage in a tenth of a second below this many iterations;
-# a `while` (its count may differ from one run to the next) rolls, and so does a `for` from
-# MIN_ITEMS on XLA (which compiles copies slowly and lowers a Scan in a Scan's body)
+# a `for` inside a rolled body is rolled from this many iterations: measured on the numpy
+# backend, a short one runs about 2x faster written out in the body, and its copies stage in a
+# tenth of a second below this; in a Scan's body (XLA's, which compiles copies slowly) from
+# MIN_ITEMS. An inner `while` rolls whatever its count (which may differ from one run to the next)
 NESTED_MIN_ITEMS = 100
 VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
 
@@ -282,12 +282,22 @@ class Roller:
         # before the loop; under one reverse level or none, or forward mode alone, in the body
         # (Lookahead.effect)
         in_body = not nested and not scans and not (forward and reverse)
-        staged = self.stage_body(f, item, skip, state, layout, bool(forward or reverse), draws=in_body, items=items,
+        # in the body of a loop being rolled under a derivative (a look ahead that is derived) the
+        # state holds no derivative's boxes, but the outer loop's rules differentiate this loop's
+        # body: its custom rules are kept (a body staged without them gave their function's own
+        # derivative)
+        differentiated = bool(forward or reverse) or (type(top) is Lookahead and top.derived)
+        staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
                                  as_data=(deep or scans or bool(forward) or nested) if items is not None
                                  else not in_body, scans=deep or scans)
         if staged is None:
             return False
         body, state, layout, _ = staged
+        if type(top) is Lookahead and (body.draws or body.drawn):
+            # the outer loop's body would hold this loop's draws in a step of its own, which its
+            # rules and its look ahead's generator do not replay in order: the numbers would differ
+            return self._written_out("it draws from the interpreter's random stream without a key inside "
+                                     "another loop's body (a draw with key= rolls)")
         if body.drawn:
             deep = True
         # Loop's forward-over-reverse loop takes a custom rule to be the derivative of the function it
