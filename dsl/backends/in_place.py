@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from ..core import stage as S
 from ..core.stage import is_array_kind
 from ..core.tape import REFCOUNTS_EXACT
 from .optimize import Plan, resolve
@@ -366,3 +367,37 @@ def _add_rows(x, i, g):
     """x with g added at rows i to i + len(g), written into x."""
     x[i:i + np.shape(g)[0]] += g
     return x
+
+
+# ---------------------------------------------------------------- rows added twice
+def summed_row_adds(program):
+    """The program with each Add of two RowAdds at one row (the pass back of a loop that reads
+    x[i] twice: zeros with g1 at row i plus zeros with g2 at row i) as one RowAdd of g1 + g2,
+    where nothing else reads the two: the same numbers (0 + g1 + 0 + g2 is g1 + g2 on that row, 0
+    on the others), and one RowAdd, which an Add into a carried tensor writes in place
+    (rows_in_place). The program itself where there is none."""
+    steps, kinds = program.steps, list(program.kinds)
+    made_by = {s[6]: s for s in steps if s[0] == "op"}
+    reads = {}
+    for r in [r for s in steps for r in s[2]] + list(program.out_refs):
+        reads[r] = reads.get(r, 0) + 1
+    merged, dropped = {}, set()
+    for step in steps:
+        if step[0] != "op" or step[1] != "Add" or min(step[2]) < 0:
+            continue
+        a, b = made_by.get(step[2][0]), made_by.get(step[2][1])
+        if a is None or b is None or a is b or a[1] != "RowAdd" or b[1] != "RowAdd" \
+                or reads[a[6]] != 1 or reads[b[6]] != 1 or a[2][0] < 0 or b[2][0] < 0 \
+                or a[2][1] != b[2][1] or (a[2][1] < 0 and a[3][1] != b[3][1]) \
+                or kinds[a[2][0]] != kinds[b[2][0]] or not kinds[a[6]] == kinds[b[6]] == kinds[step[6]]:
+            continue
+        g = len(kinds)
+        kinds.append(kinds[a[2][0]])
+        merged[id(step)] = (("op", "Add", (a[2][0], b[2][0]), (None, None), None, step[5], g),
+                            ("op", "RowAdd", (g, a[2][1]), (None, a[3][1]), a[4], step[5], step[6]))
+        dropped |= {id(a), id(b)}
+    if not merged:
+        return program
+    out = [t for s in steps if id(s) not in dropped for t in merged.get(id(s), (s,))]
+    return S.Program(len(kinds), program.inputs, out, program.out_spec, program.out_refs, program.out_consts,
+                     kinds, program.spans)

@@ -125,6 +125,25 @@ def test_staging_keeps_no_history_of_a_pullback_nothing_differentiates(monkeypat
     assert back[4]["reads"] <= frozenset(range(nc + ny))
 
 
+def test_the_staging_runs_pass_back_adds_each_row_in_place(monkeypatch):
+    # the staging run's pass back (the numpy code of the reverse Scan) made x's cotangent row as
+    # zeros of x's size plus the row, twice (x[i] * x[i] reads it twice), added it to the sum and
+    # checked the whole sum, per iteration: seconds for 100,000 rows. The two rows are summed
+    # first (in_place.summed_row_adds) and added in place by a loop checked once at its end.
+    from dsl.transform.jit import scan_body
+    ran = []
+    keep = scan_body.ScanBody._unchecked
+    monkeypatch.setattr(scan_body.ScanBody, "_unchecked",
+                        lambda self, *a: ran.append((self, keep(self, *a))) or ran[-1][1])
+    interp = _interp("xla")
+    interp.run("let g = jit(grad(squares))")
+    np.testing.assert_allclose(interp.lookup("g")(X), 2.0 * X, rtol=1e-15)
+    ((body, out),) = ran
+    assert out is not None          # the unchecked loop's results stood
+    looped = [s[1] for s in body.looped.steps]
+    assert looped.count("RowAdd") == 1 and [s[1] for s in body.program.steps].count("RowAdd") == 2
+
+
 def test_a_carry_the_pass_back_resets_to_a_constant_is_not_written_in_place():
     # found by the XLA fuzzer once the staging run kept no history of the pass back: its compiled
     # loop (in_place.rows_in_place) wrote the cotangent of an overwritten carry into the carried

@@ -2,10 +2,13 @@
 whole, and the bodies derived from it (its pullback, the pullback's pullback, ...), each
 staged once. jit rolls a loop under three or more reverse levels as a Scan (rolling.py)."""
 
-from ...backends.codegen import compile_loop, compile_program, run_code
+from ...backends.codegen import compile_loop, compile_program, outputs_checked, run_code
+from ...backends.in_place import summed_row_adds
+from ...backends.optimize import plan
 import numpy as np
 
 from ...core import stage as S
+from ...core.ops.finite import finite
 from ...core.ops.shape import index, reshape
 from ...core.ops.slots import unpack
 from ...core.tape import Box, peek
@@ -24,7 +27,7 @@ class ScanBody:
     body (a pullback) keeps the function it was staged from (`exact`): an iteration on which one
     of its guards fails (a rule's branch went another way) runs through that function."""
 
-    __slots__ = ("program", "counts", "origin", "exact", "name", "_derived", "_code", "_loops")
+    __slots__ = ("program", "counts", "origin", "exact", "name", "_derived", "_code", "_loops", "_fast", "_looped")
 
     def __init__(self, program, counts, origin, exact=None, name="scan_body"):
         self.program = program
@@ -35,6 +38,8 @@ class ScanBody:
         self._derived = {}      # what a rule asked for -> the ScanBody derived from this one
         self._code = None
         self._loops = {}        # (keeps the ys, keeps the history) -> the loop compiled whole
+        self._fast = {}         # the same, compiled without checks (None where it may not be: `_unchecked`)
+        self._looped = None     # the program the loops compile (in_place.summed_row_adds)
 
     @property
     def where(self):
@@ -97,6 +102,10 @@ class ScanBody:
         nc = self.counts[1]
         loop = self._compiled(keep_ys, keep_hist)
         limits = self.origin.key.interp.limits if self.exact is None or n is None else None
+        if limits is None:
+            done = self._unchecked(entries(0, n), n, carry, consts, keep_ys, keep_hist)
+            if done is not None:
+                return done
         hist, ys, carry, k = [], [], list(carry), 0
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
         while n is None or k < n:
@@ -135,9 +144,39 @@ class ScanBody:
         key = (keep_ys, keep_hist)
         loop = self._loops.get(key)
         if loop is None:
-            loop = self._loops[key] = compile_loop(self.program, 1 + self.counts[0], self.counts[1],
+            loop = self._loops[key] = compile_loop(self.looped, 1 + self.counts[0], self.counts[1],
                                                    f"{self.name}_loop", kept=keep_hist, extra=keep_ys)
         return loop
+
+    @property
+    def looped(self):
+        """The program the compiled loops run: the body's, with two rows added at one index
+        summed first (in_place.summed_row_adds), so that a row is added in place."""
+        if self._looped is None:
+            self._looped = summed_row_adds(self.program)
+        return self._looped
+
+    def _unchecked(self, entries, n, carry, consts, keep_ys, keep_hist):
+        """A derived body's loop (a pullback's: no limits count its iterations) compiled without
+        checks, as the numpy backend's reverse loop runs (loop_body.Hoisted): (final carry, ys,
+        history) where it ran every iteration and its results are finite, else None (the checked
+        loop runs it again). Checked on every iteration, the cotangent of x a loop reads row by
+        row would be summed in a tensor of x's size made per iteration and checked whole: n^2."""
+        key = (keep_ys, keep_hist)
+        if key not in self._fast:
+            planned = plan(self.looped)
+            self._fast[key] = compile_loop(self.looped, 1 + self.counts[0], self.counts[1], f"{self.name}_fast",
+                                           kept=keep_hist, extra=keep_ys, checks=False, planned=planned) \
+                if outputs_checked(self.looped, planned) else None
+        fast = self._fast[key]
+        if fast is None:
+            return None
+        hist, ys = [], []
+        done, out, failed = fast(entries, list(carry), consts, hist if keep_hist else None, ys if keep_ys else None)
+        if failed is not None or done != n or not all(finite(c) for c in out) \
+                or not all(finite(v) for row in ys for v in row):
+            return None
+        return list(out), ys, hist
 
     def _one(self, values, stops=False):
         """One iteration on plain values, by the program's code for one iteration, or exactly
