@@ -5,6 +5,7 @@ the loop."""
 
 from ...base.cells import Cell
 from ...core import stage as S
+from ...core.tape import Box
 from ...core.trees import flatten_open, unflatten
 from ...frontend.ast import Block, Break, Continue, For, If, Return, While
 
@@ -31,6 +32,19 @@ def frame_leaves(f, skip, counters=frozenset()):
                 statics.append(x)
         layout.append((cell, spec, statics))
     return leaves, layout
+
+
+def foreign_slots(f, trace):
+    """The slots of a frame holding a value of a trace other than `trace` (a look ahead's): in
+    the look ahead of an outer loop, the variables its body sets after this point still hold the
+    values of the iteration before it (boxes of the trace jit stages); nothing in scope here
+    reads them (a body that reached one would not be staged: Lookahead.process)."""
+    found = set()
+    for j, v in enumerate(f):
+        parts, _ = flatten_open(v.v if type(v) is Cell else v)
+        if any(type(x) is Box and x.trace is not trace for x in parts):
+            found.add(j)
+    return found
 
 
 def write_frame(f, layout, skip, leaves, changed):

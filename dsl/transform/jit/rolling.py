@@ -64,7 +64,7 @@ from ...core import stage as S
 from ...core.primitives.loops import _loop_kernel, state_diff
 from ...core.tape import Box, peek
 from .eager_loops import EagerLoops
-from .frames import changed_ints, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
+from .frames import changed_ints, foreign_slots, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
 from .signatures import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, write_back
@@ -265,6 +265,8 @@ class Roller:
         of the body fails); True, or the number of iterations run where `items` is None, or False
         where the body does not stage once for all of them."""
         top = self.interp.staging[-1]
+        if type(top) is Lookahead:      # a loop in the body of a loop being rolled
+            skip = skip | foreign_slots(f, top)
         state, layout = frame_leaves(f, skip)
         found = modes(state, top)
         if found is None:
