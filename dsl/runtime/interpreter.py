@@ -65,6 +65,7 @@ class Interpreter:
         self.main = Module("__main__", None, {})
         self.staging = []          # the traces jit and vmap are recording now, innermost last
         self.unrolled_loops = set()     # loops jit writes out, one copy per iteration (dsl/transform/jit/rolling.py)
+        self.nested_whiles = set()      # while loops jit rolls inside a rolled loop's body (jit/loop_modes.py: retry)
         self.loop_notes = None          # while jit stages: (line, why) of each loop it writes out
         self.jit = jit                  # compile every gradient function (dg run --jit)
         self.explain_jit = explain_jit  # jit says when it stages and why it falls back

@@ -26,6 +26,7 @@ from ..core.trees import children, flatten, flatten_open, is_container, opened, 
 from ..core.values import Struct, values_equal
 from ..errors import error
 from .jit.jit import cells_hold, reads
+from .jit.loop_modes import retry
 from .jit.signatures import signature
 from .transformed import Transformed, describe, fname
 import sys
@@ -391,9 +392,8 @@ def _stage_dry(f, example_args, interp, derived=False):
                                  keep=(interp.grad_options, f"the recording vmap staged of {fname(f)} on one "
                                                             f"example") if interp is not None else None)
         except LoopGuardFailed as failed:
-            if interp is None or failed.loop in interp.unrolled_loops:
+            if interp is None or retry(failed, interp) is None:
                 raise
-            interp.unrolled_loops.add(failed.loop)
             continue
         finally:
             if held is not None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dsl
+from dsl.transform.jit.rolling import NESTED_MIN_ITEMS
 
 NEST = """
 fn settle(k) {
@@ -117,15 +118,20 @@ def test_a_short_inner_for_loop_stays_written_out_in_the_body_on_numpy():
     assert bodies_holding_loops(program) >= 1
 
 
-def test_an_inner_while_loop_whose_count_changes_is_staged_once(capfd):
+def test_an_inner_while_loop_whose_count_changes_is_rolled_in_the_body(capfd):
     # Newton's iterations per outer step differ (2 to 5 here): written out in the body, the count
-    # of the iteration looked ahead failed a guard on a later one, and jit wrote the outer loop out
+    # of the iteration looked ahead fails a guard on a later one, and jit stages again with that
+    # while loop rolled in the body, where it wrote the outer loop out (200 outer steps: 1.7 s);
+    # a while loop whose count stays the same stays written out (measured: 3-4x faster there)
     i = interp(5)
     i.run("let g = jit(grad(roots), explain=true)\nlet v = jit(roots)")
     for k in (0.7, 0.9, 0.7):
         assert i.lookup("g")(k) == pytest.approx(i.eval(f"grad(roots)({k})"), rel=1e-12)
         assert i.lookup("v")(k) == pytest.approx(i.eval(f"roots({k})"), rel=1e-14)
-    assert "again" not in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert err.count("staging it again") == 1 and "written out" not in err
+    assert ("staging it again with the while loop at <input>:16:15 rolled in the body of the loop around it: it "
+            "ran another number of times on a later iteration") in err
     for name in ("g", "v"):
         (program,) = programs(i.lookup(name))
         assert bodies_holding_loops(program) >= 1 and len(program.steps) < 100, name
@@ -254,18 +260,18 @@ def test_variables_the_outer_body_sets_after_the_inner_loop_are_not_its_state(ba
     src = ("fn energy(q) { return 0.5 * sum(q * q) + 0.1 * sum(q ** 4) }\n"
            "fn sample(q, key) {\n  let total = zeros((2,))\n  for s in range(40) {\n"
            "    let keys = split(key, 3)\n    key = keys[0]\n    let p = normal(shape=(2,), key=keys[1])\n"
-           "    let q1 = q\n    let p1 = p - 0.05 * grad(energy)(q1)\n    let l = 0\n"
-           "    while l < 8 { q1 = q1 + 0.1 * p1\n p1 = p1 - 0.1 * grad(energy)(q1)\n l += 1 }\n"
+           "    let q1 = q\n    let p1 = p - 0.05 * grad(energy)(q1)\n"
+           "    for l in range(STEPS) { q1 = q1 + 0.1 * p1\n p1 = p1 - 0.1 * grad(energy)(q1) }\n"
            "    let ratio = energy(q) - energy(q1) + 0.5 * sum(p * p) - 0.5 * sum(p1 * p1)\n"
            "    let take = ln(uniform(key=keys[2])) < ratio\n    q = where(take, q1, q)\n    total = total + q\n"
            "  }\n  return total\n}")
+    src = src.replace("STEPS", "8" if backend == "xla" else str(NESTED_MIN_ITEMS))
     rolled = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
-    rolled.run(src.replace("while l < 8 {", "for l in range(8) {") if backend == "xla" else src)
-    rolled.run("let h = jit(sample)")
+    rolled.run(src + "\nlet h = jit(sample)")
     plain = dsl.Interpreter()
     plain.run(src)
     want = plain.eval("sample(tensor([0.5, -0.5]), rng(1))")
     for _ in range(2):
         np.testing.assert_allclose(rolled.eval("h(tensor([0.5, -0.5]), rng(1))"), want, rtol=1e-12)
     (program,) = programs(rolled.lookup("h"))
-    assert bodies_holding_loops(program) >= 1 and size(program) < 300
+    assert bodies_holding_loops(program) >= 1 and size(program) < 400

@@ -57,6 +57,8 @@ class LoopGuardFailed(S.GuardFailed):
         self.loop = body.key
         step = body.forward.steps[failed.step] if 0 <= failed.step < len(body.forward.steps) else None
         span = body.forward.span(step[5]) if step is not None else None
+        self.span = span        # the condition's (a while loop written out in the body may have it)
+        self.inner_whiles = getattr(body, "inner_whiles", ())
         self.why = (f"a condition in the loop at {body.where} went another way on a later iteration"
                     + (f" (at {span.where()})" if span is not None else ""))
 

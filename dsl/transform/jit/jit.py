@@ -48,6 +48,7 @@ from ...core.trees import children, flatten, flatten_open, is_container, unflatt
 from ...core.values import Function, Module
 from ...errors import DgError, error
 from ..transformed import Transformed, fname
+from .loop_modes import retry
 from .signatures import _flat_call, _walked_call, changed_leaf, signature
 
 MAX_PATHS = 8       # recordings kept per signature before f runs in the interpreter
@@ -193,12 +194,12 @@ class Jitted:
             try:
                 result = self._stage_once(entries, args, kwargs)
             except LoopGuardFailed as failed:
-                if failed.loop in interp.unrolled_loops:
+                change = retry(failed, interp)
+                if change is None:
                     held.release()
                     raise
                 held.discard()
-                interp.unrolled_loops.add(failed.loop)
-                self._say(f"staging it again with a loop written out: {failed.why}")
+                self._say(f"staging it again with {change}")
                 continue
             except (DgError, KeyboardInterrupt, S.GuardFailed):
                 held.release()

@@ -42,7 +42,8 @@ class Body:
     the forward loop runs P' and the reverse loop B, Q split in two (dsl/transform/jit/split.py), where Q
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
-    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "drawn", "ran", "_code",
+    __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "drawn", "ran",
+                 "inner_whiles", "_code",
                  "_back", "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
 
     def __init__(self, program, name, diff, key, where):
@@ -62,6 +63,9 @@ class Body:
         # the order the body makes them (rolling.Lookahead; scan_body.scan_loop draws them)
         self.drawn = ()
         self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
+        # the while loops written out in P (Rollers): one whose count differs on a later iteration
+        # is rolled in P when jit stages again (loop_modes.retry)
+        self.inner_whiles = ()
         self._back = self._back_code = None
         self._split = None      # (P' as Hoisted, B, {wanted: Hoisted B for them}), False where Q does
         #                         not split, None: not tried

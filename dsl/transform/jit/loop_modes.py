@@ -1,6 +1,7 @@
 """What the loops of dg code need to know at run time, shared by jit's rolling (rolling.py) and
 the eager loops outside any jit (eager_loops.py): under which derivatives a loop's state is, and
-how a rolled loop's final state goes back into the frame."""
+how a rolled loop's final state goes back into the frame; and what jit and vmap change before
+they stage again where a rolled loop's body went another way on a later iteration (`retry`)."""
 
 from ...core.ops.slots import unpack
 from ...core.tape import Box, FORWARD, REVERSE, STAGE
@@ -44,3 +45,29 @@ def modes(state, top=None):
     if (top is None and len(reverse) > 1) or not (staged if top is not None else forward or reverse):
         return None
     return forward, reverse
+
+
+def retry(failed, interp):
+    """What jit (or vmap's look at a function) changes before it stages again, where a guard of a
+    rolled loop's body failed on a later iteration (LoopGuardFailed): where it is the condition
+    of a while loop written out in that body (its count differs from one iteration of the outer
+    loop to the next: Newton's method in a time step), that while loop is rolled in the body;
+    else the loop is written out. A note for jit's explain, or None where that was done already
+    (the failure is the program's to raise)."""
+    span = failed.span
+    for inner in failed.inner_whiles:
+        if inner not in interp.nested_whiles and span is not None and _within(span, inner.span):
+            interp.nested_whiles.add(inner)
+            return (f"the while loop at {inner.where} rolled in the body of the loop around it: it ran another "
+                    f"number of times on a later iteration")
+    if failed.loop in interp.unrolled_loops:
+        return None
+    interp.unrolled_loops.add(failed.loop)
+    return f"a loop written out: {failed.why}"
+
+
+def _within(span, outer):
+    """Whether a source span lies inside another."""
+    return (outer is not None and span.source is outer.source
+            and (outer.line, outer.column) <= (span.line, span.column)
+            and (span.end_line, span.end_column) <= (outer.end_line, outer.end_column))

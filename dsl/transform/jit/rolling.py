@@ -51,8 +51,9 @@ dsl/core/primitives/loop_twice.py), or under more (three reverse levels, or two 
 forward one, or two in a while loop or where vmap looks; or a body with a custom rule under
 forward over reverse), as one Scan step (dsl/core/primitives/scan.py, scan_body.py), whose
 rules give Scans again at any depth. A loop in the body being looked ahead is rolled the same
-way, a step of that body (`wanted`: a `while`, a `for` of NESTED_MIN_ITEMS iterations, or of
-MIN_ITEMS in a Scan's body), so a nest of loops stages each body once. Everything else is
+way, a step of that body (`wanted`: a `for` of NESTED_MIN_ITEMS iterations, or of MIN_ITEMS in
+a Scan's body; a `while` once its count went another way on a later iteration, loop_modes.retry), so a
+nest of loops stages each body once. Everything else is
 written out, as is every loop whose state holds nothing being staged. Outside jit and vmap,
 the interpreter rolls a loop under a derivative the same way, keeping the staged body for its
 next runs (dsl/transform/jit/eager_loops.py).
@@ -76,9 +77,10 @@ from .scan_body import scan_loop
 SCAN_FROM = 3
 MIN_ITEMS = 3       # a first iteration as written, the one looked ahead, and at least one more
 # a `for` inside a rolled body is rolled from this many iterations: measured on the numpy
-# backend, a short one runs about 2x faster written out in the body, and its copies stage in a
-# tenth of a second below this; in a Scan's body (XLA's, which compiles copies slowly) from
-# MIN_ITEMS. An inner `while` rolls whatever its count (which may differ from one run to the next)
+# backend, a short one runs about 2x faster written out in the body (a `while` of a few
+# iterations, 3-4x), and its copies stage in a tenth of a second below this; in a Scan's body
+# (XLA's, which compiles copies slowly) from MIN_ITEMS. An inner `while` is rolled once its
+# count differs from one iteration of the outer loop to the next (loop_modes.retry)
 NESTED_MIN_ITEMS = 100
 VMAP_MIN_ITEMS = 32     # measured: below about 30 iterations, an eager vmap call writes a loop out faster
 
@@ -94,7 +96,7 @@ class Lookahead(S.StageTrace):
     `scans`: whether the body will be a Scan's, whose rules differentiate a Scan in it at any depth
     (a Loop step in it, the numpy backend's, has rules for two reverse levels)."""
 
-    __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows")
+    __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows", "whiles")
 
     def __init__(self, derived=False, draws=False, as_data=False, scans=False):
         super().__init__(derived=derived)
@@ -104,6 +106,7 @@ class Lookahead(S.StageTrace):
         self.drawn = []     # (the input's box, the draw, its arguments and keywords), in order
         self.walk = None    # (the loop variable's box, the range it takes) of a for loop's body
         self.set_rows = {}  # slot of a SetRow's result -> its arguments (tensor, row, value), for both_ways
+        self.whiles = []    # the while loops written out in the body (Rollers: Body.inner_whiles)
 
     def process(self, op, args, unboxed, parents, kw, span):
         """Record the primitive, unless it would reach a value of an outer trace or call Python."""
@@ -194,12 +197,14 @@ class Roller:
         top = staging[-1]
         if type(top) is Lookahead:
             # a loop in the body of a loop being rolled: a step of that body, as it is outside
-            # (NESTED_MIN_ITEMS); on XLA, a `while` under a derivative stays written out: XLA
-            # lowers a Scan, and a while loop without one, not the numpy backend's while loop
-            # under a derivative, whose count is found by running it
-            scans = any(getattr(t, "scans", False) for t in staging)
+            # (NESTED_MIN_ITEMS); a `while` is written out there until its count goes another
+            # way on a later iteration (loop_modes.retry)
             if items is None:
-                return not (scans and top.derived) and self._few_short_runs(staging)
+                if self in self.interp.nested_whiles:
+                    return self._few_short_runs(staging)
+                top.whiles.append(self)
+                return False
+            scans = any(getattr(t, "scans", False) for t in staging)
             return len(items) >= (MIN_ITEMS if scans else NESTED_MIN_ITEMS)
         if type(top) is not S.StageTrace:
             return False
@@ -391,6 +396,7 @@ class Roller:
                                      "an int it changes")
         body = Body(program, "loop_body", state_diff(state), self, self.where)
         body.drawn = tuple(d[1:] for d in look.drawn)
+        body.inner_whiles = tuple(look.whiles)
         return body
 
     def _what_changed(self, before, after):
