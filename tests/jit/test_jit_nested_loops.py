@@ -44,6 +44,12 @@ fn field(w) {
 """
 
 
+def needs(backend):
+    """Skip the test where the backend's package (JAX, for XLA) is not installed."""
+    if backend == "xla":
+        pytest.importorskip("jax")
+
+
 def interp(inner, backend="numpy"):
     """An interpreter with the nests above, their inner `for` loops `inner` long."""
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
@@ -77,6 +83,17 @@ def bodies_holding_loops(program):
     return sum(any(t[1] in ("Loop", "Scan") for t in body_of(s).steps) for s in loop_steps(program))
 
 
+def assert_as_written_out(src, expr, backend, rel):
+    """jit(expr) at 0.7, three calls (staged, then compiled), against an interpreter that writes
+    every loop out (it keeps tapes), both drawing from seed 5."""
+    rolled = dsl.Interpreter(seed=5, stdout=io.StringIO(), backend=backend)
+    rolled.run(src + f"\nlet h = jit({expr})")
+    written = dsl.Interpreter(seed=5, keep_tape=True)
+    written.run(src)
+    for _ in range(3):
+        assert rolled.lookup("h")(0.7) == pytest.approx(written.eval(f"({expr})(0.7)"), rel=rel), expr
+
+
 def size(program):
     """The steps of a program and of its loop steps' bodies, at any depth."""
     return len(program.steps) + sum(len(body_of(s).steps) for s in loop_steps(program))
@@ -84,8 +101,7 @@ def size(program):
 
 @pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_long_inner_loop_is_a_step_of_the_outer_loops_body(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
+    needs(backend)
     sizes = []
     for inner in (150, 300):
         i = interp(inner, backend)
@@ -139,8 +155,7 @@ def test_an_inner_while_loop_whose_count_changes_is_rolled_in_the_body(capfd):
 
 @pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_rows_written_by_nested_loops_and_their_gradient(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
+    needs(backend)
     i = interp(120, backend)
     i.run("let g = jit(value_and_grad(field))\nlet want = value_and_grad(field)\n"
           "let vg = jit(vmap(grad(field)))")
@@ -212,42 +227,28 @@ def test_a_custom_rule_in_the_inner_loop_is_the_derivative_used(backend):
     # found by the fuzzer: the inner loop's body, staged in the outer one's look ahead, held the
     # function of a custom_vjp and not the rule (that look ahead saw no derivative's boxes), so
     # the outer loop's rules gave tanh's own derivative where the rule says twice the cotangent
-    if backend == "xla":
-        pytest.importorskip("jax")
+    needs(backend)
     src = ("let doubled = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (2.0 * g,))\n"
            "let slope = custom_jvp(fn(x) => tanh(x), fn(p, t) => (tanh(p[0]), 3.0 * t[0]))\n"
            "fn f(p) {\n  let a = 0.3\n  for i in range(4) {\n"
            "    for j in range(120) { a = tanh(a + 0.01 * doubled(a * p) + 0.01 * slope(a - p)) }\n"
            "    a = a * 0.9 + 0.1 * i\n  }\n  return a\n}")
-    rolled = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
-    rolled.run(src)
-    written = dsl.Interpreter(keep_tape=True)
-    written.run(src)
     for expr in ("grad(f)", "fn(p) => jvp(f, (p,), (1.0,))[1]", "grad(grad(f))"):
-        rolled.run(f"let h = jit({expr})")
-        want = written.eval(f"({expr})(0.7)")
-        for _ in range(2):
-            assert rolled.lookup("h")(0.7) == pytest.approx(want, rel=1e-11), expr
+        assert_as_written_out(src, expr, backend, rel=1e-11)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_an_inner_loop_that_draws_without_a_key_stays_written_out(backend):
     # its draws would be a step of the outer body that the outer loop's rules and look ahead do
     # not replay in order: the numbers differed from the interpreter's
-    if backend == "xla":
-        pytest.importorskip("jax")
+    needs(backend)
     src = ("fn f(p) {\n  let a = 0.3\n  for i in range(4) {\n"
            "    for j in range(120) { a = tanh(a + 0.01 * p * randn(()) + 0.001 * p) }\n"
            "    a = a * 0.9 + 0.01 * rand(())\n  }\n  return a\n}\n"
            "fn g(p) {\n  let a = 0.3\n  for i in range(4) {\n"
            "    let c = 0\n    while c < 5 { a = tanh(a + 0.01 * p * randn(())); c += 1 }\n  }\n  return a\n}")
     for expr in ("f", "grad(f)", "fn(p) => jvp(f, (p,), (1.0,))[1]", "g", "grad(g)"):
-        rolled = dsl.Interpreter(seed=5, stdout=io.StringIO(), backend=backend)
-        rolled.run(src + f"\nlet h = jit({expr})")
-        written = dsl.Interpreter(seed=5, keep_tape=True)
-        written.run(src)
-        for _ in range(3):
-            assert rolled.lookup("h")(0.7) == pytest.approx(written.eval(f"({expr})(0.7)"), rel=1e-12), expr
+        assert_as_written_out(src, expr, backend, rel=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "xla"])
@@ -255,8 +256,7 @@ def test_variables_the_outer_body_sets_after_the_inner_loop_are_not_its_state(ba
     # in the outer loop's look ahead they still hold the iteration before's values (boxes of the
     # trace jit stages): taken for the inner loop's state, they made the outer loop look like it
     # read a value from outside, and jit wrote it out (an HMC sampler: 37,002 steps, left to numpy)
-    if backend == "xla":
-        pytest.importorskip("jax")
+    needs(backend)
     src = ("fn energy(q) { return 0.5 * sum(q * q) + 0.1 * sum(q ** 4) }\n"
            "fn sample(q, key) {\n  let total = zeros((2,))\n  for s in range(40) {\n"
            "    let keys = split(key, 3)\n    key = keys[0]\n    let p = normal(shape=(2,), key=keys[1])\n"
@@ -275,3 +275,25 @@ def test_variables_the_outer_body_sets_after_the_inner_loop_are_not_its_state(ba
         np.testing.assert_allclose(rolled.eval("h(tensor([0.5, -0.5]), rng(1))"), want, rtol=1e-12)
     (program,) = programs(rolled.lookup("h"))
     assert bodies_holding_loops(program) >= 1 and size(program) < 400
+
+
+def test_a_for_loop_in_a_while_loops_body_on_xla_is_no_scan():
+    # the while loop is the numpy backend's loop step (XLA lowers it where no derivative runs
+    # through it): a Scan in its body made vmap run the program once per example, and the print
+    # happened once per example (found by the XLA fuzzer, under jacfwd of a jitted function)
+    needs("xla")
+    src = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))\n"
+           "fn f(p, w) {\n  let s = w\n  print(sum(s) > 0.0)\n  let c = 0\n  while c < 4 {\n"
+           "    for j in range(3) { s = tanh(s * 0.5 + p) }\n    s = s + 0.1 * clipped(s)\n    c += 1\n  }\n"
+           "  return s\n}")
+    w = np.array([0.2, -0.1, 0.4])
+    printed = {}
+    for backend in ("numpy", "xla"):
+        out = io.StringIO()
+        i = dsl.Interpreter(stdout=out, backend=backend)
+        i.run(src + "\nlet h = jit(f)\nlet plain = jacfwd(f, argnums=1)")
+        i.set("w", w)
+        for _ in range(2):
+            np.testing.assert_allclose(i.eval("jacfwd(h, argnums=1)(0.3, w)"), i.eval("plain(0.3, w)"), rtol=1e-12)
+        printed[backend] = out.getvalue()
+    assert printed["xla"] == printed["numpy"] == "true\n" * 4

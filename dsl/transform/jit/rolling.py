@@ -52,9 +52,9 @@ forward one, or two in a while loop or where vmap looks; or a body with a custom
 forward over reverse), as one Scan step (dsl/core/primitives/scan.py, scan_body.py), whose
 rules give Scans again at any depth. A loop in the body being looked ahead is rolled the same
 way, a step of that body (`wanted`: a `for` of NESTED_MIN_ITEMS iterations, or of MIN_ITEMS in
-a Scan's body; a `while` once its count went another way on a later iteration, loop_modes.retry), so a
-nest of loops stages each body once. Everything else is
-written out, as is every loop whose state holds nothing being staged. Outside jit and vmap,
+a Scan's body; a `while` once its count went another way on a later iteration:
+loop_modes.retry), so a nest of loops stages each body once. Everything else is written out,
+as is every loop whose state holds nothing being staged. Outside jit and vmap,
 the interpreter rolls a loop under a derivative the same way, keeping the staged body for its
 next runs (dsl/transform/jit/eager_loops.py).
 """
@@ -204,8 +204,7 @@ class Roller:
                     return self._few_short_runs(staging)
                 top.whiles.append(self)
                 return False
-            scans = any(getattr(t, "scans", False) for t in staging)
-            return len(items) >= (MIN_ITEMS if scans else NESTED_MIN_ITEMS)
+            return len(items) >= (MIN_ITEMS if _scans(staging) else NESTED_MIN_ITEMS)
         if type(top) is not S.StageTrace:
             return False
         if top.dry and not any(type(t) is S.StageTrace and not t.dry for t in staging):
@@ -282,7 +281,7 @@ class Roller:
         # loop or where vmap looks at the function: a Scan (scan_body.py)
         deep = len(reverse) >= SCAN_FROM or (nested and (bool(forward) or items is None or top.dry))
         # the XLA backend lowers Scan, not the numpy backend's loop walks: every `for` loop is one
-        scans = items is not None and any(getattr(t, "scans", False) for t in self.interp.staging)
+        scans = items is not None and _scans(self.interp.staging)
         # a keyless draw rolls: in a Scan (a `for` loop under forward mode, two reverse levels or
         # more, or on XLA; a `while` loop under two reverse levels, or a forward and a reverse one,
         # for the count it makes from here), as an input of the body, each iteration's numbers drawn
@@ -349,7 +348,8 @@ class Roller:
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
-        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data, scans=scans)     # under grad, the loop's rule differentiates P
+        # under grad, the loop's rule differentiates P
+        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data, scans=scans)
         saved = snapshot(f)
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
@@ -413,6 +413,17 @@ class Roller:
                     f"changes from one iteration to the next (a function, a string, a structure of "
                     f"another shape)")
         return "a variable changes from one iteration to the next"
+
+
+def _scans(staging):
+    """Whether a `for` loop met now becomes a Scan: on XLA (a staging trace that `scans`), or in
+    the look ahead of a loop that becomes one (a `for` in a while loop's body on XLA follows the
+    numpy backend's rule: a Scan in the body of its while loop made vmap run the program once per
+    example, a print in it once each: found by the XLA fuzzer)."""
+    top = staging[-1]
+    if type(top) is Lookahead:
+        return top.scans
+    return any(getattr(t, "scans", False) for t in staging)
 
 
 def _staging_id(staging):
