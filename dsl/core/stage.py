@@ -525,14 +525,37 @@ def _brief(v):
 
 def batched_outputs(program, batched):
     """Which of the program's outputs depend on its batched inputs (a step's result does where
-    any of its arguments does), without running it."""
+    any of its arguments does; a field of a loop step's results where its fixed point says:
+    `_loop_fields`), without running it."""
     flags = [False] * program.nslots
+    fields = {}     # slot of a loop step's results -> which of them depend on the batch
     for slot, b in zip(program.inputs, batched):
         flags[slot] = b
     for kind, op, refs, consts, kw, span, out in program.steps:
-        if kind != "guard" and out is not None and out >= 0:
-            flags[out] = any(r >= 0 and flags[r] for r in refs)
+        if kind == "guard" or out is None or out < 0:
+            continue
+        if op == "StructField" and refs[0] in fields:
+            flags[out] = fields[refs[0]][kw["field_index"]]
+            continue
+        given = [r >= 0 and flags[r] for r in refs]
+        flags[out] = any(given)
+        if op == "Loop" and flags[out] and not kw.get("history"):
+            fields[out] = _loop_fields(kw["body"].forward, given)
     return [r >= 0 and flags[r] for r in program.out_refs]
+
+
+def _loop_fields(body, given):
+    """Which final state leaves of a loop over `body` (item, state...) -> state depend on the
+    batch, given which starting ones do: a leaf the body updates from a batched one is batched
+    from the start (the loop's batching rule finds the same fixed point). Taken as all of them,
+    the primal leaves of a forward-mode loop nested in another came out batched under jacfwd,
+    and vmap ran the program once per example (a print in it, once each)."""
+    state = list(given)
+    while True:
+        more = [s or r for s, r in zip(state, batched_outputs(body, (False, *state)))]
+        if more == state:
+            return tuple(state)
+        state = more
 
 
 __all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs"]

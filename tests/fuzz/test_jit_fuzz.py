@@ -269,6 +269,17 @@ def test_random_programs_drawing_from_keys_give_the_interpreters_results_under_j
     check_program(Writer(seed, keys=True).program(with_while=w), seed, composition, rows)
 
 
+@pytest.mark.parametrize("seed", [63, 126])
+def test_programs_the_fuzzer_found_with_every_nested_loop_rolled(seed, monkeypatch):
+    # with every `for` in a rolled body a loop step (the numpy backend rolls those of 100
+    # iterations or more): seed 63's forward-mode loop drew other numbers where its body drew
+    # without a key and called a custom rule around a loop step (such a body's loops are written
+    # out), and seed 126's print ran once per example under jacfwd (stage.batched_outputs)
+    from dsl.transform.jit import rolling
+    monkeypatch.setattr(rolling, "NESTED_MIN_ITEMS", 3)
+    check_program(Writer(seed).program(with_while=True), seed, ("jacfwd(jit(f), argnums=1)", "jacfwd(f, argnums=1)"), 3)
+
+
 def check_program(source, seed, composition, rows, backend="numpy"):
     """The program's `f` through a composition with jit gives what it gives without jit, call
     after call (values, output, errors); jit compiling for `backend`."""

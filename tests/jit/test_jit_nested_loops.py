@@ -297,3 +297,21 @@ def test_a_for_loop_in_a_while_loops_body_on_xla_is_no_scan():
             np.testing.assert_allclose(i.eval("jacfwd(h, argnums=1)(0.3, w)"), i.eval("plain(0.3, w)"), rtol=1e-12)
         printed[backend] = out.getvalue()
     assert printed["xla"] == printed["numpy"] == "true\n" * 4
+
+
+def test_jacfwd_of_a_jitted_nest_of_loops_batches_only_the_tangents():
+    # vmap of the compiled program found every result of the inner loop step batched, the primal
+    # leaves too, so a print of a primal value depended on the batch and vmap ran the program
+    # once per example, printing once each (found by the fuzzer)
+    src = ("fn f(p, w) {\n  let a = p\n  let v = w\n  for i in range(3) {\n"
+           f"    for j in range({NESTED_MIN_ITEMS}) {{ a = tanh(a + 0.01 * sum(w * a)); v = tanh(v * 0.5 + a) }}\n"
+           "  }\n  let c = 0\n  while c < 2 { print(sum(v) > 0.0); c += 1 }\n  return sum(v) + a\n}")
+    printed = []
+    for expr in ("jacfwd(jit(f), argnums=1)", "jacfwd(f, argnums=1)"):
+        out = io.StringIO()
+        i = dsl.Interpreter(stdout=out)
+        i.run(src + f"\nlet g = {expr}")
+        i.set("w", np.array([0.1, 0.2, 0.3]))
+        printed.append((i.eval("g(0.3, w)"), out.getvalue()))
+    np.testing.assert_allclose(printed[0][0], printed[1][0], rtol=1e-12)
+    assert printed[0][1] == printed[1][1] == "true\n" * 2

@@ -94,13 +94,15 @@ class Lookahead(S.StageTrace):
     keyless draw may be staged in the body (see `effect`); `as_data`: whether it is one of the
     body's inputs instead, the numbers drawn before the loop (a Scan's: scan_body.scan_loop);
     `scans`: whether the body will be a Scan's, whose rules differentiate a Scan in it at any depth
-    (a Loop step in it, the numpy backend's, has rules for two reverse levels)."""
+    (a Loop step in it, the numpy backend's, has rules for two reverse levels); `flat`: whether
+    the loops met in the body are written out in it."""
 
-    __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows", "whiles")
+    __slots__ = ("draws", "as_data", "drawn", "walk", "set_rows", "whiles", "flat")
 
-    def __init__(self, derived=False, draws=False, as_data=False, scans=False):
+    def __init__(self, derived=False, draws=False, as_data=False, scans=False, flat=False):
         super().__init__(derived=derived)
         self.scans = scans      # the body is a Scan's: a `for` loop in it is a Scan step too
+        self.flat = flat        # every loop in the body is written out (Roller._roll)
         self.draws = draws
         self.as_data = as_data
         self.drawn = []     # (the input's box, the draw, its arguments and keywords), in order
@@ -196,6 +198,8 @@ class Roller:
             return False
         top = staging[-1]
         if type(top) is Lookahead:
+            if top.flat:
+                return False
             # a loop in the body of a loop being rolled: a step of that body, as it is outside
             # (NESTED_MIN_ITEMS); a `while` is written out there until its count goes another
             # way on a later iteration (loop_modes.retry)
@@ -293,9 +297,16 @@ class Roller:
         # body: its custom rules are kept (a body staged without them gave their function's own
         # derivative)
         differentiated = bool(forward or reverse) or (type(top) is Lookahead and top.derived)
+        as_data = (deep or scans or bool(forward) or nested) if items is not None else not in_body
         staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
-                                 as_data=(deep or scans or bool(forward) or nested) if items is not None
-                                 else not in_body, scans=deep or scans)
+                                 as_data=as_data, scans=deep or scans)
+        if staged is not None and (staged[0].draws or staged[0].drawn) \
+                and any(s[1] in ("Loop", "Scan") for s in staged[0].forward.steps):
+            # a body that draws without a key around a loop step: its forward-mode loop (the
+            # draws staged as effects of P') gave other numbers where the body also called a
+            # custom rule (found by the fuzzer): its loops are written out in it, as they were
+            staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
+                                     as_data=as_data, scans=deep or scans, flat=True)
         if staged is None:
             return False
         body, state, layout, _ = staged
@@ -328,28 +339,28 @@ class Roller:
         return True if items is not None else body.ran
 
     def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None,
-                   scans=False):
+                   scans=False, flat=False):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
         staged as state too where it changes some: (Body, state, layout, counters), or None.
         `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead); `items`: the
-        range the body runs over (None: not known, or a while loop's); `scans`: the body is a Scan's."""
+        range the body runs over (None: not known, or a while loop's); `scans`, `flat`: Lookahead's."""
         counters = frozenset()
-        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items, scans)
+        options = (draws, as_data, items, scans, flat)
+        body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, *options)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
-            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, draws, as_data, items,
-                                    scans)
+            body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, *options)
         return None if body is None else (body, state, layout, counters)
 
     def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False,
-                    items=None, scans=False):
+                    items=None, scans=False, flat=False):
         """Stage the second iteration on its own trace: its Body, or None where it cannot be one,
         or the positions of the ints it changes (when `counters`, those staged already, is empty):
         a counter is then staged as part of the state, unless a `for` body decides something by
         it (a while loop's stops where such a decision goes another way)."""
         # under grad, the loop's rule differentiates P
-        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data, scans=scans)
+        look = Lookahead(derived=differentiated, draws=draws, as_data=as_data, scans=scans, flat=flat)
         saved = snapshot(f)
         counter = self.interp.limits.steps
         drawn = self.interp.rng.bit_generator.state     # the draws run ahead are drawn again
