@@ -278,13 +278,18 @@ def _may_carry_gradient(v):
     return t is tuple or t is dict or hasattr(v, "sdef") or float_leaf(v) or getattr(t, "takes_cotangent", False)
 
 
-def staged(x):
-    """Whether x is a value a staging trace (jit, vmap) records, under any other boxes."""
+def boxed_by(x, kind):
+    """Whether a trace of `kind` (STAGE, REVERSE, FORWARD) boxes x, under any other boxes."""
     while type(x) is Box:
-        if x.trace.kind is STAGE:
+        if x.trace.kind is kind:
             return True
         x = x.v
     return False
+
+
+def staged(x):
+    """Whether x is a value a staging trace (jit, vmap) records, under any other boxes."""
+    return boxed_by(x, STAGE)
 
 
 def strip_unstaged(x):

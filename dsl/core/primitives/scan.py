@@ -43,7 +43,7 @@ from ..ops.shape import transpose
 from ..ops.slots import unpack
 from ..ops.finite import finite
 from ..reverse_pass import as_parameters, reached
-from ..tape import Box, FORWARD, ForwardTrace, REVERSE, STAGE, SlotGrad, Trace, peek
+from ..tape import Box, FORWARD, ForwardTrace, REVERSE, STAGE, SlotGrad, Trace, boxed_by, peek
 from ..trees import cotangent_value, is_differentiable_leaf, zero_of
 from .batching import Lanes, Unbatchable, batch_size, spread_where
 from .loops import split_tangents, with_tangents
@@ -284,7 +284,7 @@ def _scan_rule(ns, g, ans, args, kw, wanted):
         # so far, each the const's size) serves only a reverse level that differentiates the
         # pullback in turn, which boxes its arguments; without one it is not kept
         _, bc, _, by = back_body.counts
-        reads = None if _under_reverse(pulled) else frozenset(range(bc + by))
+        reads = None if any(boxed_by(v, REVERSE) for v in pulled) else frozenset(range(bc + by))
         out = scan(*pulled, body=back_body, items=items, reverse=not reverse, reads=reads)
         back = unpack(out) if type(out) is Box else out
         if kw.get("check") and not all(finite(peek(c)) for c in back):
@@ -297,16 +297,6 @@ def _scan_rule(ns, g, ans, args, kw, wanted):
     ct_k = [next(it) if d else None for d in dk]
     ct_x = [next(it) if d else None for d in dx]
     return [c if w else None for c, w in zip((*ct_x, *ct_c0, *ct_k), wanted)]
-
-
-def _under_reverse(values):
-    """Whether a reverse trace boxes any of the values, at any level."""
-    for v in values:
-        while type(v) is Box:
-            if v.trace.kind is REVERSE:
-                return True
-            v = v.v
-    return False
 
 
 def _diff(values):
