@@ -1,9 +1,9 @@
 """Loops inside the body of a loop jit rolls (dsl/transform/jit/rolling.py, Roller.wanted): a
-`while`, a long `for`, and on XLA a `for` of three iterations or more, are steps of that body,
-rolled as they would be outside it. Written out in the body, a 150-step inner loop staged 150
-copies (and XLA, past the steps it compiles in reasonable time, left the program to numpy), and a
-`while` whose count differed from one outer iteration to the next made jit write the outer loop
-out too."""
+long `for` (on XLA, in a `for` loop's body, one of three iterations or more), and a `while`
+whose count differs from one outer iteration to the next (loop_modes.retry), are steps of that
+body, rolled as they would be outside it. Written out in the body, a 150-step inner loop staged
+150 copies (and XLA, past the steps it compiles in reasonable time, left the program to numpy),
+and such a `while` made jit write the outer loop out too."""
 
 import io
 
@@ -42,12 +42,6 @@ fn field(w) {
     return sum(m * m)
 }
 """
-
-
-def needs(backend):
-    """Skip the test where the backend's package (JAX, for XLA) is not installed."""
-    if backend == "xla":
-        pytest.importorskip("jax")
 
 
 def interp(inner, backend="numpy"):
@@ -99,9 +93,7 @@ def size(program):
     return len(program.steps) + sum(len(body_of(s).steps) for s in loop_steps(program))
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_long_inner_loop_is_a_step_of_the_outer_loops_body(backend):
-    needs(backend)
     sizes = []
     for inner in (150, 300):
         i = interp(inner, backend)
@@ -153,9 +145,7 @@ def test_an_inner_while_loop_whose_count_changes_is_rolled_in_the_body(capfd):
         assert bodies_holding_loops(program) >= 1 and len(program.steps) < 100, name
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_rows_written_by_nested_loops_and_their_gradient(backend):
-    needs(backend)
     i = interp(120, backend)
     i.run("let g = jit(value_and_grad(field))\nlet want = value_and_grad(field)\n"
           "let vg = jit(vmap(grad(field)))")
@@ -209,8 +199,9 @@ def test_nested_loops_under_grad_outside_jit_give_the_written_out_numbers():
 
 
 def test_an_inner_while_loop_without_a_derivative_is_an_xla_while_loop():
-    # no derivative through it: lax.while_loop inside the outer loop's scan, whatever the counts;
-    # under grad it stays written out in the body (XLA lowers no while loop under a derivative)
+    # its count differs from one outer iteration to the next: rolled in the body (after one
+    # staging that wrote it out), a lax.while_loop inside the outer loop's scan; under grad it is
+    # the numpy backend's loop, which XLA does not lower (the values are checked all the same)
     pytest.importorskip("jax")
     i = interp(5, "xla")
     i.run("let v = jit(roots)\nlet g = jit(grad(roots))")
@@ -222,12 +213,10 @@ def test_an_inner_while_loop_without_a_derivative_is_an_xla_while_loop():
     assert all(e.xla.why is None for es in i.lookup("v").call.entries.values() for e in es)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_custom_rule_in_the_inner_loop_is_the_derivative_used(backend):
     # found by the fuzzer: the inner loop's body, staged in the outer one's look ahead, held the
     # function of a custom_vjp and not the rule (that look ahead saw no derivative's boxes), so
     # the outer loop's rules gave tanh's own derivative where the rule says twice the cotangent
-    needs(backend)
     src = ("let doubled = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (2.0 * g,))\n"
            "let slope = custom_jvp(fn(x) => tanh(x), fn(p, t) => (tanh(p[0]), 3.0 * t[0]))\n"
            "fn f(p) {\n  let a = 0.3\n  for i in range(4) {\n"
@@ -237,11 +226,9 @@ def test_a_custom_rule_in_the_inner_loop_is_the_derivative_used(backend):
         assert_as_written_out(src, expr, backend, rel=1e-11)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_an_inner_loop_that_draws_without_a_key_stays_written_out(backend):
     # its draws would be a step of the outer body that the outer loop's rules and look ahead do
     # not replay in order: the numbers differed from the interpreter's
-    needs(backend)
     src = ("fn f(p) {\n  let a = 0.3\n  for i in range(4) {\n"
            "    for j in range(120) { a = tanh(a + 0.01 * p * randn(()) + 0.001 * p) }\n"
            "    a = a * 0.9 + 0.01 * rand(())\n  }\n  return a\n}\n"
@@ -251,12 +238,10 @@ def test_an_inner_loop_that_draws_without_a_key_stays_written_out(backend):
         assert_as_written_out(src, expr, backend, rel=1e-12)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_variables_the_outer_body_sets_after_the_inner_loop_are_not_its_state(backend):
     # in the outer loop's look ahead they still hold the iteration before's values (boxes of the
     # trace jit stages): taken for the inner loop's state, they made the outer loop look like it
     # read a value from outside, and jit wrote it out (an HMC sampler: 37,002 steps, left to numpy)
-    needs(backend)
     src = ("fn energy(q) { return 0.5 * sum(q * q) + 0.1 * sum(q ** 4) }\n"
            "fn sample(q, key) {\n  let total = zeros((2,))\n  for s in range(40) {\n"
            "    let keys = split(key, 3)\n    key = keys[0]\n    let p = normal(shape=(2,), key=keys[1])\n"
@@ -281,7 +266,7 @@ def test_a_for_loop_in_a_while_loops_body_on_xla_is_no_scan():
     # the while loop is the numpy backend's loop step (XLA lowers it where no derivative runs
     # through it): a Scan in its body made vmap run the program once per example, and the print
     # happened once per example (found by the XLA fuzzer, under jacfwd of a jitted function)
-    needs("xla")
+    pytest.importorskip("jax")
     src = ("let clipped = custom_vjp(fn(x) => tanh(x), fn(x, out, g) => (clamp(g, -0.5, 0.5),))\n"
            "fn f(p, w) {\n  let s = w\n  print(sum(s) > 0.0)\n  let c = 0\n  while c < 4 {\n"
            "    for j in range(3) { s = tanh(s * 0.5 + p) }\n    s = s + 0.1 * clipped(s)\n    c += 1\n  }\n"

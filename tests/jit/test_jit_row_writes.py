@@ -80,10 +80,7 @@ EXPRESSIONS = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_row_writes_in_a_loop_give_the_written_out_loops_results(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     want = interp(keep_tape=True)
     got = interp(backend=backend)
     for expr in EXPRESSIONS:
@@ -119,10 +116,7 @@ def test_the_gradient_through_row_writes_matches_central_differences():
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_row_written_out_of_range_is_the_interpreters_error_at_its_line(backend):
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
     i.run("fn d(n) {\n  let h = zeros((n,))\n  for i in range(n) {\n    h[i + 1] = 1.0\n  }\n  return h\n}\n"
           "let f = jit(d)")
@@ -196,12 +190,9 @@ fn rows(x) {
 """
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_nested_loops_over_a_grid_by_entries_stay_loops(backend):
     # x[i, j] read and written at loops' variables: row i, then entry j (numpy's x[i][j]), each a
     # step of the loop bodies; the loops were written out (10,979 steps for a 30 x 30 grid)
-    if backend == "xla":
-        pytest.importorskip("jax")
     i = dsl.Interpreter(stdout=io.StringIO(), backend=backend)
     i.run(GRID + "let f = jit(heat)\nlet g = jit(grad(fn(u) => sum(heat(u, 3) ** 2)))\n"
                  "let gt = grad(fn(u) => sum(heat_by_tensors(u, 3) ** 2))\nlet r = jit(rows)\nlet gr = jit(grad(rows))")
@@ -234,12 +225,9 @@ def test_a_grid_entry_out_of_range_is_the_interpreters_error():
         assert err.value.kind == "index" and err.value.line == 4
 
 
-@pytest.mark.parametrize("backend", ["numpy", "xla"])
 def test_a_loop_over_columns_stays_a_loop(backend):
     # x[:, j] read and written at a loop's variable: row j of x with that axis moved to the front
     # (numpy's x[:, j]), then moved back; a guard on j wrote the loop out
-    if backend == "xla":
-        pytest.importorskip("jax")
     src = ("fn cols(a, x) {\n  let out = zeros((shape(a)[0], shape(x)[1]))\n"
            "  for j in range(shape(x)[1]) {\n    out[:, j] = a @ x[:, j] + x[0, j]\n  }\n  return out\n}\n"
            "let f = jit(cols)\nlet g = jit(grad(fn(a, x) => sum(sin(cols(a, x))), argnums=(0, 1)))\n"
