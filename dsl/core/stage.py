@@ -29,6 +29,7 @@ import numpy as np
 from ..base.cycles import gc_paused
 from ..errors import DgError, error, located, write_output
 from . import tape
+from .row_log import LoggedRows
 from .tape import Box, STAGE, Trace, peek
 from .trees import children, flatten, flatten_open, hollow, is_container, unflatten
 
@@ -376,7 +377,7 @@ def kind_of(v):
         return "int"
     if t is str:
         return "str"
-    if t is np.ndarray:
+    if t is np.ndarray or t is LoggedRows:     # a Scan's history kept as a log is a tensor
         return ("array", v.ndim, v.dtype.kind, v.shape, v.dtype.str)
     if t is tuple:
         return "tuple"

@@ -235,10 +235,13 @@ class Lowering:
         return s[i]
 
     # ------------------------------------------------------------ Scan
-    def scan(self, args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None, live=ALL):
+    def scan(self, args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None, log=None,
+             live=ALL):
         """Scan (dsl/core/primitives/scan.py) as lax.scan: (final carry..., ys stacked..., history
         stacked...), the body's flags carried and gathered into this lowering's. `live`: the
-        positions among those outputs that the program's results need (liveness.py)."""
+        positions among those outputs that the program's results need (liveness.py); `log` (a
+        history kept as a log on plain values) is the numpy run's: XLA keeps what its pass back
+        reads (residuals.py)."""
         jnp, lax = self.np, self.lax
         nx, nc, nk, ny = body.counts
         xs, carry, consts = list(args[:nx]), list(args[nx:nx + nc]), list(args[nx + nc:])

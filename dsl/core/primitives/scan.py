@@ -38,6 +38,7 @@ from itertools import chain
 import numpy as np
 
 from .. import reverse_pass, stage as S, tape
+from ..row_log import LoggedRows, StateLog
 from ..ops.arith import add
 from ..ops.shape import transpose
 from ..ops.slots import unpack
@@ -50,39 +51,61 @@ from .loops import split_tangents, with_tangents
 from .registry import define
 
 
-def scan(*args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None):
+def scan(*args, body=None, items=(), reverse=False, reads=None, check=False, culprit=None, log=None):
     """Run the loop: recorded by the traces of any boxes among the arguments (each level's kernel
     call records it on the next), on plain values by the body's compiled loop. `reads`: which of
     its outputs the program it is a step of reads (the others are none: `outputs_read`); `check`
     and `culprit`, the reverse rule's notes in the recorded step's options, which a kernel call
-    on the next level receives with them."""
+    on the next level receives with them. `log`: whether the history may be kept as a log
+    (dsl/core/row_log.py), decided where a loop of the program (not one a rule made: those pass
+    False) is recorded for a reverse pass (`_only_staged`)."""
     top = tape.top_trace(args)
     if top is None:
-        return _run(args, body, items, reverse, reads)
+        return _run(args, body, items, reverse, reads, log)
     if top.kind is FORWARD:
         return _scan_jvp(top, args, body, items, reverse)
     kw = {"body": body, "items": items, "reverse": reverse}     # every output (no `reads`)
     if top.kind is REVERSE:
         kw["check"] = top.check     # the rule names the body's operation where the check fails
-    elif top.kind is STAGE and reads is not None:
-        kw["reads"] = reads     # a pullback no reverse level differentiates: its history is not kept
+        kw["log"] = log is None and _only_staged(args, top)
+    elif top.kind is STAGE:
+        if reads is not None:
+            kw["reads"] = reads     # a pullback no reverse level differentiates: its history is not kept
+        if log is not None:
+            kw["log"] = log
     return tape.record("Scan", args, kw)
 
 
-def _run(args, body, items, reverse, reads=None):
+def _only_staged(args, top):
+    """Whether no trace but stages boxes the arguments under reverse trace `top`: then the history
+    of a loop of the program is read only by the pullback this trace's rule runs on plain values,
+    row by row, and may be a log. A trace of another kind below would record that pullback and
+    read the history with its rules (a third-order derivative). Rules pass `log` False: what they
+    make goes on to other rules (a jvp's loop to a reverse level above it); so does a step
+    replayed on `top` (its `log` given), whose pullback comes with it."""
+    for a in args:
+        x = a.v if type(a) is Box and a.trace is top else a
+        while type(x) is Box:
+            if x.trace.kind is not STAGE:
+                return False
+            x = x.v
+    return True
+
+
+def _run(args, body, items, reverse, reads=None, log=None):
     """The loop on plain values: (final carry..., ys stacked..., history stacked...), those
-    `reads` leaves out None."""
+    `reads` leaves out None; with `log`, the history's large tensors as logs (LoggedRows)."""
     nx, nc, nk, ny = body.counts
     xs, carry, consts = args[:nx], args[nx:nx + nc], args[nx + nc:]
     read = [True] * (2 * nc + ny) if reads is None else [j in reads for j in range(2 * nc + ny)]
     keep = (any(read[nc:nc + ny]), any(read[nc + ny:]))
     items = iterations(items, xs)
     if items is None:
-        final, ys, hist = body.run_while(carry, consts, *keep)
+        final, ys, hist = body.run_while(carry, consts, *keep, log=bool(log))
     else:
         if reverse:
             items, xs = items[::-1], [x[::-1] for x in xs]
-        final, ys, hist = body.run(items, xs, carry, consts, *keep)
+        final, ys, hist = body.run(items, xs, carry, consts, *keep, log=bool(log))
     if reverse:
         ys.reverse()
         hist.reverse()
@@ -92,9 +115,12 @@ def _run(args, body, items, reverse, reads=None):
 
 
 def _columns(rows, kinds, read):
-    """Rows of leaves (one row per item) as one stacked tensor per leaf (None where not `read`)."""
+    """Rows of leaves (one row per item) as one stacked tensor per leaf (None where not `read`);
+    a history kept as a StateLog gives its logged leaves as LoggedRows."""
     if not any(read):
         return [None] * len(kinds)
+    if type(rows) is StateLog:
+        return rows.columns(read, lambda values, j: _stacked(values, kinds[j]))
     if rows and all(k == "float" for k in kinds):
         # every number of every row in one call (half of np.array's time on a list of tuples)
         table = np.fromiter(chain.from_iterable(rows), np.float64, len(rows) * len(kinds)).reshape(len(rows), -1)
@@ -150,6 +176,8 @@ def rows(x, kind):
     or a tensor."""
     if kind in ("float", "int", "bool"):
         return x.tolist()
+    if type(x) is LoggedRows:       # its rows one at a time, not all of them at once
+        return x
     return [np.asarray(r) for r in x] if x.ndim == 1 else list(x)
 
 
@@ -197,7 +225,7 @@ def _scan_jvp(top, args, body, items, reverse):
     example = [first if its is None else its[first],
                *[_row(peek(x), first, kind) for x, kind in zip(flat[:m], xs_kinds)], *[peek(v) for v in flat[m:]]]
     jbody = body.derive(("jvp", diff), lambda: _jvp_body(body, (dx, dc, dk, dy), example))
-    out = scan(*flat, body=jbody, items=items, reverse=reverse)
+    out = scan(*flat, body=jbody, items=items, reverse=reverse, log=False)
     parts = list(unpack(out) if type(out) is Box else out)
     final, parts = _with_dots(parts, nc, dc, top)
     ys, parts = _with_dots(parts, ny, dy, top)
@@ -285,7 +313,7 @@ def _scan_rule(ns, g, ans, args, kw, wanted):
         # pullback in turn, which boxes its arguments; without one it is not kept
         _, bc, _, by = back_body.counts
         reads = None if any(boxed_by(v, REVERSE) for v in pulled) else frozenset(range(bc + by))
-        out = scan(*pulled, body=back_body, items=items, reverse=not reverse, reads=reads)
+        out = scan(*pulled, body=back_body, items=items, reverse=not reverse, reads=reads, log=False)
         back = unpack(out) if type(out) is Box else out
         if kw.get("check") and not all(finite(peek(c)) for c in back):
             order = range(len(its)) if reverse else range(len(its) - 1, -1, -1)
@@ -406,7 +434,7 @@ def _scan_batch(ns, args, batched, kw):
                                for x, b, kind in zip(xs, bx, input_kinds(body)[1:1 + nx])],
                *[peek(v) for v in (*carry, *consts)]]
     bbody = body.derive(("batch", bx, flags, bk, size), lambda: body.batched((bx, flags, bk, by), size, example))
-    out = scan(*xs, *carry, *consts, body=bbody, items=items, reverse=reverse)
+    out = scan(*xs, *carry, *consts, body=bbody, items=items, reverse=reverse, log=False)
     parts = list(unpack(out) if type(out) is Box else out)
     ys = [_swapped(y) if b else y for y, b in zip(parts[nc:nc + ny], by)]
     hist = [_swapped(h) if b else h for h, b in zip(parts[nc + ny:], flags)]

@@ -16,6 +16,7 @@ from ...core.trees import flatten, hollow
 from ...core.primitives.loops import LoopGuardFailed
 from ...core.primitives.batching import spread_where
 from ...core.primitives.scan import rows, scan
+from ...core.row_log import StateLog
 from ..vmap import replay_leaves
 
 
@@ -75,24 +76,24 @@ class ScanBody:
                 raise LoopGuardFailed(self.origin, failed) from None
         return list(self.exact(values))
 
-    def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True):
+    def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True, log=False):
         """The loop over the items, and the rows of the xs (tensors), on plain values, compiled
         whole: (final carry, each iteration's ys, each iteration's starting carry: empty lists
-        where not kept)."""
+        where not kept; with `log`, a StateLog)."""
         kinds = [self.program.kinds[s] for s in self.program.inputs[1:1 + self.counts[0]]]
         columns = (items, *[rows(x, kind) for x, kind in zip(xs, kinds)])
 
         def entries(k, m):
             return zip(*columns) if k == 0 and m >= len(items) else zip(*(c[k:k + m] for c in columns))
-        return self._drive(entries, len(items), carry, consts, keep_ys, keep_hist)
+        return self._drive(entries, len(items), carry, consts, keep_ys, keep_hist, log)
 
-    def run_while(self, carry, consts, keep_ys=True, keep_hist=True):
+    def run_while(self, carry, consts, keep_ys=True, keep_hist=True, log=False):
         """A while loop's iterations (item k the k-th) on plain values until one fails a guard of
         the body: (the carry that iteration started from, each iteration's ys, each one's
         starting carry); the Roller's Body learns the count (`ran`)."""
-        return self._drive(lambda k, m: zip(range(k, k + m)), None, carry, consts, keep_ys, keep_hist)
+        return self._drive(lambda k, m: zip(range(k, k + m)), None, carry, consts, keep_ys, keep_hist, log)
 
-    def _drive(self, entries, n, carry, consts, keep_ys, keep_hist):
+    def _drive(self, entries, n, carry, consts, keep_ys, keep_hist, log):
         """Run the compiled loop over `entries(k, m)` (the entries of iterations k to k + m), `n`
         of them (None: a while loop's, until an iteration fails a guard of the body). An
         iteration the compiled loop stops at runs by itself (`_one`), and the loop goes on after
@@ -103,10 +104,10 @@ class ScanBody:
         loop = self._compiled(keep_ys, keep_hist)
         limits = self.origin.key.interp.limits if self.exact is None or n is None else None
         if limits is None:
-            done = self._unchecked(entries(0, n), n, carry, consts, keep_ys, keep_hist)
+            done = self._unchecked(entries(0, n), n, carry, consts, keep_ys, keep_hist, log)
             if done is not None:
                 return done
-        hist, ys, carry, k = [], [], list(carry), 0
+        hist, ys, carry, k = StateLog() if log else [], [], list(carry), 0
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
         while n is None or k < n:
             chunk = 2 ** 62 if n is None else n - k
@@ -156,7 +157,7 @@ class ScanBody:
             self._looped = summed_row_adds(self.program)
         return self._looped
 
-    def _unchecked(self, entries, n, carry, consts, keep_ys, keep_hist):
+    def _unchecked(self, entries, n, carry, consts, keep_ys, keep_hist, log):
         """A derived body's loop (a pullback's: no limits count its iterations) compiled without
         checks, as the numpy backend's reverse loop runs (loop_body.Hoisted): (final carry, ys,
         history) where it ran every iteration and its results are finite, else None (the checked
@@ -171,7 +172,7 @@ class ScanBody:
         fast = self._fast[key]
         if fast is None:
             return None
-        hist, ys = [], []
+        hist, ys = StateLog() if log else [], []
         done, out, failed = fast(entries, list(carry), consts, hist if keep_hist else None, ys if keep_ys else None)
         if failed is not None or done != n or not all(finite(c) for c in out) \
                 or not all(finite(v) for row in ys for v in row):
@@ -271,7 +272,7 @@ def _count(scan_body, kinds, carry, consts):
                 made.append(tuple(row))
             yield made[i]
     try:
-        scan_body._drive(entries, None, [peek(c) for c in carry], [peek(c) for c in consts], False, False)
+        scan_body._drive(entries, None, [peek(c) for c in carry], [peek(c) for c in consts], False, False, False)
     finally:
         generator.state = saved
         interp.limits.rewind(steps)
