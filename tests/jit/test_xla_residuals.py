@@ -125,3 +125,21 @@ def test_numbers_read_out_of_a_carried_tensor_are_residuals_so_its_history_is_no
     # its xs: the residuals, then A's history (y, then the sum so far), then cotangents
     tensors = [s for s in program.inputs[1:1 + nx] if program.kinds[s][0] == "array" and s not in read]
     assert tensors, "the history of y is still read by the pass back"
+
+
+def test_a_batched_loops_pass_back_reads_residuals_through_vmaps_two_swaps():
+    # vmap's rule hands a batched Scan's history on with the batch first and the reverse Scan's
+    # rule swaps it back: through the two transposes the pair was not found, and the pass back
+    # computed each iteration again from the history, a copy of the batch of y per iteration
+    i = dsl.Interpreter()
+    i.run("fn f(a) {\n  let y = zeros(40)\n  y[0] = a\n  for k in range(1, 40) { y[k] = tanh(y[k - 1]) * a }\n"
+          "  return sum(y * y)\n}\nlet g = jit(vmap(grad(f)), backend=\"xla\")\nlet want = vmap(grad(f))")
+    a = np.array([0.3, 0.45, -0.8])
+    g = i.lookup("g")
+    for _ in range(2):
+        np.testing.assert_allclose(g(a), i.lookup("want")(a), rtol=1e-12, atol=1e-14)
+    (back,) = list(_reverse_bodies(hoist(_program(g))))
+    program, (nx, nc, nk, ny) = back.program, back.counts
+    read = {r for s in program.steps for r in s[2]} | set(program.out_refs)
+    assert not any(s[1] == "TanhAct" for s in program.steps)
+    assert [s for s in program.inputs[1:1 + nx] if program.kinds[s][0] == "array" and s not in read]

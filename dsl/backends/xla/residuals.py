@@ -45,10 +45,23 @@ def hoist(program):
     where = {}          # a Scan's slot -> its position in `steps`
     fields = {}         # a StructField's slot -> (the Scan's slot, its position in `steps`)
     renumbered = {}     # a Scan's slot -> (its first history field as staged, fields added before it)
+    # vmap's rule swaps a batched Scan's history to put the batch first and the reverse Scan's
+    # rule swaps it back: the reverse Scan reads the forward one's history through the two
+    swapped = {}        # a TransposeOp's slot -> (its operand, its axes)
+    alias = {}          # the slot of a transpose undoing the one before it -> that one's operand
     changed = False
     for step in program.steps:
         kind, op, refs, consts, kw, span, out = step
         before = []
+        if alias and any(r in alias for r in refs):
+            refs = tuple(alias.get(r, r) for r in refs)
+            step = (kind, op, refs, consts, kw, span, out)
+            changed = True
+        if op == "TransposeOp" and kw.get("axes") is not None:
+            first = swapped.get(refs[0])
+            if first is not None and all(first[1][b] == j for j, b in enumerate(kw["axes"])):
+                alias[out] = first[0]
+            swapped[out] = (refs[0], kw["axes"])
         if op == "StructField" and refs[0] in renumbered:      # a field numbered as staged
             first, n = renumbered[refs[0]]
             f = kw["field_index"] + (n if kw["field_index"] >= first else 0)
@@ -73,8 +86,8 @@ def hoist(program):
             steps.append(s)
     if not changed:
         return program
-    return S.Program(nslots, program.inputs, tuple(steps), program.out_spec, program.out_refs,
-                     program.out_consts, kinds, program.spans)
+    return S.Program(nslots, program.inputs, tuple(steps), program.out_spec,
+                     tuple(alias.get(r, r) for r in program.out_refs), program.out_consts, kinds, program.spans)
 
 
 def _pair(b_step, steps, where, fields, kinds, nslots, renumbered):
