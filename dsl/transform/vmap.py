@@ -19,6 +19,7 @@ from ..core import ops as O, stage as S, tape
 from ..core.ops.core import norm
 from ..core.primitives.batching import PerExample, Unbatchable, Unbatched, spread
 from ..core.primitives.loops import LoopGuardFailed
+from ..core.primitives.scan import outputs_read
 from ..core.primitives.namespaces import TRACED
 from ..core.printing import show
 from ..core.tape import Box, peek
@@ -398,6 +399,7 @@ def _stage_dry(f, example_args, interp, derived=False):
         finally:
             if held is not None:
                 held.discard()
+        outputs_read(program)       # a batched loop keeps only the outputs the program reads
         return program
 
 

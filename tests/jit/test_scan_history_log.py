@@ -1,7 +1,7 @@
-"""A Scan's history kept as a log of what each iteration changed (dsl/core/row_log.py): a loop
-that writes one row of a carried tensor per iteration keeps, for its pass back, the tensor once
-and the rows it overwrote, where it kept a copy of the tensor per iteration (on XLA's first call
-of `jit(grad(f))`, on numpy under three reverse levels): n^2 memory for an n-step trajectory."""
+"""What a Scan keeps of its history (dsl/core/primitives/scan.py): for its pass back, a loop that
+writes one row of a carried tensor per iteration keeps the tensor once and the rows it overwrote
+(dsl/core/row_log.py), where it kept a copy of the tensor per iteration (XLA's first call of
+`jit(grad(f))`): n^2 memory for an n-step trajectory; without a derivative, nothing."""
 
 import io
 import tracemalloc
@@ -103,6 +103,20 @@ def test_xla_first_call_of_a_trajectory_under_grad_keeps_no_copy_per_iteration()
     # a copy of y and of z per iteration: 2 x 1500^2 floats, 34 MB (plus the stacking's copy)
     assert peak < 12, peak
     assert i.lookup("g")(0.4) == pytest.approx(i.lookup("want")(0.4), rel=1e-12)
+
+
+@pytest.mark.parametrize("expr", ["jit(f)", "jit(vmap(f))"])
+def test_xla_first_call_without_a_derivative_keeps_no_history(expr):
+    # the Scan XLA lowers a loop to runs on numpy while the first call stages it; no rule reads
+    # its history there, which it kept whole: a copy of y and of z per iteration
+    pytest.importorskip("jax")
+    i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
+    i.run(TRAJECTORY.replace("N", "1500") + f"let g = {expr}\nlet want = {expr[4:-1]}")
+    x = np.array([0.3, 0.4]) if "vmap" in expr else 0.3
+    value, peak = peak_mb(lambda: i.lookup("g")(x))
+    np.testing.assert_allclose(value, i.lookup("want")(x), rtol=1e-12)
+    assert peak < 12, peak
+    np.testing.assert_allclose(i.lookup("g")(x), i.lookup("want")(x), rtol=1e-12)
 
 
 def test_three_reverse_levels_through_a_trajectory():

@@ -69,6 +69,9 @@ def scan(*args, body=None, items=(), reverse=False, reads=None, check=False, cul
         kw["check"] = top.check     # the rule names the body's operation where the check fails
         kw["log"] = log is None and _only_staged(args, top)
     elif top.kind is STAGE:
+        if reads is None and log is None and _only_staged(args, top):
+            # a loop of the program that no derivative boxes: no rule will read its history
+            reads = frozenset(range(body.counts[1] + body.counts[3]))
         if reads is not None:
             kw["reads"] = reads     # a pullback no reverse level differentiates: its history is not kept
         if log is not None:
@@ -434,10 +437,11 @@ def _scan_batch(ns, args, batched, kw):
                                for x, b, kind in zip(xs, bx, input_kinds(body)[1:1 + nx])],
                *[peek(v) for v in (*carry, *consts)]]
     bbody = body.derive(("batch", bx, flags, bk, size), lambda: body.batched((bx, flags, bk, by), size, example))
-    out = scan(*xs, *carry, *consts, body=bbody, items=items, reverse=reverse, log=False)
+    # the outputs the program read of the Scan (outputs_read), which the batched one keeps alone
+    out = scan(*xs, *carry, *consts, body=bbody, items=items, reverse=reverse, reads=kw.get("reads"), log=False)
     parts = list(unpack(out) if type(out) is Box else out)
-    ys = [_swapped(y) if b else y for y, b in zip(parts[nc:nc + ny], by)]
-    hist = [_swapped(h) if b else h for h, b in zip(parts[nc + ny:], flags)]
+    ys = [_swapped(y) if b and peek(y) is not None else y for y, b in zip(parts[nc:nc + ny], by)]
+    hist = [_swapped(h) if b and peek(h) is not None else h for h, b in zip(parts[nc + ny:], flags)]
     return Lanes((*parts[:nc], *ys, *hist), (*flags, *by, *flags))
 
 
