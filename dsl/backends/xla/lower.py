@@ -23,8 +23,9 @@ from ...core.stage import is_array_kind
 from ..optimize import plan, resolve
 from .errors import NotLowerable
 from .liveness import ALL, body_outputs, live, scan_reads
-from .row_adds import RowAdds, add as add_rows, grown_carries, made
+from .row_adds import RowAdds, add as add_rows, grown_carries, swaps_front
 from .rules import FALLBACK, LOWER, ON_HOST
+from .swapped import RULES as SWAPPED_RULES, Swapped, add as add_swapped
 
 
 # XLA's compile time grows faster than the straight-line code it compiles: a written-out chain
@@ -390,6 +391,22 @@ def lower_steps(L, program, values, prepared=None):
         env[s] = v if number is None or v is None else L.jx.weak(jnp.asarray(v), number)     # as numpy takes them
     for kind, op, refs, consts, kw, span, out in planned.steps:
         args = [env[r] if r >= 0 else _constant(jnp, c) for r, c in zip(refs, consts)]
+        if op == "TransposeOp" and swaps_front(kw.get("axes")):
+            a = args[0]      # kept as it was (swapped.py)
+            env[out] = a.x if type(a) is Swapped else Swapped(a)
+            continue
+        if args and type(args[0]) is Swapped and op in SWAPPED_RULES and type(args[0].x) is not RowAdds \
+                and not any(type(a) in (Swapped, RowAdds) for a in args[1:]):
+            env[out] = SWAPPED_RULES[op](L, *args, **(kw or {}))
+            continue
+        if op == "Add" and any(type(a) is Swapped for a in args):
+            summed = add_swapped(jnp, *args, kinds[out])
+            if summed is not None:
+                gained[out] = next(a for a in args if type(a) is Swapped)
+                env[out] = summed
+                continue
+        if any(type(a) is Swapped for a in args):
+            args = [a.made(jnp) if type(a) is Swapped else a for a in args]
         if op == "RowAdd" and is_array_kind(kinds[out]):     # made where it is read (row_adds.py)
             env[out] = RowAdds(kinds[out][3], kinds[out][4], ((args[1], args[0]),))
             continue
@@ -400,14 +417,14 @@ def lower_steps(L, program, values, prepared=None):
                     gained[out] = next(a for a in args if type(a) is RowAdds)
                 env[out] = summed
                 continue
-            args = [made(jnp, a) for a in args]
+            args = [_made(jnp, a) for a in args]
         if kind == "guard":
             L.guard(_same(jnp, args[0], consts[0]))
             continue
         if op in ON_HOST:     # an effect in the program's order, or numpy's kernel of a keyed draw
             kernel = functools.partial(S._effect_kernel if op == "Effect" else PRIMS[op].plain or PRIMS[op].impl,
                                        **(kw or {}))
-            raw = [made(jnp, env[r]) if r >= 0 else c for r, c in zip(refs, consts)]
+            raw = [_made(jnp, env[r]) if r >= 0 else c for r, c in zip(refs, consts)]
             env[out] = L.host(kernel, raw, [kinds[r] if r >= 0 else None for r in refs], kinds[out],
                               ordered=op == "Effect")
             continue
@@ -426,12 +443,19 @@ def lower_steps(L, program, values, prepared=None):
     for r in checks:       # live ones only: nothing the results need reads the others
         if r in grown:      # its rows (the loop checks its first value): a number, as its accumulator
             rows = gained.get(r)
-            v = made(jnp, env[r])
-            L.finite(jnp.sum((v if rows is None else jnp.stack([v[i] for i, _ in rows.rows])) * 0.0))
+            v = _made(jnp, env[r])
+            if rows is not None:
+                v = jnp.stack(rows.rows(v) if type(rows) is Swapped else [v[i] for i, _ in rows.rows])
+            L.finite(jnp.sum(v * 0.0))
         else:
-            L.finite(made(jnp, env[r]))
+            L.finite(_made(jnp, env[r]))
     return [_constant(jnp, c) if r < 0 else _constant(jnp, planned.known[r]) if r in planned.known
-            else made(jnp, env[r]) for r, c in zip(outs, program.out_consts)]
+            else _made(jnp, env[r]) for r, c in zip(outs, program.out_consts)]
+
+
+def _made(jnp, v):
+    """v as a JAX value: one kept unmade (RowAdds, Swapped) made, anything else as it is."""
+    return v.made(jnp) if type(v) is RowAdds or type(v) is Swapped else v
 
 
 def _host_kind(kind):

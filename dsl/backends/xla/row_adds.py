@@ -34,11 +34,6 @@ class RowAdds:
         return x
 
 
-def made(jnp, v):
-    """v as a JAX value: a RowAdds made, anything else as it is."""
-    return v.made(jnp) if type(v) is RowAdds else v
-
-
 def add(jnp, a, b, kind):
     """a + b where one or both are RowAdds, for a step of `kind` (stage.kind_of): RowAdds where
     both are, the rows added in place where the other is a tensor of the result's shape and type,
@@ -78,23 +73,49 @@ def grown_carries(steps, outs, inputs, counts, kinds, checks):
     return found
 
 
+def swaps_front(axes):
+    """Whether a TransposeOp's axes swap the first two and keep the others (vmap's rules move a
+    batch behind the rows and back with them: swapped.py)."""
+    return axes is not None and len(axes) >= 2 and tuple(axes) == (1, 0, *range(2, len(axes)))
+
+
+def _swap(step):
+    """Whether a step is a TransposeOp that swaps the first two axes."""
+    return step[1] == "TransposeOp" and swaps_front((step[4] or {}).get("axes"))
+
+
 def _from_carry(r, carry_in, made_by):
     """Whether slot r is the carry in, or it with rows set to finite constants (the pass back's
-    g[i] = 0 beside a read of g[i]): what the carry held but those rows, which are finite."""
+    g[i] = 0 beside a read of g[i]; under vmap, between two swaps): what the carry held but those
+    rows, which are finite."""
+    swapped = False
     while r != carry_in:
         step = made_by.get(r)
-        if step is None or step[1] != "SetRow" or step[2][2] >= 0 or not np.all(np.isfinite(step[3][2])):
+        if step is not None and _swap(step):
+            swapped = not swapped
+        elif step is None or step[1] != "SetRow" or step[2][2] >= 0 or not np.all(np.isfinite(step[3][2])):
             return False
         r = step[2][0]
-    return True
+    return not swapped
 
 
 def _rows_only(r, made_by, kinds):
-    """Whether slot r holds rows added into zeros of its kind (a RowAdd, or an Add of such)."""
+    """Whether slot r holds rows added into zeros of its kind (a RowAdd, or an Add of such), all of
+    them on axis 0 or all swapped to axis 1 (under vmap: swapped.py)."""
+    return _rows_axis(r, made_by, kinds) is not None
+
+
+def _rows_axis(r, made_by, kinds):
+    """The axis the rows slot r holds were added on (0 or 1), or None where it holds other values."""
     step = made_by.get(r)
     if step is None:
-        return False
+        return None
     if step[1] == "RowAdd":
-        return True
-    return step[1] == "Add" and all(x >= 0 and kinds[x] == kinds[r] and _rows_only(x, made_by, kinds)
-                                    for x in step[2])
+        return 0
+    if _swap(step):
+        inner = _rows_axis(step[2][0], made_by, kinds)
+        return None if inner is None else 1 - inner
+    if step[1] != "Add" or not all(x >= 0 and kinds[x] == kinds[r] for x in step[2]):
+        return None
+    axes = {_rows_axis(x, made_by, kinds) for x in step[2]}
+    return axes.pop() if len(axes) == 1 else None

@@ -240,7 +240,7 @@ def _row_add(L, g, i, shape):
     return L.np.zeros(shape, L.np.result_type(g)).at[i].set(g)
 
 
-def _storing(L, x, v):
+def storing(L, x, v):
     """x in the type numpy's kernel stores v in (shape.set_index): what x and v promote to, a bool
     tensor given numbers float64. XLA's scatter would cast v to x's type (2.5 into an int tensor: 2)."""
     jnp = L.np
@@ -253,7 +253,7 @@ def _storing(L, x, v):
 
 def _set_row(L, x, i, v):
     """x with row i set to v, for a staged int i in range."""
-    x = _storing(L, x, v)
+    x = storing(L, x, v)
     n = L.np.shape(x)[0]
     L.require((i >= -n) & (i < n))
     return x.at[i].set(v)
@@ -273,7 +273,7 @@ def _rows_add(L, g, i, shape):
 
 def _set_rows(L, x, i, v, n):
     """x with rows i to i + n set to v (broadcast to them), the rows in range."""
-    x = _storing(L, x, v)
+    x = storing(L, x, v)
     L.require((i >= 0) & (i <= L.np.shape(x)[0] - n))
     rows = L.np.broadcast_to(L.np.asarray(v, x.dtype), (n,) + tuple(L.np.shape(x)[1:]))
     return L.lax.dynamic_update_slice_in_dim(x, rows, i, axis=0)
@@ -320,7 +320,7 @@ def _last_writer(L, idx, n, batched=False):
 def _set_index(L, x, v, key=None):
     """x with x[key] = v. Where key names a position twice, XLA's scatter may keep either write
     (a GPU's does not promise the order): the write numpy keeps (`written`) is the one scattered."""
-    x = _storing(L, x, v)
+    x = storing(L, x, v)
     keep = written(np.shape(x), key)
     if keep is None:
         return x.at[key].set(v)
