@@ -35,14 +35,10 @@ def scan_bodies(jaxpr):
                 yield from scan_bodies(inner)
 
 
-def test_a_batched_loop_writes_its_rows_without_transposing_the_batch():
-    i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
-    i.run(TRAJECTORY + "let g = jit(vmap(f))\nlet want = vmap(f)")
-    a = np.array([0.3, -0.45, 0.8, 1.1])
-    g = i.lookup("g")
-    for _ in range(3):
-        np.testing.assert_allclose(g(a), i.lookup("want")(a), rtol=1e-12)
-    (entries,) = g.call.entries.values()
+def scan_ops(jitted):
+    """The operations of each scan's body in the lowering of a jitted function's one recording
+    (which XLA runs)."""
+    (entries,) = jitted.call.entries.values()
     entry = entries[0]
     assert entry.xla.why is None
     program = entry.program
@@ -50,28 +46,22 @@ def test_a_batched_loop_writes_its_rows_without_transposing_the_batch():
     values = [np.zeros(program.kinds[s][3]) for s in program.inputs]
     with runtime.x64():
         jaxpr = jx.jax.make_jaxpr(lambda *v: lower_steps(Lowering(jx), program, list(v)))(*values)
-    (body,) = list(scan_bodies(jaxpr.jaxpr))
-    ops = [e.primitive.name for e in body.eqns]
-    assert "transpose" not in ops, ops
+    return [[e.primitive.name for e in body.eqns] for body in scan_bodies(jaxpr.jaxpr)]
 
 
-def test_a_batched_pass_back_adds_its_rows_without_transposing_the_batch():
+@pytest.mark.parametrize("expr, loops", [("vmap(f)", 1), ("vmap(grad(f))", 2)])
+def test_a_batched_loop_and_its_pass_back_read_and_write_rows_without_transposing_the_batch(expr, loops):
+    # the pass back sets the row's cotangent and adds the one before it in place, on axis 1 too
     i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
-    i.run(TRAJECTORY + "let g = jit(vmap(grad(f)))\nlet want = vmap(grad(f))")
+    i.run(TRAJECTORY + f"let g = jit({expr})\nlet want = {expr}")
     a = np.array([0.3, -0.45, 0.8, 1.1])
     g = i.lookup("g")
     for _ in range(3):
         np.testing.assert_allclose(g(a), i.lookup("want")(a), rtol=1e-12)
-    (entries,) = g.call.entries.values()
-    program = entries[0].program
-    jx = runtime.load()
-    values = [np.zeros(program.kinds[s][3]) for s in program.inputs]
-    with runtime.x64():
-        jaxpr = jx.jax.make_jaxpr(lambda *v: lower_steps(Lowering(jx), program, list(v)))(*values)
-    bodies = list(scan_bodies(jaxpr.jaxpr))
-    assert len(bodies) == 2
-    for body in bodies:
-        assert "transpose" not in [e.primitive.name for e in body.eqns]
+    bodies = scan_ops(g)
+    assert len(bodies) == loops
+    for ops in bodies:
+        assert "transpose" not in ops, ops
 
 
 def test_the_numerics_check_of_a_batched_pass_back_names_the_operation_numpy_names():
