@@ -80,12 +80,13 @@ def scan(*args, body=None, items=(), reverse=False, reads=None, check=False, cul
 
 
 def _only_staged(args, top):
-    """Whether no trace but stages boxes the arguments under reverse trace `top`: then the history
-    of a loop of the program is read only by the pullback this trace's rule runs on plain values,
-    row by row, and may be a log. A trace of another kind below would record that pullback and
-    read the history with its rules (a third-order derivative). Rules pass `log` False: what they
-    make goes on to other rules (a jvp's loop to a reverse level above it); so does a step
-    replayed on `top` (its `log` given), whose pullback comes with it."""
+    """Whether no trace but stages boxes the arguments under `top`. Under a stage, nothing will
+    read the history of a loop of the program. Under a reverse trace, only the pullback this
+    trace's rule runs on plain values, row by row: it may be a log. A trace of another kind below
+    would record that pullback and read the history with its rules (a third-order derivative).
+    Rules pass `log` False: what they make goes on to other rules (a jvp's loop to a reverse
+    level above it); so does a step replayed on `top` (its `log` given), whose pullback comes
+    with it."""
     for a in args:
         x = a.v if type(a) is Box and a.trace is top else a
         while type(x) is Box:
