@@ -52,6 +52,20 @@ def dg_command(*args, stdin=None, cwd=None, timeout=60):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _log_every_history():
+    """With DG_LOG_EVERY_HISTORY=1, every tensor a Scan carries keeps its history as a log
+    (dsl/core/row_log.py), which by default only tensors of MIN_ENTRIES or more do: the fuzzers'
+    small programs then run that path (docs/reliability.md)."""
+    if os.environ.get("DG_LOG_EVERY_HISTORY") != "1":
+        yield
+        return
+    from dsl.core import row_log
+    before, row_log.MIN_ENTRIES = row_log.MIN_ENTRIES, 1
+    yield
+    row_log.MIN_ENTRIES = before
+
+
 @pytest.fixture(params=["numpy", "xla"])
 def backend(request):
     """Each jit backend by name, for a test taking `backend`; "xla" is skipped where JAX (the xla
