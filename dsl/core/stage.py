@@ -541,22 +541,24 @@ def batched_outputs(program, batched):
         given = [r >= 0 and flags[r] for r in refs]
         flags[out] = any(given)
         if op == "Loop" and flags[out] and not kw.get("history"):
-            fields[out] = _loop_fields(kw["body"].forward, given)
+            # field by field, as the loop's batching rule finds them: taken as all batched, the
+            # primal leaves of a forward-mode loop nested in another came out batched under
+            # jacfwd, and vmap ran the program once per example (a print in it, once each)
+            fields[out] = batched_carry(kw["body"].forward, given)
     return [r >= 0 and flags[r] for r in program.out_refs]
 
 
-def _loop_fields(body, given):
-    """Which final state leaves of a loop over `body` (item, state...) -> state depend on the
-    batch, given which starting ones do: a leaf the body updates from a batched one is batched
-    from the start (the loop's batching rule finds the same fixed point). Taken as all of them,
-    the primal leaves of a forward-mode loop nested in another came out batched under jacfwd,
-    and vmap ran the program once per example (a print in it, once each)."""
-    state = list(given)
+def batched_carry(program, carry, before=(False,), after=()):
+    """Which carry leaves of a loop over `program` depend on the batch, given which starting ones
+    do (`carry`) and which of the body's inputs before and after them do (the item's, unbatched,
+    first): a leaf the body updates from a batched one is batched from the start, the fixed
+    point JAX's rule for scan finds. The program's first outputs are the next carry."""
+    flags = tuple(carry)
     while True:
-        more = [s or r for s, r in zip(state, batched_outputs(body, (False, *state)))]
-        if more == state:
-            return tuple(state)
-        state = more
+        more = tuple(f or o for f, o in zip(flags, batched_outputs(program, (*before, *flags, *after))))
+        if more == flags:
+            return flags
+        flags = more
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs"]
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs", "batched_carry"]

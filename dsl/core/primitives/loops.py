@@ -387,15 +387,10 @@ def _loop_batch(ns, args, batched, kw):
     (Lanes). P's control flow decided by a batched value makes vmap run per example."""
     body, items, history = kw["body"], kw["items"], kw["history"]
     size = batch_size(args, batched)
-    flags = [b or bool(history and d) for b, d in zip(batched, body.diff)]
-    while True:
-        more = [f or r for f, r in zip(flags, S.batched_outputs(body.forward, (False, *flags)))]
-        if more == flags:
-            break
-        flags = more
+    flags = S.batched_carry(body.forward, [b or bool(history and d) for b, d in zip(batched, body.diff)])
     state = spread_where(args, flags, batched, size)
     first = items[0] if items else 0        # a while loop's (None) counts from 0
-    bbody = body.batch_body(first, state, tuple(flags), size)
+    bbody = body.batch_body(first, state, flags, size)
     out = _loop_kernel(*state, body=bbody, items=items, history=history)
     body.ran = bbody.ran        # a while loop's count, for the Roller
     parts = unpack(out) if type(out) is Box else out

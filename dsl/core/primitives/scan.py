@@ -423,12 +423,8 @@ def _scan_batch(ns, args, batched, kw):
     if its is None or not len(its):
         raise Unbatchable(f"the loop at {body.where} is a while loop, or runs no iteration")
     size = batch_size(args, batched)
-    bx, bk, flags = tuple(batched[:nx]), tuple(batched[nx + nc:]), tuple(batched[nx:nx + nc])
-    while True:
-        more = tuple(f or o for f, o in zip(flags, S.batched_outputs(body.program, (False, *bx, *flags, *bk))))
-        if more == flags:
-            break
-        flags = more
+    bx, bk = tuple(batched[:nx]), tuple(batched[nx + nc:])
+    flags = S.batched_carry(body.program, batched[nx:nx + nc], (False, *bx), bk)
     by = tuple(S.batched_outputs(body.program, (False, *bx, *flags, *bk))[nc:])
     xs = [_swapped(x) if b else x for x, b in zip(args[:nx], bx)]
     carry = spread_where(args[nx:nx + nc], flags, batched[nx:nx + nc], size)
