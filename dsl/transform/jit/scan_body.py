@@ -101,12 +101,12 @@ class ScanBody:
         run's limits: the compiled loop runs at most until the limits' next look, so that a loop
         that never ends is stopped at its line like any other."""
         nc = self.counts[1]
-        loop = self._compiled(keep_ys, keep_hist)
         limits = self.origin.key.interp.limits if self.exact is None or n is None else None
         if limits is None:
             done = self._unchecked(entries(0, n), n, carry, consts, keep_ys, keep_hist, log)
             if done is not None:
                 return done
+        loop = self._compiled(keep_ys, keep_hist)
         hist, ys, carry, k = StateLog() if log else [], [], list(carry), 0
         kept, extra = hist if keep_hist else None, ys if keep_ys else None
         while n is None or k < n:
