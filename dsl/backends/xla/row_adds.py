@@ -68,7 +68,7 @@ def grown_carries(steps, outs, inputs, counts, kinds, checks):
             continue
         a, b = step[2]
         other = b if _from_carry(a, carry_in, made_by) else a if _from_carry(b, carry_in, made_by) else None
-        if other is not None and _rows_only(other, made_by, kinds):
+        if other is not None and _rows_axis(other, made_by, kinds) is not None:
             found[r] = j
     return found
 
@@ -99,14 +99,10 @@ def _from_carry(r, carry_in, made_by):
     return not swapped
 
 
-def _rows_only(r, made_by, kinds):
-    """Whether slot r holds rows added into zeros of its kind (a RowAdd, or an Add of such), all of
-    them on axis 0 or all swapped to axis 1 (under vmap: swapped.py)."""
-    return _rows_axis(r, made_by, kinds) is not None
-
-
 def _rows_axis(r, made_by, kinds):
-    """The axis the rows slot r holds were added on (0 or 1), or None where it holds other values."""
+    """The axis the rows slot r holds were added on into zeros of its kind (a RowAdd, or an Add of
+    such, all of them on axis 0 or all swapped to axis 1 under vmap: swapped.py), or None where it
+    holds other values."""
     step = made_by.get(r)
     if step is None:
         return None
