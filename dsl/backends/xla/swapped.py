@@ -3,7 +3,9 @@
 
 vmap's rules for a loop's row operations (Row, SetRow: dsl/core/primitives/shape.py) move the
 batch axis behind the rows, read or write row i, and move the batch back in front: a transpose
-of the whole batch of states on each side of every row a loop's body reads or writes. XLA
+of the whole batch of states on each side of every row a loop's body reads or writes (and a
+loop over a matrix's columns, `x[:, j]`, reads and writes row j of it with that axis moved to
+the front, the same way). XLA
 copies the tensor for each of those transposes, once per iteration (an 8,000-step trajectory
 batched over 2 examples: 58 ms a call, where reading and writing along axis 1 takes 0.3 ms).
 A TransposeOp that swaps the first two axes gives a `Swapped`, the tensor as it was; a row of it
