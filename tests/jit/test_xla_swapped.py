@@ -78,3 +78,16 @@ def test_the_numerics_check_of_a_batched_pass_back_names_the_operation_numpy_nam
             i.lookup("g")(np.array([0.3, 0.0]))
         said.append((got.value.kind, str(got.value).splitlines()[0]))
     assert said[0] == said[1] and said[0][0] == "numerics", said
+
+
+def test_a_loop_over_a_matrix_columns_reads_and_writes_them_in_place():
+    # x[:, j] is row j with that axis moved to the front, and out[:, j] = ... written back the same
+    i = dsl.Interpreter(stdout=io.StringIO(), backend="xla")
+    i.run("fn cols(a, x) {\n  let out = zeros((shape(a)[0], shape(x)[1]))\n  for j in range(shape(x)[1]) {\n"
+          "    out[:, j] = a @ x[:, j] + x[0, j]\n  }\n  return out\n}\nlet f = jit(cols)")
+    a, x = np.random.default_rng(2).normal(size=(3, 4)), np.arange(20.0).reshape(4, 5)
+    f = i.lookup("f")
+    for _ in range(2):
+        np.testing.assert_allclose(f(a, x), a @ x + x[0], rtol=1e-12)
+    (ops,) = scan_ops(f)
+    assert "transpose" not in ops, ops
