@@ -54,6 +54,11 @@ class XlaCode:
                 return None
             except OverflowError:       # an int argument past int64: numpy's run computes it exactly
                 return None
+            except Exception as exc:    # XLA refused dg's compiler options: compiled again without them
+                if not runtime.refused(exc):
+                    raise
+                self._fn = self._split_fn = None
+                return self(values, split)
         if not ok:
             return None
         # (the tensors and numbers came converted: call below)

@@ -128,10 +128,22 @@ def compiler_options():
     value once per use: a long chain of elementwise steps that share their operands (what a
     derivative written out over a loop's iterations is) ran in time exponential in the chain's
     length, seconds at five iterations and no end at eight; the classic emitters compute each
-    once. Per compilation, so a host program's own JAX is untouched."""
-    if load().jax.default_backend() == "cpu":
-        return {"xla_cpu_use_fusion_emitters": False}
-    return None
+    once. Per compilation, so a host program's own JAX is untouched. An XLA that no longer has
+    the classic emitters (JAX 0.11) refuses the option at every compilation: the first refusal
+    drops it for the rest of the process (`refused`)."""
+    if "options" not in _loaded:
+        cpu = load().jax.default_backend() == "cpu"
+        _loaded["options"] = {"xla_cpu_use_fusion_emitters": False} if cpu else None
+    return _loaded["options"]
+
+
+def refused(exc):
+    """Whether `exc` is XLA refusing dg's compiler options; then they are dropped, and the
+    program is compiled again without them."""
+    if _loaded.get("options") and "No such compile option" in str(exc):
+        _loaded["options"] = None
+        return True
+    return False
 
 
 def staging(kinds):
