@@ -1,6 +1,7 @@
 """shard(f, in_axes): f compiled by XLA and run over several devices, here 8 CPU devices that
 XLA simulates (XLA_FLAGS=--xla_force_host_platform_device_count=8, set before JAX starts, so
-each test runs its program in a new process)."""
+each test runs its program in a new process; JAX_PLATFORMS=cpu, so that a machine with a GPU
+simulates them too)."""
 
 import json
 import os
@@ -62,7 +63,7 @@ print(json.dumps(out))
 
 
 def test_a_training_step_split_over_eight_devices_matches_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(STEP)], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -80,7 +81,7 @@ def test_a_training_step_split_over_eight_devices_matches_one_device():
 
 def _run_example(*options, devices=None):
     """What examples/xla/sharded_training.dg prints, run by `dg run` with these options."""
-    env = dict(os.environ)
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
     if devices:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     done = subprocess.run([sys.executable, "-m", "dsl", "run", *options, "examples/xla/sharded_training.dg"],
@@ -106,3 +107,22 @@ def test_processes_need_a_file_and_a_count_of_at_least_one():
         done = subprocess.run([sys.executable, "-m", "dsl", "run", *args], capture_output=True, text=True,
                               cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 2 and "--processes" in done.stderr
+
+
+def test_processes_on_a_gpu_machine_take_a_share_of_its_gpus_each_or_all_run_on_the_cpu(monkeypatch, capsys):
+    from dsl import processes
+    assert processes.device_settings(2, ["0", "1", "2", "3"]) == [{"CUDA_VISIBLE_DEVICES": "0,1"},
+                                                                  {"CUDA_VISIBLE_DEVICES": "2,3"}]
+    assert processes.device_settings(2, ["4", "6", "7"]) == [{"CUDA_VISIBLE_DEVICES": "4"},
+                                                             {"CUDA_VISIBLE_DEVICES": "6"}]
+    assert processes.device_settings(2, []) == [{}, {}]
+    # NCCL refuses two processes on one GPU: with fewer GPUs than processes, the CPU
+    assert processes.device_settings(2, ["0"]) == [{"JAX_PLATFORMS": "cpu"}] * 2
+    assert "2 processes and 1 GPU(s): the processes run on the CPU" in capsys.readouterr().err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
+    assert processes.visible_gpus() == ["3", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert processes.visible_gpus() == []
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert processes.visible_gpus() == []
