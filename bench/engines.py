@@ -45,7 +45,8 @@ MISSING_TORCH = "torch not installed; its reference was skipped"
 
 
 def jax_or_none():
-    """JAX in float64 on the CPU with one compute thread, or None when it is not installed."""
+    """JAX in float64 with one compute thread on the CPU, or None when it is not installed. On the
+    CPU unless JAX_PLATFORMS names another platform (`JAX_PLATFORMS=cuda` times a GPU)."""
     if os.environ.get("DG_BENCH_NO_JAX"):
         return None
     if int(os.environ.get("OMP_NUM_THREADS", "1")) == 1:
@@ -56,7 +57,8 @@ def jax_or_none():
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_platforms", "cpu")
+    if not os.environ.get("JAX_PLATFORMS"):
+        jax.config.update("jax_platforms", "cpu")
     return jax
 
 
@@ -66,6 +68,7 @@ MISSING_JAX = "jax not installed (pip install jax); its reference was skipped"
 def printed_by_new_process(code, **env):
     """The numbers a Python program prints, run in a new process (this checkout on its path,
     `env` added to the environment): first calls measured where nothing is compiled or cached yet."""
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.getcwd(), **env),
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              [os.getcwd()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])), **env),
                           capture_output=True, text=True, check=True)
     return [float(v) for v in done.stdout.split()]

@@ -99,6 +99,19 @@ def median_rows(runs):
     return merged
 
 
+def accelerator():
+    """The GPUs the XLA rows ran on, as nvidia-smi names them, where JAX_PLATFORMS asks for one;
+    None on the CPU (the default: jax_or_none keeps JAX there)."""
+    if os.environ.get("JAX_PLATFORMS", "cpu") in ("", "cpu"):
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return os.environ["JAX_PLATFORMS"]
+    return "; ".join(line.strip() for line in done.stdout.splitlines() if line.strip()) or os.environ["JAX_PLATFORMS"]
+
+
 def meta(args, started, seconds):
     """What the run was: when it started, where, with which settings."""
     versions = {"python": platform.python_version()}
@@ -110,7 +123,8 @@ def meta(args, started, seconds):
     return {"date": started.isoformat(timespec="seconds"),
             "smoke": args.smoke, "threads": args.threads, "clock": args.clock,
             "jobs": args.jobs, "cpus": os.cpu_count(),
-            "machine": platform.platform(), "versions": versions, "seconds": round(seconds, 1),
+            "machine": platform.platform(), "accelerator": accelerator(), "versions": versions,
+            "seconds": round(seconds, 1),
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
 
 

@@ -210,29 +210,31 @@ def geometric_mean_row(rows, smoke):
 
 # ---------------------------------------------------------------- first calls, in new processes
 FIRST_DG = """
-import time
+from bench.timing import CLOCKS, clock_name
+now = CLOCKS[clock_name()]    # the run's clock: CPU time, or wall time on a GPU
 from bench.engines import dg_program, jax_or_none
 from dsl.backends.xla import load
 jax_or_none()      # JAX imported and set up as for the reference, outside the time
 load()
 i = dg_program("projectile")
 launch, step, jit = i.lookup("launch"), i.lookup("step"), i.lookup("jit")
-t1 = time.process_time()
+t1 = now()
 f = jit(step, backend="xla")
 f(launch, STEPS)       # stages (runs in the interpreter)
-t2 = time.process_time()
+t2 = now()
 f(launch, STEPS)       # XLA compiles (or reads its compilation cache), then runs
-t3 = time.process_time()
+t3 = now()
 print(t2 - t1, t3 - t2)
 """
 FIRST_JAX = """
-import time
+from bench.timing import CLOCKS, clock_name
+now = CLOCKS[clock_name()]    # the run's clock: CPU time, or wall time on a GPU
 from bench.engines import jax_or_none
 from bench.loops import projectile_jax
 jax = jax_or_none()
-t0 = time.process_time()
+t0 = now()
 projectile_jax(jax, STEPS)()
-print(time.process_time() - t0)
+print(now() - t0)
 """
 
 
