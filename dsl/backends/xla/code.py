@@ -93,6 +93,8 @@ class XlaCode:
             compiled = _kept(jax, compiled, program, options)
         asarray, convert = np.asarray, self._convert
         staging = runtime.staging([kinds[s] for s in program.inputs]) if keep else None
+        # off the CPU each read waits for its own copy to the host: all of them start at once
+        early = jax.default_backend() != "cpu" and any(apart)
 
         def call(*values):
             staged = None if staging is None else staging.take(values)
@@ -100,6 +102,9 @@ class XlaCode:
                 values = staged
             try:
                 numbers, others = compiled(*values)
+                if early:
+                    for v in (numbers, *others):
+                        v.copy_to_host_async()
                 numbers = asarray(numbers).tolist()
                 if not numbers[0]:
                     return None, False
