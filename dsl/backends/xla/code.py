@@ -41,28 +41,35 @@ class XlaCode:
             return None
         with runtime.x64():
             try:
-                if split is None:
-                    if self._fn is None:
-                        self._fn = self._jitted()
-                    outs, ok = self._fn(*values)
-                else:
-                    if self._split_fn is None:
-                        self._split_fn = self._jitted(runtime.processes() > 1, keep=False)
-                    outs, ok = self._split_fn(*runtime.place(values, split))
+                if split is not None:
+                    values = runtime.place(values, split)
+                try:
+                    outs, ok = self._outs(values, split)
+                except Exception as exc:    # XLA refused dg's compiler options: compiled again without them
+                    if not runtime.refused(exc):
+                        raise
+                    self._fn = self._split_fn = None
+                    outs, ok = self._outs(values, split)
             except NotLowerable as exc:
                 self.why = str(exc)
                 return None
             except OverflowError:       # an int argument past int64: numpy's run computes it exactly
                 return None
-            except Exception as exc:    # XLA refused dg's compiler options: compiled again without them
-                if not runtime.refused(exc):
-                    raise
-                self._fn = self._split_fn = None
-                return self(values, split)
         if not ok:
             return None
         # (the tensors and numbers came converted: call below)
         return tuple([c if f is None else v for v, c, f in zip(outs, self.program.out_consts, self._convert)])
+
+    def _outs(self, values, split):
+        """(output leaves, all flags hold) of the compiled program, compiled on first use; a
+        sharded call's values already placed on the devices."""
+        if split is None:
+            if self._fn is None:
+                self._fn = self._jitted()
+            return self._fn(*values)
+        if self._split_fn is None:
+            self._split_fn = self._jitted(runtime.processes() > 1, keep=False)
+        return self._split_fn(*values)
 
     def _jitted(self, everywhere=False, keep=True):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
