@@ -81,10 +81,17 @@ def _body(w, eqns, names, indent):
         w.lines.append(f"{indent}{out} = {expr}\n")
 
 
+def _consts_and_carry(ft_in):
+    """JAX 0.11's scan names its inputs' (consts, carry, xs) as one flat tree (jax._src.flattree):
+    how many consts and carry values it has."""
+    consts, carry, _ = ft_in.unpack()
+    return len(consts), len(carry)
+
+
 def _scan(w, e, args, names, indent):
     """A scan as a for loop: consts, then carry, then xs (tuples), its ys gathered in lists."""
     p = e.params
-    nk, nc = p["num_consts"], p["num_carry"]
+    nk, nc = (p["num_consts"], p["num_carry"]) if "num_consts" in p else _consts_and_carry(p["ft_in"])
     body = p["jaxpr"].jaxpr
     consts, init, xs = args[:nk], args[nk:nk + nc], args[nk + nc:]
     inner = {}
