@@ -22,6 +22,7 @@ the data is on disk, so an interrupted save leaves the old file whole.
 """
 
 import json
+import json.scanner
 import math
 import os
 import struct as _struct
@@ -248,6 +249,18 @@ def _decode_tensor(node, data):
     return arr.reshape(shape).astype(_DTYPES[kind].newbyteorder("="))
 
 
+def _parse_json(text):
+    """json.loads, nested as deep as the recursion limit allows: from Python 3.12 the C JSON
+    decoder stops at Python's fixed C recursion limit (3.11's follows the recursion limit), so
+    a header it refuses for depth is read by json's pure-Python decoder."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        decoder = json.JSONDecoder()
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)
+        return decoder.decode(text)
+
+
 def decode(blob):
     """The tree stored in checkpoint bytes; raises Damaged if they are not a whole checkpoint."""
     if len(blob) < _PREFIX.size or blob[:len(MAGIC)] != MAGIC:
@@ -264,7 +277,7 @@ def decode(blob):
     if zlib.crc32(data, zlib.crc32(header)) != crc:
         raise Damaged("its checksum does not match (the file is damaged)")
     try:
-        meta = json.loads(header.decode("utf-8"))
+        meta = _parse_json(header.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Damaged("its header is not valid JSON") from None
     _need(type(meta) is dict and meta.get("format") == "dg-checkpoint" and "tree" in meta,
