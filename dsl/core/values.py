@@ -147,6 +147,16 @@ class Module(_Named):
         return f"<module {self.name}>"
 
 
+def call(fn, args, kwargs=None):
+    """fn(*args, **kwargs) for a Python caller (a builtin calling a dg function back): a dg
+    function by its code, other callables as they are. From Python 3.12 a call through an
+    object's __call__ counts against a fixed C recursion limit, apart from the depth limit, so
+    recursion through a builtin stopped a few hundred levels down; a plain call does not count."""
+    if type(fn) is Function:
+        return fn.code.invoke(fn, args, kwargs)
+    return fn(*args, **kwargs) if kwargs else fn(*args)
+
+
 def is_callable_value(v):
     """Whether `v` is something a dg program can call."""
     return isinstance(v, (Function, StructDef)) or (callable(v) and not isinstance(v, (type, Module)))

@@ -79,7 +79,12 @@ def test_raised_max_depth_with_recursion_through_builtins_never_crashes(dg, tmp_
     script.write_text(THROUGH_C[kind].replace("N", "100000"))
     proc = dg("run", "--max-depth", "30000", str(script), timeout=300)
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])     # -11 was the crash
-    assert proc.stderr.startswith("error[limit]: too many nested calls (more than 30,000)")
+    if kind == "grad" and sys.version_info >= (3, 12):
+        # grad's result is called through its __call__, which from Python 3.12 counts against
+        # Python's fixed C recursion limit: that stops the recursion first (reference.md)
+        assert proc.stderr.startswith("error[limit]: the program nests too deeply")
+    else:
+        assert proc.stderr.startswith("error[limit]: too many nested calls (more than 30,000)")
 
 
 def test_raised_max_depth_lets_a_deep_recursion_through_builtins_finish(dg, tmp_path):

@@ -9,7 +9,7 @@ from ...core import ops
 from ...core.printing import show
 from ...core.tape import Box, peek, raw
 from ...core.trees import children, is_container, rebuild
-from ...core.values import Struct, is_callable_value, type_name
+from ...core.values import Struct, call, is_callable_value, type_name
 from ...errors import error
 
 
@@ -51,7 +51,7 @@ def tree_map(f, tree, *more):
                                for i, k in enumerate(kids)])
         if any(peek(o) is None for o in others) or rt is None:
             return t
-        return f(t, *others)
+        return call(f, (t, *others))
     return walk(tree, list(more), None)
 
 
