@@ -66,15 +66,23 @@ def markdown(rows):
     return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
-def docs_page(intro, data):
+def docs_page(intro, data, gpu=None, gpu_intro=""):
     """docs/benchmarks.md: the hand-written explanation, then the saved run's table (no date: the
-    page says what dg does, the JSON when it was measured)."""
-    meta, rows = data["meta"], data["rows"]
-    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
-    head = [intro.rstrip(), "", "## Results", "",
-            f"{meta.get('cpus', '?')} CPUs, BLAS threads {meta.get('threads', 1)}, {meta.get('clock', 'cpu')} time; "
-            f"{versions}.", "", ""]
-    return "\n".join(head) + markdown(rows)
+    page says what dg does, the JSON when it was measured); then, where a GPU run is saved, its
+    explanation and table."""
+    head = [intro.rstrip(), "", "## Results", "", _setting(data["meta"]), "", ""]
+    page = "\n".join(head) + markdown(data["rows"])
+    if gpu is None:
+        return page
+    return page + "\n" + "\n".join([gpu_intro.rstrip(), "", _setting(gpu["meta"]), "", ""]) + markdown(gpu["rows"])
+
+
+def _setting(meta):
+    """The line that says where and how a saved run measured."""
+    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items() if v is not None)
+    where = f"{meta['accelerator']}; " if meta.get("accelerator") else ""
+    return (f"{where}{meta.get('cpus', '?')} CPUs, BLAS threads {meta.get('threads', 1)}, "
+            f"{meta.get('clock', 'cpu')} time; {versions}.")
 
 
 def write_json(path, meta, rows):

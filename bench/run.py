@@ -128,6 +128,16 @@ def meta(args, started, seconds):
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
 
 
+def saved_gpu_run():
+    """The XLA rows' saved run on a GPU (bench/results/gpu.json) and the text that explains it,
+    or (None, "") where none is saved."""
+    path = ROOT / "bench" / "results" / "gpu.json"
+    if not path.exists():
+        return None, ""
+    return (json.loads(path.read_text(encoding="utf-8")),
+            (ROOT / "bench" / "benchmarks_gpu.md").read_text(encoding="utf-8"))
+
+
 def parse_args(argv):
     """The command line."""
     ap = argparse.ArgumentParser(prog="python -m bench", description="dg's benchmark suite")
@@ -160,7 +170,8 @@ def main(argv=None):
     if args.docs:
         data = json.loads((ROOT / "bench" / "results" / "latest.json").read_text(encoding="utf-8"))
         intro = (ROOT / "bench" / "benchmarks_intro.md").read_text(encoding="utf-8")
-        (ROOT / "docs" / "benchmarks.md").write_text(docs_page(intro, data), encoding="utf-8")
+        gpu, gpu_intro = saved_gpu_run()
+        (ROOT / "docs" / "benchmarks.md").write_text(docs_page(intro, data, gpu, gpu_intro), encoding="utf-8")
         readme = ROOT / "README.md"
         readme.write_text(readme_table.rewrite(readme.read_text(encoding="utf-8"), data["rows"]), encoding="utf-8")
         print("wrote docs/benchmarks.md and README.md's performance table from bench/results/latest.json")
