@@ -68,7 +68,7 @@ MISSING_JAX = "jax not installed (pip install jax); its reference was skipped"
 def printed_by_new_process(code, **env):
     """The numbers a Python program prints, run in a new process (this checkout on its path,
     `env` added to the environment): first calls measured where nothing is compiled or cached yet."""
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                              [os.getcwd()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])), **env),
+    path = os.pathsep.join([os.getcwd()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=path, **env),
                           capture_output=True, text=True, check=True)
     return [float(v) for v in done.stdout.split()]

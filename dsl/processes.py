@@ -68,8 +68,9 @@ def launch(n, args):
     env = dict(os.environ, DG_NUM_PROCESSES=str(n), DG_COORDINATOR=f"127.0.0.1:{free_port()}")
     command = [sys.executable, "-m", "dsl", *without_processes(args)]
     devices = device_settings(n, visible_gpus())
-    procs = [subprocess.Popen(command, env=dict(env, DG_PROCESS_ID=str(i), **devices[i]), stdout=subprocess.PIPE if i == 0
-                              else subprocess.DEVNULL, stderr=None if i == 0 else subprocess.PIPE, text=i > 0)
+    procs = [subprocess.Popen(command, env=dict(env, DG_PROCESS_ID=str(i), **devices[i]),
+                              stdout=subprocess.PIPE if i == 0 else subprocess.DEVNULL,
+                              stderr=None if i == 0 else subprocess.PIPE, text=i > 0)
              for i in range(n)]
     out = sys.stdout.buffer
     for line in procs[0].stdout:     # the program's output, without the note gloo prints as processes connect
