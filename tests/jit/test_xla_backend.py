@@ -52,55 +52,6 @@ def test_without_jax_asking_for_xla_is_an_error_naming_the_extra():
     assert "dg-lang[xla]" in lines[1] and "JAX" in lines[1]
 
 
-def test_an_xla_that_no_longer_knows_the_classic_cpu_emitters_option_compiles_without_it(monkeypatch):
-    # JAX 0.11 removed the option: asking for it failed every compilation on the CPU
-    from dsl.backends.xla import runtime
-    jax = pytest.importorskip("jax")
-    real = jax.jit
-
-    def strict(fn, **kw):       # an XLA that knows no compiler options
-        if kw.get("compiler_options"):
-            raise RuntimeError("INVALID_ARGUMENT: No such compile option: 'xla_cpu_use_fusion_emitters'")
-        return real(fn, **kw)
-    monkeypatch.setattr(jax, "jit", strict)
-    monkeypatch.setitem(runtime._loaded, "options", {"xla_cpu_use_fusion_emitters": False})
-    monkeypatch.setenv("DG_XLA_CACHE", "")
-    i = dsl.Interpreter()
-    i.run("fn f(x) { return sum(sin(x) * x) }\nlet g = jit(grad(f), backend=\"xla\")")
-    x = np.linspace(0.0, 1.0, 5)
-    for _ in range(2):      # the first call stages; the second compiles
-        np.testing.assert_allclose(i.lookup("g")(x), np.sin(x) + x * np.cos(x), rtol=1e-12)
-    assert runtime._loaded["options"] is None
-    assert not runtime.refused(RuntimeError("No such compile option"))      # dropped once; others raise
-
-
-def test_off_the_cpu_every_result_starts_its_copy_to_the_host_before_the_first_is_read(monkeypatch):
-    # on a GPU each read waited for its own copy: the MLP step's four gradients took 3.7 ms, 1.7 ms
-    jax = pytest.importorskip("jax")
-    from jax._src.array import ArrayImpl
-    from dsl.backends.xla import runtime
-    started = []
-    real = ArrayImpl.copy_to_host_async
-
-    def spied(self):
-        started.append(self.shape)
-        return real(self)
-    monkeypatch.setattr(ArrayImpl, "copy_to_host_async", spied)
-    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    monkeypatch.setitem(runtime._loaded, "options", None)
-    monkeypatch.setitem(runtime._loaded, "in_place", False)
-    i = dsl.Interpreter()
-    i.run("fn f(w, x) { return sum(tanh(x @ w) ** 2) }\nlet g = jit(value_and_grad(f), backend=\"xla\")")
-    w, x = np.linspace(0.0, 1.0, 6).reshape(3, 2), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
-    for _ in range(2):      # the first call stages; the second runs on XLA
-        value, grad = i.lookup("g")(w, x)
-    t = np.tanh(x @ w)
-    np.testing.assert_allclose(grad, x.T @ (2 * t * (1 - t ** 2)), rtol=1e-12)
-    assert value == pytest.approx(np.sum(t ** 2), rel=1e-12)
-    # the flag and value in one vector, and the gradient: both copies started
-    assert sorted(started, key=len) == [(2,), (3, 2)]
-
-
 def test_a_backend_other_than_numpy_or_xla_is_an_error():
     i = dsl.Interpreter()
     with pytest.raises(DgError, match="numpy.*xla"):
