@@ -97,7 +97,7 @@ class XlaCode:
         else:
             compiled = jax.jit(run, compiler_options=options)
         if keep:
-            compiled = _kept(jax, compiled, program, options)
+            compiled = _kept(jax, compiled, program)
         asarray, convert = np.asarray, self._convert
         staging = runtime.staging([kinds[s] for s in program.inputs]) if keep else None
         # off the CPU each read waits for its own copy to the host: all of them start at once
@@ -125,7 +125,7 @@ class XlaCode:
         return call
 
 
-def _kept(jax, jitted, program, options):
+def _kept(jax, jitted, program):
     """`jitted` as dg calls it: on the first call, the executable kept on disk for this program
     and these input types (disk.py) where there is one, else `jitted` compiled and kept; that
     executable on every later call."""
@@ -135,7 +135,7 @@ def _kept(jax, jitted, program, options):
         if found:
             return found[0](*values)
         folder = runtime.cache_folder()
-        name = disk.key(program, values, jax, options) if folder else None
+        name = disk.key(program, values, jax) if folder else None
         exe = disk.load(folder, name) if name else None
         if exe is not None:
             try:

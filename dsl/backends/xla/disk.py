@@ -29,8 +29,11 @@ class Unkeyable(Exception):
     """A value in a program without a faithful text: the program is not kept by dg."""
 
 
-def key(program, values, jax, options):
-    """The file name a program compiled for these input values is kept under, or None."""
+def key(program, values, jax):
+    """The file name a program compiled for these input values is kept under, or None. dg's
+    compiler options are not in it: they follow from JAX's version and the platform, which are
+    (an XLA that refuses the CPU option is known only after a first refusal, and a key holding the
+    options would then miss in every new process)."""
     h = hashlib.sha256()
     try:
         _program(h, program)
@@ -45,7 +48,7 @@ def key(program, values, jax, options):
         return None
     devices = jax.devices()
     _value(h, (jax.__version__, devices[0].platform, devices[0].device_kind, len(devices),
-               sorted((options or {}).items()), os.environ.get("XLA_FLAGS", ""), _backend_source()))
+               os.environ.get("XLA_FLAGS", ""), _backend_source()))
     return "dg-" + h.hexdigest()[:40]
 
 
