@@ -114,7 +114,7 @@ docs/xla.md says how the same program runs on the devices of one GPU machine.
 Differentiable: yes (grad of shard(f) is taken through f; shard(grad(f)) shards the gradient).
 >>> shard(fn(x) => sum(x * x))(tensor([1.0, 2.0, 3.0, 4.0]))
 30.0""",
-    "devices": """devices(): the devices XLA sees, a tuple of "platform:id" strings ("cpu:0", or "cuda:0" and
+    "devices": """devices(): the devices XLA sees, a tuple of "platform:id" strings ("cpu:0", or "gpu:0" and
 so on with a GPU build of JAX). Needs the xla extra.
 Differentiable: no.
 >>> len(devices()) >= 1
