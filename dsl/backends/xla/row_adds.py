@@ -11,6 +11,8 @@ on the carried buffer: one row's work), and any other use makes the tensor.
 
 import numpy as np
 
+from ...core.stage import is_array_kind
+
 
 class RowAdds:
     """zeros(shape, dtype) with each (i, g) of `rows` added at row i."""
@@ -43,12 +45,18 @@ def add(jnp, a, b, kind):
             return RowAdds(a.shape, a.dtype, a.rows + b.rows)
         return None
     rows, x = (a, b) if type(a) is RowAdds else (b, a)
-    if not isinstance(kind, tuple) or tuple(kind[3]) != rows.shape or np.dtype(kind[4]) != rows.dtype:
+    return added_into(jnp, rows, x, kind, rows.shape)
+
+
+def added_into(jnp, rows, x, kind, shape, at=()):
+    """The rows added in place into the tensor x (`rows.into(x, at)`), where x and the step's
+    `kind` have `shape` and the rows' type; else None."""
+    if not is_array_kind(kind) or tuple(kind[3]) != shape or np.dtype(kind[4]) != rows.dtype:
         return None
     x = jnp.asarray(x)
-    if x.shape != rows.shape or x.dtype != rows.dtype:
+    if x.shape != shape or x.dtype != rows.dtype:
         return None
-    return rows.into(x)
+    return rows.into(x, at)
 
 
 def grown_carries(steps, outs, inputs, counts, kinds, checks):

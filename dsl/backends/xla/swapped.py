@@ -13,8 +13,7 @@ is read or written along the tensor's axis 1; a transpose that swaps them back g
 any other use makes the transposed tensor.
 """
 
-from ...core.stage import is_array_kind
-from .row_adds import RowAdds
+from .row_adds import RowAdds, added_into
 from .rules import storing
 
 
@@ -69,15 +68,8 @@ def add(jnp, a, b, kind):
     rows = s.x
     if type(rows) is not RowAdds or type(x) in (Swapped, RowAdds) or any(type(g) is RowAdds for _, g in rows.rows):
         return None
-    shape = (rows.shape[1], rows.shape[0], *rows.shape[2:])
-    if not is_array_kind(kind) or tuple(kind[3]) != shape or jnp.dtype(kind[4]) != rows.dtype:
-        return None
-    x = jnp.asarray(x)
-    if x.shape != shape or x.dtype != rows.dtype:
-        return None
-    for i, g in rows.rows:
-        x = x.at[:, i].add(g)
-    return x
+    # row i of the rows is the tensor's entries at i on axis 1: x[:, i]
+    return added_into(jnp, rows, x, kind, (rows.shape[1], rows.shape[0], *rows.shape[2:]), (slice(None),))
 
 
 RULES = {"Row": row, "SetRow": set_row}
