@@ -94,6 +94,11 @@ def python_habit_hint(tok, prev, expected):
             return PYTHON_WORDS[t.value]
     if prev is not None and prev.type == "STRING" and prev.value == '""' and tok.type == "STRING":
         return "dg has no triple-quoted strings: a comment (# ...) right above a fn documents it"
+    if prev is not None and prev.type == "LPAR" and (tok.type == "DSTAR" or tok.value == "*"):
+        return ("dg has no *args or **kwargs: a fn takes a fixed list of parameters; pass a tuple or a "
+                "map for many values (f(t) with t = (a, b), and t[0] inside)")
+    if prev is not None and prev.type == "COMMA" and tok.type == "DSTAR":
+        return "dg has no **kwargs: pass a map for named values, m[\"key\"] inside"
     if prev is not None and prev.type == "COMMA" and tok.type == "MUL_OP" and tok.value == "*":
         return "dg has no starred names: t[1:] is the rest of a tuple, and a fn takes a tuple for many values"
     if tok.type == "COLON" and "LBRACE" in expected:
