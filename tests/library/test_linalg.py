@@ -343,8 +343,9 @@ def test_every_function_batches_without_a_loop_and_jits(expr, ref, args, capfd):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_lapacks_triangular_kernels_and_numpys_general_ones_agree(monkeypatch, dtype):
-    # cholesky and triangular_solve call LAPACK's potrf and trtrs (through scipy, when instried)
-    # on one matrix, numpy's cholesky and general solve otherwise: same values, dtypes and errors
+    # cholesky and triangular_solve call LAPACK's potrf and trtrs (through scipy, when installed)
+    # on one matrix, and solve its gesv on one float64 matrix and vector; numpy's cholesky and
+    # general solve otherwise: same values, dtypes and errors
     pytest.importorskip("scipy")
     from dsl.core.primitives import matrix
     tri = np.tril(A).astype(dtype)
@@ -355,18 +356,20 @@ def test_lapacks_triangular_kernels_and_numpys_general_ones_agree(monkeypatch, d
         upper = matrix.triangular_solve(tri.T, V, lower=False)       # float64 right side promotes
         stack = matrix.triangular_solve(np.stack([tri, tri]), np.stack([V, 2.0 * V]), lower=True)
         fac = matrix.cholesky(SPD.astype(dtype))
+        general = matrix.solve(A.astype(dtype), V.astype(dtype))
         errors = []
         for bad in (lambda: matrix.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]], dtype)),
-                    lambda: matrix.triangular_solve(np.array([[1.0, 0.0], [3.0, 0.0]], dtype), V[:2], lower=True)):
+                    lambda: matrix.triangular_solve(np.array([[1.0, 0.0], [3.0, 0.0]], dtype), V[:2], lower=True),
+                    lambda: matrix.solve(np.array([[1.0, 2.0], [2.0, 4.0]], dtype), V[:2].astype(dtype))):
             with pytest.raises(DgError) as info:
                 bad()
             errors.append(info.value.message)
-        return (lower, upper, stack, fac), errors
+        return (lower, upper, stack, fac, general), errors
     fast, fast_errors = results()
     monkeypatch.setattr(matrix, "_lapack", lambda: None)
     slow, slow_errors = results()
     assert fast_errors == slow_errors == ["cholesky: the matrix is not positive definite",
-                                          "triangular_solve: the matrix is singular"]
+                                          "triangular_solve: the matrix is singular", "solve: the matrix is singular"]
     tol = 1e-5 if dtype == np.float32 else 1e-13
     for f, s in zip(fast, slow):
         assert f.dtype == s.dtype and f.shape == s.shape

@@ -234,9 +234,16 @@ def solve_for(a, b, who="solve"):
         return SOLVE.bind(a, b) if who == "solve" else SOLVE.bind(a, b, who=who)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 1
             and a.shape[0] == a.shape[1] == b.shape[0] and a.dtype == b.dtype == np.float64):
-        # one matrix and one vector (a Newton step's): numpy's vector solve, without the checks
-        # that make the general case a stack of one-column matrices (the same LAPACK call)
-        return _linalg(who, np.linalg.solve, a, b)
+        # one matrix and one vector (a Newton step's): LAPACK's gesv called directly where scipy
+        # is there (numpy's solve spends most of a small system's time around the same call),
+        # else numpy's vector solve, without the checks that make a stack of one-column matrices
+        lapack = _lapack() if a.shape[0] else None
+        if lapack is None:
+            return _linalg(who, np.linalg.solve, a, b)
+        _, _, x, info = lapack.dgesv(a, b)      # (a and b copied: not written)
+        if info > 0:        # an exactly zero pivot, where numpy's solve fails (NaN and inf pass both)
+            raise _refused(who)
+        return x
     a = _square(a, "solve")
     bm, vector = _right_side(a, b, "solve")
     x = _linalg(who, np.linalg.solve, a, bm)
