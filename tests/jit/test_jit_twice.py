@@ -7,6 +7,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dsl
 
@@ -165,3 +167,44 @@ def test_the_reversed_walk_reads_the_forward_loops_residuals_where_they_hold_wha
     body = next(s[4]["body"] for s in loops if s[1] == "LoopBackT")
     ran = {k for k, v in body.walks()._loops.items() if v}
     assert reversed_walk in ran and ({"back_reversed", "back_reversed_split"} - {reversed_walk}).isdisjoint(ran), ran
+
+
+@st.composite
+def _risky_body(draw, depth=0):
+    """A random update of the loop's state s (with x) whose derivatives may be infinite or NaN."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["s", "x", "(s - 1.0)", "(s * x)", "0.5"]))
+    a = draw(_risky_body(depth + 1))
+    kind = draw(st.integers(0, 2))
+    if kind == 0:
+        return f"{draw(st.sampled_from(['sqrt', 'ln', 'abs', 'exp', 'sin', 'relu']))}({a})"
+    b = draw(_risky_body(depth + 1))
+    if kind == 1:
+        return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
+    return f"({a} ** {draw(st.sampled_from(['0.5', '2', '1.5']))})"
+
+
+def _outcome(fn, x):
+    """fn(x), or the error's kind and message."""
+    try:
+        return ("value", fn(x))
+    except dsl.DgError as exc:
+        return (exc.kind, exc.message)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_risky_body(), st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0]))
+def test_the_walks_checked_only_at_the_end_give_what_the_interpreter_gives(body, x):
+    # where a NaN made on any iteration reaches the final cotangents, the walks run without their
+    # per-iteration checks and check the end (loop_walks._unchecked); anything not finite there
+    # runs them again checked: the interpreter's value, or its error
+    i = interp(f"fn f(x) {{ let s = x\n for i in range(6) {{ s = {body} + 0.1 * s }}\n return s }}\n"
+               "let second = grad(grad(f))\nlet fast = jit(second)")
+    second, fast = i.lookup("second"), i.lookup("fast")
+    want = _outcome(second, x)
+    got = _outcome(fast, x)
+    again = _outcome(fast, x)       # the compiled walks, whatever the first call staged
+    for out in (got, again):
+        assert out[0] == want[0], (body, x, out, want)
+        if want[0] == "value":
+            assert close(out[1], want[1], 1e-9), (body, x, out, want)

@@ -7,15 +7,21 @@ code cannot vouch for) runs exactly, through the primitives, and the loop goes o
 The two walks that only need the forward values (LoopBack and LoopBackAdd) run the body's
 split pullback B on the residuals the forward loop kept (dsl/transform/jit/split.py) where it kept them,
 instead of computing each iteration's forward again; LoopBackT differentiates the pullback
-with respect to the state, so it replays the iteration from its state."""
+with respect to the state, so it replays the iteration from its state.
 
-from ...backends.codegen import compile_loop
+Those two also run first without their NaN checks where a NaN made on any iteration reaches
+the final carry (split.checks_can_wait), checking only that; anything not finite there runs
+the checked loop, as the reverse loop of one level does (loop_body.Hoisted)."""
+
+from ...backends.codegen import compile_loop, outputs_checked
+from ...backends.optimize import plan
 from ...core import stage as S
 from ...core.ops.arith import add
+from ...core.ops.finite import finite
 from ...core.primitives.loop_iteration import pullback
 from ...core.primitives.loop_twice import back_added, back_reversed
 from ...core.primitives.loops import stage_pullback
-from .split import on_residuals
+from .split import checks_can_wait, on_residuals
 
 
 class Walks:
@@ -39,6 +45,12 @@ class Walks:
             if loop is None:
                 b, r = split
                 loop = self._loop("back_split", lambda: compile_loop(b, r, len(cts), "loop_back_split", kept=True))
+                self._loops["back_split_fast"] = _fast(b, r, len(cts), "loop_back_split_fast", True)
+            got = _unchecked(self._loops.get("back_split_fast"), reversed(kept.residuals), count, cts, [])
+            if got is not None:
+                c0, got = got
+                got.reverse()
+                return (*c0, got)
             entries = reversed(kept.residuals)
         else:
             loop = self._loops.get("back")
@@ -110,6 +122,10 @@ class Walks:
             loop = self._loops.get("back_added_split")
             if loop is None:
                 loop = self._stage_added_split(split, kept, hbar, cts)
+            done = _unchecked(self._loops.get("back_added_split_fast"), zip(reversed(kept.residuals), reversed(hbar)),
+                              count, cts, None)
+            if done is not None:
+                return done[0]
             entries = zip(reversed(kept.residuals), reversed(hbar))
         else:
             loop = self._loops.get("back_added")
@@ -148,9 +164,15 @@ class Walks:
         return None
 
     def _staged(self, name, fn, example, groups, carried, kept=False, extra=False):
-        """The walk's loop compiled, its body `fn` (a list of inputs -> outputs) staged on `example`."""
-        return self._loop(name, lambda: compile_loop(_program(fn, example), groups, carried, f"loop_{name}",
-                                                     kept, extra))
+        """The walk's loop compiled, its body `fn` (a list of inputs -> outputs) staged on `example`
+        (and, without `extra`, under name + "_fast" the same loop without checks where it may go
+        without them: `_fast`)."""
+        def make():
+            program = _program(fn, example)
+            if not extra:
+                self._loops[name + "_fast"] = _fast(program, groups, carried, f"loop_{name}_fast", kept)
+            return compile_loop(program, groups, carried, f"loop_{name}", kept, extra)
+        return self._loop(name, make)
 
     def _loop(self, name, make):
         """The compiled loop `make()` gives (None where its body does not stage), made once; False
@@ -170,6 +192,32 @@ def _program(fn, example):
     trace = S.StageTrace()
     args = [trace.box(v, "Arg", (), (), None, None) for v in example]
     return S.program_of(trace, args, tuple(fn(args)))
+
+
+def _fast(program, groups, carried, name, kept):
+    """The loop over `program` compiled without its NaN checks, where a NaN made on any iteration
+    reaches the final carry (split.checks_can_wait) and every value checked is an output, so that
+    the caller may check the final carry alone; else False. (A loop with extra outputs has none:
+    they do not reach the carry.)"""
+    if not checks_can_wait(program):
+        return False
+    planned = plan(program)
+    if not outputs_checked(program, planned):
+        return False
+    return compile_loop(program, groups, carried, name, kept=kept, checks=False, planned=planned)
+
+
+def _unchecked(loop, entries, count, carry, kept):
+    """(the final carry, `kept`: the carry each iteration started from, where not None) of `loop`
+    (a `_fast` one, or None) run over every entry, where it ran them all and the final carry is
+    finite; else None, and the caller runs its checked loop, which stops where the exact code
+    must run an iteration (the numbers are the same: only the checks are left out)."""
+    if not loop:
+        return None
+    done, out, failed = loop(entries, list(carry), (), kept, None)
+    if failed is None and done == count and all(finite(c) for c in out):
+        return list(out), kept
+    return None
 
 
 def _walk(loop, entries, count, carry, exact, kept, extra):
