@@ -208,7 +208,7 @@ def run(smoke):
                  f"{ms['product']:.3g} ms; less numpy's product ({ms['numpy product']:.2g} ms), plus "
                  f"the quicker solve of the system ({solver}, {min(ms['numpy solve'], ms['lapack solve']):.2g} ms; "
                  f"numpy.linalg.solve {ms['numpy solve']:.2g}): {floor_ms:.3g} ms, "
-                 f"{floor:.2f}x the loops' step" + (", so no jit's solve brings the step to 0.1x" if floor > 0.1 else "")
+                 f"{floor:.3f}x the loops' step" + (", so no jit's solve brings the step to 0.1x" if floor > 0.1 else "")
                  + "; the solve is the next row"),
         make_row("Newton's solve against loops", "ms/call", solve_ms["solve"], {"the same as loops": solve_ms["loops"]},
                  solve_ms["solve"] / solve_ms["loops"], "the same as loops", "<= 0.1x the loops",

@@ -45,8 +45,8 @@ class Walks:
             if loop is None:
                 b, r = split
                 loop = self._loop("back_split", lambda: compile_loop(b, r, len(cts), "loop_back_split", kept=True))
-                self._loops["back_split_fast"] = _fast(b, r, len(cts), "loop_back_split_fast", True)
-            got = _unchecked(self._loops.get("back_split_fast"), reversed(kept.residuals), count, cts, [])
+                self._loops["back_split_fast"] = (lambda: _fast(b, r, len(cts), "loop_back_split_fast", True), False)
+            got = _unchecked(self._later("back_split_fast"), reversed(kept.residuals), count, cts, [])
             if got is not None:
                 c0, got = got
                 got.reverse()
@@ -122,7 +122,7 @@ class Walks:
             loop = self._loops.get("back_added_split")
             if loop is None:
                 loop = self._stage_added_split(split, kept, hbar, cts)
-            done = _unchecked(self._loops.get("back_added_split_fast"), zip(reversed(kept.residuals), reversed(hbar)),
+            done = _unchecked(self._later("back_added_split_fast"), zip(reversed(kept.residuals), reversed(hbar)),
                               count, cts, None)
             if done is not None:
                 return done[0]
@@ -170,9 +170,22 @@ class Walks:
         def make():
             program = _program(fn, example)
             if not extra:
-                self._loops[name + "_fast"] = _fast(program, groups, carried, f"loop_{name}_fast", kept)
+                self._loops[name + "_fast"] = (lambda: _fast(program, groups, carried, f"loop_{name}_fast", kept), False)
             return compile_loop(program, groups, carried, f"loop_{name}", kept, extra)
         return self._loop(name, make)
+
+    def _later(self, name):
+        """The loop without checks `name` (see `_fast`), compiled on the walk's second run: a first
+        call compiles only the checked loops (each compilation costs a first call more than the
+        checks cost a later one); None until then or where there is none."""
+        found = self._loops.get(name)
+        if type(found) is tuple:        # (make, whether the walk ran once already)
+            make, ran = found
+            if not ran:
+                self._loops[name] = (make, True)
+                return None
+            found = self._loops[name] = make()
+        return found or None
 
     def _loop(self, name, make):
         """The compiled loop `make()` gives (None where its body does not stage), made once; False
