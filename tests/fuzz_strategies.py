@@ -11,6 +11,8 @@
 - `builtin_calls(names)`, `operator_uses()`: every builtin, operator, index
   and field read on odd values (big ints, NaN, empty and 0-d tensors, strings,
   functions, odd file paths, ...), directly and inside `grad`/`jacobian`.
+- `risky(leaves)`: a scalar expression of the given leaves whose derivatives may be
+  infinite or NaN at some points (the numerics check's tests).
 """
 
 import re
@@ -526,3 +528,20 @@ def operator_uses(draw):
     expr = expr.replace(a_or_b, "x", 1)
     transform = draw(st.sampled_from(TRANSFORMS))
     return PRELUDE_S + transform.format(call=expr, point=a_or_b) + "\n"
+
+
+# ---------------------------------------------------------------- risky expressions
+@st.composite
+def risky(draw, leaves, depth=0):
+    """A random scalar expression of `leaves` (dg expressions) whose gradient may be infinite or
+    NaN at some points: sqrt, ln, division, fractional powers, kinks."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(leaves))
+    a = draw(risky(leaves, depth + 1))
+    kind = draw(st.integers(0, 2))
+    if kind == 0:
+        return f"{draw(st.sampled_from(['sqrt', 'ln', 'abs', 'exp', 'sin', 'relu']))}({a})"
+    b = draw(risky(leaves, depth + 1))
+    if kind == 1:
+        return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
+    return f"({a} ** {draw(st.sampled_from(['0.5', '2', '1.5']))})"

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.errors import DgError
+from fuzz_strategies import risky
 
 
 def value(src, name="g", **kw):
@@ -181,23 +182,8 @@ def test_the_operation_named_after_an_unchecked_pass_is_the_one_a_checking_pass_
     assert outcomes["ident"] == outcomes["cvjp_"]
 
 
-@st.composite
-def _risky(draw, depth=0):
-    """A random scalar expression of x whose gradient may be infinite or NaN at some points."""
-    if depth >= 3 or draw(st.integers(0, 2)) == 0:
-        return draw(st.sampled_from(["x", "(x - 1.0)", "2.0", "sum(v * x)"]))
-    a = draw(_risky(depth + 1))
-    kind = draw(st.integers(0, 2))
-    if kind == 0:
-        return f"{draw(st.sampled_from(['sqrt', 'ln', 'abs', 'exp', 'sin', 'relu']))}({a})"
-    b = draw(_risky(depth + 1))
-    if kind == 1:
-        return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
-    return f"({a} ** {draw(st.sampled_from(['0.5', '2', '1.5']))})"
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_risky(), st.sampled_from([0.0, 1.0, -1.0, 0.5, 4.0]))
+@given(risky(["x", "(x - 1.0)", "2.0", "sum(v * x)"]), st.sampled_from([0.0, 1.0, -1.0, 0.5, 4.0]))
 def test_a_deferred_numerics_check_says_what_a_checking_pass_says(expr, x):
     outcomes = _checked_and_deferred(expr, x)
     assert outcomes["ident"] == outcomes["cvjp_"]

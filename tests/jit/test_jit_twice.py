@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import dsl
 
+from fuzz_strategies import risky
 from test_jit_loops import leaves, ops_of
 
 TWICE = {"LoopBackT", "LoopBackAdd"}
@@ -169,21 +170,6 @@ def test_the_reversed_walk_reads_the_forward_loops_residuals_where_they_hold_wha
     assert reversed_walk in ran and ({"back_reversed", "back_reversed_split"} - {reversed_walk}).isdisjoint(ran), ran
 
 
-@st.composite
-def _risky_body(draw, depth=0):
-    """A random update of the loop's state s (with x) whose derivatives may be infinite or NaN."""
-    if depth >= 3 or draw(st.integers(0, 2)) == 0:
-        return draw(st.sampled_from(["s", "x", "(s - 1.0)", "(s * x)", "0.5"]))
-    a = draw(_risky_body(depth + 1))
-    kind = draw(st.integers(0, 2))
-    if kind == 0:
-        return f"{draw(st.sampled_from(['sqrt', 'ln', 'abs', 'exp', 'sin', 'relu']))}({a})"
-    b = draw(_risky_body(depth + 1))
-    if kind == 1:
-        return f"({a} {draw(st.sampled_from(['+', '-', '*', '/']))} {b})"
-    return f"({a} ** {draw(st.sampled_from(['0.5', '2', '1.5']))})"
-
-
 def _outcome(fn, x):
     """fn(x), or the error's kind and message."""
     try:
@@ -193,7 +179,7 @@ def _outcome(fn, x):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_risky_body(), st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0]))
+@given(risky(["s", "x", "(s - 1.0)", "(s * x)", "0.5"]), st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0]))
 def test_the_walks_checked_only_at_the_end_give_what_the_interpreter_gives(body, x):
     # where a NaN made on any iteration reaches the final cotangents, the walks run without their
     # per-iteration checks and check the end (loop_walks._unchecked); anything not finite there
