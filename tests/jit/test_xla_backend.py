@@ -93,6 +93,23 @@ def _close(got, want, rtol=1e-12, atol=1e-12):
 
 
 @needs_jax
+def test_an_int_a_guard_holds_is_a_constant_of_the_compiled_program_not_an_input():
+    # a loop's length: compiled in, compared in Python on each call (a transfer to XLA cost more)
+    i, _, fast = _both("fn f(x, n) {\n let s = x\n for k in range(n) { s = s * 1.5 + 1.0 }\n return s * n\n}", "f")
+    assert fast(2.0, 3) == 34.5
+    xla = _entry(fast).xla
+    program = xla.program
+    assert [program.kinds[s] for s in program.inputs] == ["float", "int"]
+    assert xla([2.0, 3]) == (34.5,)
+    exe = xla._fn.__closure__[xla._fn.__code__.co_freevars.index("compiled")].cell_contents
+    from dsl.backends.xla import runtime      # (the xla extra: imported where it is there)
+    with runtime.x64():
+        assert exe(2.0) is not None                      # takes x alone
+    assert xla([2.0, 4]) is None and xla([2.0, 3.0]) is None     # another n: the guard fails
+    assert fast(2.0, 4) == 4 * (2.0 * 1.5 ** 4 + 2 * (1.5 ** 4 - 1)) and fast(2.0, 3) == 34.5
+
+
+@needs_jax
 @pytest.mark.parametrize("expr,args", CASES, ids=IDS)
 def test_value_and_gradient_of_every_rule_case_agree_with_numpy(expr, args):
     names = sorted(args)

@@ -84,8 +84,15 @@ class XlaCode:
         refs, kinds = program.out_refs, program.kinds
         packed = [r >= 0 and kinds[r] == "float" for r in refs]
         apart = [r >= 0 and not p for r, p in zip(refs, packed)]
+        # an int input a guard holds to one value (a loop's length, a shape) is that value in the
+        # compiled program, not an input handed over on every call: compared here instead
+        fixed = _pinned(program) if keep else {}
+        passed = [i for i in range(len(program.inputs)) if i not in fixed]
 
         def run(*values):       # traced only where no compiled program is read back from disk
+            if fixed:
+                given = iter(values)
+                values = [fixed[i] if i in fixed else next(given) for i in range(len(program.inputs))]
             lowering = Lowering(jx)
             # what reverse loops would compute again, read from their forward loops
             outs = lower_steps(lowering, hoist(program), list(values))
@@ -99,11 +106,17 @@ class XlaCode:
         if keep:
             compiled = _kept(jax, compiled, program)
         asarray, convert = np.asarray, self._convert
-        staging = runtime.staging([kinds[s] for s in program.inputs]) if keep else None
+        staging = runtime.staging([kinds[program.inputs[i]] for i in passed]) if keep else None
         # off the CPU each read waits for its own copy to the host: all of them start at once
         early = jax.default_backend() != "cpu" and any(apart)
+        pinned = tuple(fixed.items())
 
         def call(*values):
+            if pinned:
+                for i, v in pinned:
+                    if type(values[i]) is not int or values[i] != v:
+                        return None, False      # the guard fails: numpy's code says so and jit stages again
+                values = [values[i] for i in passed]
             staged = None if staging is None else staging.take(values)
             if staged is not None:
                 values = staged
@@ -123,6 +136,16 @@ class XlaCode:
                 if staged is not None:
                     staging.release()
         return call
+
+
+def _pinned(program):
+    """{input position: value} of the int inputs a guard of the program holds to one int."""
+    position = {slot: i for i, slot in enumerate(program.inputs) if program.kinds[slot] == "int"}
+    found = {}
+    for kind, op, refs, consts, kw, span, out in program.guards:
+        if refs and refs[0] in position and type(consts[0]) is int:
+            found[position[refs[0]]] = consts[0]
+    return found
 
 
 def _kept(jax, jitted, program):
