@@ -167,6 +167,15 @@ def outputs_checked(program, planned):
                                                              if r >= 0}
 
 
+def compile_unchecked(program, seq, carried, name, kept=False, extra=False):
+    """compile_loop(..., checks=False) where `outputs_checked` allows it (the caller then checks
+    the loop's results instead), else None."""
+    planned = plan(program)         # one plan for the question and the compilation
+    if not outputs_checked(program, planned):
+        return None
+    return compile_loop(program, seq, carried, name, kept, extra, checks=False, planned=planned)
+
+
 def compile_loop(program, seq, carried, name, kept=False, extra=False, checks=True, planned=None):
     """The program run as a loop body, the whole loop as one compiled Python function (no call
     and no lists per iteration): loop(entries, carry, fixed, kept, extra) -> (iterations
@@ -468,4 +477,4 @@ def _last_uses(steps, out_refs):
     return last
 
 
-__all__ = ["compile_program", "compile_loop", "outputs_checked", "template_for", "run_code"]
+__all__ = ["compile_program", "compile_loop", "compile_unchecked", "outputs_checked", "template_for", "run_code"]

@@ -5,8 +5,7 @@ loop compiled whole."""
 
 import functools
 
-from ...backends.codegen import compile_loop, compile_program, outputs_checked, run_code
-from ...backends.optimize import plan
+from ...backends.codegen import compile_loop, compile_program, compile_unchecked, run_code
 from ...base.limits import NEVER
 from ...core import stage as S
 from ...core.ops.finite import finite
@@ -304,11 +303,9 @@ class Hoisted:
             self._prelude_code = compile_program(self._prelude, name + "_prelude")
         self.name = name
         self._code = self.fast = self._driver = None
-        planned = plan(self.program) if fast else None       # one plan for both compilations
-        if fast and outputs_checked(self.program, planned):
+        if fast:
             m = len(program.out_refs)
-            self.fast = compile_loop(self.program, len(program.inputs) - m, m, name + "_loop", checks=False,
-                                     planned=planned)
+            self.fast = compile_unchecked(self.program, len(program.inputs) - m, m, name + "_loop")
 
     @property
     def code(self):

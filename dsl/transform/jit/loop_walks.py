@@ -13,8 +13,7 @@ Those two also run first without their NaN checks where a NaN made on any iterat
 the final carry (split.checks_can_wait), checking only that; anything not finite there runs
 the checked loop, as the reverse loop of one level does (loop_body.Hoisted)."""
 
-from ...backends.codegen import compile_loop, outputs_checked
-from ...backends.optimize import plan
+from ...backends.codegen import compile_loop, compile_unchecked
 from ...core import stage as S
 from ...core.ops.arith import add
 from ...core.ops.finite import finite
@@ -214,10 +213,7 @@ def _fast(program, groups, carried, name, kept):
     they do not reach the carry.)"""
     if not checks_can_wait(program):
         return False
-    planned = plan(program)
-    if not outputs_checked(program, planned):
-        return False
-    return compile_loop(program, groups, carried, name, kept=kept, checks=False, planned=planned)
+    return compile_unchecked(program, groups, carried, name, kept=kept) or False
 
 
 def _unchecked(loop, entries, count, carry, kept):

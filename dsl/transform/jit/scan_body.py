@@ -2,9 +2,8 @@
 whole, and the bodies derived from it (its pullback, the pullback's pullback, ...), each
 staged once. jit rolls a loop under three or more reverse levels as a Scan (rolling.py)."""
 
-from ...backends.codegen import compile_loop, compile_program, outputs_checked, run_code
+from ...backends.codegen import compile_loop, compile_program, compile_unchecked, run_code
 from ...backends.in_place import summed_row_adds
-from ...backends.optimize import plan
 import numpy as np
 
 from ...core import stage as S
@@ -165,10 +164,8 @@ class ScanBody:
         row would be summed in a tensor of x's size made per iteration and checked whole: n^2."""
         key = (keep_ys, keep_hist)
         if key not in self._fast:
-            planned = plan(self.looped)
-            self._fast[key] = compile_loop(self.looped, 1 + self.counts[0], self.counts[1], f"{self.name}_fast",
-                                           kept=keep_hist, extra=keep_ys, checks=False, planned=planned) \
-                if outputs_checked(self.looped, planned) else None
+            self._fast[key] = compile_unchecked(self.looped, 1 + self.counts[0], self.counts[1], f"{self.name}_fast",
+                                                kept=keep_hist, extra=keep_ys)
         fast = self._fast[key]
         if fast is None:
             return None
