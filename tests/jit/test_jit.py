@@ -735,3 +735,18 @@ def test_a_long_training_run_under_dg_run_jit_keeps_its_size():
     i.run("for k in range(400) { q = in_a_function(q, 2) }")
     gc.collect()
     assert _rss() - at_1000 < 20e6
+
+
+def test_comparing_a_tensor_argument_with_none_reads_no_value(capsys):
+    # `if a == none` with a tensor read the tensor's value, which the recording then guarded:
+    # each call with other values staged again
+    i = dsl.Interpreter()
+    i.run("fn f(x, a) {\n  if a == none { return sum(x) }\n  if a != none { return sum(x * a) }\n  return 0.0\n}\n"
+          "let fast = jit(f, explain=true)")
+    fast = i.lookup("fast")
+    x = np.array([1.0, 2.0])
+    for a in ([1.0, 1.0], [2.0, 1.0], [0.5, -1.0]):
+        assert fast(x, np.array(a)) == float(np.dot(x, a))
+    assert fast(x, None) == 3.0
+    said = capsys.readouterr().err
+    assert said.count("staging it") == 2, said      # one per signature: a tensor, then none

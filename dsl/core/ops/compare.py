@@ -42,8 +42,13 @@ def _orderable_num(v):
 
 def eq(a, b):
     """a == b: elementwise for tensors (against tensors or numbers), structural otherwise."""
-    if (type(a) is Box or type(b) is Box) and _on_numbers(a, b):
-        return nondiff("Equal", (a, b))
+    if type(a) is Box or type(b) is Box:
+        if _on_numbers(a, b):
+            return nondiff("Equal", (a, b))
+        # a traced number or tensor against none, a string or a structure: unequal whatever its
+        # value, so its value is not read (jit would guard it: `if mask == none` with a tensor
+        # argument would stage again on every call with new values)
+        return False
     a, b = raw(a), raw(b)
     if type(a) is ndarray or type(b) is ndarray:
         if _orderable_num(a) and _orderable_num(b):
