@@ -13,8 +13,8 @@ from ..core.values import Function, StructDef
 from ..errors import DgError, error, located, source_text
 from ..frontend import ast as A
 from ..transform.jit.both_ways import BothWays
-from ..transform.jit.frames import declared, exits
-from ..transform.jit.rolling import Roller
+from ..transform.jit.frames import declared, exits, snapshot
+from ..transform.jit.rolling import ENDED, Roller
 from ..transform.jit.row_loops import row_roller, rows_of, walked_call
 from .compiler import call_at, compile_expr, compile_read, stored_slot
 from .fusion import body_fuses, fusable, fused_body, fused_run
@@ -237,13 +237,14 @@ def _while(s, ctx):
     span = s.cond.span
 
     def iteration(f):
-        """One iteration as jit looks ahead at it (dsl/transform/jit/rolling.py): BREAK where it ends the loop."""
-        return body(f) if cond(f) else BREAK
+        """One iteration as jit looks ahead at it (dsl/transform/jit/rolling.py): ENDED where the condition is false."""
+        return body(f) if cond(f) else ENDED
     roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span, reads=ctx.globals_read,
                     body_locals=declared([s.body]))
 
     def loop(f):
         roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step
+        start = snapshot(f) if roll else None
         while cond(f):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps
@@ -257,7 +258,7 @@ def _while(s, ctx):
                     return r
             if roll:
                 roll = False
-                roller.roll_while(f)
+                roller.roll_while(f, start)
     return loop
 
 
@@ -595,5 +596,4 @@ def _names_of(s):
     return []
 
 
-__all__ = ["compile_program", "compile_function", "compile_block", "FunctionCode", "BREAK", "CONTINUE",
-           "UNBOUND"]
+__all__ = ["compile_program", "compile_function", "compile_block", "FunctionCode", "BREAK", "CONTINUE", "UNBOUND"]

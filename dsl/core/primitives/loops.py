@@ -52,11 +52,14 @@ from .registry import define
 class LoopGuardFailed(S.GuardFailed):
     """A staged loop body met a value other than the one it was staged with, on a later iteration."""
 
-    def __init__(self, body, failed):
+    def __init__(self, body, failed, program=None):
         super().__init__(-1)
         self.loop = body.key
-        step = body.forward.steps[failed.step] if 0 <= failed.step < len(body.forward.steps) else None
-        span = body.forward.span(step[5]) if step is not None else None
+        # the program whose guard failed: the body's, or a form of it that was run instead (its
+        # forward part split from the pullback, a Scan's body), whose steps number differently
+        program = body.forward if program is None else program
+        step = program.steps[failed.step] if 0 <= failed.step < len(program.steps) else None
+        span = program.span(step[5]) if step is not None else None
         self.span = span        # the condition's (a while loop written out in the body may have it)
         self.inner_whiles = getattr(body, "inner_whiles", ())
         self.why = (f"a condition in the loop at {body.where} went another way on a later iteration"

@@ -131,7 +131,7 @@ class Body:
                 return forward.driver().run(forward, items, state, fixed, kept, kept.residuals, self)
             return self.driver().run(self, items, state, (), kept, None, self)
         except S.GuardFailed as failed:
-            raise LoopGuardFailed(self, failed) from None
+            raise LoopGuardFailed(self, failed, parts[0].program if parts is not None else None) from None
 
     def _run_while(self, state, kept):
         """Iterations until one goes another way than P was staged (a guard fails: the condition

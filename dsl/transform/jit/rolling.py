@@ -38,6 +38,10 @@ written from the state that iteration started from, so that what follows (the
 last test of the condition, the iteration that leaves) is recorded with its
 own guards. One recording then serves every trip count; before, each trip
 count was another path, staged again (`while err > tol`). A while loop whose
+condition is false on the iteration looked ahead at (it ran once) is staged
+from the state its run began with, where the condition held, and its Loop step
+runs no iterations from here: an adaptive solver's loop per output time, one
+step long on some of them, stays one step of the loop around it. A while loop whose
 runs stopped early three times in one staging (within MIN_ITEMS iterations: a
 while loop inside a loop written out) is written out for the rest of it: its
 look ahead costs more than it saves.
@@ -70,6 +74,10 @@ from .signatures import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, write_back
 from .scan_body import scan_loop
+
+# what a while loop's iteration (statements.py) gives where its condition is false: the look ahead
+# then has no iteration to stage from here, and stages the one its run began with (Roller.stage_body)
+ENDED = object()
 
 # from this many reverse levels a loop is a Scan step (scan_body.py); two levels keep their own walks
 # (loop_twice.py), which read what the forward loop kept instead of computing it again: measured
@@ -155,7 +163,7 @@ class Lookahead(S.StageTrace):
 class Roller:
     """Runs one loop statement while jit stages, rolled where it can be: a `for` over a range
     (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
-    condition and then the body, and gives BREAK where the condition is false)."""
+    condition and then the body, and gives ENDED where the condition is false)."""
 
     def __init__(self, body, bind, interp, where, scope, span=None, reads=(), body_locals=frozenset()):
         self.body = body
@@ -202,10 +210,11 @@ class Roller:
                 return False
             # a loop in the body of a loop being rolled: a step of that body, as it is outside
             # (NESTED_MIN_ITEMS); a `while` is written out there until its count goes another
-            # way on a later iteration (loop_modes.retry)
+            # way on a later iteration (loop_modes.retry), then rolled there however short its
+            # runs: written out, its count would make that loop go another way again
             if items is None:
                 if self in self.interp.nested_whiles:
-                    return self._few_short_runs(staging)
+                    return True
                 top.whiles.append(self)
                 return False
             return len(items) >= (MIN_ITEMS if _scans(staging) else NESTED_MIN_ITEMS)
@@ -256,22 +265,23 @@ class Roller:
         self.bind(f, items[-1])
         return True
 
-    def roll_while(self, f):
+    def roll_while(self, f, start=None):
         """Run a while loop's iterations from here as one Loop step, until one goes another way
         than the one staged (its condition turns false, a `break` is taken): the statement then
-        goes on as written from the state that iteration started from."""
+        goes on as written from the state that iteration started from. `start`: the frame's
+        snapshot before the first iteration (see stage_body)."""
         if not self.interp.staging:
             self.eager.roll(f, set(self.body_locals), 0, None)
             return
         top = _staging_id(self.interp.staging)
-        if (self._roll(f, set(self.body_locals), 0, None) or 0) < MIN_ITEMS:
+        if (self._roll(f, set(self.body_locals), 0, None, start) or 0) < MIN_ITEMS:
             trace, count = self.short
             self.short = (top, count + 1 if trace == top else 1)
 
-    def _roll(self, f, skip, item, items):
+    def _roll(self, f, skip, item, items, start=None):
         """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
         of the body fails); True, or the number of iterations run where `items` is None, or False
-        where the body does not stage once for all of them."""
+        where the body does not stage once for all of them. `start`: roll_while's."""
         top = self.interp.staging[-1]
         if type(top) is Lookahead:      # a loop in the body of a loop being rolled
             skip = skip | foreign_slots(f, top)
@@ -299,14 +309,14 @@ class Roller:
         differentiated = bool(forward or reverse) or (type(top) is Lookahead and top.derived)
         as_data = (deep or scans or bool(forward) or nested) if items is not None else not in_body
         staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
-                                 as_data=as_data, scans=deep or scans)
+                                 as_data=as_data, scans=deep or scans, start=start)
         if staged is not None and (staged[0].draws or staged[0].drawn) \
                 and any(s[1] in ("Loop", "Scan") for s in staged[0].forward.steps):
             # a body that draws without a key around a loop step: its forward-mode loop (the
             # draws staged as effects of P') gave other numbers where the body also called a
             # custom rule (found by the fuzzer): its loops are written out in it, as they were
             staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
-                                     as_data=as_data, scans=deep or scans, flat=True)
+                                     as_data=as_data, scans=deep or scans, flat=True, start=start)
         if staged is None:
             return False
         body, state, layout, _ = staged
@@ -339,19 +349,50 @@ class Roller:
         return True if items is not None else body.ran
 
     def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None,
-                   scans=False, flat=False):
+                   scans=False, flat=False, start=None):
         """The body staged by a look ahead from this frame, with the ints it changes (counters)
         staged as state too where it changes some: (Body, state, layout, counters), or None.
         `draws`, `as_data`: what becomes of a keyless draw in the body (Lookahead); `items`: the
-        range the body runs over (None: not known, or a while loop's); `scans`, `flat`: Lookahead's."""
+        range the body runs over (None: not known, or a while loop's); `scans`, `flat`: Lookahead's.
+
+        A while loop whose condition is false here already (it ran once: an adaptive solver's
+        step that reaches the next output time) is looked ahead at from `start`, the frame before
+        its first iteration, where the condition held, and runs from here as a Loop step of no
+        iterations: one staging then serves any count, also in the body of a loop around it,
+        where a count of one written out would make that loop go another way on a later iteration."""
         counters = frozenset()
         options = (draws, as_data, items, scans, flat)
         body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, *options)
+        if body is ENDED and start is not None:
+            return self._from_start(f, start, item, skip, differentiated, options)
         if type(body) is frozenset:     # ints the body changes (counters): look again with them staged
             counters = body
             state, layout = frame_leaves(f, skip, counters)
             body = self._look_ahead(f, item, skip, state, layout, differentiated, counters, *options)
+        if body is ENDED:
+            return self._written_out("its condition is false on the iteration looked ahead at")
         return None if body is None else (body, state, layout, counters)
+
+    def _from_start(self, f, start, item, skip, differentiated, options):
+        """stage_body's staging from the frame `start` (a snapshot), with this frame's state: the
+        same structures, shapes and types, or None."""
+        now = snapshot(f)
+        restore(f, start)
+        try:
+            first, layout = frame_leaves(f, skip)
+            staged = self.stage_body(f, item, skip, first, layout, differentiated, *options)
+        finally:
+            restore(f, now)
+        if staged is None:
+            return None
+        body, first, layout, counters = staged
+        state, here = frame_leaves(f, skip, counters)
+        if not same_layout(layout, here) or len(first) != len(state) or any(
+                _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)
+                for x, y in zip(first, state)):
+            return self._written_out("its condition is false on the iteration looked ahead at, and its "
+                                     "variables changed shape or type since its first")
+        return body, state, here, counters
 
     def _look_ahead(self, f, item, skip, state, layout, differentiated, counters, draws=False, as_data=False,
                     items=None, scans=False, flat=False):
@@ -375,7 +416,10 @@ class Roller:
             for j in skip - self.body_locals:        # the loop variable
                 set_slot(f, j, item)
             try:
-                if self.body(f) is not None:
+                left = self.body(f)
+                if left is ENDED:
+                    return ENDED
+                if left is not None:
                     return self._written_out("the body leaves the loop")
                 after, layout_after = frame_leaves(f, skip, counters)
             except NotRollable as why:

@@ -72,7 +72,7 @@ class ScanBody:
             return list(S.output_leaves(self.program, values))
         except S.GuardFailed as failed:
             if self.exact is None:
-                raise LoopGuardFailed(self.origin, failed) from None
+                raise LoopGuardFailed(self.origin, failed, self.program) from None
         return list(self.exact(values))
 
     def run(self, items, xs, carry, consts, keep_ys=True, keep_hist=True, log=False):
@@ -187,7 +187,7 @@ class ScanBody:
             if self.exact is None:
                 if stops:       # a while loop's iteration that goes another way: the loop ends there
                     raise
-                raise LoopGuardFailed(self.origin, failed) from None
+                raise LoopGuardFailed(self.origin, failed, self.program) from None
         # a derived body's guard (a rule's branch): the iteration runs exactly, where a guard of
         # the loop's own body that fails raises LoopGuardFailed (a while loop: it ends there)
         return self.exact(values)
