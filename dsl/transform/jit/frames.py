@@ -35,14 +35,16 @@ def frame_leaves(f, skip, counters=frozenset()):
 
 
 def foreign_slots(f, trace):
-    """The slots of a frame holding a value of a trace other than `trace` (a look ahead's): in
+    """The slots of a frame holding a value of a trace older than `trace` (a look ahead's): in
     the look ahead of an outer loop, the variables its body sets after this point still hold the
     values of the iteration before it (boxes of the trace jit stages); nothing in scope here
-    reads them (a body that reached one would not be staged: Lookahead.process)."""
+    reads them (a body that reached one would not be staged: Lookahead.process). A box of a
+    newer trace (a derivative's, begun in the outer loop's body: grad of an ODE solve in each
+    iteration) is a value of this iteration, which the loop may read (its parameters)."""
     found = set()
     for j, v in enumerate(f):
         parts, _ = flatten_open(v.v if type(v) is Cell else v)
-        if any(type(x) is Box and x.trace is not trace for x in parts):
+        if any(type(x) is Box and x.trace is not trace and x.trace.level < trace.level for x in parts):
             found.add(j)
     return found
 
@@ -69,7 +71,8 @@ def write_frame(f, layout, skip, leaves, changed):
 
 def changed_ints(before, after):
     """The positions (slot, part) of the ints that differ between two frame layouts, where
-    nothing else does (the same structures, strings and bools), else None."""
+    nothing else does (the same structures, strings and bools), else None. An int that became
+    a staged value counts: a while loop rolled in the body made it a counter of its own."""
     if len(before) != len(after):
         return None
     changed = set()
@@ -82,7 +85,7 @@ def changed_ints(before, after):
             return None
         for k, (s, t) in enumerate(zip(x[2], y[2])):
             if not same_static(s, t):
-                if type(s) is not int or type(t) is not int:
+                if type(s) is not int or (type(t) is not int and t is not LEAF):
                     return None
                 changed.add((j, k))
     return frozenset(changed) or None
