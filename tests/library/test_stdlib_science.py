@@ -149,16 +149,18 @@ def test_odeint_stages_its_loop_over_the_times_once_under_jit(capsys):
     assert i.get("a")[0] == pytest.approx(want, rel=1e-7) and i.get("a")[1] == pytest.approx(want, rel=1e-5)
 
 
+# a Lotka-Volterra model and 41 output times, whose dopri5 steps per interval vary (one, where
+# the step has grown past the interval)
+LOTKA_VOLTERRA = ("import ode\nfn lv(y, t, p) {\n"
+                  "    return [p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]]\n}\n"
+                  "let ts = linspace(0.0, 10.0, 41)\n")
+
 
 def test_a_dopri5_fit_stages_once_under_jit_for_every_parameter(capsys):
-    # a Lotka-Volterra fit: the adaptive solver's steps per output time vary (one where the step
-    # has grown past the interval), and f's optional args were compared with none by reading the
-    # parameters' values; jit wrote the solver out, and staged again on every call with new
-    # parameters (100 adam steps: 145 s, now about a second)
-    i = run("import ode\nfn lv(y, t, p) {\n"
-            "    return [p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]]\n}\n"
-            "let ts = linspace(0.0, 10.0, 41)\n"
-            "fn loss(p) { return sum(ode.odeint(lv, [10.0, 5.0], ts, p) ** 2) }\n"
+    # the adaptive solver's loop was written out where one step reached the next time, and f's
+    # optional args were compared with none by reading the parameters' values: jit staged again
+    # on every call with new parameters (100 adam steps: 145 s, now a few seconds)
+    i = run(LOTKA_VOLTERRA + "fn loss(p) { return sum(ode.odeint(lv, [10.0, 5.0], ts, p) ** 2) }\n"
             "let fast = jit(value_and_grad(loss), explain=true)\nlet slow = value_and_grad(loss)")
     fast, slow = i.lookup("fast"), i.lookup("slow")
     for p in ([0.9, 0.12, 1.4, 0.08], [1.0, 0.1, 1.5, 0.075], [0.95, 0.11, 1.45, 0.07]):
@@ -169,7 +171,6 @@ def test_a_dopri5_fit_stages_once_under_jit_for_every_parameter(capsys):
     assert "written out" not in said and said.count("staging it") <= 2, said
 
 
-
 @pytest.mark.parametrize("kept", ["a tensor", "a tuple"])
 def test_a_dopri5_gradient_in_each_iteration_of_a_loop_stays_rolled_under_jit(kept, capsys):
     # the loop's body begins a derivative whose boxes the solver's loops met as values of an
@@ -177,10 +178,7 @@ def test_a_dopri5_gradient_in_each_iteration_of_a_loop_stays_rolled_under_jit(ke
     # out (a tuple that grows), the step counter came back from the time loop's first iteration
     # as an int and from its second as a staged value (so it was written out)
     keep = ("let acc = zeros((3,))", "acc[k] = v") if kept == "a tensor" else ("let acc = ()", "acc = acc + (v,)")
-    i = run("import ode\nfn lv(y, t, p) {\n"
-            "    return [p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]]\n}\n"
-            "let ts = linspace(0.0, 10.0, 41)\n"
-            "fn loss(p) { return sum(ode.dopri5(lv, [10.0, 5.0], ts, p)) }\n"
+    i = run(LOTKA_VOLTERRA + "fn loss(p) { return sum(ode.dopri5(lv, [10.0, 5.0], ts, p)) }\n"
             f"fn many(p) {{\n    {keep[0]}\n    for k in range(3) {{\n"
             f"        let v = value_and_grad(loss)(p * (1.0 + 0.01 * k))[0]\n        {keep[1]}\n    }}\n"
             "    return acc\n}\nlet fast = jit(many, explain=true)")
