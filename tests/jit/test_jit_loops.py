@@ -775,17 +775,3 @@ def test_and_or_not_of_staged_bools_in_a_loop_body_take_the_if_both_ways(cond, r
             continue
         assert same(i.lookup("fast")(e, xs), want)
     assert ("Loop" in ops_of(i.lookup("fast"))) == rolled
-
-
-def test_a_for_loop_is_one_step_from_its_first_iteration_where_no_derivative_is_taken(capfd):
-    # its first iteration was written out, with a guard for its `if`: a call whose first
-    # iteration went the other way (a sampler's first accept, on a new key) staged again
-    i = interp("fn f(x) {\n  let s = 0.0\n  for i in range(20) {\n"
-               "    if x > 0.0 { s = s + x } else { s = s - 2.0 * x }\n    x = x - 0.3\n  }\n  return s\n}\n"
-               "let fast = jit(f, explain=true)")
-    fast, slow = i.lookup("fast"), i.lookup("f")
-    for x in (1.0, -1.0, 0.5, -0.2):
-        assert same(fast(x), slow(x))
-    assert capfd.readouterr().err.count("staging it") == 1
-    program = next(iter(fast.call.entries.values()))[0].program
-    assert [s[1] for s in program.steps].count("Loop") == 1

@@ -7,9 +7,7 @@ compiling take 30 times as long as running the loop. A rolled loop is staged
 from its second iteration:
 
 1. The first iteration runs as written (it may turn ints into floats, or
-   declare the body's variables: the state settles); where no derivative is
-   taken of the loop and its state is settled already, the look ahead is at
-   the first iteration and the Loop step runs them all (Roller._rolled_whole).
+   declare the body's variables: the state settles).
 2. The second is run once *ahead*, on a fresh staging trace, with every number
    and tensor of the function's variables (the loop's state; not those the body
    declares, which each iteration sets before it reads them) replaced by an
@@ -76,8 +74,6 @@ from .signatures import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, write_back
 from .scan_body import scan_loop
-
-_PROBE = -(1 << 70)      # an int no variable holds (small ints are shared objects)
 
 # what a while loop's iteration (statements.py) gives where its condition is false: the look ahead
 # then has no iteration to stage from here, and stages the one its run began with (Roller.stage_body)
@@ -241,8 +237,6 @@ class Roller:
         """Run the whole loop, each iteration a step of the run's limits (a rolled loop's count
         them as they run: loop_body.Driver)."""
         bind, body = self.bind, self.body
-        if self._rolled_whole(f, items):
-            return
         self.count_step()
         bind(f, items[0])
         body(f)
@@ -258,30 +252,6 @@ class Roller:
         steps = limits.steps = limits.steps + 1
         if steps >= limits.next_check:
             limits.check(self.span)
-
-    def _rolled_whole(self, f, items):
-        """Run every item as one Loop step, where jit stages (not a look ahead), no derivative is
-        taken of the loop and its state is settled before its first iteration: a first iteration
-        written out holds guards of its own, which a later call that goes another way there fails
-        (a sampler's accept step on a new key staged the function again on every other call)."""
-        staging = self.interp.staging
-        if not staging or type(staging[-1]) is not S.StageTrace or staging[-1].dry:
-            return False
-        notes = getattr(self.interp, "loop_notes", None)
-        said = len(notes) if notes is not None else 0
-        before = list(f)
-        self.bind(f, _PROBE)        # a fresh int: the loop variable's slot is the one that changes
-        skip = {j for j in range(len(f)) if f[j] is not before[j]}
-        self.bind(f, items[0])
-        found = modes(frame_leaves(f, skip | self.body_locals)[0], staging[-1])
-        # under a derivative the first iteration stays written out: the Loop's rules would sum
-        # the cotangents of what the loop reads in another order than the interpreter does
-        if found is not None and not any(found) and self._roll(f, skip | self.body_locals, items[0], items):
-            self.bind(f, items[-1])
-            return True
-        if notes is not None:       # why it was not: the loop as usual says it if it applies
-            del notes[said:]
-        return False
 
     def _rolled(self, f, items):
         """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
