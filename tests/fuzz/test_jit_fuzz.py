@@ -247,6 +247,7 @@ def first_line(err):
 @example(271, JACFWD_OF_JIT, 5)         # ... and had left its prints there
 @example(4338, JIT_OF_HESSIAN, 3)       # compiled code freed a value it checked at the end (UnboundLocalError)
 @example(67108865, JIT_OF_HESSIAN, 3)   # a custom rule in a loop rolled under jvp of grad (reverse of P')
+@example(429900, COMPOSITIONS[4], 3)     # vmap(jit(f)), a loop rolled from its first iteration: another draw
 def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     check_program(Writer(seed).program(), seed, composition, rows)
 
@@ -256,6 +257,7 @@ def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, comp
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
 @example(64099, JIT_OF_JVP, 3)     # a loop's int counter, a constant, went to its kernel as a float
 @example(305019010, COMPOSITIONS[3], 3)     # grad(jit(f)): a recorded read of an int took a cotangent
+@example(9999999, COMPOSITIONS[0], 3)       # a for loop rolled from its first iteration drew other numbers
 def test_random_while_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     # a while loop jit stages as one step runs until an iteration goes another way (its condition,
     # a break, a branch): the statement goes on as written from there
