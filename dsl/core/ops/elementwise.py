@@ -53,6 +53,17 @@ def _sigmoid_vector(x):
     return np.where(x >= 0, 1.0 / d, e / d)
 
 
+def _cbrt_vector(x):
+    """np.cbrt polished by one Newton step: the C library's cube root differs from machine to
+    machine (math.cbrt and np.cbrt give 3.0000000000000004 for 27.0 on some, up to 2 ulps off);
+    the step makes exact cubes exact and every result within 1 ulp (zeros, infinities and NaN
+    as they are)."""
+    r = np.cbrt(x)
+    r2 = r * r
+    polished = r - (r2 * r - x) / (3.0 * r2)
+    return np.where(np.isfinite(polished) & (r != 0.0), polished, r)
+
+
 _erf_vec = np.frompyfunc(math.erf, 1, 1)
 _erfc_vec = np.frompyfunc(math.erfc, 1, 1)
 
@@ -113,17 +124,6 @@ silu = _unary("Silu", "silu", _silu_scalar, lambda x: x * _sigmoid_vector(x))
 gelu = _unary("Gelu", "gelu", _gelu_scalar, _gelu_vector)
 erf = _unary("Erf", "erf", math.erf, _erf_vector)
 erfc = _unary("Erfc", "erfc", math.erfc, _erfc_vector)
-def _cbrt_vector(x):
-    """np.cbrt polished by one Newton step: the C library's cube root differs from machine to
-    machine (math.cbrt and np.cbrt give 3.0000000000000004 for 27.0 on some, up to 2 ulps off);
-    the step makes exact cubes exact and every result within 1 ulp (zeros, infinities and NaN
-    as they are)."""
-    r = np.cbrt(x)
-    r2 = r * r
-    polished = r - (r2 * r - x) / (3.0 * r2)
-    return np.where(np.isfinite(polished) & (r != 0.0), polished, r)
-
-
 cbrt = _unary("Cbrt", "cbrt", lambda x: float(_cbrt_vector(x)), _cbrt_vector)
 log1p = _unary("Log1p", "log1p", math.log1p, np.log1p)
 expm1 = _unary("Expm1", "expm1", math.expm1, np.expm1)

@@ -41,10 +41,10 @@ count was another path, staged again (`while err > tol`). A while loop whose
 condition is false on the iteration looked ahead at (it ran once) is staged
 from the state its run began with, where the condition held, and its Loop step
 runs no iterations from here: an adaptive solver's loop per output time, one
-step long on some of them, stays one step of the loop around it. A while loop whose
-runs stopped early three times in one staging (within MIN_ITEMS iterations: a
-while loop inside a loop written out) is written out for the rest of it: its
-look ahead costs more than it saves.
+step long on some of them, stays one step of the loop around it. A while loop
+whose runs stopped early three times in one staging (within MIN_ITEMS
+iterations: a while loop inside a loop written out) is written out for the rest
+of it: its look ahead costs more than it saves.
 
 Loops are rolled while jit stages and while vmap looks at a function (vmap
 batches the Loop step by its rule: the loop of the batched body), under at most
@@ -158,6 +158,9 @@ class Lookahead(S.StageTrace):
         return super().effect(staging, fn, args, kw, inside=True)
 
 
+def _other_kind(x, y):
+    """Whether two values of one state leaf differ in shape or type (two ints never do: a counter)."""
+    return _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)
 
 
 class Roller:
@@ -387,9 +390,7 @@ class Roller:
             return None
         body, first, layout, counters = staged
         state, here = frame_leaves(f, skip, counters)
-        if not same_layout(layout, here) or len(first) != len(state) or any(
-                _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)
-                for x, y in zip(first, state)):
+        if not same_layout(layout, here) or len(first) != len(state) or any(map(_other_kind, first, state)):
             return self._written_out("its condition is false on the iteration looked ahead at, and its "
                                      "variables changed shape or type since its first")
         return body, state, here, counters
@@ -435,8 +436,7 @@ class Roller:
             changed = None if counters else changed_ints(layout, layout_after)
             return changed or self._written_out(self._what_changed(layout, layout_after))
         for x, y in zip(state, after):
-            if (type(y) is Box and y.trace is not look) or (
-                    _key(x) != _key(y) and not (type(peek(x)) is int and type(peek(y)) is int)):
+            if (type(y) is Box and y.trace is not look) or _other_kind(x, y):
                 return self._written_out("a tensor of its variables changes shape or type from one "
                                          "iteration to the next")
         # the numbers a Scan's body draws are its last inputs (Body.drawn)
