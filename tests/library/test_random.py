@@ -52,6 +52,17 @@ def test_one_keys_few_numbers_made_in_python_are_the_vectorised_generators():
         for key, row in zip(keys, batch):
             assert np.array_equal(R._uniforms(key, n, R.DRAW), row)
     assert R.normal01(keys[0], (3,)).tolist() == R.normal01(keys[:2], (3,))[0].tolist()
+    # split and fold_in of one key (a loop's `split(fold_in(key, i))`) too, with ints up to 2^53
+    # (the batched path reads them as floats, exact to there)
+    ints = [0, 1, 7, 2 ** 32 - 1, 2 ** 32, 2 ** 40 + 7, 2 ** 53 - 1, 2 ** 53, 2 ** 60 + 1]
+    for n in (1, 2, 3, R.SMALL, R.SMALL + 1):
+        batch = R.split(np.vstack([keys, keys[:1]]), n)
+        for key, row in zip(keys, batch):
+            assert np.array_equal(R.split(key, n), row)
+    for d in ints:
+        batch = R.fold_in(np.vstack([keys, keys[:1]]), np.full(len(keys) + 1, float(d)))
+        for key, row in zip(keys, batch):
+            assert np.array_equal(R.fold_in(key, d), row)
 
 
 def test_a_key_is_a_value_the_same_key_gives_the_same_numbers():

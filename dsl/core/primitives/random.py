@@ -153,6 +153,9 @@ def split(key, n=2):
     """n new keys, (*lead, n, 2)."""
     if type(key) is Box:
         return SPLIT_P.bind(key, n=n)
+    one = _one_key(key) if n <= SMALL else None
+    if one is not None:     # a split per step of a loop: Python ints
+        return np.array([_philox_small(one[0], one[1], i, 0, SPLIT, 0)[:2] for i in range(n)], dtype=float)
     k0, k1 = key_words(key)
     w0, w1, _, _ = blocks(k0, k1, np.arange(n, dtype=np.uint64), SPLIT)
     return np.stack((w0, w1), axis=-1).astype(float)
@@ -162,6 +165,10 @@ def fold_in(key, data):
     """A new key from a key and a whole number in [0, 2^64) (a loop index, an example's number)."""
     if type(key) is Box or type(data) is Box:
         return FOLD_IN.bind(key, data)
+    one = _one_key(key)
+    if one is not None and type(data) is int and 0 <= data < 2 ** 53:     # a loop index: Python ints (exact as a float)
+        w0, w1, _, _ = _philox_small(one[0], one[1], data & 0xFFFFFFFF, data >> 32, FOLD, 0)
+        return np.array([w0, w1], dtype=float)
     d = np.asarray(data, dtype=float)
     if not np.all((d >= 0) & (d < 2.0 ** 64) & (d == np.floor(d))):
         raise error("value", f"fold_in needs a whole number in [0, 2^64), got {data!r}")
