@@ -656,7 +656,8 @@ def _bodies(jitted):
     ("if s > 0.9 { s = s * w\n print(s) } else { s = s + 0.1 }", False),   # an effect: guarded
     ("n = n + 1\n if n < 3 { s = s + xs[n] } else { s = s * w }", False),  # xs[n] fails from n = 3 on
     ("if s > 0.9 { xs[1] = s * w } else { xs[2] = s }\n s = s * w + sum(xs) * 0.1", True),   # a constant index
-    ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + 0.1 * k * w", False),   # an int set two ways
+    ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + 0.1 * k * w", True),    # an int set two ways: chosen as an int
+    ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + xs[k] * w", True),       # ... and read as an index
 ])
 def test_an_if_is_taken_both_ways_only_where_both_branches_only_compute(branch, rolled):
     src = ("fn f(w, xs) {\n  let s = 0.75\n  let n = 0\n  let k = 0\n"

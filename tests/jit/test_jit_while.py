@@ -245,3 +245,40 @@ def test_a_while_loop_that_ran_once_stays_rolled_in_the_loop_around_it(form, cap
         assert same(fast(x, t, 0.5), slow(x, t, 0.5), 1e-13)
     said = capfd.readouterr().err
     assert "written out" not in said and said.count("staging it") <= 2, said
+
+
+def test_an_int_counted_in_a_branch_keeps_the_loop_rolled():
+    # a bouncing ball counting its bounces: the if runs both ways with the count chosen as an
+    # int (a where would make it a float, changing the loop state's type, and the loop was
+    # written out and staged again at each new bounce count)
+    src = ("fn drop(h, e) {\n  let y = h\n  let v = 0.0\n  let t = 0.0\n  let bounces = 0\n"
+           "  while t < 2.0 {\n    v = v - 9.81 * 0.001\n    y = y + v * 0.001\n"
+           "    if y < 0.0 { y = -y\n v = -e * v\n bounces += 1 }\n    t = t + 0.001\n  }\n"
+           "  return (y, bounces)\n}\nlet fast = jit(drop)")
+    i = interp(src)
+    fast, drop = i.lookup("fast"), i.lookup("drop")
+    for h, e in ((1.0, 0.8), (2.0, 0.7), (0.5, 0.9)):
+        got, want = fast(h, e), drop(h, e)
+        assert got == want and type(got[1]) is int and want[1] > 0
+    assert sum(len(entries) for entries in fast.call.entries.values()) == 1
+    assert "Loop" in ops_of(fast)
+
+
+def test_an_inner_while_loop_that_runs_no_iterations_when_looked_ahead_at_stays_rolled():
+    # a line search that takes no step on the iteration looked ahead at and some on later ones:
+    # rolled in the outer loop's body (staged as if its condition held, its Loop running no
+    # iterations there), where it was written out with a guard that its condition is false, and
+    # the outer loop went on as written from the first iteration that searched
+    src = ("fn f(x) {\n  let k = 0\n  let s = x\n  while k < 30 {\n    let t = 1.0\n"
+           "    while s * t > 1.0 { t = t * 0.5 }\n    s = s * 1.3 + t * 0.01\n    k += 1\n  }\n"
+           "  return s\n}\nlet fast = jit(f)\nlet slow = jit(grad(f))")
+    i = interp(src)
+    fast, slow, f = i.lookup("fast"), i.lookup("slow"), i.lookup("f")
+    grad = i.lookup("grad")(f)
+    for x in (0.1, 0.2, 0.05, 0.3, 0.01):
+        assert fast(x) == f(x)
+        assert same(slow(x), grad(x), 1e-12)
+    assert sum(len(entries) for entries in fast.call.entries.values()) == 1
+    assert "Loop" in ops_of(fast)
+    steps = sum(len(e.program.steps) for entries in fast.call.entries.values() for e in entries)
+    assert steps < 120      # the outer loop is one step, not 30 iterations written out

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...base.cells import Cell
 from ...core import stage as S
+from ...core.ops.arith import add, mul, sub
 from ...core.ops.compare import logical_and, logical_or
 from ...core.ops.elementwise import where
 from ...core.ops.shape import row, set_row
@@ -211,11 +212,20 @@ def _select(c, a, b, look):
     for x, y in zip(pa, pb):
         if x is y or (not S.is_staged_leaf(x) and same_static(x, y)):
             parts.append(x)
+        elif type(peek(x)) is int and type(peek(y)) is int and type(peek(c)) is bool:
+            parts.append(_int_chosen(c, x, y))
         elif S.is_staged_leaf(x) and S.is_staged_leaf(y) and _key(x) == _key(y):
             parts.append(_row_chosen(c, x, y, look) or where(c, x, y))
         else:
             return _DIFFERENT
     return unflatten(sa, parts)
+
+
+def _int_chosen(c, x, y):
+    """The int x where the bool c, else y, as an int (`if hit { count += 1 }`): y + c * (x - y),
+    since a where gives a float, which would change the loop state's type and write the loop
+    out; the int becomes a counter of the loop (Roller stages it as state)."""
+    return add(y, mul(c, sub(x, y)))
 
 
 def _row_chosen(c, x, y, look):
