@@ -235,6 +235,22 @@ def test_clip_by_global_norm_then_step():
         np.testing.assert_allclose(got, p - 0.5 * g / total, rtol=1e-13)
 
 
+def test_a_jitted_step_that_clips_stages_once_whether_it_clips_or_not():
+    # global_norm read each leaf's value to see whether it counts (jit then guarded every
+    # gradient: a new call, a new staging), and clipping chose by an if on the norm
+    interp = dsl.Interpreter()
+    ev("fn step(p, g) {\n  let c, n = clip_by_global_norm(g, 1.0)\n  return (optim.sgd(p, c, 0.5), global_norm(g))\n}\n"
+       "let fast = jit(step)", interp)
+    fast, step = interp.lookup("fast"), interp.lookup("step")
+    p = {"w": np.array([1.0, 2.0]), "b": 0.5}
+    for scale in (0.1, 3.0, 0.2, 5.0):
+        g = {"w": np.array([0.3, -0.4]) * scale, "b": 0.2 * scale}
+        got, want = fast(p, g), step(p, g)
+        np.testing.assert_array_equal(got[0]["w"], want[0]["w"])
+        assert got[0]["b"] == want[0]["b"] and got[1] == want[1]
+    assert sum(len(entries) for entries in fast.call.entries.values()) == 1
+
+
 def test_optimizers_train_a_model():
     loss = ev("seed(0)\nlet x = randn((64, 3))\nlet y = x @ [1.0, -2.0, 0.5]\n"
               "fn loss(m, x, y) { return nn.mse(nn.dense(m, x), y) }\n"

@@ -88,7 +88,7 @@ def global_norm(tree):
 
 def _counted(leaf):
     """Whether a leaf counts in global_norm (numbers and tensors; not bools, strings or none)."""
-    v = raw(leaf)
+    v = peek(leaf)      # its type only: reading the value would make jit guard it
     return type(v) is not bool and type(v) is not str and (type(v) in (int, float) or hasattr(v, "dtype"))
 
 
@@ -100,12 +100,22 @@ def clip_by_global_norm(tree, max):     # noqa: A002  (the reference names the p
     if limit < 0:   # a number of the right kind but a bad value: reference 7 calls that a value error
         raise error("value", f"clip_by_global_norm needs a non-negative max, got {limit!r}")
     norm = global_norm(tree)
+    if type(norm) is Box and not any(type(peek(x)) is int for x in tree_leaves(tree)):
+        # traced (jit, grad): chosen by where, so that jit does not guard the norm and stage the
+        # step again each time the clipping starts or stops; the same numbers either way (an int
+        # leaf, kept an int where not clipped, keeps the guard)
+        under = ops.order("<=", norm, limit)
+        safe = ops.where(under, 1.0, norm)
+        return tree_map(lambda x: ops.where(under, x, _scaled(x, safe, limit)) if _counted(x) else x, tree), norm
     if ops.truth(ops.order("<=", norm, limit)):
         return tree, norm
-    # (x / norm) * max, as optax does, so hand-checked results come out exact: (3, 4) -> (0.6, 0.8)
-    # every leaf the norm counted is scaled (an int too, which becomes a float): the result's norm is max
-    clipped = tree_map(lambda x: ops.mul(ops.div(x, norm), float(limit)) if _counted(x) else x, tree)
-    return clipped, norm
+    return tree_map(lambda x: _scaled(x, norm, limit) if _counted(x) else x, tree), norm
+
+
+def _scaled(x, norm, limit):
+    """(x / norm) * max, as optax does, so hand-checked results come out exact: (3, 4) -> (0.6, 0.8);
+    every leaf the norm counted is scaled (an int too, which becomes a float): the result's norm is max."""
+    return ops.mul(ops.div(x, norm), float(limit))
 
 
 BUILTINS = {"tree_map": tree_map, "tree_leaves": tree_leaves, "global_norm": global_norm,
