@@ -225,7 +225,10 @@ def _boolop(e, ctx):
 
     def operand(ev, f, span):
         try:
-            return truth(ev(f), what)
+            x = ev(f)
+            if type(x) is Box:      # a staged operand's guard points at it
+                tape.set_span(span)
+            return truth(x, what)
         except DgError as exc:
             raise located(exc, span)
 
@@ -237,6 +240,7 @@ def _boolop(e, ctx):
             both = both_operands(services, op, x, lambda: b(f))
             if both is not None:
                 return both
+            tape.set_span(lspan)
         try:
             return truth(x, what)
         except DgError as exc:
@@ -261,8 +265,10 @@ def _not(e, ctx):
 
     def ev(f):
         v = x(f)
-        if type(v) is Box and looking_ahead(services, v) is not None:
-            return ops.logical_not(v)       # no guard where jit looks ahead at a loop body
+        if type(v) is Box:
+            if looking_ahead(services, v) is not None:
+                return ops.logical_not(v)       # no guard where jit looks ahead at a loop body
+            tape.set_span(span)     # its guard points at the operand
         try:
             return ops.not_(v)
         except DgError as exc:

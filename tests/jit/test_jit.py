@@ -156,6 +156,20 @@ def test_past_the_limit_the_function_runs_in_the_interpreter_and_says_why(capfd)
     assert "runs in the interpreter" in err and "a value read at <input>:2:" in err
 
 
+@pytest.mark.parametrize("condition, at", [("not (v <= lim)", "<input>:4:11"), ("v > 0.0 and v <= lim", "<input>:4:18"),
+                                           ("v < 0.0 or v > lim", "<input>:4:17")])
+def test_explain_names_the_operand_of_not_and_or_that_went_the_other_way(condition, at, capfd):
+    # the guard of a staged operand pointed at whatever ran last (the loss function's line)
+    src = ("fn loss(x) { return sum(x * x) }\nfn f(x, lim) {\n  let v = loss(x)\n"
+           f"  if {condition} {{ return 1.0 }}\n  return 2.0\n}}\nlet j = jit(f, explain=true)")
+    i = interp(src)
+    j = i.lookup("j")
+    j(np.array([1.0, 2.0]), 10.0)
+    j(np.array([1.0, 2.0]), 1.0)
+    err = capfd.readouterr().err
+    assert f"the condition at {at} went the other way" in err, err
+
+
 def test_a_changed_module_level_name_is_noticed():
     i = interp("let scale = 2.0\nfn f(x) { return x * scale }\nlet jf = jit(f)\nlet a = jf(1.0)\n"
                "scale = 3.0\nlet b = jf(1.0)\nfn g(x) { return f(x) + 1.0 }\nlet jg = jit(g)\nlet c = jg(1.0)\n"
