@@ -240,12 +240,13 @@ def _while(s, ctx):
         """One iteration as jit looks ahead at it (dsl/transform/jit/rolling.py): ENDED where the condition is false."""
         return body(f) if cond(f) else ENDED
     roller = Roller(iteration, None, ctx.services, span.where(), ctx.fn, span, reads=ctx.globals_read,
-                    body_locals=declared([s.body]))
+                    body_locals=declared([s.body]), parts=(cond, body))
 
     def loop(f):
         roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step
         start = snapshot(f) if roll else None
-        while cond(f):
+        mark = roller.mark() if roll else None      # (a first test that fails: roll_untaken)
+        while cond(f) or (mark is not None and roller.roll_untaken(f, mark) and cond(f)):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps
             if steps >= limits.next_check:
@@ -257,8 +258,8 @@ def _while(s, ctx):
                 if r is not CONTINUE:
                     return r
             if roll:
-                roll = False
-                roller.roll_while(f, start)
+                roll = roller.roll_while(f, start)     # True: once more, after the next iteration
+                start, mark = snapshot(f) if roll else None, None
     return loop
 
 

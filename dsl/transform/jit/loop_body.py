@@ -42,7 +42,7 @@ class Body:
     splits; else the reverse loop runs Q, which computes each iteration's forward again."""
 
     __slots__ = ("forward", "name", "diff", "changed", "key", "where", "user_rules", "draws", "drawn", "ran",
-                 "inner_whiles", "_code",
+                 "stopped", "inner_whiles", "_code",
                  "_back", "_back_code", "_split", "_jvp", "_batched", "_driver", "_walks", "__weakref__")
 
     def __init__(self, program, name, diff, key, where):
@@ -62,6 +62,7 @@ class Body:
         # the order the body makes them (rolling.Lookahead; scan_body.scan_loop draws them)
         self.drawn = ()
         self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
+        self.stopped = None     # the guard its last run stopped at, as a LoopGuardFailed (the same)
         # the while loops written out in P (Rollers): one whose count differs on a later iteration
         # is rolled in P when jit stages again (loop_modes.retry)
         self.inner_whiles = ()
@@ -328,6 +329,12 @@ class Hoisted:
         return self._driver
 
 
+def _stopped(body, owner, failed):
+    """Keep where a while loop's run stopped (`owner` ran it: the body, or its forward part,
+    whose steps number differently), for Roller.roll_while."""
+    body.stopped = LoopGuardFailed(body, failed, None if owner is body else owner.program)
+
+
 class Driver:
     """A body's loop compiled whole (codegen.compile_loop): one call for the loop instead of one
     per iteration (a third of a rolled loop's time went to the calls). An iteration the compiled
@@ -427,13 +434,15 @@ class Driver:
                                  None if calls is None else self._draw_calls() - calls)
             if failed is not None:
                 if isinstance(failed, S.GuardFailed) and not loop.inexact:
+                    _stopped(body, owner, failed)
                     return k, state     # the iteration that goes another way (run_code would raise it too)
                 at = drawn.state if drawn is not None else None
                 try:
                     state = self._step(owner, k, state, fixed, kept, extra, drawn)
-                except S.GuardFailed:
+                except S.GuardFailed as again:
                     if drawn is not None:
                         drawn.state = at    # the statement runs it again as written, and draws again
+                    _stopped(body, owner, again)
                     return k, state
                 if drawn is not None:
                     _drew(kept, at)

@@ -54,16 +54,26 @@ def retry(failed, interp):
     loop to the next: Newton's method in a time step), that while loop is rolled in the body;
     else the loop is written out. A note for jit's explain, or None where that was done already
     (the failure is the program's to raise)."""
-    span = failed.span
-    for inner in failed.inner_whiles:
-        if inner not in interp.nested_whiles and span is not None and _within(span, inner.span):
-            interp.nested_whiles.add(inner)
-            return (f"the while loop at {inner.where} rolled in the body of the loop around it: it ran another "
-                    f"number of times on a later iteration")
+    inner = roll_inner(failed, interp)
+    if inner is not None:
+        return (f"the while loop at {inner.where} rolled in the body of the loop around it: it ran another "
+                f"number of times on a later iteration")
     if failed.loop in interp.unrolled_loops:
         return None
     interp.unrolled_loops.add(failed.loop)
     return f"a loop written out: {failed.why}"
+
+
+def roll_inner(failed, interp):
+    """The while loop written out in a rolled loop's body whose condition the guard `failed` (a
+    LoopGuardFailed) checked: from now on rolled in that body (interp.nested_whiles). None where
+    the guard is no such loop's, or that loop is rolled there already."""
+    span = failed.span
+    for inner in failed.inner_whiles:
+        if inner not in interp.nested_whiles and span is not None and _within(span, inner.span):
+            interp.nested_whiles.add(inner)
+            return inner
+    return None
 
 
 def _within(span, outer):

@@ -72,7 +72,7 @@ from .eager_loops import EagerLoops
 from .frames import changed_ints, foreign_slots, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
 from .signatures import _key
 from .loop_body import Body
-from .loop_modes import mixes_custom_rules, modes, write_back
+from .loop_modes import mixes_custom_rules, modes, roll_inner, write_back
 from .scan_body import scan_loop
 
 # what a while loop's iteration (statements.py) gives where its condition is false: the look ahead
@@ -168,8 +168,10 @@ class Roller:
     (`bind` sets its variable), or a `while` (`bind` is None: `body` runs one iteration, the
     condition and then the body, and gives ENDED where the condition is false)."""
 
-    def __init__(self, body, bind, interp, where, scope, span=None, reads=(), body_locals=frozenset()):
+    def __init__(self, body, bind, interp, where, scope, span=None, reads=(), body_locals=frozenset(), parts=None):
         self.body = body
+        self.parts = parts      # a while loop's (condition, body), for roll_untaken
+        self.forcing = False    # the look ahead runs the body whatever the condition says (roll_untaken)
         self.bind = bind
         self.interp = interp
         self.where = where
@@ -183,6 +185,7 @@ class Roller:
         # MIN_ITEMS iterations): a loop run again and again as written (in a loop jit writes
         # out) is rolled three times at most per staging
         self.short = (None, 0)
+        self.stopped = None     # where a while loop's last rolled run stopped (roll_while)
         # the loop outside jit, under a derivative (dsl/transform/jit/eager_loops.py); `reads`: the
         # module-level Cells the enclosing function reads
         self.eager = EagerLoops(self, reads)
@@ -272,14 +275,62 @@ class Roller:
         """Run a while loop's iterations from here as one Loop step, until one goes another way
         than the one staged (its condition turns false, a `break` is taken): the statement then
         goes on as written from the state that iteration started from. `start`: the frame's
-        snapshot before the first iteration (see stage_body)."""
+        snapshot before the first iteration (see stage_body). True where the run stopped at the
+        condition of a while loop written out in the body (a line search that took no step on
+        the iteration looked ahead at, and some on a later one): that loop is rolled in the body
+        from now on, and the statement rolls again after its next iteration."""
         if not self.interp.staging:
             self.eager.roll(f, set(self.body_locals), 0, None)
-            return
+            return False
         top = _staging_id(self.interp.staging)
+        self.stopped = None
         if (self._roll(f, set(self.body_locals), 0, None, start) or 0) < MIN_ITEMS:
             trace, count = self.short
             self.short = (top, count + 1 if trace == top else 1)
+        return self.stopped is not None and roll_inner(self.stopped, self.interp) is not None
+
+    def mark(self):
+        """Where a while loop's first test begins in the look ahead it runs in, when it is rolled
+        in the body of a loop being rolled (interp.nested_whiles); else None (see roll_untaken)."""
+        staging = self.interp.staging
+        top = staging[-1] if staging else None
+        if type(top) is not Lookahead or self not in self.interp.nested_whiles or self.parts is None:
+            return None
+        return len(top.nodes)
+
+    def roll_untaken(self, f, mark):
+        """Stage a while loop whose condition was false the first time it was tested (`mark`: the
+        look ahead's length before that test), in the body of a loop being rolled, where it is
+        rolled: a line search that took no step on the iteration looked ahead at. The test is
+        cut, the body staged from this state as if the condition held, and its Loop step runs
+        no iterations from here. True where the test was cut (the statement makes it again, on
+        the Loop's state, or as written where the body did not stage)."""
+        top = self.interp.staging[-1]
+        if any(type(x) is Box and x.trace.level > top.level for x in frame_leaves(f, set())[0]):
+            return False        # a derivative's value: what the test recorded on its trace stays
+        top.cut(mark)
+        self.forcing = True
+        try:
+            self._roll(f, set(self.body_locals), 0, None)
+        finally:
+            self.forcing = False
+        return True
+
+    def _forced(self, f):
+        """One iteration whatever the condition says (roll_untaken's look ahead): the one guard
+        its test recorded, false here, expects true (the body runs only where it holds)."""
+        cond, body = self.parts
+        look = self.interp.staging[-1]
+        n = len(look.nodes)
+        if cond(f) is not False:
+            raise NotRollable("its condition holds on the iteration looked ahead at")
+        guards = [x for x in look.nodes[n:] if x.op == "Guard"]
+        if len(guards) != 1:
+            raise NotRollable("its condition is not one test of a value the body computes")
+        guard = guards[0]
+        guard.v = type(guard.v)(True)
+        look.seen.discard(guard.parents[0].g)      # read again, it is guarded again
+        return body(f)
 
     def _roll(self, f, skip, item, items, start=None):
         """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
@@ -349,6 +400,7 @@ class Roller:
             return True if items is not None else body.ran
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)
+        self.stopped = body.stopped
         return True if items is not None else body.ran
 
     def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None,
@@ -417,7 +469,7 @@ class Roller:
             for j in skip - self.body_locals:        # the loop variable
                 set_slot(f, j, item)
             try:
-                left = self.body(f)
+                left = self._forced(f) if self.forcing else self.body(f)
                 if left is ENDED:
                     return ENDED
                 if left is not None:
