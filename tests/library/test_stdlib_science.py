@@ -72,6 +72,23 @@ def test_lbfgs_leaves_a_name_a_count_and_a_flag_among_the_parameters_as_they_are
     assert abs(p["w"] - 2.0) < 1e-7 and (p["name"], p["k"]) == ("x", None)
 
 
+def test_lbfgs_under_jit_keeps_its_loops_rolled_and_gives_the_eager_minimum():
+    # its history is tensors of fixed shape (a tuple that grew wrote the loop out, staging on
+    # every call), its line search rolled in the loop's body also where it takes no step
+    i = run("import optim\nfn rosen(p) { return sum(100.0 * (p[1:] - p[:-1] ** 2) ** 2 + (1.0 - p[:-1]) ** 2) }\n"
+            "let fast = jit(fn(p) => optim.lbfgs(rosen, p, steps=100))\n"
+            "let slow = fn(p) => optim.lbfgs(rosen, p, steps=100)")
+    fast, slow = i.lookup("fast"), i.lookup("slow")
+    starts = np.random.default_rng(0).normal(size=(6, 4))
+    for p in starts:
+        (got, got_loss), (want, want_loss) = fast(p), slow(p)
+        np.testing.assert_array_equal(got, want)
+        assert got_loss == want_loss
+    assert sum(len(entries) for entries in fast.call.entries.values()) <= 2
+    steps = sum(len(e.program.steps) for entries in fast.call.entries.values() for e in entries)
+    assert steps < 1500     # (the loop written out: some 2,300 steps for one start)
+
+
 # ---------------------------------------------------------------- nn
 def test_embedding_looks_rows_up_and_dropout_keeps_the_mean():
     i = run("import nn\nlet e = nn.embedding(10, 4)\nlet rows = nn.embed(e, [[1.0, 2.0], [9.0, 1.0]])\n"
