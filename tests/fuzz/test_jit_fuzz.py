@@ -258,6 +258,7 @@ def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, comp
 @example(64099, JIT_OF_JVP, 3)     # a loop's int counter, a constant, went to its kernel as a float
 @example(305019010, COMPOSITIONS[3], 3)     # grad(jit(f)): a recorded read of an int took a cotangent
 @example(9999999, COMPOSITIONS[0], 3)       # a for loop rolled from its first iteration drew other numbers
+@example(893, COMPOSITIONS[6], 3)   # a Scan of no iterations under jvp ran on the stage's boxes (a Python error)
 def test_random_while_loop_programs_give_the_interpreters_results_under_jit(seed, composition, rows):
     # a while loop jit stages as one step runs until an iteration goes another way (its condition,
     # a break, a branch): the statement goes on as written from there
