@@ -282,3 +282,23 @@ def test_an_inner_while_loop_that_runs_no_iterations_when_looked_ahead_at_stays_
     assert "Loop" in ops_of(fast)
     steps = sum(len(e.program.steps) for entries in fast.call.entries.values() for e in entries)
     assert steps < 120      # the outer loop is one step, not 30 iterations written out
+
+
+def test_a_while_loop_under_two_reverse_levels_that_ran_once_when_staged_is_exact_when_it_runs_more():
+    # staged from its start and run as a Scan of no iterations, its second derivative was another
+    # number on a later call that went round twice (found by the XLA fuzzer)
+    src = ("fn f(p, w, xs) {\n  let a = tanh(p)\n  let v = tanh(w * p)\n  let c = 0\n"
+           "  while max(v) < 0.5 and c < 4 {\n    for j in range(4) { a = tanh(a + 0.25 * tanh(p * a))\n"
+           "      v = tanh(v * 0.5 + xs[c % 3]) }\n    c += 1\n  }\n  return sum(cos(sigmoid(w + a)))\n}\n"
+           "let fast = jit(grad(grad(f)))\nlet slow = grad(grad(f))\nlet also = grad(jit(grad(f)))")
+    i = interp(src)
+    fast, slow, also = i.lookup("fast"), i.lookup("slow"), i.lookup("also")
+    rng = np.random.default_rng(540072480)
+    calls = []
+    for _ in range(4):
+        p = float(rng.uniform(-1, 1))
+        calls.append((p, rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (3, 3))))
+        rng.uniform(-1, 1, (3, 3))
+    for args in calls:      # the loop goes round once on the first two calls, twice on the others
+        want = slow(*args)
+        assert same(fast(*args), want, 1e-12) and same(also(*args), want, 1e-12)

@@ -40,7 +40,7 @@ own guards. One recording then serves every trip count; before, each trip
 count was another path, staged again (`while err > tol`). A while loop whose
 condition is false on the iteration looked ahead at (it ran once) is staged
 from the state its run began with, where the condition held, and its Loop step
-runs no iterations from here: an adaptive solver's loop per output time, one
+(not a Scan: under two reverse levels it is written out) runs no iterations from here: an adaptive solver's loop per output time, one
 step long on some of them, stays one step of the loop around it. A while loop
 whose runs stopped early three times in one staging (within MIN_ITEMS
 iterations: a while loop inside a loop written out) is written out for the rest
@@ -362,6 +362,11 @@ class Roller:
         # derivative)
         differentiated = bool(forward or reverse) or (type(top) is Lookahead and top.derived)
         as_data = (deep or scans or bool(forward) or nested) if items is not None else not in_body
+        if deep:
+            # a while loop as a Scan is not staged from its start: the Scan's rules gave other second
+            # derivatives where it ran no iterations when staged and some on a later call (found by the
+            # XLA fuzzer, jit(grad(grad(f))))
+            start = None
         staged = self.stage_body(f, item, skip, state, layout, differentiated, draws=in_body, items=items,
                                  as_data=as_data, scans=deep or scans, start=start)
         if staged is not None and (staged[0].draws or staged[0].drawn) \
