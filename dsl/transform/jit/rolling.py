@@ -7,7 +7,10 @@ compiling take 30 times as long as running the loop. A rolled loop is staged
 from its second iteration:
 
 1. The first iteration runs as written (it may turn ints into floats, or
-   declare the body's variables: the state settles).
+   declare the body's variables: the state settles); where no derivative is
+   taken of a `for` loop, its state is settled already and its body draws
+   nothing without a key, the look ahead is at the first iteration and the
+   Loop step runs them all (Roller._rolled_whole).
 2. The second is run once *ahead*, on a fresh staging trace, with every number
    and tensor of the function's variables (the loop's state; not those the body
    declares, which each iteration sets before it reads them) replaced by an
@@ -40,8 +43,9 @@ own guards. One recording then serves every trip count; before, each trip
 count was another path, staged again (`while err > tol`). A while loop whose
 condition is false on the iteration looked ahead at (it ran once) is staged
 from the state its run began with, where the condition held, and its Loop step
-(not a Scan: under two reverse levels it is written out) runs no iterations from here: an adaptive solver's loop per output time, one
-step long on some of them, stays one step of the loop around it. A while loop
+(not a Scan: under two reverse levels it is written out) runs no iterations from
+here: an adaptive solver's loop per output time, one step long on some of them,
+stays one step of the loop around it. A while loop
 whose runs stopped early three times in one staging (within MIN_ITEMS
 iterations: a while loop inside a loop written out) is written out for the rest
 of it: its look ahead costs more than it saves.
@@ -74,6 +78,8 @@ from .signatures import _key
 from .loop_body import Body
 from .loop_modes import mixes_custom_rules, modes, roll_inner, write_back
 from .scan_body import scan_loop
+
+_PROBE = -(1 << 70)      # an int no variable holds (small ints are shared objects)
 
 # what a while loop's iteration (statements.py) gives where its condition is false: the look ahead
 # then has no iteration to stage from here, and stages the one its run began with (Roller.stage_body)
@@ -243,6 +249,8 @@ class Roller:
         """Run the whole loop, each iteration a step of the run's limits (a rolled loop's count
         them as they run: loop_body.Driver)."""
         bind, body = self.bind, self.body
+        if self._rolled_whole(f, items):
+            return
         self.count_step()
         bind(f, items[0])
         body(f)
@@ -258,6 +266,33 @@ class Roller:
         steps = limits.steps = limits.steps + 1
         if steps >= limits.next_check:
             limits.check(self.span)
+
+    def _rolled_whole(self, f, items):
+        """Run every item as one Loop step, where jit stages (not a look ahead), no derivative is
+        taken of the loop, its state is settled before its first iteration and its body draws
+        nothing without a key: a first iteration written out holds guards of its own, which a
+        later call that goes another way there fails (a sampler's accept step on a new key staged
+        the function again on every other call). A keyless draw keeps the first iteration
+        written out: staged from it, the numbers differed (found by the jit fuzzer)."""
+        staging = self.interp.staging
+        if not staging or type(staging[-1]) is not S.StageTrace or staging[-1].dry or _scans(staging):
+            return False
+        notes = getattr(self.interp, "loop_notes", None)
+        said = len(notes) if notes is not None else 0
+        before = list(f)
+        self.bind(f, _PROBE)        # a fresh int: the loop variable's slot is the one that changes
+        skip = {j for j in range(len(f)) if f[j] is not before[j]}
+        self.bind(f, items[0])
+        found = modes(frame_leaves(f, skip | self.body_locals)[0], staging[-1])
+        # under a derivative the first iteration stays written out: the Loop's rules would sum
+        # the cotangents of what the loop reads in another order than the interpreter does
+        if found is not None and not any(found) \
+                and self._roll(f, skip | self.body_locals, items[0], items, keyless=False):
+            self.bind(f, items[-1])
+            return True
+        if notes is not None:       # why it was not: the loop as usual says it if it applies
+            del notes[said:]
+        return False
 
     def _rolled(self, f, items):
         """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
@@ -332,10 +367,11 @@ class Roller:
         look.seen.discard(guard.parents[0].g)      # read again, it is guarded again
         return body(f)
 
-    def _roll(self, f, skip, item, items, start=None):
+    def _roll(self, f, skip, item, items, start=None, keyless=True):
         """Run the loop from the frame's state as one Loop step over `items` (None: until a guard
         of the body fails); True, or the number of iterations run where `items` is None, or False
-        where the body does not stage once for all of them. `start`: roll_while's."""
+        where the body does not stage once for all of them. `start`: roll_while's; `keyless`:
+        whether the body may draw without a key (_rolled_whole's may not)."""
         top = self.interp.staging[-1]
         if type(top) is Lookahead:      # a loop in the body of a loop being rolled
             skip = skip | foreign_slots(f, top)
@@ -355,7 +391,7 @@ class Roller:
         # for the count it makes from here), as an input of the body, each iteration's numbers drawn
         # before the loop; under one reverse level or none, or forward mode alone, in the body
         # (Lookahead.effect)
-        in_body = not nested and not scans and not (forward and reverse)
+        in_body = keyless and not nested and not scans and not (forward and reverse)
         # in the body of a loop being rolled under a derivative (a look ahead that is derived) the
         # state holds no derivative's boxes, but the outer loop's rules differentiate this loop's
         # body: its custom rules are kept (a body staged without them gave their function's own
