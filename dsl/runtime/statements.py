@@ -244,8 +244,7 @@ def _while(s, ctx):
 
     def loop(f):
         roll = roller.wanted()      # while jit stages: after the first iteration, the rest as one step
-        start = snapshot(f) if roll else None
-        mark = roller.mark() if roll else None      # (a first test that fails: roll_untaken)
+        start, mark = (snapshot(f), roller.mark()) if roll else (None, None)    # (mark: roll_untaken)
         while cond(f) or (mark is not None and roller.roll_untaken(f, mark) and cond(f)):
             steps = limits.steps + 1        # one step per iteration, in the run's one counter
             limits.steps = steps
