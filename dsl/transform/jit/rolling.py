@@ -343,6 +343,8 @@ class Roller:
         top = self.interp.staging[-1]
         if any(type(x) is Box and x.trace.level > top.level for x in frame_leaves(f, set())[0]):
             return False        # a derivative's value: what the test recorded on its trace stays
+        if any(node.op in ("Effect", "Arg") for node in top.nodes[mark:]):
+            return False        # the test drew a number: the look ahead holds it (Lookahead.drawn)
         top.cut(mark)
         self.forcing = True
         try:
