@@ -62,7 +62,7 @@ class Body:
         # the order the body makes them (rolling.Lookahead; scan_body.scan_loop draws them)
         self.drawn = ()
         self.ran = 0            # the iterations a while loop's last run made (Roller.roll_while reads it)
-        self.stopped = None     # the guard its last run stopped at, as a LoopGuardFailed (the same)
+        self.stopped = None     # (the guard its last run stopped at, the program it is a step of)
         # the while loops written out in P (Rollers): one whose count differs on a later iteration
         # is rolled in P when jit stages again (loop_modes.retry)
         self.inner_whiles = ()
@@ -331,8 +331,9 @@ class Hoisted:
 
 def _stopped(body, owner, failed):
     """Keep where a while loop's run stopped (`owner` ran it: the body, or its forward part,
-    whose steps number differently), for Roller.roll_while."""
-    body.stopped = LoopGuardFailed(body, failed, None if owner is body else owner.program)
+    whose steps number differently), for Roller.roll_while; kept as it is, since every compiled
+    call's while loop stops this way and only a staging reads it."""
+    body.stopped = (failed, None if owner is body else owner.program)
 
 
 class Driver:

@@ -70,7 +70,7 @@ next runs (dsl/transform/jit/eager_loops.py).
 import numpy as np
 
 from ...core import stage as S
-from ...core.primitives.loops import _loop_kernel, state_diff
+from ...core.primitives.loops import LoopGuardFailed, _loop_kernel, state_diff
 from ...core.tape import Box, peek
 from .eager_loops import EagerLoops
 from .frames import changed_ints, foreign_slots, frame_leaves, restore, same_layout, set_slot, snapshot, write_frame
@@ -267,6 +267,12 @@ class Roller:
         if steps >= limits.next_check:
             limits.check(self.span)
 
+    def _bound(self, f, item):
+        """Bind the loop's variable to item: the frame's slots that changed (the variable's)."""
+        before = list(f)
+        self.bind(f, item)
+        return {j for j in range(len(f)) if f[j] is not before[j]}
+
     def _rolled_whole(self, f, items):
         """Run every item as one Loop step, where jit stages (not a look ahead), no derivative is
         taken of the loop, its state is settled before its first iteration and its body draws
@@ -279,9 +285,7 @@ class Roller:
             return False
         notes = getattr(self.interp, "loop_notes", None)
         said = len(notes) if notes is not None else 0
-        before = list(f)
-        self.bind(f, _PROBE)        # a fresh int: the loop variable's slot is the one that changes
-        skip = {j for j in range(len(f)) if f[j] is not before[j]}
+        skip = self._bound(f, _PROBE)     # a fresh int: the loop variable's slot is the one that changes
         self.bind(f, items[0])
         found = modes(frame_leaves(f, skip | self.body_locals)[0], staging[-1])
         # under a derivative the first iteration stays written out: the Loop's rules would sum
@@ -297,9 +301,7 @@ class Roller:
     def _rolled(self, f, items):
         """Run items[1:] as one Loop step, if the body stages once for all of them (else False),
         while jit or vmap stages, or outside them as EagerLoops does."""
-        before = list(f)
-        self.bind(f, items[1])
-        skip = {j for j in range(len(f)) if f[j] is not before[j]}     # the loop variable's slot
+        skip = self._bound(f, items[1])
         roll = self._roll if self.interp.staging else self.eager.roll
         if not roll(f, skip | self.body_locals, items[1], items[1:]):
             return False
@@ -443,7 +445,7 @@ class Roller:
             return True if items is not None else body.ran
         write_back(f, layout, skip, state, _loop_kernel(*state, body=body, items=items, history=False,
                                                         nested=nested), body)
-        self.stopped = body.stopped
+        self.stopped = None if body.stopped is None else LoopGuardFailed(body, *body.stopped)
         return True if items is not None else body.ran
 
     def stage_body(self, f, item, skip, state, layout, differentiated, draws=False, as_data=False, items=None,
