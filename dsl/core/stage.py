@@ -540,12 +540,25 @@ def batched_outputs(program, batched):
             continue
         given = [r >= 0 and flags[r] for r in refs]
         flags[out] = any(given)
-        if op == "Loop" and flags[out] and not kw.get("history"):
+        if op in ("Loop", "Scan") and flags[out] and not kw.get("history"):
             # field by field, as the loop's batching rule finds them: taken as all batched, the
             # primal leaves of a forward-mode loop nested in another came out batched under
             # jacfwd, and vmap ran the program once per example (a print in it, once each)
-            fields[out] = batched_carry(kw["body"].forward, given)
+            fields[out] = _loop_fields(op, kw["body"], given)
     return [r >= 0 and flags[r] for r in program.out_refs]
+
+
+def _loop_fields(op, body, given):
+    """Which fields of a loop step's results depend on the batch, given which of its arguments
+    do: a Loop's are its final carry; a Scan's (xs, carry, consts in) its final carry, its ys
+    and its history of carries, as its batching rule lays them out."""
+    if op == "Loop":
+        return batched_carry(body.forward, given)
+    nx, nc, _, _ = body.counts
+    bx, bk = tuple(given[:nx]), tuple(given[nx + nc:])
+    carry = batched_carry(body.program, given[nx:nx + nc], (False, *bx), bk)
+    ys = batched_outputs(body.program, (False, *bx, *carry, *bk))[nc:]
+    return (*carry, *ys, *carry)
 
 
 def batched_carry(program, carry, before=(False,), after=()):
