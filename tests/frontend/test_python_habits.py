@@ -116,6 +116,8 @@ def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     ("print(tile(arange(3.0), [2]))", "value", "write it as a tuple, (2,)"),
     ("print(max_pool(ones((1, 1, 4, 4)), [2, 2]))", "value", "write it as a tuple, (2, 2)"),
     ("print(pad(arange(3.0), [[1, 2]]))", "value", "write it as a tuple, ((1, 2),)"),
+    ("print(conv(ones((1, 1, 4, 4)), ones((1, 1, 2, 2)), padding=[(1, 0), (0, 1)]))", "type",
+     "in a tuple: ((a, b), (c, d))"),
     ("print(zeros([2.5]))", "type", None),
     ("print(normal((2, 3)))", "type", "a shape goes by name: normal(..., shape=(2, 3))"),
     ("print(expit(1.0))", "name", "sigmoid(x)"),
