@@ -100,8 +100,8 @@ def test_an_int_a_guard_holds_is_a_constant_of_the_compiled_program_not_an_input
     xla = _entry(fast).xla
     program = xla.program
     assert [program.kinds[s] for s in program.inputs] == ["float", "int"]
-    assert xla([2.0, 3]) == (34.5,)
-    exe = xla._fn.__closure__[xla._fn.__code__.co_freevars.index("compiled")].cell_contents
+    assert xla([2.0, 3]) == [34.5]
+    exe = xla._fn.__closure__[xla._fn.__code__.co_freevars.index("target")].cell_contents[0]
     from dsl.backends.xla import runtime      # (the xla extra: imported where it is there)
     with runtime.x64():
         assert exe(2.0) is not None                      # takes x alone
@@ -653,3 +653,25 @@ def test_an_input_passed_again_is_not_copied_again(monkeypatch):
     want = [float(np.sum(x @ w)) for x in xs]
     got = [jf(x, w) for x in (xs[0], xs[0], xs[1], xs[0], xs[1], xs[1])]
     np.testing.assert_allclose(got, [want[i] for i in (0, 0, 1, 0, 1, 1)], rtol=1e-12)
+
+
+@needs_jax
+def test_results_of_every_kind_come_back_as_on_numpy_with_small_tensors_in_one_read():
+    # the guards' flag, the floats and float64 tensors of PACKED_ENTRIES entries in all travel
+    # back from XLA as one vector (one read from the device); the others each on their own
+    from dsl.backends.xla import code
+    _, slow, fast = _both("fn f(x, big, v32, n) {\n"
+                          "  return (sum(x), x * 2.0, big + 1.0, v32 * 2.0, n + 1, sum(x) > 0.0, 3.0,\n"
+                          "          x[0] * x, reshape(x, (2, 2)), x[1:1], x + big[0, :4])\n}", "f")
+    calls = [(RNG.standard_normal(4), RNG.standard_normal((70, 60)),
+              RNG.standard_normal(3).astype(np.float32), k) for k in (2, 5)]
+    results = [fast(*args) for args in calls]
+    for args, got in zip(calls, results):
+        _close(got, slow(*args))
+        assert all(v.flags.writeable for v in got if type(v) is np.ndarray)     # dg may write into them
+    _close(results[0], slow(*calls[0]))      # the first call's tensors are its own, not the next call's
+    kinds = [_entry(fast).program.kinds[r] for r in _entry(fast).program.out_refs if r >= 0]
+    packed, small, apart = code._packing(kinds)
+    assert [t is not None for t in small] == [False, True, False, False, False, False, True, True, True, True]
+    assert apart == [False, False, True, True, True, True, False, False, False, False]
+    assert small[1][:2] == (2, 6) and small[-1][1] == 2 + 4 + 4 + 4 + 0 + 4

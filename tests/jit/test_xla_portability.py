@@ -48,11 +48,12 @@ def test_off_the_cpu_every_result_starts_its_copy_to_the_host_before_the_first_i
     monkeypatch.setitem(runtime._loaded, "in_place", False)
     i = dsl.Interpreter()
     i.run("fn f(w, x) { return sum(tanh(x @ w) ** 2) }\nlet g = jit(value_and_grad(f), backend=\"xla\")")
-    w, x = np.linspace(0.0, 1.0, 6).reshape(3, 2), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    # (a gradient larger than code.PACKED_ENTRIES: smaller ones travel in the vector of floats)
+    w, x = np.linspace(0.0, 0.01, 4800).reshape(80, 60), np.linspace(-1.0, 1.0, 320).reshape(4, 80)
     for _ in range(2):      # the first call stages; the second runs on XLA
         value, grad = i.lookup("g")(w, x)
     t = np.tanh(x @ w)
     np.testing.assert_allclose(grad, x.T @ (2 * t * (1 - t ** 2)), rtol=1e-12)
     assert value == pytest.approx(np.sum(t ** 2), rel=1e-12)
     # the flag and value in one vector, and the gradient: both copies started
-    assert sorted(started, key=len) == [(2,), (3, 2)]
+    assert sorted(started, key=len) == [(2,), (80, 60)]

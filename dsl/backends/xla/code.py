@@ -12,6 +12,7 @@ which fails the same guard (jit stages again) or reports the error as dg always 
 
 import numpy as np
 
+from ...core.stage import is_array_kind
 from . import disk, runtime
 from .lower import Lowering, NotLowerable, from_device, loop_iterations, lower_steps, unlowerable
 from .residuals import hoist
@@ -55,14 +56,12 @@ class XlaCode:
                 return None
             except OverflowError:       # an int argument past int64: numpy's run computes it exactly
                 return None
-        if not ok:
-            return None
-        # (the tensors and numbers came converted: call below)
-        return tuple([c if f is None else v for v, c, f in zip(outs, self.program.out_consts, self._convert)])
+        return outs if ok else None
 
     def _outs(self, values, split):
-        """(output leaves, all flags hold) of the compiled program, compiled on first use; a
-        sharded call's values already placed on the devices."""
+        """(output leaves, all flags hold) of the compiled program, compiled on first use, its
+        tensors and numbers converted as the numpy backend holds them (call below); a sharded
+        call's values already placed on the devices."""
         if split is None:
             if self._fn is None:
                 self._fn = self._jitted()
@@ -73,17 +72,18 @@ class XlaCode:
 
     def _jitted(self, everywhere=False, keep=True):
         """The program as a jax.jit function of its inputs: call(*values) -> (output leaves, all
-        flags hold). The flag and every float result travel back as one float64 vector (a read
-        from the device per value cost more than the arithmetic of a small program). With
-        `everywhere`, every result is whole on every device (each process reads its own). With
-        `keep`, the compiled program is kept on disk by dg's key (a sharded call's depends on
-        its inputs' placement, which the key does not hold: JAX's cache keeps it)."""
+        flags hold). The flag, every float result and the small float64 tensors travel back as
+        one float64 vector (a read from the device per value cost more than the arithmetic of a
+        small program: 5 us each on the CPU). With `everywhere`, every result is whole on every
+        device (each process reads its own). With `keep`, the compiled program is kept on disk
+        by dg's key (a sharded call's depends on its inputs' placement, which the key does not
+        hold: JAX's cache keeps it)."""
         jx = runtime.load()
         jax, jnp = jx.jax, jx.np
         program = self.program
         refs, kinds = program.out_refs, program.kinds
-        packed = [r >= 0 and kinds[r] == "float" for r in refs]
-        apart = [r >= 0 and not p for r, p in zip(refs, packed)]
+        packed, small, apart = _packing([kinds[r] if r >= 0 else None for r in refs])
+        nfloats = 1 + sum(packed)
         # an int input a guard holds to one value (a loop's length, a shape) is that value in the
         # compiled program, not an input handed over on every call: compared here instead
         fixed = _pinned(program) if keep else {}
@@ -97,15 +97,17 @@ class XlaCode:
             # what reverse loops would compute again, read from their forward loops
             outs = lower_steps(lowering, hoist(program), list(values))
             numbers = [lowering.ok().astype(np.float64)] + [o for o, p in zip(outs, packed) if p]
-            return jnp.stack(numbers), tuple(o for o, a in zip(outs, apart) if a)
+            parts = [jnp.stack(numbers)] + [jnp.ravel(o) for o, t in zip(outs, small) if t]
+            vector = jnp.concatenate(parts) if len(parts) > 1 else parts[0]
+            return vector, tuple(o for o, a in zip(outs, apart) if a)
         options = runtime.compiler_options()
         if everywhere:
             compiled = jax.jit(run, out_shardings=runtime.replicated(), compiler_options=options)
         else:
             compiled = jax.jit(run, compiler_options=options)
-        if keep:
-            compiled = _kept(jax, compiled, program)
-        asarray, convert = np.asarray, self._convert
+        # what a call runs: the executable itself once _kept has found or made it
+        target = [_kept(jax, compiled, program, lambda exe: target.__setitem__(0, exe)) if keep else compiled]
+        asarray, copy, convert, consts = np.asarray, np.array, self._convert, program.out_consts
         staging = runtime.staging([kinds[program.inputs[i]] for i in passed]) if keep else None
         # off the CPU each read waits for its own copy to the host: all of them start at once
         early = jax.default_backend() != "cpu" and any(apart)
@@ -121,21 +123,46 @@ class XlaCode:
             if staged is not None:
                 values = staged
             try:
-                numbers, others = compiled(*values)
+                numbers, others = target[0](*values)
                 if early:
                     for v in (numbers, *others):
                         v.copy_to_host_async()
-                numbers = asarray(numbers).tolist()
-                if not numbers[0]:
+                host = asarray(numbers)
+                if not host[0]:
                     return None, False
-                floats, others = iter(numbers[1:]), iter(others)
+                floats, others = iter(host[1:nfloats].tolist()), iter(others)
                 # tensors copied out before the staging buffers (which XLA may hand back) are reused
-                return [next(floats) if p else f(next(others)) if a else None
-                        for p, a, f in zip(packed, apart, convert)], True
+                return [next(floats) if p else copy(host[t[0]:t[1]]).reshape(t[2]) if t else f(next(others)) if a
+                        else c for p, t, a, f, c in zip(packed, small, apart, convert, consts)], True
             finally:
                 if staged is not None:
                     staging.release()
         return call
+
+
+# float64 tensors of at most this many entries in all come back in the vector of the float
+# results: one read from the device in place of one per tensor (a gradient of a small program),
+# where larger ones would cost more to copy into it than a read of their own
+PACKED_ENTRIES = 4096
+
+
+def _packing(kinds):
+    """How each output of these kinds (None: a constant) comes back: (packed: a float in the
+    vector after the flag, small: a tensor's (start, stop, shape) in that vector or None,
+    apart: a value of its own)."""
+    packed = [k == "float" for k in kinds]
+    start = 1 + sum(packed)
+    small, room = [], PACKED_ENTRIES
+    for k in kinds:
+        n = int(np.prod(k[3], dtype=np.int64)) if is_array_kind(k) and np.dtype(k[4]) == np.float64 else None
+        if n is not None and n <= room:
+            small.append((start, start + n, tuple(k[3])))
+            start += n
+            room -= n
+        else:
+            small.append(None)
+    apart = [k is not None and not p and t is None for k, p, t in zip(kinds, packed, small)]
+    return packed, small, apart
 
 
 def _pinned(program):
@@ -148,10 +175,10 @@ def _pinned(program):
     return found
 
 
-def _kept(jax, jitted, program):
-    """`jitted` as dg calls it: on the first call, the executable kept on disk for this program
-    and these input types (disk.py) where there is one, else `jitted` compiled and kept; that
-    executable on every later call."""
+def _kept(jax, jitted, program, settle):
+    """`jitted` as dg calls it the first time: the executable kept on disk for this program and
+    these input types (disk.py) where there is one, else `jitted` compiled and kept; `settle`
+    hands that executable to the caller for every later call."""
     found = []
 
     def call(*values):
@@ -168,11 +195,13 @@ def _kept(jax, jitted, program):
                 exe = None
             else:
                 found.append(exe)
+                settle(exe)
                 return out
         if name:
             exe = disk.compile_to_keep(jitted.lower(*values))
             if exe is not None:
                 disk.save(folder, name, exe)
         found.append(exe or jitted)
+        settle(found[0])
         return found[0](*values)
     return call
