@@ -274,14 +274,14 @@ class Roller:
         return {j for j in range(len(f)) if f[j] is not before[j]}
 
     def _rolled_whole(self, f, items):
-        """Run every item as one Loop step, where jit stages (not a look ahead), no derivative is
-        taken of the loop, its state is settled before its first iteration and its body draws
-        nothing without a key: a first iteration written out holds guards of its own, which a
-        later call that goes another way there fails (a sampler's accept step on a new key staged
-        the function again on every other call). A keyless draw keeps the first iteration
-        written out: staged from it, the numbers differed (found by the jit fuzzer)."""
+        """Run every item as one Loop step (a Scan on XLA), where jit stages (not a look ahead),
+        no derivative is taken of the loop, its state is settled before its first iteration and
+        its body draws nothing without a key: a first iteration written out holds guards of its
+        own, which a later call that goes another way there fails (a sampler's accept step on a
+        new key staged the function again on every other call). A keyless draw keeps the first
+        iteration written out: staged from it, the numbers differed (found by the jit fuzzer)."""
         staging = self.interp.staging
-        if not staging or type(staging[-1]) is not S.StageTrace or staging[-1].dry or _scans(staging):
+        if not staging or type(staging[-1]) is not S.StageTrace or staging[-1].dry:
             return False
         notes = getattr(self.interp, "loop_notes", None)
         said = len(notes) if notes is not None else 0
