@@ -48,6 +48,22 @@ class BracketsTooDeep(Exception):
         self.what = what
 
 
+class Increment(Exception):
+    """`x++` or `x--` at the end of a line (C's and JavaScript's step by one): read as the
+    operator twice, it would apply to the next statement (`x + +print(x)`)."""
+
+    def __init__(self, token):
+        super().__init__(token)
+        self.token = token
+
+
+def _doubled(first, second):
+    """Whether two tokens are `++` or `--` written together."""
+    return (first is not None and second is not None and first.type == second.type
+            and first.type in ("PLUS", "MINUS") and first.line == second.line
+            and second.column == first.column + 1)
+
+
 class StatementBreaks:
     """A lark post-lexer that keeps only the line breaks that end statements."""
 
@@ -73,6 +89,8 @@ class StatementBreaks:
                 prev = "_NL"
             closed_block = False
             if kind == "_NL":
+                if _doubled(self.before, self.last):
+                    raise Increment(self.before)
                 if stack and stack[-1][0] == "group":
                     continue
                 if prev is None or prev in CONTINUE_AFTER or prev in ("_NL", "SEMI", "LBRACE"):
@@ -101,6 +119,8 @@ class StatementBreaks:
                 closed_block = stack.pop()[0] == "block" and kind == "RBRACE"
             yield self._pass(tok)
             prev = kind
+        if _doubled(self.before, self.last):
+            raise Increment(self.before)
         if pending is not None:
             yield self._pass(pending)
 

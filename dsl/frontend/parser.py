@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 from ..base.cycles import gc_paused
 from ..base.resources import grammar_path
 from ..errors import DgError, Source, Span, error
-from .lexing import BracketsTooDeep, MAX_BRACKETS, StatementBreaks
+from .lexing import BracketsTooDeep, Increment, MAX_BRACKETS, StatementBreaks
 from .nesting import check_nesting
 from .syntax_errors import describe_unexpected_token, python_habit_hint
 from .transformer import ToAst
@@ -107,6 +107,11 @@ def _run(source, text, start, line_offset, col_offset):
             span = _place(source, exc.token.line, exc.token.column, line_offset, col_offset)
             raise error("limit", f"{exc.what} more than {MAX_BRACKETS:,} deep here", span,
                         hint="split the expression into steps with `let`") from None
+        except Increment as exc:
+            span = _place(source, exc.token.line, exc.token.column, line_offset, col_offset)
+            op = exc.token.value
+            raise error("syntax", f"dg has no {op}{op} operator", span,
+                        hint=f"x {op}= 1 steps x by one") from None
         except RecursionError:
             span = Span(source, 1 + line_offset, 1 + col_offset)
             raise error("limit", "the program is nested too deeply to parse", span) from None

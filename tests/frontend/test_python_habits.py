@@ -46,10 +46,19 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("let x = 1\ndel x", "dg has no del"),
     ("with open(\"f.txt\") as f {\n}", "load(path) and save(path, value)"),
     ("fn count() {\n    yield 1\n}", "dg has no generators"),
+    # C's and JavaScript's step by one: read as the operator twice, it took the next statement
+    # as its operand (x + +print(x)), after running it
+    ("let x = 3\nx++\nprint(x)", "x += 1 steps x by one"),
+    ("let x = 3\nfor i in range(2) {\n    x--\n}", "x -= 1 steps x by one"),
+    ("let x = 3\nx++", "x += 1 steps x by one"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
     assert err.kind == "syntax" and hint in err.hint
+
+
+def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
+    assert run("let x = 3\nprint(x--1)\nprint(x -\n    -2)\nprint(x - -1)\n").split() == ["4", "5", "4"]
 
 
 @pytest.mark.parametrize("src, kind, hint", [
