@@ -103,6 +103,8 @@ def python_habit_hint(tok, prev, expected):
         return "dg has no starred names: t[1:] is the rest of a tuple, and a fn takes a tuple for many values"
     if tok.type == "COLON" and "LBRACE" in expected:
         return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
+    if tok.type == "ASSIGN" and "LBRACE" in expected:
+        return "== compares (a condition cannot assign): if x == 1 { ... }"
     if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):
         if tok.type == "IF":
             return ("dg has no conditional expression (a if c else b): where(c, a, b) picks entry by "

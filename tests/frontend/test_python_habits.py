@@ -51,6 +51,8 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("let x = 3\nx++\nprint(x)", "x += 1 steps x by one"),
     ("let x = 3\nfor i in range(2) {\n    x--\n}", "x -= 1 steps x by one"),
     ("let x = 3\nx++", "x += 1 steps x by one"),
+    ("let x = 1\nif x = 1 { print(x) }", "== compares"),
+    ("let x = 1\nwhile x = 1 { x = 2 }", "== compares"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
