@@ -105,6 +105,10 @@ def python_habit_hint(tok, prev, expected):
         return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
     if tok.type == "ASSIGN" and "LBRACE" in expected:
         return "== compares (a condition cannot assign): if x == 1 { ... }"
+    if tok.type == "ASSIGN" and "_NL" in expected and prev is not None and prev.type == "NAME":
+        return "one assignment per statement: b = 5, then a = b"
+    if tok.type == "MUL_OP" and tok.value == "//" and (prev is None or prev.type in ("_NL", "SEMI", "LBRACE")):
+        return "a comment starts with # (// divides and rounds down)"
     if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):
         if tok.type == "IF":
             return ("dg has no conditional expression (a if c else b): where(c, a, b) picks entry by "

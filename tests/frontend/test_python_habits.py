@@ -53,6 +53,9 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("let x = 3\nx++", "x += 1 steps x by one"),
     ("let x = 1\nif x = 1 { print(x) }", "== compares"),
     ("let x = 1\nwhile x = 1 { x = 2 }", "== compares"),
+    ("let a = 0\nlet b = 0\na = b = 5", "one assignment per statement"),
+    ("// a comment\nprint(1)", "a comment starts with #"),
+    ("print(1)\n// a comment", "a comment starts with #"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
