@@ -107,7 +107,8 @@ def python_habit_hint(tok, prev, expected):
         return "== compares (a condition cannot assign): if x == 1 { ... }"
     if tok.type == "ASSIGN" and "_NL" in expected and prev is not None and prev.type == "NAME":
         return "one assignment per statement: b = 5, then a = b"
-    if tok.type == "MUL_OP" and tok.value == "//" and (prev is None or prev.type in ("_NL", "SEMI", "LBRACE")):
+    at_start = prev is None or prev.type in ("_NL", "SEMI", "LBRACE")
+    if tok.type == "MUL_OP" and tok.value == "//" and at_start:
         return "a comment starts with # (// divides and rounds down)"
     if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):
         if tok.type == "IF":

@@ -303,8 +303,10 @@ def _tensor(e, ctx):
             t = type(rv)
             if not (t is float or t is int or t is bool or t is ndarray or isinstance(rv, np.generic)):
                 # numpy and JAX take a list of pairs ([(1, 0), (0, 1)]) where dg's brackets make tensors
-                hint = ("rows of a tensor are written [[a, b], [c, d]]; pairs (as conv's padding) in a "
-                        "tuple: ((a, b), (c, d))") if t is tuple else "use a tuple (a, b, ...) to group values of different kinds"
+                hint = "use a tuple (a, b, ...) to group values of different kinds"
+                if t is tuple:
+                    hint = ("rows of a tensor are written [[a, b], [c, d]]; pairs (as conv's padding) "
+                            "in a tuple: ((a, b), (c, d))")
                 raise error("type", f"a bracket literal [...] holds numbers or tensors, not {a_type_name(rv)}",
                             s, hint=hint)
         if not values:
