@@ -554,11 +554,18 @@ def _loop_fields(op, body, given):
     and its history of carries, as its batching rule lays them out."""
     if op == "Loop":
         return batched_carry(body.forward, given)
-    nx, nc, _, _ = body.counts
-    bx, bk = tuple(given[:nx]), tuple(given[nx + nc:])
-    carry = batched_carry(body.program, given[nx:nx + nc], (False, *bx), bk)
-    ys = batched_outputs(body.program, (False, *bx, *carry, *bk))[nc:]
+    carry, ys = scan_batched(body, given)
     return (*carry, *ys, *carry)
+
+
+def scan_batched(body, batched):
+    """Which of a Scan's final carry leaves and ys depend on the batch, given which of its
+    arguments (xs, carry, consts) do: the carry's by batched_carry's fixed point. Scan's
+    batching rule lays out its results by this, and batched_outputs reads them by it."""
+    nx, nc, _, _ = body.counts
+    bx, bk = tuple(batched[:nx]), tuple(batched[nx + nc:])
+    carry = batched_carry(body.program, batched[nx:nx + nc], (False, *bx), bk)
+    return carry, tuple(batched_outputs(body.program, (False, *bx, *carry, *bk))[nc:])
 
 
 def batched_carry(program, carry, before=(False,), after=()):
@@ -574,4 +581,4 @@ def batched_carry(program, carry, before=(False,), after=()):
         flags = more
 
 
-__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs", "batched_carry"]
+__all__ = ["StageTrace", "Program", "GuardFailed", "stage", "run", "output_leaves", "program_of", "explain_failure", "is_array_kind", "kind_of", "same", "is_staged_leaf", "perform", "error", "Held", "differentiated", "batched_outputs", "batched_carry", "scan_batched"]

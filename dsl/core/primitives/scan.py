@@ -425,8 +425,7 @@ def _scan_batch(ns, args, batched, kw):
         raise Unbatchable(f"the loop at {body.where} is a while loop, or runs no iteration")
     size = batch_size(args, batched)
     bx, bk = tuple(batched[:nx]), tuple(batched[nx + nc:])
-    flags = S.batched_carry(body.program, batched[nx:nx + nc], (False, *bx), bk)
-    by = tuple(S.batched_outputs(body.program, (False, *bx, *flags, *bk))[nc:])
+    flags, by = S.scan_batched(body, batched)
     xs = [_swapped(x) if b else x for x, b in zip(args[:nx], bx)]
     carry = spread_where(args[nx:nx + nc], flags, batched[nx:nx + nc], size)
     consts = args[nx + nc:]
