@@ -23,6 +23,9 @@ STATEMENT_END = {"_NL", "SEMI", "$END", "RBRACE"}
 
 # Terminals that extend the expression before them; named only when nothing else fits.
 CONTINUES_EXPR = {"PLUS", "MINUS", "MUL_OP", "DSTAR", "COMP_OP", "AND", "OR", "LPAR", "LSQB", "DOT"}
+# `in` and `not` (`not in`) continue an expression where a comparison could; elsewhere `in` is
+# the one of a for loop
+COMPARISON_WORDS = {"IN", "NOT"}
 
 
 def found(tok):
@@ -47,12 +50,13 @@ def expected_words(expected):
         return "',', '}' or a line break"
     if expected & {"_NL", "SEMI"}:
         return "the end of the statement (a line break or ';')"
-    structural = expected - CONTINUES_EXPR
+    continues = CONTINUES_EXPR | COMPARISON_WORDS if "COMP_OP" in expected else CONTINUES_EXPR
+    structural = expected - continues
     if structural - {"$END"}:
         expected = structural
     elif expected - {"$END"} == {"LPAR"}:                # after `fn`: its parameter list
         return "'('"
-    elif expected & CONTINUES_EXPR:
+    elif expected & continues:
         return "an operator"
     words = sorted({WORDS.get(t, t.lower()) for t in expected if t != "$END"})
     if "NAME" in expected and expected - {"NAME", "$END"} <= {"LPAR"}:
@@ -117,9 +121,6 @@ def python_habit_hint(tok, prev, expected):
         if tok.type == "FOR":
             return ("dg has no comprehensions: tensors compute on every entry at once (x * 2.0), "
                     "vmap(f)(xs) maps a function over rows, and a for loop builds a tuple")
-        if tok.type == "IN":
-            return ("'in' belongs to a for loop only: has(m, k) says whether a map has the key k, "
-                    "any(x == v) whether a tensor holds v")
     return None
 
 

@@ -235,7 +235,10 @@ class ToAst(Transformer):
         return A.Not(self.span(ch), ch[1])
 
     def compare(self, ch):
-        return A.Compare(self.span(ch), [t.value for t in ch[1::2]], ch[0::2])
+        return A.Compare(self.span(ch), ch[1::2], ch[0::2])
+
+    def comp_op(self, ch):
+        return " ".join(t.value for t in ch)      # "not in" is two tokens
 
     def binop(self, ch):
         return A.BinOp(self.span(ch), ch[1].value, ch[0], ch[2])

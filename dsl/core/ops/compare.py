@@ -4,6 +4,7 @@ import numpy as np
 
 from ..tape import Box, nondiff, peek
 from ..values import values_equal
+from .slots import unpack
 from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
 
 ORDER_OPS = {"<": "Less", "<=": "LessEqual", ">": "Greater", ">=": "GreaterEqual"}
@@ -139,7 +140,46 @@ def not_(c):
     return not truth(c, "the operand of 'not'")
 
 
-COMPARE = {"==": eq, "!=": ne, "<": lambda a, b: order("<", a, b), "<=": lambda a, b: order("<=", a, b),
-           ">": lambda a, b: order(">", a, b), ">=": lambda a, b: order(">=", a, b)}
+# ---------------------------------------------------------------- membership
+def contains(item, container):
+    """`item in container`, as in Python: a key of a map, an element of a tuple (by ==), a value
+    of a range, a substring of a string, or, as numpy's `in`, an entry of a tensor."""
+    c = peek(container)
+    t = type(c)
+    if t is dict:
+        k = raw(item)
+        return type(k) in (str, int, bool) and k in c
+    if t is tuple:
+        return any(_equal(item, e) for e in unpack(container))
+    if t is range:
+        k = raw(item)
+        return type(k) in (int, bool) and k in c or type(k) is float and k.is_integer() and int(k) in c
+    if t is str:
+        s = raw(item)
+        if type(s) is not str:
+            raise error("type", f"'in' a string needs a string on its left, got {type_name(s)}")
+        return s in c
+    if t is ndarray:
+        if not _orderable_num(peek(item)):
+            raise error("type", f"'in' a tensor needs a number or tensor on its left, got {type_name(item)}")
+        return any_(eq(container, item))
+    raise error("type", f"'in' needs a map, tuple, range, string or tensor on its right, got {type_name(c)}")
 
-__all__ = ["order", "eq", "ne", "values_equal", "truth", "not_", "COMPARE", "FLOAT"]
+
+def _equal(a, b):
+    """Whether an element of a tuple is `a`, as == decides; a tensor is one when shape and
+    entries are the same (as inside containers, reference section 3)."""
+    pa, pb = peek(a), peek(b)
+    if type(pa) is ndarray and type(pb) is ndarray and pa.shape != pb.shape:
+        return False
+    r = eq(a, b)
+    if type(r) is bool:
+        return r
+    return truth(r) if np.size(peek(r)) == 1 else bool(np.all(raw(r)))
+
+
+COMPARE = {"==": eq, "!=": ne, "<": lambda a, b: order("<", a, b), "<=": lambda a, b: order("<=", a, b),
+           ">": lambda a, b: order(">", a, b), ">=": lambda a, b: order(">=", a, b),
+           "in": contains, "not in": lambda a, b: not contains(a, b)}
+
+__all__ = ["order", "eq", "ne", "values_equal", "truth", "not_", "contains", "COMPARE", "FLOAT"]

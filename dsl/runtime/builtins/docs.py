@@ -520,7 +520,7 @@ Differentiable: yes, in the values.
 Differentiable: yes, in the values.
 >>> items({"a": 1})
 (("a", 1),)""",
-    "has": """has(m, k): whether map m has key k.
+    "has": """has(m, k): whether map m has key k, as `k in m`.
 Differentiable: no.
 >>> has({"a": 1}, "b")
 false""",
