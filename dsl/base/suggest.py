@@ -27,6 +27,7 @@ TO_RADIANS, TO_DEGREES = "x * pi / 180.0", "x * 180.0 / pi"
 # Python builtins dg spells another way
 PYTHON_NAMES = {
     "list": "dg has no lists: a tuple (1.0, \"a\") holds anything in order, a tensor [1.0, 2.0] numbers",
+    "tuple": "a for loop builds a tuple (t = t + (x,)); tensor(t) makes a tensor of a tuple of numbers",
     "dict": "a map is written {\"key\": value}; keys(m), values(m) and items(m) read it",
     "isinstance": "type(x) names a value's type: type(1.0) == \"float\"",
     "append": "tensors do not grow in place: cat((a, [x])) is a longer tensor, a + (x,) a longer tuple",

@@ -569,12 +569,8 @@ class Roller:
 
 def _scans(staging):
     """Whether a `for` loop met now becomes a Scan: on XLA (a staging trace that `scans`), or in
-    the look ahead of a loop that becomes one (a `for` in a while loop's body on XLA follows the
-    numpy backend's rule: a Scan in the body of its while loop made vmap run the program once per
-    example, a print in it once each: found by the XLA fuzzer)."""
-    top = staging[-1]
-    if type(top) is Lookahead:
-        return top.scans
+    the look ahead of a loop that becomes one, at any depth (a while loop's body included: the
+    batching analysis takes a Scan's results field by field, stage.batched_outputs)."""
     return any(getattr(t, "scans", False) for t in staging)
 
 
