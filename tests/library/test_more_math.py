@@ -1,6 +1,7 @@
 """The numpy functions dg added (SPEC section 5, "More math"): numpy's values, dg's types.
 Their derivatives are checked with every other primitive's in tests/autodiff/test_primitive_rules.py."""
 
+import importlib.util
 import math
 
 import numpy as np
@@ -94,7 +95,8 @@ MATH = [("tan(x)", "tan", 0.6), ("asin(x)", "arcsin", 0.6), ("acos(x)", "arccos"
         ("log_sigmoid(x * 30.0)", "log_sigmoid", 2.0), ("logit(x * 0.4 + 0.5)", "logit", 1.0),
         ("atan2(x, x * x - 0.3)", "arctan2", 2.0), ("logaddexp(x * 100.0, x)", "logaddexp", 2.0),
         ("xlogy(x * x, x + 1.5)", "xlogy", 1.0), ("erfinv(x)", "erfinv", 0.95), ("lgamma(x * 3.0)", "gammaln", 1.0),
-        ("erfc(x)", "erfc", 6.0), ("hypot(x, x * x - 0.3)", "hypot", 2.0), ("cbrt(x + 1.5)", "cbrt", 1.0)]
+        ("erfc(x)", "erfc", 6.0), ("hypot(x, x * x - 0.3)", "hypot", 2.0), ("cbrt(x + 1.5)", "cbrt", 1.0),
+        ("erfcinv(x + 1.0)", "erfcinv", 0.99)]
 
 
 @pytest.mark.parametrize("expr, name, scale", MATH, ids=[m[0] for m in MATH])
@@ -107,6 +109,8 @@ def test_math_functions_agree_with_jax_in_value_gradient_and_second_derivative(e
            "arccosh": lambda x: jnp.arccosh(x + 2.5), "erfinv": jax.scipy.special.erfinv,
            "erfc": jax.scipy.special.erfc, "hypot": lambda x: jnp.hypot(x, x * x - 0.3),
            "cbrt": lambda x: jnp.cbrt(x + 1.5),
+           # JAX has no erfcinv: the normal quantile of half its argument, scaled
+           "erfcinv": lambda x: -jax.scipy.special.ndtri((x + 1.0) / 2.0) / np.sqrt(2.0),
            "xlogy": lambda x: jax.scipy.special.xlogy(x * x, x + 1.5),
            "gammaln": lambda x: jax.scipy.special.gammaln(x * 3.0)}
     f = fns[name] if name in fns else getattr(jnp, name)
@@ -173,6 +177,27 @@ def test_erfinv_and_its_derivative_on_xla_are_numpys_near_plus_and_minus_one():
         got[backend] = interp.get("r")
     for a, b in zip(got["numpy"], got["xla"]):
         np.testing.assert_allclose(b, a, rtol=1e-14, atol=0)
+
+
+def test_erfcinv_keeps_the_digits_of_far_tails_on_both_backends():
+    # erfinv(1 - q) loses a small q to rounding (erfinv(1 - 1e-20) is inf): erfc(erfcinv(q)) is q
+    # again to the last digits, down to the smallest floats, and its mirror image above 1
+    q = np.array([1e-300, 1e-100, 1e-20, 3e-9, 1e-3, 0.4, 1.0, 1.6, 2.0 - 1e-12, 0.0, 2.0, -0.5, 2.5])
+    got = {}
+    for backend in ("numpy", "xla"):
+        if backend == "xla" and importlib.util.find_spec("jax") is None:
+            continue
+        interp = dsl.Interpreter(backend=backend)
+        interp.set("q0", q)
+        interp.run("let f = jit(fn(q) => (erfcinv(q), erfc(erfcinv(q))))\nlet first = f(q0)\nlet r = f(q0)")
+        got[backend] = interp.get("r")
+        y, back = got[backend]
+        np.testing.assert_allclose(back[:7], q[:7], rtol=1e-12)     # erfc is steep there: 2 y^2 ulps
+        np.testing.assert_allclose(2.0 - back[7:9], 2.0 - q[7:9], rtol=1e-10)
+        assert list(y[9:11]) == [np.inf, -np.inf] and np.isnan(y[11:]).all()
+        assert y[2] == pytest.approx(6.601580622355143, rel=1e-15)
+    if "xla" in got:
+        np.testing.assert_allclose(got["xla"][0], got["numpy"][0], rtol=1e-14, atol=0)
 
 
 def test_digamma_agrees_with_jax_in_value_and_gradient():

@@ -116,6 +116,30 @@ def test_distributions_have_their_moments(expr, mean, var):
     assert abs(v - var) < 0.02 * var
 
 
+def _truncated_normal_moments(lo, hi):
+    """The mean and variance of a standard normal cut to [lo, hi], from erfc on the interval's side
+    of 0 (exact in a far tail)."""
+    if lo + hi < 0:
+        m, v = _truncated_normal_moments(-hi, -lo)
+        return -m, v
+    pdf = lambda t: math.exp(-t * t / 2) / math.sqrt(2 * math.pi)      # noqa: E731
+    z = 0.5 * (math.erfc(lo / math.sqrt(2)) - math.erfc(hi / math.sqrt(2)))
+    mean = (pdf(lo) - pdf(hi)) / z
+    return mean, 1 + (lo * pdf(lo) - hi * pdf(hi)) / z - mean ** 2
+
+
+@pytest.mark.parametrize("lo, hi", [(8.0, 9.0), (-9.0, -8.0), (-30.0, -29.0), (20.0, 20.5), (-0.5, 6.0),
+                                    (-7.0, 0.5), (3.0, 300.0)])
+def test_truncated_normals_in_far_tails_have_their_moments(lo, hi):
+    # drawn through erf, which rounds to 1 there, [8, 9] took a dozen distinct values, some infinite
+    x = run(f"let r = truncated_normal({lo}, {hi}, ({N},), key=rng(12))").get("r")
+    mean, var = _truncated_normal_moments(lo, hi)
+    assert x.min() >= lo and x.max() <= hi and len(np.unique(x)) > N * 0.99
+    m, v = _moments(x)
+    assert abs(m - mean) < 5 * math.sqrt(var / N)
+    assert abs(v - var) < 0.03 * var
+
+
 def test_discrete_draws_have_their_frequencies():
     r = ev(f"(categorical([0.0, 1.0, 2.0], shape=({N},), key=rng(1)), choice(4, ({N},), p=[0.1, 0.2, 0.3, 0.4], "
            f"key=rng(2)), choice(5, (5,), replace=false, key=rng(3)), permutation(6, key=rng(4)), "

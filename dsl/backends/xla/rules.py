@@ -44,6 +44,20 @@ def _erfinv(L, x):
     return jnp.copysign(y, x)
 
 
+def _erfcinv(L, q):
+    """The inverse of erfc from the normal quantile of q / 2 (JAX has no erfcinv; ndtri keeps a
+    far tail's small q), then one Newton step on ln erfc, as numpy's kernel takes."""
+    jnp, special = L.np, L.special
+    s = jnp.where(q > 1.0, 2.0 - q, q)
+    y = -special.ndtri(0.5 * s) * np.sqrt(0.5)
+    c = special.erfc(y)
+    d = (2.0 / np.sqrt(np.pi)) * jnp.exp(-y * y)
+    refine = jnp.isfinite(y) & (c > 0) & (d > 0)
+    y = jnp.where(refine, y + (jnp.log(jnp.where(refine, c, 1.0)) - jnp.log(s)) * c / jnp.where(refine, d, 1.0), y)
+    y = jnp.where(q > 1.0, -y, y)
+    return jnp.where((q >= 0.0) & (q <= 2.0), y, jnp.nan)
+
+
 def _floor_int(fn):
     """An int floor-divide or remainder: numpy's where the divisor is not 0 (dg raises there)."""
 
@@ -143,6 +157,7 @@ LOWER.update({
     "Erf": lambda L, x: L.special.erf(x),
     "Erfc": lambda L, x: L.special.erfc(x),
     "Erfinv": _erfinv,
+    "Erfcinv": _erfcinv,
     "Lgamma": lambda L, x: L.special.gammaln(x),
     "Digamma": lambda L, x: L.special.digamma(x),
     "Trigamma": lambda L, x: L.special.polygamma(1, x),

@@ -1,4 +1,4 @@
-"""Special functions numpy lacks (scipy.special's): erfinv, lgamma, digamma, trigamma, polygamma
+"""Special functions numpy lacks (scipy.special's): erfinv, erfcinv, lgamma, digamma, trigamma, polygamma
 and xlogy, vectorised, to double precision."""
 
 import math
@@ -21,16 +21,7 @@ def _erfinv_vector(x):
     x = np.asarray(x, dtype=float)
     a = np.abs(x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = -np.log((1.0 - a) * (1.0 + a))
-        central = w < 5.0
-        t = np.where(central, w - 2.5, np.sqrt(np.where(central, 5.0, w)) - 3.0)
-        p = np.where(central, 2.81022636e-08, -0.000200214257)
-        for c_in, c_out in ((3.43273939e-07, 0.000100950558), (-3.5233877e-06, 0.00134934322),
-                            (-4.39150654e-06, -0.00367342844), (0.00021858087, 0.00573950773),
-                            (-0.00125372503, -0.0076224613), (-0.00417768164, 0.00943887047),
-                            (0.246640727, 1.00167406), (1.50140941, 2.83297682)):
-            p = np.where(central, c_in, c_out) + p * t
-        y = p * a
+        y = _giles(-np.log((1.0 - a) * (1.0 + a)), a)
         inner = a <= 0.5
         for _ in range(4):
             fin = np.isfinite(y)
@@ -44,6 +35,41 @@ def _erfinv_vector(x):
             y = np.where(fin & (d > 0), np.where(inner, ys - r / (d + ys * r), tail), y)
         y = np.where(a == 1.0, np.inf, np.where(a > 1.0, np.nan, y))
     return np.copysign(y, x)
+
+
+def _erfcinv_vector(q):
+    """The inverse of erfc, for q in [0, 2]: erfinv(1 - q) where 1 - q would round away the small
+    q of a far tail (erfc(8) is 1e-29). Giles' approximation from q itself, then Newton's steps
+    on ln erfc(y) = ln q (for q > 1, the mirror image of 2 - q)."""
+    q = np.asarray(q, dtype=float)
+    s = np.where(q > 1.0, 2.0 - q, q)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = -np.log(s * (2.0 - s))
+        # past float32's range, where Giles' polynomial does not reach, erfc(y) ~ exp(-y^2) / (y sqrt(pi))
+        t = -np.log(np.where(w > 30.0, s, 1e-14))
+        y = np.where(w > 30.0, np.sqrt(t - 0.5 * np.log(np.pi * t)), _giles(np.minimum(w, 30.0), 1.0 - s))
+        for _ in range(4):
+            c = np.asarray(_erfc(np.where(np.isfinite(y), y, 0.0)), dtype=float)
+            d = _TWO_OVER_SQRT_PI * np.exp(-y * y)
+            step = np.isfinite(y) & (c > 0) & (d > 0)
+            y = np.where(step, y + (np.log(c) - np.log(s)) * c / np.where(step, d, 1.0), y)
+        y = np.where(s == 0.0, np.inf, y)
+        y = np.where(q > 1.0, -y, y)
+    return np.where((q >= 0.0) & (q <= 2.0), y, np.nan)
+
+
+def _giles(w, a):
+    """Giles' single-precision erfinv(a) for a in [0, 1], from w = -ln((1 - a)(1 + a)): the start
+    of the refinements above."""
+    central = w < 5.0
+    t = np.where(central, w - 2.5, np.sqrt(np.where(central, 5.0, w)) - 3.0)
+    p = np.where(central, 2.81022636e-08, -0.000200214257)
+    for c_in, c_out in ((3.43273939e-07, 0.000100950558), (-3.5233877e-06, 0.00134934322),
+                        (-4.39150654e-06, -0.00367342844), (0.00021858087, 0.00573950773),
+                        (-0.00125372503, -0.0076224613), (-0.00417768164, 0.00943887047),
+                        (0.246640727, 1.00167406), (1.50140941, 2.83297682)):
+        p = np.where(central, c_in, c_out) + p * t
+    return p * a
 
 
 def _lgamma_one(x):
@@ -165,6 +191,7 @@ def _xlogy(x, y):
 
 
 erfinv = _unary("Erfinv", "erfinv", _scalar(_erfinv_vector), _erfinv_vector)
+erfcinv = _unary("Erfcinv", "erfcinv", _scalar(_erfcinv_vector), _erfcinv_vector)
 lgamma = _unary("Lgamma", "lgamma", _lgamma_one, _lgamma_vector)
 digamma = _unary("Digamma", "digamma", _scalar(_digamma_vector), _digamma_vector)
 trigamma = _unary("Trigamma", "trigamma", _scalar(_trigamma_vector), _trigamma_vector)

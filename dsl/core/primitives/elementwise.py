@@ -106,6 +106,7 @@ unary("Cbrt", O.cbrt, lambda ns, ans, x: ns.div(1.0, ns.mul(3.0, ns.mul(ans, ans
 # scipy.special's: erfinv's derivative from its result; lgamma's is digamma, digamma's trigamma,
 # trigamma's the polygamma function of order 2, whose derivative is the next order's: every order
 unary("Erfinv", O.erfinv, lambda ns, ans, x: ns.mul(HALF_SQRT_PI, ns.exp(ns.mul(ans, ans))))
+unary("Erfcinv", O.erfcinv, lambda ns, ans, x: ns.neg(ns.mul(HALF_SQRT_PI, ns.exp(ns.mul(ans, ans)))))
 unary("Lgamma", O.lgamma, lambda ns, ans, x: O.digamma(x))
 unary("Digamma", O.digamma, lambda ns, ans, x: O.trigamma(x))
 unary("Trigamma", O.trigamma, lambda ns, ans, x: O.polygamma(2, x))

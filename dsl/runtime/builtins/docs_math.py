@@ -9,7 +9,7 @@ ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
           "median", "histogram"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "hypot", "cbrt", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
-             "logit", "logaddexp", "xlogy", "erfinv", "lgamma", "digamma"]
+             "logit", "logaddexp", "xlogy", "erfinv", "erfcinv", "lgamma", "digamma"]
 
 DOCS = {
     "pi": """pi: the float 3.141592653589793, a circle's circumference over its diameter.
@@ -41,6 +41,12 @@ Differentiable: yes, in x (ln(y)) and in y (x / y, as JAX's: nan at x = y = 0).
 Differentiable: yes (sqrt(pi) / 2 * exp(erfinv(x)^2)).
 >>> erfinv(erf(0.5))
 0.5""",
+    "erfcinv": """erfcinv(x): the inverse of erfc, for x in [0, 2] (inf at 0, -inf at 2, nan outside), to double
+precision also where 1 - x would round a small x away (erfcinv(1e-20) is 6.60, where erfinv(1 - 1e-20)
+is inf): a normal distribution's far tails.
+Differentiable: yes (-sqrt(pi) / 2 * exp(erfcinv(x)^2)).
+>>> erfcinv(erfc(7.0))
+7.0""",
     "lgamma": """lgamma(x): ln |Gamma(x)| (math.lgamma, scipy's gammaln); inf at 0, -1, -2, ...
 Differentiable: yes (digamma(x)).
 >>> lgamma(1.0)

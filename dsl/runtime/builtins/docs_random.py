@@ -102,7 +102,8 @@ Differentiable: no (its derivative in lam is 0 almost everywhere).
 [0.0, 0.0]""",
     "truncated_normal": f"""truncated_normal(lo, hi, shape=none, key=none, dtype=none): standard normal floats cut to
 [lo, hi] (JAX's truncated_normal: the normal's inverse distribution function of a uniform between
-those of lo and hi). {_KEY}
+those of lo and hi, computed through erfc on the interval's side of 0, so that an interval in a far
+tail, [8, 9] or [-30, -29], is drawn to full precision where erf would round it away). {_KEY}
 Differentiable: yes, in lo and hi (pathwise).
 >>> truncated_normal(0.5, 0.5, key=rng(0))
 0.5""",

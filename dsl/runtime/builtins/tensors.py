@@ -49,7 +49,7 @@ def make(interp):
         "sinh": ops.sinh, "cosh": ops.cosh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
         "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
         "hypot": hypot, "cbrt": ops.cbrt, "erfc": ops.erfc,
-        "erfinv": ops.erfinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
+        "erfinv": ops.erfinv, "erfcinv": ops.erfcinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
         "var": var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
     }
