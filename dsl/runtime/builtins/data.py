@@ -207,10 +207,7 @@ def _read_rows(reader, has_header, source, poll):
         try:
             values.extend([float(c) for c in cells])
         except ValueError:
-            c = next(k for k, cell in enumerate(cells) if not _is_float(cell))
-            col = f"'{names[c]}'" if names is not None else str(c + 1)
-            raise error("value", f"{source}, line {line}, column {col}: {cells[c].strip()!r} is not a "
-                                 "number (load_csv reads numeric tables)") from None
+            values.extend(_with_missing(cells, source, line, names))
         count += 1
         if count % POLL_ROWS == 0:
             if poll is not None:
@@ -223,6 +220,18 @@ def _read_rows(reader, has_header, source, poll):
                 break
     check_size((count, width))
     return names, width, values, count
+
+
+def _with_missing(cells, source, line, names):
+    """A row's numbers where some field is not one: an empty field is a missing value, nan (as
+    numpy's genfromtxt and pandas read it); any other is an error naming its column."""
+    bad = next((k for k, cell in enumerate(cells) if cell.strip() and not _is_float(cell)), None)
+    if bad is None:
+        return [float(cell) if cell.strip() else math.nan for cell in cells]
+    col = f"'{names[bad]}'" if names is not None else str(bad + 1)
+    raise error("value", f"{source}, line {line}, column {col}: {cells[bad].strip()!r} is not a "
+                         "number (load_csv reads numeric tables)",
+                hint="an empty field reads as nan, a missing value (isnan(x) finds them)")
 
 
 def too_big(shape):

@@ -409,7 +409,8 @@ Differentiable: yes.
 ((0.6, 0.8), 5.0)""",
     # ---------------------------------------------------------------- data, files and runs
     "load_csv": """load_csv(path, header=true, columns=false): a numeric CSV file as a 2-d tensor, or with
-columns=true as a map from column name to a column tensor. The examples read a file
+columns=true as a map from column name to a column tensor. An empty field is a missing value, nan
+(as numpy's genfromtxt and pandas read it); any other field that is not a number is an error. The examples read a file
 data.csv holding the lines "x,y", "1,2" and "3,4".
 Differentiable: no.
 >>> load_csv("data.csv")
