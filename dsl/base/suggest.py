@@ -74,6 +74,7 @@ PYTHON_NAMES = {
     "nonzero": MASK_HINT, "argwhere": MASK_HINT,
     "leaky_relu": "where(x > 0.0, x, 0.01 * x)",
     "elu": "where(x > 0.0, x, expm1(x))",
+    "heaviside": "where(x > 0.0, 1.0, 0.0) (where(x == 0.0, h0, ...) for another value at 0)",
     # JAX's control flow and keys: dg's own statements are what jit stages as loops and branches
     "fori_loop": "a for loop is dg's: for i in range(lo, hi) { ... } (jit stages it once, as a loop)",
     "scan": "a for loop is dg's: for x in xs { ... } carries what it assigns (jit stages it once, as a "

@@ -136,6 +136,7 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("print(map(fn(x) => x * 2.0, (1.0, 2.0)))", "name", "tree_map(f, t)"),
     ("print(divmod(7, 2))", "name", "(a // b, a % b)"),
     ("print(tuple(range(3)))", "name", "a for loop builds a tuple"),
+    ("print(heaviside(0.5))", "name", "where(x > 0.0, 1.0, 0.0)"),
     ("fn f(x) { let y = x * 2.0 }\nprint(grad(f)(1.0))", "grad", "ends without `return` gives none"),
     # a last line that computes the result without `return` (Rust's and Julia's habit)
     ("fn f(x) { x ** 2 }\nprint(f(2.0) + 1.0)", "type", "ends without `return` gives none"),

@@ -200,6 +200,31 @@ def test_erfcinv_keeps_the_digits_of_far_tails_on_both_backends():
         np.testing.assert_allclose(got["xla"][0], got["numpy"][0], rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_sinc_and_its_derivatives_are_exact_at_zero_and_jaxs_on_both_sides_of_its_series(backend):
+    # the quotient is 0 / 0 at 0, and its derivatives cancel near 0: a series gives them there (the
+    # second at 0, -pi^2 / 3, is 0 by where(x == 0.0, 1.0, ...) of the quotient); the points around
+    # x = 0.16 (pi x = 0.5) are on both sides of where the series hands over to the quotient
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x = np.array([0.0, 0.159, 0.16, -0.16, 0.3, 1.0, -2.5, 7.2])
+    d1, d2 = jax.grad(jax.numpy.sinc), jax.grad(jax.grad(jax.numpy.sinc))
+    want = [jax.numpy.sinc(x), jax.vmap(d1)(x), jax.vmap(d2)(x), jax.vmap(jax.grad(d2))(x)]
+    interp = dsl.Interpreter(backend=backend)
+    interp.set("x0", x)
+    interp.run("let d1 = grad(sinc)\nlet d2 = grad(d1)\nlet d3 = grad(d2)\n"
+               "let r = (sinc(x0), vmap(d1)(x0), vmap(d2)(x0), vmap(d3)(x0), vmap(grad(d3))(x0))\n"
+               "let f = jit(fn(x) => (sinc(x), vmap(d1)(x), vmap(d2)(x), vmap(d3)(x), vmap(grad(d3))(x)))\n"
+               "let first = f(x0)\nlet j = f(x0)")
+    r = interp.get("r")
+    for g, w in zip(r, want):
+        np.testing.assert_allclose(g[1:], np.asarray(w)[1:], rtol=1e-11, atol=1e-14)
+    at_zero = [r[k][0] for k in range(5)]
+    np.testing.assert_allclose(at_zero, [1.0, 0.0, -np.pi ** 2 / 3, 0.0, np.pi ** 4 / 5], rtol=1e-15, atol=0)
+    for g, w in zip(interp.get("j"), r):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+
+
 def test_digamma_agrees_with_jax_in_value_and_gradient():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

@@ -6,7 +6,7 @@ NAMES = ["pi", "e", "inf", "nan", "newaxis"]
 ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take_along_axis", "scatter_add",
           "segment_sum", "top_k", "searchsorted", "digitize", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
           "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
-          "ravel", "moveaxis", "swapaxes", "full_like", "square", "cross", "trapezoid", "interp", "quantile",
+          "ravel", "moveaxis", "swapaxes", "full_like", "square", "sinc", "cross", "trapezoid", "interp", "quantile",
           "median", "histogram"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "hypot", "cbrt", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "erfcinv", "lgamma", "digamma"]
@@ -192,6 +192,11 @@ Differentiable: yes, in v (as full's fill value); not in x, whose values it does
 Differentiable: yes.
 >>> square([2.0, -3.0])
 [4.0, 9.0]""",
+    "sinc": """sinc(x): sin(pi x) / (pi x), and 1 at 0: numpy's and JAX's normalised sinc, entry by entry.
+Differentiable: yes, at 0 too (by its Taylor series near 0, exact to the twentieth derivative: the
+second is -pi^2 / 3, where where(x == 0.0, 1.0, ...) of the quotient would give 0).
+>>> sinc([0.0, 0.5, 1.0])
+[1.0, 0.6366197723675814, 3.8981718325193755e-17]""",
     "cross": """cross(a, b, axis=-1): the cross product of 3-vectors laid along an axis (numpy's), batched
 over the other axes, which broadcast.
 Differentiable: yes, in a and b.

@@ -1,8 +1,10 @@
 """numpy's everyday functions a scientist reaches for (any, all, logical_and/or/xor/not, isclose,
-isinf, squeeze, expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, cross,
+isinf, squeeze, expand_dims, broadcast_to, ravel, moveaxis, swapaxes, full_like, square, sinc, cross,
 trapezoid, interp, quantile, median, histogram), composed of dg's primitives: their
 derivatives, batching, staging and lowering are those of the primitives they record, so each
 differentiates, vmaps and jits as they do, on every backend."""
+
+import math
 
 import numpy as np
 
@@ -171,6 +173,25 @@ def square(x):
     """square(x): x * x, entry by entry."""
     x = _numbers(x, "square")
     return ops.mul(x, x)
+
+
+# sin(t) / t's Taylor series, 1 - t^2/3! + t^4/5! - ..., to t^20: within a rounding of it where
+# |t| < SINC_SERIES, and exact at 0 in every derivative up to the twentieth (the quotient is 0 / 0
+# there, and its derivatives near 0 cancel: the third's keeps 9 digits at t = 0.03, 15 at 0.5)
+SINC_SERIES = 0.5
+SINC_TERMS = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(11))
+
+
+def sinc(x):
+    """sinc(x): sin(pi x) / (pi x), and 1 at 0 (numpy's normalised sinc)."""
+    t = ops.mul(_numbers(x, "sinc"), np.pi)
+    near = ops.order("<", ops.abs_(t), SINC_SERIES)
+    away = ops.where(near, 1.0, t)      # no 0 / 0 in the branch not taken, nor in its derivatives
+    t2 = ops.mul(t, t)
+    series = SINC_TERMS[-1]
+    for c in reversed(SINC_TERMS[:-1]):
+        series = ops.add(ops.mul(series, t2), c)
+    return ops.where(near, series, ops.div(ops.sin(away), away))
 
 
 def cross(a, b, axis=-1):
@@ -344,6 +365,6 @@ BUILTINS = {"any": any_, "all": all_, "isclose": isclose, "squeeze": squeeze, "e
             "broadcast_to": broadcast_to, "ravel": ravel, "moveaxis": moveaxis, "swapaxes": swapaxes,
             "full_like": full_like, "isinf": isinf, "logical_and": logical_and, "logical_or": logical_or,
             "logical_xor": logical_xor, "logical_not": logical_not,
-            "square": square, "cross": cross, "trapezoid": trapezoid, "interp": interp,
+            "square": square, "sinc": sinc, "cross": cross, "trapezoid": trapezoid, "interp": interp,
             "quantile": quantile, "median": median, "histogram": histogram}
 NAMES = list(BUILTINS)
