@@ -163,6 +163,7 @@ class Outline:
                 self._function(e)
             elif t is A.FString:
                 todo.extend(p.expr for p in e.parts if isinstance(p, A.FPart))
+                todo.extend(p.spec for p in e.parts if isinstance(p, A.FPart) and isinstance(p.spec, A.FString))
             elif t is A.Call:
                 todo.append(e.fn)
                 todo.extend(e.args)

@@ -33,7 +33,8 @@ class FString(Expr):
 class FPart:
     """One `{expr:spec}` piece of an f-string."""
     expr: Expr
-    spec: Optional[str]     # None: the value as shown inside a container (f"{x=}" quotes a string)
+    spec: Optional[object]  # a str; None: the value as shown inside a container (f"{x=}" quotes a
+                            # string); an FString: a spec with fields of its own (f"{x:>{width}}")
 
 
 @dataclass(eq=False)

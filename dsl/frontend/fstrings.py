@@ -23,8 +23,9 @@ def unescape(body):
 
 
 def split_fstring(body, fail):
-    """Yield ("text", s, offset) and ("expr", (expr_text, spec), offset) pieces of an f-string body
-    (spec None: the value as it prints inside a container, for f"{x=}").
+    """Yield ("text", s, offset) and ("expr", (expr_text, spec, spec_offset), offset) pieces of an
+    f-string body (spec None: the value as it prints inside a container, for f"{x=}"; a spec may
+    hold fields of its own, f"{x:>{width}}", split by the caller).
 
     `{{` and `}}` are literal braces. The format spec starts at the first `:`
     that is not nested inside brackets or a string within the expression.
@@ -68,7 +69,7 @@ def split_fstring(body, fail):
                 yield "text", body[i + 1:expr_end], i + 1
                 expr_text = expr_text.rstrip()[:-1]
                 spec = spec if colon is not None else None
-            yield "expr", (expr_text, spec), i + 1
+            yield "expr", (expr_text, spec, colon + 1 if colon is not None else end), i + 1
             i = end + 1
             text_start = i
         else:

@@ -334,7 +334,11 @@ class Resolver:
                     stack.append(v)
                     stack.append(k)
             elif t is A.FString:
-                stack.extend(p.expr for p in reversed(e.parts) if isinstance(p, A.FPart))
+                for p in reversed(e.parts):
+                    if isinstance(p, A.FPart):
+                        if isinstance(p.spec, A.FString):
+                            stack.append(p.spec)
+                        stack.append(p.expr)
             elif t is A.Lambda:
                 self.function(e)
             else:

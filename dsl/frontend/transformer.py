@@ -324,19 +324,27 @@ class ToAst(Transformer):
 
     def fstring(self, ch):
         tok = ch[0]
-        body = tok.value[2:-1]
+        return A.FString(self.span(ch), self._fparts(tok, tok.value[2:-1], 2))
+
+    def _fparts(self, tok, body, skip):
+        """The parts of an f-string's body (or of a field's format spec) that starts `skip`
+        characters into the token."""
         parts = []
         for kind, text, offset in split_fstring(body, lambda msg, off: self.fail(
-                msg, self._shift(tok.line, tok.column + 2 + off, tok.line, tok.column + 3 + off))):
+                msg, self._shift(tok.line, tok.column + skip + off, tok.line, tok.column + skip + 1 + off))):
             if kind == "text":
-                parts.append(self._unescape(text, tok, 2 + offset))
+                parts.append(self._unescape(text, tok, skip + offset))
             else:
-                expr_text, spec = text
+                expr_text, spec, spec_at = text
                 expr = self.parse_fragment(self.source, expr_text,
                                            tok.line + self.line_offset,
-                                           tok.column + 2 + offset + (self.col_offset if tok.line == 1 else 0))
+                                           tok.column + skip + offset + (self.col_offset if tok.line == 1 else 0))
+                if spec and "{" in spec:        # Python's fields inside a spec: f"{x:>{width}.2f}"
+                    at = tok.column + skip + spec_at
+                    spec = A.FString(self._shift(tok.line, at, tok.line, at + len(spec)),
+                                     self._fparts(tok, spec, skip + spec_at))
                 parts.append(A.FPart(expr, spec))
-        return A.FString(self.span(ch), parts)
+        return parts
 
     def name(self, ch):
         return A.Name(self.span(ch), ch[0].value)

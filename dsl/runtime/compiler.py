@@ -338,24 +338,32 @@ def _map(e, ctx):
 
 
 def _fstring(e, ctx):
-    parts = []
+    parts, specs = [], []
     for p in e.parts:
         if isinstance(p, str):
             parts.append((None, p, None))
         else:
+            if isinstance(p.spec, A.FString):     # a spec with fields of its own, made on each call
+                specs.append((len(parts), _fstring(p.spec, ctx)))
             parts.append((compile_expr(p.expr, ctx), p.spec, p.expr.span))
+    span = e.span
 
     def ev(f):
+        now = parts
+        if specs:       # a staged value in a spec is read (and guarded): the spec is one string
+            now = list(parts)
+            for k, spec_ev in specs:
+                now[k] = (now[k][0], tape.raw(spec_ev(f)), now[k][2])
         values = []
-        for part_ev, text, span in parts:
+        for part_ev, text, part_span in now:
             if part_ev is not None:
                 try:
                     values.append(part_ev(f))
                 except DgError as exc:
-                    raise located(exc, span)
+                    raise located(exc, part_span)
         if any(type(v) is Box for v in values):     # staged values are formatted when the program runs
-            return tape.nondiff("FString", values, {"parts": parts, "span": e.span})
-        return fstring_text(parts, values, e.span)
+            return tape.nondiff("FString", values, {"parts": now, "span": span})
+        return fstring_text(now, values, span)
     return ev
 
 

@@ -254,6 +254,25 @@ def test_fstring_tensor_spec_formats_each_element(run):
     assert run('print(f"{[1.0, 2.5]:.2f}")') == "[1.00, 2.50]\n"
 
 
+def test_fstring_spec_with_fields_of_its_own_as_pythons(run):
+    # Python's nested fields, f"{x:>{width}.{digits}f}": the spec is made on each call
+    src = ('let rows = (("a", 1.5), ("bcd", 22.25))\nlet w = 5\nfor r in rows {\n'
+           '    print(f"{r[0]:<{w}}|{r[1]:>{w + 2}.{1 + 1}f}|{r[0]!s:{"*"}^{w}}|{{}}")\n}')
+    assert run(src) == "a    |   1.50|**a**|{}\nbcd  |  22.25|*bcd*|{}\n"
+
+
+def test_fstring_spec_with_a_staged_field_is_guarded_under_jit(run):
+    src = ('fn show(x, p) { return f"{x:.{p}f}" }\nlet j = jit(show)\n'
+           'print(j(3.14159, 3), j(2.0, 3), j(2.0, 1), grad(fn(x) => x * float(len(f"{x:.{2}f}")))(1.0))')
+    assert run(src) == "3.142 2.000 2.0 4.0\n"
+
+
+@pytest.mark.parametrize("src, column", [('print(f"{1.5:{}>3}")', 14), ('print(f"{1.5:>{w}}")', 16)])
+def test_fstring_spec_fields_report_errors_at_their_column(run_error, src, column):
+    err = run_error(src)
+    assert err.kind in ("syntax", "name") and err.line == 1 and err.column == column
+
+
 def test_fstring_bad_spec_is_value_error(run_error):
     err = run_error('let x = 1.5\nprint(f"{x:q}")')
     assert err.kind == "value"
