@@ -104,8 +104,9 @@ def call_hint(name, params, args, kwargs):
     tupled = [p for p in params if p in ("shape", "axes", "reps")]
     if len(args) > len(params) and tupled:
         at = params.index(tupled[0])
-        if all(type(a) is int for a in args[at:]):
-            written = ", ".join(["x"] * at + [tuple_text(list(args[at:]))])
+        shape = tuple_text(list(args[at:])) if all(type(a) is int for a in args[at:]) else None
+        if shape is not None:
+            written = ", ".join(["x"] * at + [shape])
             return f"the {tupled[0]} {'are' if tupled[0] == 'axes' else 'is'} one tuple: {name}({written})"
     return None
 
@@ -118,6 +119,8 @@ def tuple_text(items):
             if not item:
                 raise ValueError(item)
             return "(" + ", ".join(text(i) for i in item) + ("," if len(item) == 1 else "") + ")"
+        if type(item) is int:       # whole, and maybe past a float's range (10 ** 400)
+            return str(item)
         if not float(item).is_integer():
             raise ValueError(item)
         return str(int(item))
