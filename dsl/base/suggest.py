@@ -91,7 +91,8 @@ PYTHON_NAMES = {
 
 # numpy's and PyTorch's names for parameters dg names otherwise
 PARAMETER_NAMES = {"dim": "axis", "keepdim": "keepdims", "size": "shape", "min": "lo", "max": "hi",
-                   "a_min": "lo", "a_max": "hi", "num": "n", "loc": "mean", "scale": "std"}
+                   "a_min": "lo", "a_max": "hi", "num": "n", "loc": "mean", "scale": "std",
+                   "test_size": "fraction"}
 
 
 def call_hint(name, params, args, kwargs):

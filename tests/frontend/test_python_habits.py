@@ -118,6 +118,7 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("print(max(ones((2, 3)), axis=1, keepdim=true))", "type", "keepdims="),
     ("print(clamp([1.0], min=0.0))", "type", "lo="),
     ("print(normal(size=(2,)))", "type", "shape="),
+    ("print(train_test_split(ones((4, 2)), ones(4), test_size=0.25))", "type", "fraction="),
     ("print(mean(ones((2, 3)), axis=[0, 1]))", "type", "several axes are a tuple: axis=(0, 1)"),
     ("print(split(arange(6.0), 3))", "type", "a tensor's parts are slices"),
     ("print(reversed((1, 2)))", "name", "t[::-1] reverses a tuple"),
