@@ -8,7 +8,7 @@ TRACED namespace), so that their own work is recorded at higher order.
 
 from .arith import (BINARY, MAX_SEQUENCE, add, div, floordiv, matmul, matmul_kernel, mod, mul, neg, pos, pow,
                     sub)
-from .compare import (COMPARE, any_, eq, isfinite, logical_and, logical_not, logical_or, ne, not_, order,
+from .compare import (COMPARE, any_, contains, eq, isfinite, logical_and, logical_not, logical_or, ne, not_, order,
                       truth, values_equal)
 from .contract import nz_matmul
 from .core import brief_int, check_size, float_type, fmt_shape, shape_of, to_float, to_tensor

@@ -191,10 +191,8 @@ def items(m):
 
 
 def has(m, k):
-    """has(m, k): whether map m has key k."""
-    v = _map(m, "has")
-    k = raw(k)
-    return type(k) in (str, int, bool) and k in v
+    """has(m, k): whether map m has key k (`k in m`)."""
+    return ops.contains(k, _map(m, "has"))
 
 
 def get(m, k, default=None):

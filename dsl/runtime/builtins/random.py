@@ -235,14 +235,13 @@ def make(interp):
         u = _in_type(R.uniform01(fresh(key, "truncated_normal"), draw_shape(shape, lo, hi)), dtype,
                      "truncated_normal", lo, hi)
         # the inverse of the normal CDF at a point u of the way across [lo, hi], read through erfc
-        # on the side of 0 where the interval lies (mirrored when it lies mostly below 0): erfc's
-        # small values in a far tail keep their digits, where erf's round to 1 (through erf,
-        # [8, 9] gave a dozen distinct numbers, some of them infinite)
+        # on the side of 0 where the interval lies (mirrored, x -> -x, when it lies mostly below
+        # 0): erfc's small values in a far tail keep their digits, where erf's round to 1 (through
+        # erf, [8, 9] gave a dozen distinct numbers, some of them infinite)
         below = ops.order("<", ops.add(lo, hi), 0.0)
-        a = ops.erfc(ops.mul(ops.where(below, ops.neg(hi), lo), SQRT_HALF))
-        b = ops.erfc(ops.mul(ops.where(below, ops.neg(lo), hi), SQRT_HALF))
-        q = ops.where(below, ops.add(b, ops.mul(u, ops.sub(a, b))), ops.add(a, ops.mul(u, ops.sub(b, a))))
-        z = ops.div(ops.erfcinv(q), SQRT_HALF)
+        a = ops.erfc(ops.mul(ops.where(below, ops.neg(lo), lo), SQRT_HALF))
+        b = ops.erfc(ops.mul(ops.where(below, ops.neg(hi), hi), SQRT_HALF))
+        z = ops.div(ops.erfcinv(ops.add(a, ops.mul(u, ops.sub(b, a)))), SQRT_HALF)
         return ops.clamp(ops.where(below, ops.neg(z), z), lo, hi)
 
     return {"uniform": uniform, "normal": normal, "exponential": exponential, "bernoulli": bernoulli,
