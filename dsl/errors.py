@@ -106,6 +106,9 @@ class DgError(Exception):
         self.hint = hint
         self.frames = []        # (function name, call-site span), innermost first
         self.pending = None     # a function the error left, whose call site is not known yet
+        # raised by a replay of a staged program, which knows the failing step's line but not the
+        # calls that led to it (the functions the recording inlined)
+        self.replayed = False
 
     # -- the call stack, filled in as the error unwinds -------------------
     def add_call(self, span):

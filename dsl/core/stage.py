@@ -486,6 +486,7 @@ def _replay(program, values, staging=None):
                 continue
             env[out] = apply(op, args, kw)
         except DgError as exc:      # a kernel's error (an index out of range) at the step's line
+            exc.replayed = True
             raise located(exc, program.span(span)) from None
         finally:
             tape.set_span(saved)

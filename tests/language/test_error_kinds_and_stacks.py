@@ -3,7 +3,13 @@
 Each test names the reference sentence it holds dg to.
 """
 
-from dsl.errors import format_error
+import io
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl.errors import DgError, format_error
 
 
 def test_a_negative_clip_limit_is_a_value_error(run_error):
@@ -78,3 +84,48 @@ def test_a_bool_mask_with_too_many_axes_names_the_shapes(run_error):
     assert err.kind == "shape" and "(2, 2)" in err.message and "(3,)" in err.message
     assert run_error("let x = zeros(3)\nlet y = x[zeros(2) > 0]").kind == "shape"
     assert run_error("zeros(3)[0, 0]").kind == "index"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_an_error_inside_jit_shows_the_functions_the_recording_inlined(backend):
+    # SPEC 7: errors show the dg call stack, jitted or not. A recording inlines the functions f
+    # calls, and its replay (a loop rolled while staging, the compiled code on a later call) knew
+    # the failing line but not the calls that led to it: `= in inner, called at ...` was missing.
+    if backend == "xla":
+        pytest.importorskip("jax")
+    src = """fn inner(x, i) {
+    return x[i]
+}
+fn outer(x, n) {
+    print("start")
+    let s = 0.0
+    for i in range(n) {
+        s = s + inner(x, i) * 2.0
+    }
+    return s
+}
+let f = jit(outer)
+let a = f([1.0, 2.0, 3.0], 3)
+let b = f([1.0, 2.0, 3.0], 3)
+f(X, N)
+"""
+    stacked = "= in inner, called at t.dg:8:17\n  = in outer\n  = in jit(outer), called at t.dg:15:1"
+    # past the end on the loop's last iteration and before it (a new signature: staged again),
+    # and a tensor too short for the recording of n = 3 (its compiled code)
+    for x, n in (("[1.0, 2.0, 3.0]", 4), ("[1.0, 2.0, 3.0]", 5), ("[1.0, 2.0]", 3)):
+        out = io.StringIO()
+        with pytest.raises(DgError) as info:
+            dsl.Interpreter(stdout=out, backend=backend).run(src.replace("X, N", f"{x}, {n}"), "t.dg")
+        err = info.value.settle()
+        assert err.kind == "index" and (err.line, err.column) == (2, 12)
+        assert stacked in format_error(err)
+        assert out.getvalue().count("start") == 3      # the failed call printed once
+    # positions read from a tensor: the same signature, the compiled code's error
+    out = io.StringIO()
+    interp = dsl.Interpreter(stdout=out, backend=backend)
+    interp.run(src.split("let f")[0] + "fn g(x, idx) {\n    return sum(inner(x, idx))\n}\nlet jg = jit(g)\n", "t.dg")
+    jg = interp.function("jg")
+    assert jg(np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0])) == 4.0 and jg(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0])) == 5.0
+    with pytest.raises(DgError) as info:
+        jg(np.array([1.0, 2.0, 3.0]), np.array([0.0, 7.0]))
+    assert "= in inner, called at t.dg:13:16\n  = in g" in format_error(info.value.settle())

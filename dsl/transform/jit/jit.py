@@ -201,7 +201,13 @@ class Jitted:
                 held.discard()
                 self._say(f"staging it again with {change}")
                 continue
-            except (DgError, KeyboardInterrupt, S.GuardFailed):
+            except DgError as exc:
+                if not exc.replayed or exc.kind == "limit":
+                    held.release()
+                    raise
+                held.discard()
+                return self._failed(args, kwargs)
+            except (KeyboardInterrupt, S.GuardFailed):
                 held.release()
                 raise
             except Exception as exc:
@@ -283,13 +289,26 @@ class Jitted:
             for trace, n in marks:      # and nothing recorded (its effects would happen on each replay)
                 trace.cut(n)
             raise
-        except DgError:
+        except DgError as exc:
+            if interp is None or not exc.replayed or exc.kind == "limit":
+                if held:
+                    held.release()
+                raise
             if held:
-                held.release()
-            raise
+                held.discard()
+            for trace, n in marks:
+                trace.cut(n)
+            return self._failed(args, kwargs)
         if held:
             held.release()
         return out
+
+    def _failed(self, args, kwargs):
+        """f in the interpreter, where a recording (or a loop rolled while staging) met an error:
+        the replay knows the failing step's line but not the calls that led to it, so f runs again,
+        as if the recording had not run, and fails with the whole call stack."""
+        self._say("runs in the interpreter for this call: its recording met an error")
+        return self.f(*args, **kwargs)
 
     def _compiled(self, entry, values, held=None, split=None):
         """The compiled code's result (or the exact program's, where the code cannot vouch for it:
