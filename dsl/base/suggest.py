@@ -25,6 +25,8 @@ MASK_HINT = "x[mask] keeps the entries where a mask holds; where(mask, a, b) pic
 TO_RADIANS, TO_DEGREES = "x * pi / 180.0", "x * 180.0 / pi"
 
 # Python builtins dg spells another way
+REAL_HINT = "dg's numbers are real: it has no complex type"
+
 PYTHON_NAMES = {
     "list": "dg has no lists: a tuple (1.0, \"a\") holds anything in order, a tensor [1.0, 2.0] numbers",
     "tuple": "a for loop builds a tuple (t = t + (x,)); tensor(t) makes a tensor of a tuple of numbers",
@@ -58,6 +60,19 @@ PYTHON_NAMES = {
     "flatten": "ravel(x) (or reshape(x, -1)) lays the entries along one axis",
     "identity": "dg's is eye(n)",
     "cumulative_sum": "dg's is cumsum(x, axis=none)",
+    "absolute": "dg's is abs(x)", "fabs": "dg's is abs(x)",
+    "gammaln": "dg's is lgamma(x)",
+    "rint": "round(x) rounds halves to even, as numpy's rint",
+    "fliplr": "flip(x, axis=1)", "flipud": "flip(x, axis=0)",
+    "percentile": "quantile(x, q / 100.0) (dg's q is a fraction in [0, 1])",
+    "fmax": "maximum(a, b) entry by entry (a NaN in either gives NaN: where(isnan(a), b, maximum(a, b)) "
+            "passes over one in a)",
+    "fmin": "minimum(a, b) entry by entry (a NaN in either gives NaN: where(isnan(a), b, minimum(a, b)) "
+            "passes over one in a)",
+    "empty": "zeros(shape) (dg has no uninitialised tensors)", "empty_like": "zeros_like(x)",
+    # numpy's functions for what dg writes as an operator
+    "add": "a + b", "subtract": "a - b", "multiply": "a * b", "divide": "a / b", "true_divide": "a / b",
+    "floor_divide": "a // b", "negative": "-x", "equal": "a == b", "not_equal": "a != b",
     # numpy's functions dg composes from its own
     "cov": "rows as variables: let c = x - mean(x, axis=1, keepdims=true), then c @ transpose(c) / (shape(x)[1] - 1)",
     "corrcoef": "the covariance c over the products of the deviations: c / outer(sqrt(diagonal(c)), sqrt(diagonal(c)))",
@@ -75,6 +90,14 @@ PYTHON_NAMES = {
     "leaky_relu": "where(x > 0.0, x, 0.01 * x)",
     "elu": "where(x > 0.0, x, expm1(x))",
     "heaviside": "where(x > 0.0, 1.0, 0.0) (where(x == 0.0, h0, ...) for another value at 0)",
+    "betaln": "lgamma(a) + lgamma(b) - lgamma(a + b)",
+    "polygamma": "digamma(x) is scipy's polygamma of order 0; grad(digamma) gives the next orders",
+    "ldexp": "x * 2.0 ** n",
+    "ptp": "max(x, axis) - min(x, axis)",
+    "gradient": "numpy's gradient is finite differences: (x[2:] - x[:-2]) / (2.0 * h) at the inner points, "
+                "diff(x) / h between neighbours; grad(f) is a function's exact derivative",
+    "eig": "eigh(a) for a symmetric matrix; dg has no complex numbers, which a general matrix's eigenvalues need",
+    "real": REAL_HINT, "imag": REAL_HINT, "conj": REAL_HINT,
     # JAX's control flow and keys: dg's own statements are what jit stages as loops and branches
     "fori_loop": "a for loop is dg's: for i in range(lo, hi) { ... } (jit stages it once, as a loop)",
     "scan": "a for loop is dg's: for x in xs { ... } carries what it assigns (jit stages it once, as a "

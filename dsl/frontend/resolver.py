@@ -135,7 +135,8 @@ class Resolver:
 
     def _suggest(self, name):
         """"did you mean ..." with the names visible here."""
-        seen = set(self.builtins) | set(self.cells) | set(self.pending)
+        # a cell a failed statement left unbound (`arcsin` read at the REPL) is no name to suggest
+        seen = set(self.builtins) | {n for n, c in self.cells.items() if c.v is not UNBOUND} | set(self.pending)
         for scope, _ in self.blocks:
             seen.update(scope)
         return name_hint(name, seen)

@@ -259,3 +259,40 @@ def test_two_ellipses_are_an_index_error(run_error):
 def test_none_with_an_index_tensor_is_refused_with_a_hint(run_error):
     err = run_error("let x = ones((3, 2))\nprint(x[[0.0, 1.0], none])")
     assert err.kind == "index" and "x[idx][:, none]" in err.hint
+
+
+def test_each_hint_for_a_python_or_numpy_name_calls_only_dgs_builtins():
+    # a hint that names a function dg does not have sends the user from one error to the next
+    # (ldexp's used to suggest exp, gammaln's the gamma distribution)
+    import re
+
+    from dsl.base.suggest import PYTHON_NAMES
+    interp = dsl.Interpreter()
+    words = {"for", "if", "while", "fn", "range", "else", "in"}
+    for name, hint in PYTHON_NAMES.items():
+        for called in re.findall(r"\b([a-z_][a-z0-9_]*)\(", hint):
+            if called not in words:
+                interp.eval(called)         # a name error, if it is not dg's
+        with pytest.raises(dsl.DgError) as err:
+            interp.run(f"{name}")
+        assert err.value.kind in ("name", "syntax") and err.value.hint == hint, name
+
+
+@pytest.mark.parametrize("src, hint", [
+    ("gammaln(2.0)", "lgamma(x)"), ("ldexp(1.0, 3)", "x * 2.0 ** n"), ("imag(1.0)", "no complex type"),
+    ("fmax(1.0, 2.0)", "maximum(a, b)"), ("percentile(ones(3), 50)", "quantile(x, q / 100.0)"),
+    ("rint(2.5)", "round(x)"), ("add(1.0, 2.0)", "a + b"),
+])
+def test_numpys_other_names_get_dgs(run_error, src, hint):
+    err = run_error(src)
+    assert err.kind == "name" and hint in err.hint
+
+
+def test_a_name_a_failed_statement_read_is_not_suggested_for_the_next(run_error):
+    # at the REPL, `arccos` read and failed left an unbound cell, which `arccosh` was then told to
+    # mean instead of acosh
+    interp = dsl.Interpreter()
+    for src, hint in (("arccos(1.0)", "acos"), ("arccosh(1.0)", "acosh"), ("xyzzyq", None), ("xyzzy", None)):
+        with pytest.raises(dsl.DgError) as err:
+            interp.run(src)
+        assert err.value.hint == (hint and f"did you mean '{hint}'?"), src
