@@ -112,6 +112,7 @@ CASES = [
     ("svd(x, compute_uv=false)", dict(x=r(3, 2))), ("svd(x, full_matrices=false)[0] ** 2", dict(x=r(3, 2))),
     ("svd(x, full_matrices=false)[2] ** 2", dict(x=r(2, 3))), ("qr(x)[0] ** 2", dict(x=r(3, 2))),
     ("qr(x)[1] ** 2", dict(x=r(3, 2))), ("pinv(x)", dict(x=r(3, 2))),
+    ("expm(x)", dict(x=r(3, 3))), ("expm(3.0 * x)", dict(x=r(2, 3, 3))),
     # a cast (float64 to float64 here: central differences in float64; tests/library/test_dtypes.py
     # checks the casts between float types)
     ("astype(x, \"float64\") * y", dict(x=r(3), y=r(2, 3))), ("sum(astype(x * y, \"float64\"), axis=0)", dict(x=r(3, 2), y=r(2))),

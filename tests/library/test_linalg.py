@@ -63,6 +63,9 @@ CASES = [
     ("norm(a, ord=1)", lambda jnp, a: jnp.linalg.norm(a, ord=1), {"a": A}),
     ("norm(t, axis=(1, 0), ord=-1e400)", lambda jnp, t: jnp.linalg.norm(t, axis=(1, 0), ord=-jnp.inf), {"t": TALL}),
     ("lstsq(w, b[0])[0]", lambda jnp, w, b: jnp.linalg.lstsq(w, b[0])[0], {"w": B.T.copy(), "b": B}),
+    # A's 1-norm needs one squaring; 0.1 * A's none
+    ("expm(a)", lambda jnp, a: __import__("jax").scipy.linalg.expm(a), {"a": A}),
+    ("expm(0.1 * a)", lambda jnp, a: __import__("jax").scipy.linalg.expm(0.1 * a), {"a": A}),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -20,10 +20,10 @@ import itertools
 import numpy as np
 
 from ...core.ops.dtypes import int_range
-from ...core.primitives.matrix import is_vector
 from ...core.primitives.shape import written
 from .errors import NotLowerable
 from .keyed import KEYED
+from .matrix_rules import MATRIX, finite_or_refused
 
 # ---------------------------------------------------------------- elementwise
 def _erfinv(L, x):
@@ -173,7 +173,7 @@ LOWER.update({
                                                    L.np.broadcast_shapes(L.np.shape(a), L.np.shape(b), L.np.shape(r))),
     # a product with reference 6.7's zero, where a @ b is not finite (numpy's backend computes it
     # again term by term): jit leaves it out where a result would show the NaN (optimize.py)
-    "NzMatMul": lambda L, a, b, r: _finite_or_refused(L, r),
+    "NzMatMul": lambda L, a, b, r: finite_or_refused(L, r),
     "StopGradient": lambda L, x: x,
     "Astype": _astype,
 })
@@ -402,54 +402,9 @@ LOWER.update({
 })
 
 
-# ---------------------------------------------------------------- products and matrices
-def _finite_or_refused(L, out):
-    """A factorisation's result, which must be finite: numpy refuses the matrices that make XLA's
-    NaN (not positive definite, singular), and the numpy backend then says so."""
-    L.require(L.np.all(L.np.isfinite(out)))
-    return out
-
-
-def _solve(L, a, b, who=None):
-    """x with a x = b, b a vector or a matrix as numpy's kernel reads it (matrix.is_vector; JAX's
-    solve refuses a stack of vectors)."""
-    vector = is_vector(L.np.shape(a), L.np.shape(b))
-    x = L.np.linalg.solve(a, b[..., None] if vector else b)
-    return _finite_or_refused(L, x[..., 0] if vector else x)
-
-
-def _triangular_solve(L, a, b, lower=False):
-    """x with tri(a) x = b, b a vector or a matrix as numpy's kernel reads it (matrix.is_vector): XLA's
-    triangular solve on batches broadcast alike. (jax.scipy's solve_triangular reads such a b its
-    own way, and warns of it.)"""
-    jnp = L.np
-    vector = is_vector(jnp.shape(a), jnp.shape(b))
-    bm = b[..., None] if vector else b
-    batch = jnp.broadcast_shapes(jnp.shape(a)[:-2], jnp.shape(bm)[:-2])
-    kind = jnp.result_type(a, bm)
-    a = jnp.broadcast_to(a, batch + jnp.shape(a)[-2:]).astype(kind)
-    bm = jnp.broadcast_to(bm, batch + jnp.shape(bm)[-2:]).astype(kind)
-    x = L.lax.linalg.triangular_solve(a, bm, left_side=True, lower=lower)
-    return _finite_or_refused(L, x[..., 0] if vector else x)
-
-
-LOWER.update({
-    "MatMul": lambda L, a, b: L.np.matmul(a, b, precision=L.highest),
-    "Einsum": lambda L, *xs, spec=None: L.np.einsum(spec, *xs, precision=L.highest),
-    "Cholesky": lambda L, a: _finite_or_refused(L, L.np.linalg.cholesky(a)),
-    "Solve": _solve,
-    "Inv": lambda L, a, who=None: _finite_or_refused(L, L.np.linalg.inv(a)),
-    "TriangularSolve": _triangular_solve,
-    "Det": lambda L, a: L.np.linalg.det(a),
-    "DetSign": lambda L, a: L.np.linalg.slogdet(a)[0],
-    "LogAbsDet": lambda L, a: L.np.linalg.slogdet(a)[1],
-    # values only: unique, in the order numpy gives them (no signs to choose)
-    "EighValues": lambda L, a: L.np.linalg.eigvalsh(a),
-    "SvdValues": lambda L, a: L.np.linalg.svd(a, compute_uv=False),
-    "Pinv": lambda L, a, rcond=1e-15: L.np.linalg.pinv(a, rtol=rcond),
-    "Scan": lambda L, *args, **kw: L.scan(args, **kw),
-    "Loop": lambda L, *state, **kw: L.while_loop(state, **kw),
-})
+# ---------------------------------------------------------------- products, matrices and loops
+LOWER.update(MATRIX)
+LOWER.update({"Scan": lambda L, *args, **kw: L.scan(args, **kw), "Loop": lambda L, *state, **kw: L.while_loop(state, **kw)})
 
 
 # ---------------------------------------------------------------- windows (convolution, pooling)

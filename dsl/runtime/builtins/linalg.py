@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core import ops
 from ...core.ops.core import fmt_shape
-from ...core.primitives import decompositions as D, matrix as M
+from ...core.primitives import decompositions as D, expm as E, matrix as M
 from ...core.tape import Box, peek, raw
 from ...core.trees import flatten
 from ...core.values import type_name
@@ -270,4 +270,4 @@ BUILTINS = {"solve": M.solve, "cholesky": M.cholesky, "triangular_solve": triang
             "inv": M.inv, "det": M.det, "slogdet": slogdet, "trace": trace, "diagonal": diagonal, "diag": diag,
             "outer": outer, "tril": tril, "triu": triu,
             "eigh": eigh, "eigvalsh": D.eigh_values, "svd": svd, "qr": qr, "pinv": pinv, "lstsq": lstsq,
-            "norm": norm}
+            "norm": norm, "expm": E.expm}

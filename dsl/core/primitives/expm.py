@@ -1,0 +1,68 @@
+"""The matrix exponential (scipy's and JAX's expm), a primitive whose rules are matrix exponentials
+too: its derivative in a direction e is the upper right block of expm([[a, e], [0, a]]) (Higham,
+Functions of Matrices, 3.2), and the reverse rule is that derivative at a's transpose, since the
+exponential's Frechet derivative L(a, .) has L(a^T, .) for its adjoint. Each rule calls the
+primitive itself on a matrix twice the size, so every order of derivative is exact.
+"""
+
+import numpy as np
+
+from .. import ops as O
+from ..ops.core import shape_of
+from ..tape import Box, peek
+from .matrix import _leading_batch, _linalg, _mT, _square
+from .registry import define
+
+# the [13/13] Pade approximant's coefficients over the first (so that the constant term is 1 and
+# LAPACK's division by it exact) and the largest 1-norm for which it meets double precision without
+# scaling (Higham, "The scaling and squaring method for the matrix exponential revisited", 2005)
+PADE_13 = tuple(b / 64764752532480000.0 for b in (
+    64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+    10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0))
+THETA_13 = 5.371920351148152
+
+
+def expm(a):
+    """e^a of a square matrix (of each matrix of a stack): scaling and squaring with the [13/13]
+    Pade approximant, each matrix scaled by its own power of two."""
+    if type(a) is Box:
+        return EXPM.bind(a)
+    a = _square(a, "expm")
+    n = a.shape[-1]
+    if n == 0:
+        return a.copy()
+    norm = np.max(np.sum(np.abs(a), axis=-2), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a matrix with a NaN or an infinity is not scaled: its exponential is NaN
+        s = np.where(np.isfinite(norm) & (norm > THETA_13), np.ceil(np.log2(norm / THETA_13)), 0.0)
+    x = a * np.exp2(-s).astype(a.dtype)[..., None, None]
+    b = PADE_13
+    eye = np.eye(n, dtype=a.dtype)
+    x2 = x @ x
+    x4 = x2 @ x2
+    x6 = x4 @ x2
+    u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
+    v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye
+    # (v - u)^-1 (v + u) as I + 2 (v - u)^-1 u: the identity exact (a nilpotent a gives I + a to the bit)
+    r = eye + 2.0 * _linalg("expm", np.linalg.solve, v - u, u)
+    steps = s.astype(int)
+    for k in range(int(steps.max())):
+        squared = r @ r
+        r = squared if steps.ndim == 0 else np.where((k < steps)[..., None, None], squared, r)
+    return r
+
+
+def frechet(a, e):
+    """The derivative of expm at a in the direction e (both of a's shape): the upper right block of
+    the exponential of [[a, e], [0, a]]."""
+    shape = shape_of(a)
+    n = shape[-1]
+    zero = np.zeros(shape, dtype=np.result_type(peek(a), peek(e)))
+    block = O.cat((O.cat((a, e), axis=-1), O.cat((zero, a), axis=-1)), axis=-2)
+    lead = (slice(None),) * (len(shape) - 2)
+    return O.index(expm(block), lead + (slice(0, n), slice(n, 2 * n)))
+
+
+EXPM = define("Expm", expm, vjp=(lambda ns, g, ans, a: frechet(_mT(a), g),),
+              jvp=lambda ns, tangents, ans, args, kw: frechet(args[0], tangents[0]),
+              batch=_leading_batch(expm), can_fail=True)
