@@ -23,3 +23,14 @@ def test_every_test_named_in_the_reliability_promises_exists():
                 assert f"def {name}(" in current.read_text(encoding="utf-8"), (current.name, name)
                 named += 1
     assert named >= 20
+
+
+def test_no_table_is_cut_in_two_by_a_blank_line():
+    # Markdown ends a table at a blank line: the rows after it render as a paragraph of pipes
+    # (docs/stdlib.md's optimizers past adam did)
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        lines = path.read_text(encoding="utf-8").split("\n")
+        for i in range(1, len(lines) - 2):
+            if lines[i] == "" and lines[i - 1].startswith("|") and lines[i + 1].startswith("|") \
+                    and not lines[i + 2].startswith("|---"):
+                raise AssertionError(f"{path.name}:{i + 1}: a blank line inside a table")
