@@ -66,6 +66,11 @@ CASES = [
     # A's 1-norm needs one squaring; 0.1 * A's none
     ("expm(a)", lambda jnp, a: __import__("jax").scipy.linalg.expm(a), {"a": A}),
     ("expm(0.1 * a)", lambda jnp, a: __import__("jax").scipy.linalg.expm(0.1 * a), {"a": A}),
+    ("matrix_power(a, 5)", lambda jnp, a: jnp.linalg.matrix_power(a, 5), {"a": A}),
+    ("matrix_power(a, -3)", lambda jnp, a: jnp.linalg.matrix_power(a, -3), {"a": A}),
+    ("matrix_power(a, 0) * a", lambda jnp, a: jnp.linalg.matrix_power(a, 0) * a, {"a": A}),
+    ("kron(a, b)", lambda jnp, a, b: jnp.kron(a, b), {"a": A, "b": B}),
+    ("kron(v, t)", lambda jnp, v, t: jnp.kron(v, t), {"v": V, "t": TALL}),
 ]
 IDS = [c[0] for c in CASES]
 

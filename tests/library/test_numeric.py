@@ -18,6 +18,8 @@ FP = RNG.normal(size=5)
 XQ = np.array([-2.0, -0.5, 0.2, 0.7, 1.9, 3.0, 4.0])      # outside, inside, none on a knot
 Y = RNG.normal(size=(3, 6))
 T = np.sort(RNG.uniform(0.0, 4.0, size=6))
+MN = M.copy()
+MN[0, 2] = MN[2, 0] = MN[2, 3] = np.nan
 
 # (dg expression, numpy/jax.numpy function of (np, *args), the arguments)
 CASES = [
@@ -57,6 +59,19 @@ CASES = [
      {"m": M}),
     ("take_along_axis(m, [5.0, 0.0, 11.0, 5.0], none)",
      lambda np_, m: np_.take_along_axis(np_.ravel(m), np.array([5, 0, 11, 5]), 0), {"m": M}),
+    # statistics: rows as variables, columns as observations (or the other way round)
+    ("cov(m)", lambda np_, m: np_.cov(m), {"m": M}),
+    ("cov(m, m * m)", lambda np_, m: np_.cov(m, m * m), {"m": M}),
+    ("cov(transpose(m), rowvar=false, ddof=0)", lambda np_, m: np_.cov(m.T, rowvar=False, ddof=0), {"m": M}),
+    ("cov(m[0], bias=true)", lambda np_, m: np_.cov(m[0], bias=True), {"m": M}),
+    ("corrcoef(m)", lambda np_, m: np_.corrcoef(m), {"m": M}),
+    ("corrcoef(m[0], y[0, 0:4])", lambda np_, m, y: np_.corrcoef(m[0], y[0, 0:4]), {"m": M, "y": Y}),
+    ("nansum(mn)", lambda np_, mn: np_.nansum(mn), {"mn": MN}),
+    ("nansum(mn, axis=1)", lambda np_, mn: np_.nansum(mn, axis=1), {"mn": MN}),
+    ("nanmean(mn, axis=0, keepdims=true)", lambda np_, mn: np_.nanmean(mn, axis=0, keepdims=True), {"mn": MN}),
+    ("nanmean(mn)", lambda np_, mn: np_.nanmean(mn), {"mn": MN}),
+    ("polyval(fp, q)", lambda np_, fp, q: np_.polyval(fp, q), {"fp": FP, "q": XQ}),
+    ("polyval(fp, m)", lambda np_, fp, m: np_.polyval(fp, m), {"fp": FP, "m": M}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -303,3 +318,30 @@ def test_axis_none_flattens_under_every_transformation(backend):
 def test_cross_with_axis_none_uses_the_last_axis_as_numpy_does():
     interp = _interp({"v": V3, "w": W3})
     np.testing.assert_allclose(interp.eval("cross(v, w, axis=none)"), np.cross(V3, W3, axis=None), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_statistics_batch_without_a_loop_and_jit(backend, capfd):
+    if backend == "xla":
+        jax_or_skip()
+    stack = np.stack([MN, MN * 2.0 + 1.0])
+    interp = _interp({"s": stack, "fp": FP, "mm": M}, backend)
+    interp.run("fn f(m) { return (cov(m), corrcoef(transpose(m), rowvar=false), nansum(m, axis=1), nanmean(m),\n"
+               "                    polyval(fp, m)) }\n"
+               "let mapped = vmap(f, explain=true)(s)\nlet jitted = jit(vmap(f))(s)\n"
+               "fn h(m) { return sum(cov(m)) + sum(polyval(fp, m)) }\nfn hn(m) { return nanmean(m) + nansum(m * m) }\n"
+               "let g = jit(grad(h))(mm)\nlet ge = grad(h)(mm)\n"
+               "let gn = jit(grad(hn))(s[1])\nlet gne = grad(hn)(s[1])")
+    assert "once per example" not in capfd.readouterr().err
+    for k in range(2):
+        m = stack[k]
+        with np.errstate(all="ignore"):
+            want = (np.cov(m), np.corrcoef(m), np.nansum(m, axis=1), np.nanmean(m), np.polyval(FP, m))
+        for got in (interp.get("mapped"), interp.get("jitted")):
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(np.asarray(a)[k], b, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(interp.get("g"), interp.get("ge"), rtol=1e-12, atol=1e-13)
+    gn = interp.get("gn")
+    np.testing.assert_allclose(gn, interp.get("gne"), rtol=1e-12, atol=1e-13)
+    m = stack[1]
+    np.testing.assert_allclose(gn, np.where(np.isnan(m), 0.0, 1.0 / np.sum(~np.isnan(m)) + 2.0 * m), rtol=1e-13)

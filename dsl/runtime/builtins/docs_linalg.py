@@ -2,7 +2,7 @@
 dsl/runtime/builtins/docs.py, which merges it."""
 
 NAMES = ["solve", "cholesky", "triangular_solve", "cho_solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "svd",
-         "qr", "pinv", "lstsq", "expm", "trace", "diagonal", "diag", "outer", "tril", "triu"]
+         "qr", "pinv", "lstsq", "expm", "matrix_power", "kron", "trace", "diagonal", "diag", "outer", "tril", "triu"]
 
 DOCS = {
     "solve": """solve(a, b): x with a @ x = b, for a square a; b is a vector when it has one axis fewer
@@ -132,4 +132,16 @@ Differentiable: yes, at every order: the derivative in a direction e is the uppe
 expm([[a, e], [0, a]]), the exact Frechet derivative rather than the derivative of the squaring loop.
 >>> expm([[0.0, 1.0], [0.0, 0.0]])
 [[1.0, 1.0], [0.0, 1.0]]""",
+    "matrix_power": """matrix_power(a, n): a multiplied by itself n times, of a square matrix (of each matrix of
+a stack), an int n: the identity for 0, inv(a) to the power -n for a negative n (a singular a is
+then a value error), as numpy's (the same products in the same order: binary powers of a).
+Differentiable: yes, in a.
+>>> matrix_power([[1.0, 1.0], [0.0, 1.0]], 5)
+[[1.0, 5.0], [0.0, 1.0]]""",
+    "kron": """kron(a, b): the Kronecker product, as numpy's: block (i, j) is a[i, j] * b, over any number
+of axes (the fewer axes of the two padded with leading ones); the result's shape is the product of
+the two shapes, axis by axis.
+Differentiable: yes, in a and b.
+>>> kron([[1.0, 2.0]], [[1.0], [10.0]])
+[[1.0, 2.0], [10.0, 20.0]]""",
 }

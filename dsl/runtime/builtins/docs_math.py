@@ -7,7 +7,7 @@ ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take
           "segment_sum", "top_k", "searchsorted", "digitize", "isnan", "isfinite", "isinf", "allclose", "isclose", "any", "all",
           "logical_and", "logical_or", "logical_xor", "logical_not", "squeeze", "expand_dims", "broadcast_to",
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "sinc", "cross", "trapezoid", "interp", "quantile",
-          "median", "histogram"]
+          "median", "histogram", "cov", "corrcoef", "nansum", "nanmean", "polyval"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "hypot", "cbrt", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
              "logit", "logaddexp", "xlogy", "erfinv", "erfcinv", "lgamma", "digamma"]
 
@@ -314,4 +314,33 @@ Differentiable: yes, in x (the values; the gradient goes to the entries chosen).
 Differentiable: yes, in a and b (the softmax of the two).
 >>> logaddexp(1000.0, 1000.0)
 1000.6931471805599""",
+    "cov": """cov(x, y=none, rowvar=true, bias=false, ddof=none): the covariance matrix of the variables,
+as numpy's cov: each row of x a variable and each column an observation (each column a variable
+with rowvar=false); a vector is one variable, and y adds its variables after x's. Deviations from
+each variable's mean, their products summed over the observations and divided by their number less
+ddof (1 unless bias=true, then 0). Of one variable, its variance as a number.
+Differentiable: yes, in x and y.
+>>> cov([[1.0, 2.0, 3.0], [2.0, 4.0, 7.0]])
+[[1.0, 2.5], [2.5, 6.333333333333333]]""",
+    "corrcoef": """corrcoef(x, y=none, rowvar=true): the correlation coefficients of the variables (x and y read
+as by cov): the covariance over the product of the two standard deviations, clipped to [-1, 1]
+against rounding, as numpy's and JAX's. A variable that does not vary gives nan.
+Differentiable: yes, in x and y.
+>>> corrcoef([1.0, 2.0, 3.0], [1.0, 3.0, 2.0])
+[[1.0, 0.5], [0.5, 1.0]]""",
+    "nansum": """nansum(x, axis=none, keepdims=false): the sum of the entries that are not nan, of all or
+along an axis (a tuple of axes), as numpy's: a nan counts as 0.
+Differentiable: yes (0 for the nan entries).
+>>> nansum([1.0, nan, 2.0])
+3.0""",
+    "nanmean": """nanmean(x, axis=none, keepdims=false): the mean of the entries that are not nan, of all or
+along an axis (a tuple of axes), as numpy's; nan where every entry is nan.
+Differentiable: yes (0 for the nan entries).
+>>> nanmean([[1.0, nan], [3.0, 4.0]], axis=0)
+[2.0, 4.0]""",
+    "polyval": """polyval(p, x): the polynomial with coefficients p, the highest power first, at x (a number
+or a tensor, entry by entry), as numpy's: Horner's scheme, p[0] * x^(n-1) + ... + p[n-1].
+Differentiable: yes, in p and x.
+>>> polyval([1.0, -2.0, 3.0], 2.0)
+3.0""",
 }

@@ -266,8 +266,44 @@ def triu(a, k=0):
     return _triangle(a, k, False, "triu")
 
 
+def kron(a, b):
+    """kron(a, b): the Kronecker product (numpy's): blocks a[i, j] * b, over any number of axes."""
+    sa, sb = _ndim(a, "kron", 0), _ndim(b, "kron", 0)
+    nd = max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + tuple(sa), (1,) * (nd - len(sb)) + tuple(sb)
+    # a's axes interleaved with b's: a[i, 1, j, 1] * b[1, k, 1, l] is (i, k, j, l), each pair one axis
+    spread = ops.mul(ops.reshape(a, tuple(n for m in sa for n in (m, 1))), ops.reshape(b, tuple(n for m in sb for n in (1, m))))
+    return ops.reshape(spread, tuple(m * n for m, n in zip(sa, sb)))
+
+
+def matrix_power(a, n):
+    """matrix_power(a, n): a @ a @ ... (n factors) of a square matrix (of each of a stack); inv(a) to
+    the power -n for a negative n, the identity for 0 (numpy's, product for product)."""
+    shape = _ndim(a, "matrix_power", 2)
+    if shape[-1] != shape[-2]:
+        raise error("shape", f"matrix_power needs a square matrix (or a stack of them in the leading axes), "
+                             f"got a tensor of shape {fmt_shape(shape)}")
+    n = raw(n)
+    if type(n) is not int:
+        raise error("type", f"matrix_power: the power must be an int, got {type_name(n)}")
+    if n == 0:
+        return np.broadcast_to(np.eye(shape[-1], dtype=np.result_type(peek(a))), shape).copy()
+    if n < 0:
+        a, n = M.inv(a), -n
+    if n == 3:
+        return ops.matmul(ops.matmul(a, a), a)
+    # numpy's order of products: the binary powers of a, each multiplied in as its bit is met
+    result, z = None, None
+    while n > 0:
+        z = a if z is None else ops.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else ops.matmul(result, z)
+    return result
+
+
 BUILTINS = {"solve": M.solve, "cholesky": M.cholesky, "triangular_solve": triangular_solve, "cho_solve": cho_solve,
             "inv": M.inv, "det": M.det, "slogdet": slogdet, "trace": trace, "diagonal": diagonal, "diag": diag,
             "outer": outer, "tril": tril, "triu": triu,
             "eigh": eigh, "eigvalsh": D.eigh_values, "svd": svd, "qr": qr, "pinv": pinv, "lstsq": lstsq,
-            "norm": norm, "expm": E.expm}
+            "norm": norm, "expm": E.expm, "kron": kron, "matrix_power": matrix_power}

@@ -8,7 +8,7 @@ from ...core.ops.core import int_axis
 from ...core.ops.reduce import TWO_VALUES
 from ...errors import error
 from ..compiler import call_error
-from . import arrays, conv, core, data, files, grads, help, linalg, numeric, plot, progress, random, tensors, trees
+from . import arrays, conv, core, data, files, grads, help, linalg, numeric, plot, progress, random, stats, tensors, trees
 from .docs import DOCS
 
 
@@ -31,6 +31,7 @@ def make_builtins(interp):
     names.update(linalg.BUILTINS)
     names.update(arrays.BUILTINS)
     names.update(numeric.BUILTINS)
+    names.update(stats.BUILTINS)
     names.update(conv.BUILTINS)
     names.update(random.make(interp), **random.BUILTINS)
     names.update(grads.make(interp))

@@ -1,0 +1,96 @@
+"""numpy's statistics over observations (cov, corrcoef), its sums and means that pass over NaN
+(nansum, nanmean) and its polynomials (polyval), composed of dg's primitives: each
+differentiates, vmaps and jits as the primitives it records do, on every backend."""
+
+import numpy as np
+
+from ...core import ops
+from ...core.ops.core import fmt_shape
+from ...core.tape import peek, raw
+from ...core.values import type_name
+from ...errors import error
+from .arrays import _axis, _numbers, _tensor_shape
+from .linalg import diagonal
+
+
+# ---------------------------------------------------------------- covariance and correlation
+def _variables(x, rowvar, who, name):
+    """x as a matrix with one variable per row (numpy's cov reads a vector as one variable)."""
+    shape = _tensor_shape(x, who)
+    if len(shape) > 2:
+        raise error("shape", f"{who}: {name} must be a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
+    if type(raw(rowvar)) is not bool:
+        raise error("type", f"{who}: rowvar must be true or false, got {type_name(raw(rowvar))}")
+    if len(shape) < 2:
+        return ops.reshape(x, (1, shape[0] if shape else 1))
+    return x if raw(rowvar) or shape[0] == 1 else ops.transpose(x)
+
+
+def cov(x, y=None, rowvar=True, bias=False, ddof=None):
+    """cov(x, y=none, rowvar=true, bias=false, ddof=none): the covariance matrix of the variables
+    (numpy's cov; see docs.py)."""
+    m = _variables(x, rowvar, "cov", "x")
+    if raw(y) is not None:
+        m2 = _variables(y, rowvar, "cov", "y")
+        if np.shape(peek(m2))[1] != np.shape(peek(m))[1]:
+            raise error("shape", f"cov: x and y need as many observations, got {np.shape(peek(m))[1]} and "
+                                 f"{np.shape(peek(m2))[1]}")
+        m = ops.cat((m, m2), axis=0)
+    if raw(ddof) is None:
+        ddof = 0 if raw(bias) else 1
+    elif type(raw(ddof)) is not int:
+        raise error("type", f"cov: ddof must be an int, got {type_name(raw(ddof))}")
+    nvars, n = np.shape(peek(m))
+    centred = ops.sub(m, ops.mean(m, 1, True))
+    # numpy's: fewer observations than ddof + 1 divide by 0 (inf and nan, with a warning there)
+    c = ops.div(ops.matmul(centred, ops.transpose(centred)), float(max(n - raw(ddof), 0)))
+    return ops.reshape(c, ()) if nvars == 1 else c
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """corrcoef(x, y=none, rowvar=true): the correlation coefficients of the variables (numpy's)."""
+    c = cov(x, y, rowvar)
+    if np.ndim(peek(c)) == 0:
+        return ops.div(c, c)
+    sd = ops.sqrt(diagonal(c))
+    n = np.shape(peek(sd))[0]
+    r = ops.div(ops.div(c, ops.reshape(sd, (n, 1))), ops.reshape(sd, (1, n)))
+    return ops.clamp(r, -1.0, 1.0)      # rounding's excursions past 1, as numpy and JAX clip them
+
+
+# ---------------------------------------------------------------- sums and means past NaN
+def _present(x, who):
+    """x's entries with NaN taken as 0, and the mask of those that are not NaN."""
+    x = _numbers(x, who)
+    kept = ops.eq(x, x)
+    return ops.keep_where(kept, x), kept
+
+
+def nansum(x, axis=None, keepdims=False):
+    """nansum(x, axis=none, keepdims=false): the sum of the entries that are not NaN (numpy's)."""
+    kept, _ = _present(x, "nansum")
+    return ops.sum_(kept, _axis(axis, np.ndim(peek(x)), "nansum", True), keepdims)
+
+
+def nanmean(x, axis=None, keepdims=False):
+    """nanmean(x, axis=none, keepdims=false): the mean of the entries that are not NaN (numpy's)."""
+    kept, mask = _present(x, "nanmean")
+    axes = _axis(axis, np.ndim(peek(x)), "nanmean", True)
+    return ops.div(ops.sum_(kept, axes, keepdims), ops.sum_(ops.keep_where(mask, 1.0), axes, keepdims))
+
+
+# ---------------------------------------------------------------- polynomials
+def polyval(p, x):
+    """polyval(p, x): the polynomial with coefficients p (highest power first) at x (numpy's)."""
+    shape = _tensor_shape(p, "polyval")
+    if len(shape) != 1:
+        raise error("shape", f"polyval: p must be a vector of coefficients, got a tensor of shape {fmt_shape(shape)}")
+    _numbers(x, "polyval")
+    # numpy's Horner scheme from zeros_like(x), step for step (so an infinite x gives its NaN)
+    y = np.zeros(np.shape(peek(x)))
+    for i in range(shape[0]):
+        y = ops.add(ops.mul(y, x), ops.index(p, (i,)))
+    return y
+
+
+BUILTINS = {"cov": cov, "corrcoef": corrcoef, "nansum": nansum, "nanmean": nanmean, "polyval": polyval}
