@@ -9,7 +9,7 @@ ARRAYS = ["flip", "roll", "diff", "cumprod", "meshgrid", "tile", "repeat", "take
           "ravel", "moveaxis", "swapaxes", "full_like", "square", "sinc", "cross", "trapezoid", "interp", "quantile",
           "median", "histogram", "cov", "corrcoef", "nansum", "nanmean", "polyval"]
 FUNCTIONS = ["tan", "asin", "acos", "atan", "atan2", "hypot", "cbrt", "sinh", "cosh", "asinh", "acosh", "atanh", "log_sigmoid",
-             "logit", "logaddexp", "xlogy", "erfinv", "erfcinv", "lgamma", "digamma"]
+             "logit", "logaddexp", "xlogy", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "lgamma", "digamma"]
 
 DOCS = {
     "pi": """pi: the float 3.141592653589793, a circle's circumference over its diameter.
@@ -343,4 +343,21 @@ or a tensor, entry by entry), as numpy's: Horner's scheme, p[0] * x^(n-1) + ... 
 Differentiable: yes, in p and x.
 >>> polyval([1.0, -2.0, 3.0], 2.0)
 3.0""",
+    "ndtr": """ndtr(x): the standard normal distribution's CDF, P(Z <= x) = (1 + erf(x / sqrt(2))) / 2
+(scipy's ndtr), each tail through erfc so that its small values keep their digits (JAX's form).
+Differentiable: yes (the normal density, exp(-x^2 / 2) / sqrt(2 pi)).
+>>> ndtr(1.0)
+0.841344746068543""",
+    "log_ndtr": """log_ndtr(x): ln ndtr(x) (scipy's log_ndtr), finite far into the lower tail where ndtr itself
+underflows to 0 (an asymptotic series below x = -37), and to the last digits above 0, where ndtr
+is 1 less a small mass: a probit model's or a censored Gaussian's log-likelihood.
+Differentiable: yes (the density over ndtr, the inverse Mills ratio, finite in both tails).
+>>> log_ndtr(-40.0)
+-804.6084420137538""",
+    "ndtri": """ndtri(p): the standard normal distribution's quantile, the x with ndtr(x) = p, for p in
+[0, 1] (-inf at 0, inf at 1, nan outside), scipy's ndtri: -sqrt(2) erfcinv(2 p), which keeps a
+tiny p's digits.
+Differentiable: yes (one over the normal density at the quantile).
+>>> ndtri(0.975)
+1.9599639845400538""",
 }

@@ -1,6 +1,9 @@
 """numpy's statistics over observations (cov, corrcoef), its sums and means that pass over NaN
-(nansum, nanmean) and its polynomials (polyval), composed of dg's primitives: each
-differentiates, vmaps and jits as the primitives it records do, on every backend."""
+(nansum, nanmean), its polynomials (polyval), and scipy's standard normal distribution (ndtr,
+log_ndtr, ndtri), composed of dg's primitives: each differentiates, vmaps and jits as the
+primitives it records do, on every backend."""
+
+import math
 
 import numpy as np
 
@@ -93,4 +96,42 @@ def polyval(p, x):
     return y
 
 
-BUILTINS = {"cov": cov, "corrcoef": corrcoef, "nansum": nansum, "nanmean": nanmean, "polyval": polyval}
+# ---------------------------------------------------------------- the standard normal distribution
+HALF_SQRT_2 = math.sqrt(0.5)
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+# below it, ndtr(x) nears the smallest normal float and log_ndtr is its asymptotic series
+SERIES_BELOW = -37.0
+
+
+def ndtr(x):
+    """ndtr(x): the standard normal CDF (scipy's ndtr), each tail through erfc (JAX's form)."""
+    z = ops.mul(_numbers(x, "ndtr"), HALF_SQRT_2)
+    w = ops.abs_(z)
+    tails = ops.where(ops.order(">", z, 0.0), ops.sub(2.0, ops.erfc(z)), ops.erfc(w))
+    return ops.mul(0.5, ops.where(ops.order("<", w, HALF_SQRT_2), ops.add(1.0, ops.erf(z)), tails))
+
+
+def log_ndtr(x):
+    """log_ndtr(x): ln of the standard normal CDF, without underflow in the lower tail (scipy's)."""
+    x = _numbers(x, "log_ndtr")
+    upper = ops.log1p(ops.neg(ndtr(ops.neg(x))))
+    middle = ops.ln(ndtr(x))
+    # -x^2 / 2 - ln(-x) - ln sqrt(2 pi) + ln(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...), its terms to 1e-17
+    low = ops.order("<", x, SERIES_BELOW)
+    t = ops.where(low, x, SERIES_BELOW - 1.0)
+    inv2 = ops.div(1.0, ops.mul(t, t))
+    series, term = 1.0, 1.0
+    for k in range(1, 8):
+        term = ops.mul(term, ops.mul(inv2, float(1 - 2 * k)))
+        series = ops.add(series, term)
+    tail = ops.sub(ops.sub(ops.mul(-0.5, ops.mul(t, t)), ops.ln(ops.neg(t))), LOG_SQRT_2PI)
+    # above 0 the CDF is 1 less the upper tail's small mass, which log1p keeps to the last digit
+    return ops.where(ops.order(">", x, 0.0), upper, ops.where(low, ops.add(tail, ops.ln(series)), middle))
+
+
+def ndtri(p):
+    """ndtri(p): the standard normal quantile, the inverse of ndtr (scipy's), through erfcinv."""
+    return ops.mul(-math.sqrt(2.0), ops.erfcinv(ops.mul(2.0, _numbers(p, "ndtri"))))
+
+
+BUILTINS = {"ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri, "cov": cov, "corrcoef": corrcoef, "nansum": nansum, "nanmean": nanmean, "polyval": polyval}
