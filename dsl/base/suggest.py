@@ -93,6 +93,22 @@ PYTHON_NAMES = {
                 "diff(x) / h between neighbours; grad(f) is a function's exact derivative",
     "eig": "eigh(a) for a symmetric matrix; dg has no complex numbers, which a general matrix's eigenvalues need",
     "real": REAL_HINT, "imag": REAL_HINT, "conj": REAL_HINT,
+    "convolve": "of vectors a (n) and v (m): conv(reshape(a, (1, 1, n)), reshape(flip(v), (1, 1, m)), padding=m - 1)"
+                "[0, 0] (padding=\"same\" for numpy's mode=\"same\", none for \"valid\")",
+    "rot90": "flip(transpose(x), 0) turns a matrix a quarter to the left",
+    "geomspace": "exp(linspace(ln(a), ln(b), n))",
+    "polyfit": "lstsq(x[:, none] ** arange(deg, -1.0, -1.0), y)[0] (the highest power first, as polyval reads it)",
+    "count_nonzero": "sum(x != 0.0)",
+    "unique": "let s = sort(x), then s[cat(([true], diff(s) != 0.0))]",
+    "copysign": "abs(a) * where(b < 0.0, -1.0, 1.0)",
+    "fmod": "sign(a) * (abs(a) % abs(b)), the remainder with a's sign (x % y has y's)",
+    "entr": "-xlogy(x, x)", "rel_entr": "xlogy(x, x) - xlogy(x, y)", "kl_div": "xlogy(x, x) - xlogy(x, y) - x + y",
+    "xlog1py": "x * log1p(y) (where(x == 0.0, 0.0, ...) for a y of -1)",
+    "matrix_rank": "sum(svd(a, compute_uv=false) > tol), tol a small multiple of the largest singular value",
+    "bincount": "segment_sum(ones(n), ids, size) counts each id (weights in place of the ones weigh them)",
+    "atleast_1d": "reshape(x, (-1,)) for a number, or a tensor as it is",
+    "atleast_2d": "reshape(x, (1, -1)) makes a vector one row",
+    "array_equal": "shape(a) == shape(b) and all(a == b)",
     # JAX's control flow and keys: dg's own statements are what jit stages as loops and branches
     "fori_loop": "a for loop is dg's: for i in range(lo, hi) { ... } (jit stages it once, as a loop)",
     "scan": "a for loop is dg's: for x in xs { ... } carries what it assigns (jit stages it once, as a "

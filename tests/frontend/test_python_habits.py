@@ -178,6 +178,27 @@ def test_the_compositions_the_hints_spell_compute_what_numpy_does():
     for name, want in (("s", np.nansum(x)), ("l", np.logspace(0, 2, 5)), ("v", np.ptp(x, axis=1)),
                        ("q", np.percentile(x, 30.0))):
         np.testing.assert_allclose(interp.get(name), want, rtol=1e-13, err_msg=name)
+    rng = np.random.default_rng(1)
+    a, v, p, q = rng.normal(size=7), rng.normal(size=3), rng.uniform(0.1, 2.0, 5), rng.uniform(0.1, 2.0, 5)
+    for name, value in (("a", a), ("v", v), ("p", p), ("q", q)):
+        interp.set(name, value)
+    for src, want in (
+            ("conv(reshape(a, (1, 1, 7)), reshape(flip(v), (1, 1, 3)), padding=3 - 1)[0, 0]", np.convolve(a, v)),
+            ("conv(reshape(a, (1, 1, 7)), reshape(flip(v), (1, 1, 3)), padding=\"same\")[0, 0]",
+             np.convolve(a, v, mode="same")),
+            ("conv(reshape(a, (1, 1, 7)), reshape(flip(v), (1, 1, 3)))[0, 0]", np.convolve(a, v, mode="valid")),
+            ("flip(transpose(x), 0)", np.rot90(x)), ("exp(linspace(ln(2.0), ln(50.0), 5))", np.geomspace(2.0, 50.0, 5)),
+            ("lstsq(p[:, none] ** arange(2.0, -1.0, -1.0), q)[0]", np.polyfit(p, q, 2)),
+            ("sum(x != 0.0)", np.count_nonzero(x)),
+            ("let s = sort(tensor((3.0, 1.0, 3.0, 2.0, 1.0)))\ns[cat(([true], diff(s) != 0.0))]", np.unique([3.0, 1, 3, 2, 1])),
+            ("abs(x) * where(v[0] < 0.0, -1.0, 1.0)", np.copysign(x, v[0])),
+            ("sign(x) * (abs(x) % abs(-0.7))", np.fmod(x, -0.7)),
+            ("-xlogy(p, p)", -p * np.log(p)), ("xlogy(p, p) - xlogy(p, q)", p * np.log(p / q)),
+            ("xlogy(p, p) - xlogy(p, q) - p + q", p * np.log(p / q) - p + q), ("p * log1p(q)", p * np.log1p(q)),
+            ("sum(svd(x, compute_uv=false) > 1e-10)", np.linalg.matrix_rank(x)),
+            ("segment_sum(ones(4), [0.0, 2.0, 2.0, 3.0], 5)", np.bincount([0, 2, 2, 3], minlength=5)),
+            ("reshape(a, (1, -1))", np.atleast_2d(a)), ("shape(x) == shape(x) and all(x == x)", np.array_equal(x, x))):
+        np.testing.assert_allclose(interp.run(src), want, rtol=1e-12, err_msg=src)
 
 
 def test_a_reduction_over_a_wrong_axis_of_a_tensor_gets_no_two_values_hint(run_error):
