@@ -286,6 +286,17 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("median(ones(3), keepdims=[0.0, 1.0])", "type", "median's keepdims must be true or false, got tensor"),
     ("quantile(ones(3), 0.5, keepdims=1)", "type", "quantile's keepdims must be true or false, got int"),
     ("norm(ones(3), ord=[0.0, 1.0])", "type", "norm: ord must be a number"),
+    ("cov(ones((2, 2, 2)))", "shape", "cov: x must be a vector or a matrix"),
+    ("cov(ones((2, 3)), ones((2, 4)))", "shape", "cov: x and y need as many observations, got 3 and 4"),
+    ("cov(ones((2, 3)), rowvar=1)", "type", "cov: rowvar must be true or false"),
+    ("cov(ones((2, 3)), ddof=1.5)", "type", "cov: ddof must be an int"),
+    ("corrcoef((1.0, 2.0))", "type", "corrcoef needs a tensor, got tuple"),
+    ("polyval(ones((2, 2)), 1.0)", "shape", "polyval: p must be a vector of coefficients"),
+    ("kron(\"a\", ones(2))", "type", "kron needs a tensor, got string"),
+    ("matrix_power(ones((2, 3)), 2)", "shape", "matrix_power needs a square matrix"),
+    ("matrix_power(ones((2, 2)), 2.0)", "type", "matrix_power: the power must be an int"),
+    ("nanmean(ones((2, 2)), axis=(0, 0))", "value", "repeats an axis"),
+    ("log_ndtr((1.0,))", "type", "log_ndtr needs a number or a tensor, got tuple"),
 ])
 def test_bad_arguments_are_dg_errors(expr, kind, words):
     with pytest.raises(DgError) as e:

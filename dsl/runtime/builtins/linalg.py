@@ -11,6 +11,7 @@ from ...core.tape import Box, peek, raw
 from ...core.trees import flatten
 from ...core.values import type_name
 from ...errors import error
+from .arrays import _tensor_shape
 
 
 def _ndim(x, who, least):
@@ -268,7 +269,7 @@ def triu(a, k=0):
 
 def kron(a, b):
     """kron(a, b): the Kronecker product (numpy's): blocks a[i, j] * b, over any number of axes."""
-    sa, sb = _ndim(a, "kron", 0), _ndim(b, "kron", 0)
+    sa, sb = _tensor_shape(a, "kron"), _tensor_shape(b, "kron")
     nd = max(len(sa), len(sb))
     sa, sb = (1,) * (nd - len(sa)) + tuple(sa), (1,) * (nd - len(sb)) + tuple(sb)
     # a's axes interleaved with b's: a[i, 1, j, 1] * b[1, k, 1, l] is (i, k, j, l), each pair one axis

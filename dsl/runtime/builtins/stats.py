@@ -29,20 +29,20 @@ def _variables(x, rowvar, who, name):
     return x if raw(rowvar) or shape[0] == 1 else ops.transpose(x)
 
 
-def cov(x, y=None, rowvar=True, bias=False, ddof=None):
+def cov(x, y=None, rowvar=True, bias=False, ddof=None, who="cov"):
     """cov(x, y=none, rowvar=true, bias=false, ddof=none): the covariance matrix of the variables
     (numpy's cov; see docs.py)."""
-    m = _variables(x, rowvar, "cov", "x")
+    m = _variables(x, rowvar, who, "x")
     if raw(y) is not None:
-        m2 = _variables(y, rowvar, "cov", "y")
+        m2 = _variables(y, rowvar, who, "y")
         if np.shape(peek(m2))[1] != np.shape(peek(m))[1]:
-            raise error("shape", f"cov: x and y need as many observations, got {np.shape(peek(m))[1]} and "
+            raise error("shape", f"{who}: x and y need as many observations, got {np.shape(peek(m))[1]} and "
                                  f"{np.shape(peek(m2))[1]}")
         m = ops.cat((m, m2), axis=0)
     if raw(ddof) is None:
         ddof = 0 if raw(bias) else 1
     elif type(raw(ddof)) is not int:
-        raise error("type", f"cov: ddof must be an int, got {type_name(raw(ddof))}")
+        raise error("type", f"{who}: ddof must be an int, got {type_name(raw(ddof))}")
     nvars, n = np.shape(peek(m))
     centred = ops.sub(m, ops.mean(m, 1, True))
     # numpy's: fewer observations than ddof + 1 divide by 0 (inf and nan, with a warning there)
@@ -52,7 +52,7 @@ def cov(x, y=None, rowvar=True, bias=False, ddof=None):
 
 def corrcoef(x, y=None, rowvar=True):
     """corrcoef(x, y=none, rowvar=true): the correlation coefficients of the variables (numpy's)."""
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, who="corrcoef")
     if np.ndim(peek(c)) == 0:
         return ops.div(c, c)
     sd = ops.sqrt(diagonal(c))
