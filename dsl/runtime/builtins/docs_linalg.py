@@ -126,8 +126,8 @@ Differentiable: yes.
 [[0.0, 2.0], [0.0, 0.0]]""",
     "expm": """expm(a): the matrix exponential e^a, the sum of a^k / k! over k >= 0, of a square matrix (of each
 matrix of a stack), as scipy's and JAX's expm: scaling and squaring with the [13/13] Pade approximant
-(Higham 2005), at least as accurate as scipy's. The solution
-of the linear system x' = a x is expm(t * a) @ x(0). A matrix with a NaN or an infinity gives NaN.
+(Higham 2005), at least as accurate as scipy's. The solution of the linear system x' = a x is
+expm(t * a) @ x(0). A matrix with a NaN or an infinity gives NaN.
 Differentiable: yes, at every order: the derivative in a direction e is the upper right block of
 expm([[a, e], [0, a]]), the exact Frechet derivative rather than the derivative of the squaring loop.
 >>> expm([[0.0, 1.0], [0.0, 0.0]])
