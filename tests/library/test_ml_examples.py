@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
                "per_example_gradients", "ensemble",
-               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process", "cnn"]
+               "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process", "cnn",
+               "markov_chain"]
 
 
 def run_example(name, argv=(), keep_tape=False):
@@ -145,6 +146,27 @@ def test_gaussian_process_fit_matches_the_likelihood_computed_in_numpy():
     assert abs(interp.lookup("final") - nll) < 1e-10
     assert interp.lookup("final") < interp.lookup("start") - 10.0
     assert "noise 0.1" in out
+
+
+def test_the_markov_chains_rates_maximise_the_likelihood_computed_in_numpy():
+    out, interp = run_example("markov_chain")
+    counts, t, rates = interp.lookup("counts"), interp.lookup("t"), interp.lookup("rates")
+    assert counts.sum() == 3000 and np.all(counts.sum(axis=1) == 1000)
+
+    def nll(r):     # expm by numpy's eigendecomposition (the cycle's eigenvalues are complex)
+        q = np.array([[-r[0], r[0], 0.0], [0.0, -r[1], r[1]], [r[2], 0.0, -r[2]]])
+        w, v = np.linalg.eig(t * q)
+        return -np.sum(counts * np.log((v @ np.diag(np.exp(w)) @ np.linalg.inv(v)).real))
+    best = nll(rates)
+    assert interp.lookup("loss") == pytest.approx(best, rel=1e-10)
+    for k in range(3):
+        for step in (-1e-3, 1e-3):
+            moved = rates.copy()
+            moved[k] *= np.exp(step)
+            assert nll(moved) > best
+    errors = interp.lookup("errors")
+    assert np.all(np.abs(rates - [0.5, 1.5, 0.8]) < 3.0 * errors) and np.all(errors < 0.1)
+    assert out.count("rate ") == 3
 
 
 def test_the_cnn_tells_lines_from_crosses_on_held_out_images():
