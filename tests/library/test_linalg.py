@@ -176,6 +176,15 @@ def test_cho_solve_takes_a_factor_and_flag_pair_being_differentiated():
     ("grad(fn(w) => sum(qr(w)[1]))([[1.0, 2.0, 3.0]])", "grad", "qr of a wide matrix (1 x 3) has no derivative"),
     ("qr(eye(2), mode=\"complete\")", "value", "mode must be"),
     ("lstsq(eye(2), [1.0, 2.0, 3.0])", "shape", "it needs 2 rows"),
+    # numpy's (LAPACK's) linear algebra has no float16: numpy said so with a Python TypeError
+    ("solve(astype(eye(2), \"float16\"), ones(2))", "type", "solve: linear algebra takes float32 or float64"),
+    ("solve(eye(2), astype(ones(2), \"float16\"))", "type", "not float16"),
+    ("inv(astype(eye(2), \"float16\"))", "type", "inv: linear algebra takes float32 or float64"),
+    ("det(astype(eye(2), \"float16\"))", "type", "det: linear algebra takes"),
+    ("expm(astype(eye(2), \"float16\"))", "type", "expm: linear algebra takes"),
+    ("qr(astype(eye(2), \"float16\"))", "type", "qr: linear algebra takes"),
+    ("svd(astype(eye(2), \"float16\"))", "type", "svd: linear algebra takes"),
+    ("cholesky(astype(eye(2), \"float16\"))", "type", "cholesky: linear algebra takes"),
 ])
 def test_bad_input_is_a_dg_error(src, kind, words):
     with pytest.raises(DgError) as info:

@@ -14,7 +14,7 @@ from ...errors import error
 from .. import ops as O
 from ..ops.core import fmt_shape, shape_of, to_tensor
 from ..tape import Box
-from .matrix import _leading_batch, _linalg, _mT, _square, triangular_solve
+from .matrix import _leading_batch, _linalg, _mT, _square, no_half, triangular_solve
 from .mechanism import transposed
 from .registry import define
 
@@ -165,7 +165,7 @@ def _qr(a, part):
     if a.ndim < 2:
         raise error("shape", f"qr needs a matrix (or a stack of them in the leading axes), got a tensor of "
                              f"shape {fmt_shape(a.shape)}")
-    return np.linalg.qr(a, "reduced")[part]
+    return np.linalg.qr(no_half(a, "qr"), "reduced")[part]
 
 
 def qr_q(a):

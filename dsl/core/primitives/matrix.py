@@ -22,9 +22,18 @@ from .registry import define
 
 
 # ---------------------------------------------------------------- checks and helpers
+def no_half(a, who):
+    """a, or dg's type error for a float16 tensor: numpy's linear algebra (LAPACK's) has none, and
+    says so with a Python TypeError (JAX's and PyTorch's refuse it too)."""
+    if getattr(a, "dtype", None) == np.float16:
+        raise error("type", f"{who}: linear algebra takes float32 or float64 matrices, not float16 (LAPACK has none)",
+                    hint='astype(a, "float32") computes it in float32')
+    return a
+
+
 def _square(a, who):
     """A float tensor of one or more square matrices (the last two axes), or dg's shape error."""
-    a = to_tensor(a, f"a matrix for {who}")
+    a = no_half(to_tensor(a, f"a matrix for {who}"), who)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise error("shape", f"{who} needs a square matrix (or a stack of them in the leading axes), "
                              f"got a tensor of shape {fmt_shape(a.shape)}")
@@ -93,6 +102,8 @@ def _leading_batch(kernel, **fixed):
 
 def _linalg(who, fn, *args):
     """numpy's linear algebra, its LinAlgError said in dg's words."""
+    for a in args:
+        no_half(a, who)
     try:
         return fn(*args)
     except np.linalg.LinAlgError:
