@@ -290,6 +290,8 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("cov(ones((2, 3)), ones((2, 4)))", "shape", "cov: x and y need as many observations, got 3 and 4"),
     ("cov(ones((2, 3)), rowvar=1)", "type", "cov: rowvar must be true or false"),
     ("cov(ones((2, 3)), ddof=1.5)", "type", "cov: ddof must be an int"),
+    ("cov(ones((2, 3)), bias=ones(2))", "type", "cov: bias must be true or false, got tensor"),
+    ("corrcoef(ones((2, 3)), rowvar=ones(2))", "type", "corrcoef: rowvar must be true or false, got tensor"),
     ("corrcoef((1.0, 2.0))", "type", "corrcoef needs a tensor, got tuple"),
     ("polyval(ones((2, 2)), 1.0)", "shape", "polyval: p must be a vector of coefficients"),
     ("kron(\"a\", ones(2))", "type", "kron needs a tensor, got string"),

@@ -29,9 +29,16 @@ def _variables(x, rowvar, who, name):
     return x if raw(rowvar) or shape[0] == 1 else ops.transpose(x)
 
 
-def cov(x, y=None, rowvar=True, bias=False, ddof=None, who="cov"):
+def cov(x, y=None, rowvar=True, bias=False, ddof=None):
     """cov(x, y=none, rowvar=true, bias=false, ddof=none): the covariance matrix of the variables
     (numpy's cov; see docs.py)."""
+    return _cov(x, y, rowvar, bias, ddof, "cov")
+
+
+def _cov(x, y, rowvar, bias, ddof, who):
+    """cov for the builtin `who` (corrcoef's errors name corrcoef)."""
+    if type(raw(bias)) is not bool:
+        raise error("type", f"{who}: bias must be true or false, got {type_name(raw(bias))}")
     m = _variables(x, rowvar, who, "x")
     if raw(y) is not None:
         m2 = _variables(y, rowvar, who, "y")
@@ -52,7 +59,7 @@ def cov(x, y=None, rowvar=True, bias=False, ddof=None, who="cov"):
 
 def corrcoef(x, y=None, rowvar=True):
     """corrcoef(x, y=none, rowvar=true): the correlation coefficients of the variables (numpy's)."""
-    c = cov(x, y, rowvar, who="corrcoef")
+    c = _cov(x, y, rowvar, False, None, "corrcoef")
     if np.ndim(peek(c)) == 0:
         return ops.div(c, c)
     sd = ops.sqrt(diagonal(c))
