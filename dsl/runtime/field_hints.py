@@ -3,7 +3,7 @@ JAX habit (a method of an array, `x.at[i].set(v)`), dg's spelling of what was me
 
 from numpy import ndarray
 
-from ..base.suggest import PYTHON_NAMES, closest, name_hint
+from ..base.suggest import PYTHON_NAMES, REAL_HINT, closest, name_hint
 from ..core.tape import peek
 from ..core.values import Module, Struct
 from ..errors import source_text
@@ -22,7 +22,18 @@ METHODS = {
             "leaves {o} as it was)",
     "at": "JAX's {o}.at[i].set(v) is {o}[i] = v in dg, and .add(v) is {o}[i] += v (scatter_add where "
           "positions repeat): the variable gets a new tensor, and another name for the old one keeps it",
+    # PyTorch's
+    "unsqueeze": "did you mean expand_dims({o}, {a})?",
+    "detach": "did you mean stop_gradient({o})?",
+    "view": "did you mean reshape({o}, {a})?",
+    "permute": "did you mean transpose({o}, ({a}))?",
+    "numpy": "{o} is a tensor already (a numpy array when it reaches Python)",
+    "tolist": "{o} is a tensor already (a numpy array when it reaches Python): dg has no lists",
+    "real": REAL_HINT, "imag": REAL_HINT, "conj": REAL_HINT,
 }
+
+# methods that take a shape or axes one by one (x.reshape(3, 2)), where dg's builtin takes a tuple
+TUPLE_ARGUMENT = {"reshape": "reshape", "view": "reshape", "transpose": "transpose", "permute": "transpose"}
 
 
 def field_hint(obj, name, obj_text, builtins, call=None):
@@ -41,6 +52,8 @@ def field_hint(obj, name, obj_text, builtins, call=None):
         return ('dg\'s strings have no methods: + joins two strings, an f-string formats values '
                 '(f"{a}, {b}"), and str(x) makes a string of a value')
     o, a = obj_text or "x", _arguments(call)
+    if name in TUPLE_ARGUMENT and type(v) is ndarray and call is not None and len(call.args) > 1 and a != "...":
+        return f"did you mean {TUPLE_ARGUMENT[name]}({o}, ({a}))?"
     if name in builtins:
         return f"did you mean {name}({o}{', ' + a if a else ''})?"
     if name == "item" and type(v) in (float, int, bool):

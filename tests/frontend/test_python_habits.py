@@ -74,6 +74,15 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("let m = ones(3)\nprint(sum(m * m).item())", "type", "sum(m * m) is a number already"),
     # numpy's methods: the builtin called with the method's arguments, or dg's spelling
     ("let x = ones(6)\nprint(x.reshape((2, 3)))", "type", "did you mean reshape(x, (2, 3))?"),
+    # a shape or axes one by one, where dg's builtin takes a tuple (numpy's and PyTorch's habit)
+    ("let x = ones(6)\nprint(x.reshape(2, 3))", "type", "did you mean reshape(x, (2, 3))?"),
+    ("let x = ones((2, 3))\nprint(x.transpose(1, 0))", "type", "did you mean transpose(x, (1, 0))?"),
+    ("let x = ones((2, 3))\nprint(x.permute(1, 0))", "type", "did you mean transpose(x, (1, 0))?"),
+    ("let x = ones(6)\nprint(x.view(3, 2))", "type", "did you mean reshape(x, (3, 2))?"),
+    ("let x = ones(6)\nprint(x.unsqueeze(0))", "type", "did you mean expand_dims(x, 0)?"),
+    ("let x = ones(6)\nprint(x.detach())", "type", "did you mean stop_gradient(x)?"),
+    ("let x = ones(6)\nprint(x.tolist())", "type", "dg has no lists"),
+    ("let x = ones(6)\nprint(x.real)", "type", "no complex type"),
     ("let x = ones((2, 3))\nprint(x.mean(axis=0, keepdims=true))", "type",
      "did you mean mean(x, axis=0, keepdims=true)?"),
     ("let x = ones((2, 3))\nprint(x.sum(\n    axis=0))", "type", "did you mean sum(x, axis=0)?"),
