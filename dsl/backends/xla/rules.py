@@ -532,9 +532,10 @@ LOWER.update({"LayerNorm": _normalization(-1), "BatchNorm": _normalization(0), "
 # signs are LAPACK's choice (eigh's vectors, svd's u and vh, qr), numpy's signs exactly (XLA's own
 # need not make LAPACK's choices, on a GPU above all), so that a program using them, or taking the
 # derivative of eigvalsh, the singular values or a spectral norm, which reads them, runs on XLA
-# around one call back. Keys, uniform and normal draws are XLA's own (keyed.py).
+# around one call back; and the incomplete gamma functions and their derivative in a (numpy's
+# kernel is within 2e-13 of the exact values where XLA's, as scipy's, strays by 1e-11 at large a). Keys, uniform and normal draws are XLA's own (keyed.py).
 ON_HOST = frozenset({"Effect", "RandomGamma", "RandomPoisson", "GammaDrawGrad", "GammaDrawGrad2",
-                     "EighVectors", "SvdU", "SvdVh", "QrQ", "QrR"})
+                     "EighVectors", "SvdU", "SvdVh", "QrQ", "QrR", "Gammainc", "Gammaincc", "GammaincDa"})
 LOWER.update(KEYED)
 # a gamma draw as a function of its shape parameter: the draw itself (its derivative is the rule's)
 LOWER["GammaDraw"] = lambda L, a, x: L.np.broadcast_to(x, L.np.broadcast_shapes(L.np.shape(a), L.np.shape(x)))

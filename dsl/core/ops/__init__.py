@@ -28,5 +28,6 @@ from .slots import map_slot, struct_slot, unpack
 from .sorting import argmax, argmin, argsort, put_along, searchsorted, sort, take_along
 from .take import (gather, last_writer, last_writer_plain, put, staged_index, take, take_add, take_add_plain, take_at,
                    take_plain)
+from .incomplete_gamma import gammainc, gammainc_da, gammaincc
 from .special import digamma, erfcinv, erfinv, lgamma, polygamma, trigamma, xlogy
 from .structs import field, item, set_field, set_item

@@ -9,7 +9,7 @@ in, and the loud error for a missing rule, are bound here.
 """
 
 from .. import tape
-from . import (arith, compare, control, decompositions, dtypes, elementwise, expm, linalg, loops, matmul, matrix, nn,
+from . import (arith, compare, control, decompositions, dtypes, elementwise, expm, incomplete_gamma, linalg, loops, matmul, matrix, nn,
                order, random, reduce, scan, shape, structs, take, windows)
 from .namespaces import EAGER, TRACED
 from .registry import rule_of

@@ -50,6 +50,7 @@ def make(interp):
         "log_sigmoid": ops.log_sigmoid, "logit": logit, "atan2": atan2, "logaddexp": ops.logaddexp,
         "hypot": hypot, "cbrt": ops.cbrt, "erfc": ops.erfc,
         "erfinv": ops.erfinv, "erfcinv": ops.erfcinv, "lgamma": ops.lgamma, "digamma": ops.digamma, "xlogy": xlogy,
+        "gammainc": gammainc, "gammaincc": gammaincc,
         "var": var, "std": std, "prod": ops.prod, "cumsum": ops.cumsum, "einsum": einsum,
         "astype": astype, "dtype": dtype,
     }
@@ -206,6 +207,16 @@ def hypot(x, y):
 def atan2(y, x):
     """atan2(y, x): the angle of the point (x, y)."""
     return ops.atan2(y, x)
+
+
+def gammainc(a, x):
+    """gammainc(a, x): the regularized lower incomplete gamma function P(a, x)."""
+    return ops.gammainc(a, x)
+
+
+def gammaincc(a, x):
+    """gammaincc(a, x): the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return ops.gammaincc(a, x)
 
 
 def xlogy(x, y):
