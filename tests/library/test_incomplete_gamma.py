@@ -106,3 +106,13 @@ def test_batched_and_jitted_give_the_same_numbers(backend, capfd):
         for u, v in zip(got, eager):
             np.testing.assert_array_equal(u, v)
     np.testing.assert_array_equal(i.get("again")[0], i.eval("gammainc(a * 1.1, x)"))
+
+
+def test_float32_stays_float32():
+    i = interp()
+    i.run('let h = astype([0.5, 2.0, 9.0], "float32")')
+    for src in ("gammainc(h, h)", "gammaincc(2.0, h)", "grad(fn(a) => sum(gammainc(a, 2.0)))(h)",
+                "grad(fn(x) => sum(gammaincc(3.0, x)))(h)"):
+        assert i.eval(f"dtype({src})") == "float32", src
+    np.testing.assert_allclose(i.eval("gammainc(h, h)"), i.eval('gammainc(astype(h, "float64"), astype(h, "float64"))'),
+                               rtol=1e-7)

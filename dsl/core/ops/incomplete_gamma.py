@@ -144,19 +144,17 @@ def _both(a, x):
     return p.reshape(shape), q.reshape(shape), dp.reshape(shape)
 
 
-def _lower(a, x):
-    """P(a, x) of arrays (a number of numbers)."""
-    return _both(a, x)[0][()]
+def _typed(k):
+    """The kernel of result k of _both, in the float type of its arguments (numpy 2's promotion:
+    float32 stays float32), computed in float64; a number of numbers."""
+    def kernel(a, x):
+        kind = np.result_type(a, x)
+        out = _both(a, x)[k]
+        return (out.astype(kind) if kind in (np.float32, np.float16) else out)[()]
+    return kernel
 
 
-def _upper(a, x):
-    """Q(a, x) of arrays."""
-    return _both(a, x)[1][()]
-
-
-def _lower_da(a, x):
-    """dP(a, x)/da of arrays; -dQ/da."""
-    return _both(a, x)[2][()]
+_lower, _upper, _lower_da = _typed(0), _typed(1), _typed(2)      # P, Q = 1 - P, and dP/da = -dQ/da
 
 
 gammainc = _binary_elementwise("Gammainc", "gammainc", _lower)
