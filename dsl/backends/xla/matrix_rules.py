@@ -62,7 +62,8 @@ def _expm(L, a):
     def square(carry):
         k, r = carry
         return k + 1, jnp.where((k < steps)[..., None, None], mm(r, r), r)
-    return L.lax.while_loop(lambda c: c[0] < jnp.max(steps), square, (0, jnp.linalg.solve(v - u, v + u)))[1]
+    r = eye + 2.0 * jnp.linalg.solve(v - u, u)        # (v - u)^-1 (v + u), as the kernel writes it
+    return L.lax.while_loop(lambda c: c[0] < jnp.max(steps), square, (0, r))[1]
 
 
 MATRIX = {

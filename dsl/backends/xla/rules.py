@@ -533,7 +533,8 @@ LOWER.update({"LayerNorm": _normalization(-1), "BatchNorm": _normalization(0), "
 # need not make LAPACK's choices, on a GPU above all), so that a program using them, or taking the
 # derivative of eigvalsh, the singular values or a spectral norm, which reads them, runs on XLA
 # around one call back; and the incomplete gamma functions and their derivative in a (numpy's
-# kernel is within 2e-13 of the exact values where XLA's, as scipy's, strays by 1e-11 at large a). Keys, uniform and normal draws are XLA's own (keyed.py).
+# kernel is within 2e-13 of the exact values where XLA's, as scipy's, strays by 1e-11 at large a).
+# Keys, uniform and normal draws are XLA's own (keyed.py).
 ON_HOST = frozenset({"Effect", "RandomGamma", "RandomPoisson", "GammaDrawGrad", "GammaDrawGrad2",
                      "EighVectors", "SvdU", "SvdVh", "QrQ", "QrR", "Gammainc", "Gammaincc", "GammaincDa"})
 LOWER.update(KEYED)

@@ -63,7 +63,7 @@ def _series(a, x):
     dterm = -term / a
     total, dtotal = term.copy(), dterm.copy()
     active = np.arange(a.size)
-    ap, aa, xa, t, dt = a.copy(), a, x, term, dterm
+    ap, xa, t, dt = a.copy(), x, term, dterm
     for _ in range(MAX_TERMS):
         ap = ap + 1.0
         t_next = t * xa / ap
@@ -73,7 +73,7 @@ def _series(a, x):
         dtotal[active] += dt
         going = np.abs(t) > np.abs(total[active]) * EPS
         if not going.all():
-            active, ap, aa, xa, t, dt = active[going], ap[going], aa[going], xa[going], t[going], dt[going]
+            active, ap, xa, t, dt = active[going], ap[going], xa[going], t[going], dt[going]
             if active.size == 0:
                 break
     total[active] = dtotal[active] = np.nan       # not converged (a past about 1e7): no number to vouch for
@@ -93,7 +93,7 @@ def _fraction(a, x):
     aa = a
     for i in range(1, MAX_TERMS):
         an, dan = -i * (i - aa), float(i)
-        b, db = b + 2.0, db
+        b = b + 2.0
         den = an * d + b
         dden = dan * d + an * dd + db
         small = np.abs(den) < TINY
