@@ -35,7 +35,7 @@ def _log1pmx(d):
 
 
 def _front(a, x):
-    """(e^-x x^a / Gamma(a), and the derivative of its log in a, ln x - digamma(a)). From a = 10 on,
+    """(ln(e^-x x^a / Gamma(a)), and its derivative in a, ln x - digamma(a)). From a = 10 on,
     by Stirling's series around x = a: a (ln(1 + d) - d) + ln(a / 2 pi) / 2 - the series' remainder,
     d = (x - a) / a, where the direct form subtracts two logs of size a ln a (1e-10 of error at
     a = 1e5)."""
@@ -44,7 +44,7 @@ def _front(a, x):
         ddirect = np.log(x) - _digamma_vector(a)
         big = a >= 10.0
         if not big.any():
-            return np.exp(direct), ddirect
+            return direct, ddirect
         ab, xb = a[big], x[big]
         r = 1.0 / ab
         r2 = r * r
@@ -54,7 +54,7 @@ def _front(a, x):
         # ln a - digamma(a), by its asymptotic series
         gap = r * (0.5 + r * (1 / 12 - r2 * (1 / 120 - r2 * (1 / 252 - r2 * (1 / 240 - r2 / 132)))))
         ddirect[big] = np.log1p(d) + gap
-    return np.exp(direct), ddirect
+    return direct, ddirect
 
 
 def _series(a, x):
@@ -77,7 +77,8 @@ def _series(a, x):
             if active.size == 0:
                 break
     total[active] = dtotal[active] = np.nan       # not converged (a past about 1e7): no number to vouch for
-    front, dlog = _front(a, x)
+    log_front, dlog = _front(a, x)
+    front = np.exp(log_front)
     return total * front, (dtotal + total * dlog) * front
 
 
@@ -115,7 +116,8 @@ def _fraction(a, x):
             if active.size == 0:
                 break
     h[active] = dh[active] = np.nan
-    front, dlog = _front(a, x)
+    log_front, dlog = _front(a, x)
+    front = np.exp(log_front)
     return h * front, (dh + h * dlog) * front
 
 
@@ -126,12 +128,27 @@ def _both(a, x):
     shape = a.shape
     a, x = a.ravel(), x.ravel()
     p, q, dp = np.full(a.shape, np.nan), np.full(a.shape, np.nan), np.full(a.shape, np.nan)
-    ok = (a >= 0) & (x >= 0) & ~((a == 0) & (x == 0))
+    ok = (a >= 0) & (x >= 0) & ~((a == 0) & (x == 0)) & ~(np.isinf(a) & np.isinf(x))
     edge = ok & ((x == 0) | (a == 0) | np.isinf(x) | np.isinf(a))
     p[edge] = np.where((a[edge] == 0) | np.isinf(x[edge]), 1.0, 0.0)
     dp[edge] = 0.0
     inner = ok & ~edge
     with np.errstate(all="ignore"):
+        # terms needed, by the series' decay e^-(n |ln(x / a)| + n^2 / 2a) down to e^-40: where even
+        # ten times MAX_TERMS would not do (a = 1e10 near x = a) no iteration is tried
+        spread = np.abs(np.log(x / a))
+        needed = a * (np.sqrt(spread * spread + 80.0 / a) - spread)
+        inner &= ~(needed > 10 * MAX_TERMS)
+        # where e^-x x^a / Gamma(a), which multiplies the series and the fraction, is below 1e-350
+        # (over a's share), the one computed is 0 (its derivative too) and no term is needed: the
+        # fraction's denominators underflow before they settle when x is near the largest float
+        log_front = np.full(a.shape, np.nan)
+        log_front[inner] = _front(a[inner], x[inner])[0]
+        gone = inner & (log_front < -806.0 - np.log(np.maximum(a, 1.0)))
+        below = gone & (x < a + 1.0)
+        p[below], q[below], dp[gone] = 0.0, 1.0, 0.0
+        p[gone & ~below], q[gone & ~below] = 1.0, 0.0
+        inner &= ~gone
         low = inner & (x < a + 1.0)
         if low.any():
             p[low], dp[low] = _series(a[low], x[low])
@@ -141,6 +158,8 @@ def _both(a, x):
             dp[high] = -dq
     q = np.where(np.isnan(q), 1.0 - p, q)
     p = np.where(np.isnan(p) & ~np.isnan(q) & ok, 1.0 - q, p)
+    # probabilities, where a tiny a's rounding (the series' 1/a times a prefactor near a) passes 1
+    p, q = np.clip(p, 0.0, 1.0), np.clip(q, 0.0, 1.0)
     return p.reshape(shape), q.reshape(shape), dp.reshape(shape)
 
 
