@@ -162,8 +162,7 @@ class Outline:
             elif t is A.Lambda:
                 self._function(e)
             elif t is A.FString:
-                todo.extend(p.expr for p in e.parts if isinstance(p, A.FPart))
-                todo.extend(p.spec for p in e.parts if isinstance(p, A.FPart) and isinstance(p.spec, A.FString))
+                todo.extend(e.fields())
             elif t is A.Call:
                 todo.append(e.fn)
                 todo.extend(e.args)

@@ -28,6 +28,14 @@ class FString(Expr):
     """An f-string: literal text and formatted expression parts, in order."""
     parts: list          # str, or FPart
 
+    def fields(self):
+        """The expressions inside, in order: each field's, and a spec's own f-string after it."""
+        for p in self.parts:
+            if isinstance(p, FPart):
+                yield p.expr
+                if isinstance(p.spec, FString):
+                    yield p.spec
+
 
 @dataclass(eq=False)
 class FPart:

@@ -335,11 +335,7 @@ class Resolver:
                     stack.append(v)
                     stack.append(k)
             elif t is A.FString:
-                for p in reversed(e.parts):
-                    if isinstance(p, A.FPart):
-                        if isinstance(p.spec, A.FString):
-                            stack.append(p.spec)
-                        stack.append(p.expr)
+                stack.extend(reversed(list(e.fields())))
             elif t is A.Lambda:
                 self.function(e)
             else:

@@ -13,7 +13,7 @@ from ...core.tape import peek, raw
 from ...core.values import type_name
 from ...errors import error
 from .arrays import _axis, _numbers, _tensor_shape
-from .linalg import diagonal
+from .linalg import _flag, diagonal
 
 
 # ---------------------------------------------------------------- covariance and correlation
@@ -22,11 +22,10 @@ def _variables(x, rowvar, who, name):
     shape = _tensor_shape(x, who)
     if len(shape) > 2:
         raise error("shape", f"{who}: {name} must be a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
-    if type(raw(rowvar)) is not bool:
-        raise error("type", f"{who}: rowvar must be true or false, got {type_name(raw(rowvar))}")
+    rowvar = _flag(rowvar, who, "rowvar")
     if len(shape) < 2:
         return ops.reshape(x, (1, shape[0] if shape else 1))
-    return x if raw(rowvar) or shape[0] == 1 else ops.transpose(x)
+    return x if rowvar or shape[0] == 1 else ops.transpose(x)
 
 
 def cov(x, y=None, rowvar=True, bias=False, ddof=None):
@@ -37,8 +36,7 @@ def cov(x, y=None, rowvar=True, bias=False, ddof=None):
 
 def _cov(x, y, rowvar, bias, ddof, who):
     """cov for the builtin `who` (corrcoef's errors name corrcoef)."""
-    if type(raw(bias)) is not bool:
-        raise error("type", f"{who}: bias must be true or false, got {type_name(raw(bias))}")
+    bias = _flag(bias, who, "bias")
     m = _variables(x, rowvar, who, "x")
     if raw(y) is not None:
         m2 = _variables(y, rowvar, who, "y")
@@ -47,7 +45,7 @@ def _cov(x, y, rowvar, bias, ddof, who):
                                  f"{np.shape(peek(m2))[1]}")
         m = ops.cat((m, m2), axis=0)
     if raw(ddof) is None:
-        ddof = 0 if raw(bias) else 1
+        ddof = 0 if bias else 1
     elif type(raw(ddof)) is not int:
         raise error("type", f"{who}: ddof must be an int, got {type_name(raw(ddof))}")
     nvars, n = np.shape(peek(m))
