@@ -57,8 +57,8 @@ def _front(a, x):
     return direct, ddirect
 
 
-def _series(a, x):
-    """(P, dP/da) by the series, for x < a + 1."""
+def _series(a, x, log_front, dlog):
+    """(P, dP/da) by the series, for x < a + 1 (log_front, dlog: _front's)."""
     term = 1.0 / a
     dterm = -term / a
     total, dtotal = term.copy(), dterm.copy()
@@ -77,13 +77,12 @@ def _series(a, x):
             if active.size == 0:
                 break
     total[active] = dtotal[active] = np.nan       # not converged (a past about 1e7): no number to vouch for
-    log_front, dlog = _front(a, x)
     front = np.exp(log_front)
     return total * front, (dtotal + total * dlog) * front
 
 
-def _fraction(a, x):
-    """(Q, dQ/da) by the continued fraction, for x >= a + 1."""
+def _fraction(a, x, log_front, dlog):
+    """(Q, dQ/da) by the continued fraction, for x >= a + 1 (log_front, dlog: _front's)."""
     b = x + 1.0 - a
     db = np.full_like(b, -1.0)
     c, dc = np.full_like(b, 1.0 / TINY), np.zeros_like(b)
@@ -116,7 +115,6 @@ def _fraction(a, x):
             if active.size == 0:
                 break
     h[active] = dh[active] = np.nan
-    log_front, dlog = _front(a, x)
     front = np.exp(log_front)
     return h * front, (dh + h * dlog) * front
 
@@ -142,8 +140,8 @@ def _both(a, x):
         # where e^-x x^a / Gamma(a), which multiplies the series and the fraction, is below 1e-350
         # (over a's share), the one computed is 0 (its derivative too) and no term is needed: the
         # fraction's denominators underflow before they settle when x is near the largest float
-        log_front = np.full(a.shape, np.nan)
-        log_front[inner] = _front(a[inner], x[inner])[0]
+        log_front, dlog = np.full(a.shape, np.nan), np.full(a.shape, np.nan)
+        log_front[inner], dlog[inner] = _front(a[inner], x[inner])
         gone = inner & (log_front < -806.0 - np.log(np.maximum(a, 1.0)))
         below = gone & (x < a + 1.0)
         p[below], q[below], dp[gone] = 0.0, 1.0, 0.0
@@ -151,10 +149,10 @@ def _both(a, x):
         inner &= ~gone
         low = inner & (x < a + 1.0)
         if low.any():
-            p[low], dp[low] = _series(a[low], x[low])
+            p[low], dp[low] = _series(a[low], x[low], log_front[low], dlog[low])
         high = inner & ~low
         if high.any():
-            q[high], dq = _fraction(a[high], x[high])
+            q[high], dq = _fraction(a[high], x[high], log_front[high], dlog[high])
             dp[high] = -dq
     q = np.where(np.isnan(q), 1.0 - p, q)
     p = np.where(np.isnan(p) & ~np.isnan(q) & ok, 1.0 - q, p)
