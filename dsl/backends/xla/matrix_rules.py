@@ -3,7 +3,7 @@ rules.py, which merges them. XLA's factorisations give NaN where numpy's refuse 
 positive definite, singular): those rules require a finite result, so that such a call runs on the
 numpy backend, which says what went wrong."""
 
-from ...core.primitives.expm import PADE_13, THETA_13
+from ...core.primitives.expm import pade_13, scaled
 from ...core.primitives.matrix import is_vector
 
 
@@ -41,22 +41,16 @@ def _expm(L, a):
     """e^a as the numpy kernel computes it (dsl/core/primitives/expm.py): the [13/13] Pade approximant,
     each matrix scaled by its own power of two and squared back in a while loop (jax.scipy's expm picks
     lower orders for small norms and stops at 16 squarings: other last bits, and NaN past them)."""
-    jnp, b = L.np, PADE_13
+    jnp = L.np
     n = jnp.shape(a)[-1]
     if n == 0:
         return a
-    norm = jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1)
-    s = jnp.where(jnp.isfinite(norm) & (norm > THETA_13), jnp.ceil(jnp.log2(norm / THETA_13)), 0.0)
-    x = a * jnp.exp2(-s).astype(a.dtype)[..., None, None]
+    x, s = scaled(a, jnp)
 
     def mm(p, q):
         return jnp.matmul(p, q, precision=L.highest)
     eye = jnp.eye(n, dtype=a.dtype)
-    x2 = mm(x, x)
-    x4 = mm(x2, x2)
-    x6 = mm(x4, x2)
-    u = mm(x, mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
-    v = mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye
+    u, v = pade_13(x, eye, mm)
     steps = s.astype(jnp.int32)
 
     def square(carry):

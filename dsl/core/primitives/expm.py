@@ -22,6 +22,27 @@ PADE_13 = tuple(b / 64764752532480000.0 for b in (
 THETA_13 = 5.371920351148152
 
 
+def scaled(a, xp):
+    """(a / 2^s, s): each matrix scaled by the power of two that brings its 1-norm within THETA_13
+    (`xp`: numpy or jax.numpy). A matrix with a NaN or an infinity is not scaled: its exponential
+    is NaN."""
+    norm = xp.max(xp.sum(xp.abs(a), axis=-2), axis=-1)
+    s = xp.where(xp.isfinite(norm) & (norm > THETA_13), xp.ceil(xp.log2(norm / THETA_13)), 0.0)
+    return a * xp.exp2(-s).astype(a.dtype)[..., None, None], s
+
+
+def pade_13(x, eye, mm):
+    """(u, v), the odd and even parts of the [13/13] Pade approximant at x: e^x ~ (v - u)^-1 (v + u)
+    (`mm`: the matrix product, numpy's or XLA's)."""
+    b = PADE_13
+    x2 = mm(x, x)
+    x4 = mm(x2, x2)
+    x6 = mm(x4, x2)
+    u = mm(x, mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
+    v = mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye
+    return u, v
+
+
 def expm(a):
     """e^a of a square matrix (of each matrix of a stack): scaling and squaring with the [13/13]
     Pade approximant, each matrix scaled by its own power of two."""
@@ -31,18 +52,10 @@ def expm(a):
     n = a.shape[-1]
     if n == 0:
         return a.copy()
-    norm = np.max(np.sum(np.abs(a), axis=-2), axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # a matrix with a NaN or an infinity is not scaled: its exponential is NaN
-        s = np.where(np.isfinite(norm) & (norm > THETA_13), np.ceil(np.log2(norm / THETA_13)), 0.0)
-    x = a * np.exp2(-s).astype(a.dtype)[..., None, None]
-    b = PADE_13
+        x, s = scaled(a, np)
     eye = np.eye(n, dtype=a.dtype)
-    x2 = x @ x
-    x4 = x2 @ x2
-    x6 = x4 @ x2
-    u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
-    v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye
+    u, v = pade_13(x, eye, np.matmul)
     # (v - u)^-1 (v + u) as I + 2 (v - u)^-1 u: the identity exact (a nilpotent a gives I + a to the bit)
     r = eye + 2.0 * _linalg("expm", np.linalg.solve, v - u, u)
     steps = s.astype(int)
