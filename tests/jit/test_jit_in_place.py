@@ -76,3 +76,22 @@ def test_entries_written_in_place_give_the_tapes_results(body):
             expected = want.eval(f"({slow})({w})")
             for _ in range(2):
                 np.testing.assert_allclose(got.lookup(fast)(w), expected, rtol=1e-11, atol=1e-12, err_msg=f"{fast}: {body}")
+
+
+def test_steps_moved_in_one_pass_land_where_one_move_at_a_time_puts_them():
+    # owned_writes and inner_adds move each step just before another in one pass (a move at a
+    # time was the square of the program's length); the order must be the one the moves give
+    from dsl.backends.in_place import _move, _moved_before
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        steps = [("op", f"S{k}") for k in range(int(rng.integers(2, 30)))]
+        n = len(steps)
+        targets = rng.choice(n, size=int(rng.integers(1, n // 2 + 1)), replace=False)
+        free = [k for k in range(n) if k not in set(targets)]
+        movers = rng.choice(free, size=min(len(free), len(targets)), replace=False)
+        before = {id(steps[t]): steps[m] for t, m in zip(targets, movers)}
+        one_by_one = list(steps)
+        for step in steps:
+            if id(step) in before:
+                _move(one_by_one, before[id(step)], step)
+        assert _moved_before(steps, before) == one_by_one

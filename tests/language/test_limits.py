@@ -103,9 +103,12 @@ def test_raised_max_depth_in_the_interpreter_runs_on_a_big_enough_stack():
 
 
 def test_deeply_nested_values_stop_with_a_limit_error_not_a_recursion_error():
-    nest = "let t = 1.0\nfor i in range(1000000) { t = (t,) }\n"      # deeper than any stack
+    interp = dsl.Interpreter(stdout=io.StringIO())
+    interp.run("let t = 1.0\nfor i in range(1000000) { t = (t,) }\n", "limits.dg")     # deeper than any stack
     for use in ("print(t)", "t == t", "str(t)", "tree_map(fn(x) => x, t)", "tensor(t)"):
-        err = failure(nest + use)
+        with pytest.raises(DgError) as info:
+            interp.run("\n\n" + use, "limits.dg")         # on line 3, after the two that made t
+        err = info.value
         assert err.kind in ("limit", "shape"), (use, str(err))
         assert err.span is not None and err.line == 3, use
 
