@@ -79,7 +79,7 @@ def examples_copy(tmp_path_factory):
     return target
 
 
-@fuzz(300)
+@fuzz(200)
 @given(mutated_examples())
 def test_mutated_examples_end_in_a_result_or_a_located_error(examples_copy, example):
     path, text = example
@@ -88,7 +88,7 @@ def test_mutated_examples_end_in_a_result_or_a_located_error(examples_copy, exam
 
 
 # ---------------------------------------------------------------- generated programs
-@fuzz(700)
+@fuzz(500)
 @given(programs())
 def test_generated_programs_end_in_a_result_or_a_located_error(program):
     judged(program, "generated")
