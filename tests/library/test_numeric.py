@@ -299,6 +299,13 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("matrix_power(ones((2, 2)), 2.0)", "type", "matrix_power: the power must be an int"),
     ("nanmean(ones((2, 2)), axis=(0, 0))", "value", "repeats an axis"),
     ("log_ndtr((1.0,))", "type", "log_ndtr needs a number or a tensor, got tuple"),
+    # every bool option is checked alike (arrays.flag): 1 is not true
+    ("histogram(ones(3), density=1)", "type", "histogram: density must be true or false, got int"),
+    ("digitize(ones(3), [0.0, 2.0], right=1)", "type", "digitize: right must be true or false, got int"),
+    ("choice(3, (2,), replace=1)", "type", "choice: replace must be true or false, got int"),
+    ("svd(eye(2), compute_uv=1)", "type", "svd: compute_uv must be true or false, got int"),
+    ("jit(fn(x) => x, explain=1)", "type", "jit: explain must be true or false, got int"),
+    ("vmap(fn(x) => x, explain=\"yes\")", "type", "vmap: explain must be true or false, got string"),
 ])
 def test_bad_arguments_are_dg_errors(expr, kind, words):
     with pytest.raises(DgError) as e:

@@ -350,14 +350,20 @@ def searchsorted(a, v, side="left"):
     return ops.searchsorted(a, v, s)
 
 
+def flag(v, what):
+    """A bool option's value (`what` names it in the error: "svd: full_matrices"); dg's type error
+    for anything else, 1 and 0 included, as numpy's keyword flags are true or false."""
+    v = raw(v)
+    if type(v) is not bool:
+        raise error("type", f"{what} must be true or false, got {type_name(v)}")
+    return v
+
+
 def digitize(x, bins, right=False):
     """digitize(x, bins, right=false): the index of the bin of each entry of x between the
     increasing edges bins (numpy's): i where bins[i-1] <= x < bins[i], 0 below the first edge,
     len(bins) from the last on; with right, bins[i-1] < x <= bins[i]."""
-    r = raw(right)
-    if type(r) is not bool:
-        raise error("type", f"digitize: right must be true or false, got {brief(r)}")
-    return searchsorted(bins, x, "left" if r else "right")
+    return searchsorted(bins, x, "left" if flag(right, "digitize: right") else "right")
 
 
 BUILTINS = {"flip": flip, "roll": roll, "diff": diff, "cumprod": cumprod, "meshgrid": meshgrid,

@@ -19,6 +19,7 @@ from ...core.stage import perform
 from ...core.tape import Box, raw
 from ...core.values import a_type_name, type_name
 from ...errors import DgError, error
+from .arrays import flag
 from .files import read_limited, read_path
 
 
@@ -32,7 +33,7 @@ def make(interp):
             raise error("shape", f"batches needs x and y with the same number of rows, got "
                                  f"{n} and {_rows(y, 'y')}")
         count = _positive_int(size, "batches' size")
-        order = interp.rng.permutation(n) if _flag(shuffle, "shuffle") else np.arange(n)
+        order = interp.rng.permutation(n) if flag(shuffle, "shuffle") else np.arange(n)
         return Batches(x, y, order, count)
 
     def train_test_split(x, y, fraction):
@@ -121,14 +122,6 @@ def _positive_int(v, what):
     return v
 
 
-def _flag(v, what):
-    """A bool argument."""
-    v = raw(v)
-    if type(v) is not bool:
-        raise error("type", f"{what} must be true or false, got {type_name(v)}")
-    return v
-
-
 def _show(v):
     """A value as dg prints it."""
     return show(v, True)
@@ -159,8 +152,8 @@ def one_hot(labels, n):
 
 def load_csv(path, header=True, columns=False, poll=None):
     """load_csv(path, header=true, columns=false): a 2-d tensor, or a map of column tensors."""
-    has_header = _flag(header, "load_csv's header")
-    as_columns = _flag(columns, "load_csv's columns")
+    has_header = flag(header, "load_csv's header")
+    as_columns = flag(columns, "load_csv's columns")
     source = read_path(path, "load_csv")
     blob = read_limited(source, "load_csv")
     # rows are read one at a time into a flat array of floats: the memory is the file's and the

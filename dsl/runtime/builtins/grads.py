@@ -9,6 +9,7 @@ from ...transform.jit.jit import backend_of
 from ...transform.jit.shard import devices, shard as make_shard
 from ...transform.jit.static import jit_static, static_argnums_of
 from ...transform.linearize import linearize as make_linearize
+from .arrays import flag
 
 
 MAX_COMPILED = 256      # transformed functions `dg run --jit` keeps compiled
@@ -28,14 +29,6 @@ def _fn(f, who):
     if not is_callable_value(peek(f)):
         raise error("type", f"{who} needs a function, got {type_name(f)}")
     return peek(f)
-
-
-def _flag(v, who, name):
-    """A bool option."""
-    v = peek(v)
-    if type(v) is not bool:
-        raise error("type", f"{who}: {name} must be true or false, got {type_name(v)}")
-    return v
 
 
 def make(interp):
@@ -100,7 +93,7 @@ def make(interp):
     def vmap(f, in_axes=0, out_axes=0, explain=False):
         """vmap(f, in_axes=0, out_axes=0): f mapped over an axis of its arguments, batched by each
         operation's rule; in_axes is an int, none, or a tuple with one entry per argument."""
-        return V.vmap(_fn(f, "vmap"), in_axes, out_axes, _flag(explain, "vmap", "explain"), interp, cache={})
+        return V.vmap(_fn(f, "vmap"), in_axes, out_axes, flag(explain, "vmap: explain"), interp, cache={})
 
     def jit(f, explain=False, static_argnums=(), backend=None):
         """jit(f): f compiled per argument signature into straight-line code: the same results,
@@ -113,13 +106,13 @@ def make(interp):
             raise error("type", f"jit: backend must be \"numpy\" or \"xla\", got {type_name(backend)}")
         backend = backend_of(backend, interp)
         if nums:
-            return jit_static(_fn(f, "jit"), nums, _flag(explain, "jit", "explain"), interp, backend)
-        return make_jit(_fn(f, "jit"), _flag(explain, "jit", "explain"), interp, backend)
+            return jit_static(_fn(f, "jit"), nums, flag(explain, "jit: explain"), interp, backend)
+        return make_jit(_fn(f, "jit"), flag(explain, "jit: explain"), interp, backend)
 
     def shard(f, in_axes=0, explain=False):
         """shard(f, in_axes=0, explain=false): f compiled by XLA, each call's tensors split along
         their in_axes entry over every device XLA sees; the results are f's on the whole batch."""
-        return make_shard(_fn(f, "shard"), in_axes, interp, _flag(explain, "shard", "explain"))
+        return make_shard(_fn(f, "shard"), in_axes, interp, flag(explain, "shard: explain"))
 
     def vjp(f, *primals, has_aux=False):
         """vjp(f, *primals, has_aux=false): (f(*primals), pullback); pullback(cotangent) gives one

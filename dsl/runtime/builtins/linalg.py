@@ -11,7 +11,7 @@ from ...core.tape import Box, peek, raw
 from ...core.trees import flatten
 from ...core.values import type_name
 from ...errors import error
-from .arrays import _tensor_shape
+from .arrays import _tensor_shape, flag
 
 
 def _ndim(x, who, least):
@@ -27,17 +27,9 @@ def _ndim(x, who, least):
     return shape
 
 
-def _flag(v, who, name):
-    """A bool option."""
-    v = raw(v)
-    if type(v) is not bool:
-        raise error("type", f"{who}: {name} must be true or false, got {type_name(v)}")
-    return v
-
-
 def triangular_solve(a, b, lower=False):
     """triangular_solve(a, b, lower=false): x with tri(a) x = b (scipy's and JAX's solve_triangular)."""
-    return M.triangular_solve(a, b, lower=_flag(lower, "triangular_solve", "lower"))
+    return M.triangular_solve(a, b, lower=flag(lower, "triangular_solve: lower"))
 
 
 def cho_solve(l, b):    # noqa: E741 (the reference's name for the factor)
@@ -49,7 +41,7 @@ def cho_solve(l, b):    # noqa: E741 (the reference's name for the factor)
         if len(f) != 2:
             raise error("type", "cho_solve needs the factor cholesky gives, or a pair (factor, lower)")
         pair = ops.unpack(factor)       # a pair being differentiated is one recorded value
-        factor, lower = pair[0], _flag(pair[1], "cho_solve", "lower")
+        factor, lower = pair[0], flag(pair[1], "cho_solve: lower")
     if not lower:
         factor = ops.transpose(factor, tuple(range(len(np.shape(peek(factor))) - 2)) + (-1, -2))
     y = M.triangular_solve(factor, b, lower=True)
@@ -69,7 +61,7 @@ def eigh(a):
 
 def svd(a, full_matrices=True, compute_uv=True):
     """svd(a, full_matrices=true, compute_uv=true): (u, s, vh) with a = u @ diag(s) @ vh, as numpy's."""
-    full, uv = _flag(full_matrices, "svd", "full_matrices"), _flag(compute_uv, "svd", "compute_uv")
+    full, uv = flag(full_matrices, "svd: full_matrices"), flag(compute_uv, "svd: compute_uv")
     if not uv:
         return D.svd_values(a)
     shape = _ndim(a, "svd", 2)

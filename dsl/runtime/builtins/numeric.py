@@ -13,7 +13,7 @@ from ...core.ops.core import check_broadcast, check_shape_arg, check_size, fmt_s
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
 from ...errors import error
-from .arrays import _along, _axis, _numbers, _tensor_shape
+from .arrays import _along, _axis, _numbers, _tensor_shape, flag
 from .tensors import full, linspace
 
 
@@ -345,10 +345,7 @@ def histogram(x, bins=10, range=None, weights=None, density=False):
                              f"{fmt_shape(_tensor_shape(weights, 'histogram'))}")
     w = np.ones(n) if raw(weights) is None else ops.reshape(weights, (n,))
     counts = ops.put_along(ops.where(inside, w, 0.0), ops.clamp(at, 0.0, float(nb - 1)), 0, (nb,))
-    dense = raw(density)
-    if type(dense) is not bool:
-        raise error("type", f"histogram: density must be true or false, got {brief(dense)}")
-    if dense:
+    if flag(density, "histogram: density"):
         widths = ops.sub(ops.index(edges, (slice(1, None),)), ops.index(edges, (slice(None, -1),)))
         counts = ops.div(counts, ops.mul(ops.sum_(counts), widths))
     return counts, edges

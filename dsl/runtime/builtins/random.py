@@ -17,6 +17,7 @@ from ...core.stage import Draw, differentiated, perform
 from ...core.tape import peek, raw, strip_unstaged
 from ...core.values import brief, type_name
 from ...errors import error
+from .arrays import flag
 from .tensors import _count, _float_dtype, _shape
 
 SQRT_HALF = math.sqrt(0.5)
@@ -177,9 +178,7 @@ def make(interp):
         n, count = _population(a, "choice", dtype)
         out = _shape(shape)
         size = math.prod(out)
-        if type(raw(replace)) is not bool:
-            raise error("type", f"choice: replace must be true or false, got {type_name(raw(replace))}")
-        if not raw(replace) and size > n:
+        if not flag(replace, "choice: replace") and size > n:
             raise error("value", f"choice: {size} draws without replacement from {n} entries")
         if raw(p) is not None:
             p = _param(p, "choice", "p")

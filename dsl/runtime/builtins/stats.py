@@ -12,8 +12,8 @@ from ...core.ops.core import fmt_shape
 from ...core.tape import peek, raw
 from ...core.values import type_name
 from ...errors import error
-from .arrays import _axis, _numbers, _tensor_shape
-from .linalg import _flag, diagonal
+from .arrays import _axis, _numbers, _tensor_shape, flag
+from .linalg import diagonal
 
 
 # ---------------------------------------------------------------- covariance and correlation
@@ -22,7 +22,7 @@ def _variables(x, rowvar, who, name):
     shape = _tensor_shape(x, who)
     if len(shape) > 2:
         raise error("shape", f"{who}: {name} must be a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
-    rowvar = _flag(rowvar, who, "rowvar")
+    rowvar = flag(rowvar, f"{who}: rowvar")
     if len(shape) < 2:
         return ops.reshape(x, (1, shape[0] if shape else 1))
     return x if rowvar or shape[0] == 1 else ops.transpose(x)
@@ -36,7 +36,7 @@ def cov(x, y=None, rowvar=True, bias=False, ddof=None):
 
 def _cov(x, y, rowvar, bias, ddof, who):
     """cov for the builtin `who` (corrcoef's errors name corrcoef)."""
-    bias = _flag(bias, who, "bias")
+    bias = flag(bias, f"{who}: bias")
     m = _variables(x, rowvar, who, "x")
     if raw(y) is not None:
         m2 = _variables(y, rowvar, who, "y")
