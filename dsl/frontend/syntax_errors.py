@@ -111,6 +111,10 @@ def python_habit_hint(tok, prev, expected):
         return "== compares (a condition cannot assign): if x == 1 { ... }"
     if tok.type == "ASSIGN" and "_NL" in expected and prev is not None and prev.type == "NAME":
         return "one assignment per statement: b = 5, then a = b"
+    if tok.type == "LBRACE" and prev is not None and prev.type == "NAME" and "LBRACE" not in expected:
+        # Rust's, Swift's and Go's struct literal: Point { x: 1.0 }
+        return (f"a struct is made by calling its name, with the fields by name or in order: "
+                f"{prev.value}(x=1.0, y=2.0) or {prev.value}(1.0, 2.0)")
     at_start = prev is None or prev.type in ("_NL", "SEMI", "LBRACE")
     if tok.type == "MUL_OP" and tok.value == "//" and at_start:
         return "a comment starts with # (// divides and rounds down)"

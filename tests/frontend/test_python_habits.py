@@ -54,6 +54,8 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("let a = 0\nlet b = 0\na = b = 5", "one assignment per statement"),
     ("// a comment\nprint(1)", "a comment starts with #"),
     ("print(1)\n// a comment", "a comment starts with #"),
+    ("struct P { x, y }\nlet p = P { x: 1.0, y: 2.0 }", "P(x=1.0, y=2.0) or P(1.0, 2.0)"),
+    ("struct P { x, y }\nfn f() { return P{x: 1.0, y: 2.0} }", "a struct is made by calling its name"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
