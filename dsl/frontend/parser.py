@@ -18,7 +18,7 @@ from ..base.resources import grammar_path
 from ..errors import DgError, Source, Span, error
 from .lexing import BracketsTooDeep, Increment, MAX_BRACKETS, StatementBreaks
 from .nesting import check_nesting
-from .syntax_errors import describe_unexpected_token, python_habit_hint
+from .syntax_errors import CONDITIONAL_EXPRESSION, describe_unexpected_token, python_habit_hint
 from .transformer import ToAst
 
 _lock = threading.RLock()
@@ -210,7 +210,9 @@ def _char_error(exc, source, text, line_offset, col_offset):
     elif char in "!?$`'\\&|~^":
         hint = {"'": 'strings use double quotes: "..."', "!": "use 'not' for negation and '!=' for inequality",
                 "&": "'and' joins two bools; logical_and(a, b) joins masks entry by entry",
-                "|": "'or' joins two bools; logical_or(a, b) joins masks entry by entry",
+                "|": "'or' joins two bools; logical_or(a, b) joins masks entry by entry; an anonymous "
+                     "function is fn(x) => x + 1.0",
+                "?": CONDITIONAL_EXPRESSION,
                 "~": "'not' negates a bool; logical_not(m) negates a mask entry by entry",
                 "^": "x ** y raises to a power; logical_xor(a, b) is the exclusive or of masks"}.get(char)
         err.message = f"unexpected character '{char}'"

@@ -90,12 +90,28 @@ PYTHON_WORDS = {
 }
 
 
+# the same for words of other languages (JavaScript, Rust, C, Swift, Go)
+OTHER_WORDS = {
+    "function": PYTHON_WORDS["def"],
+    "var": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
+    "const": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
+    "mut": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
+    "match": "dg has no match or switch: if x == 1 { ... } else if x == 2 { ... } else { ... }",
+    "switch": "dg has no match or switch: if x == 1 { ... } else if x == 2 { ... } else { ... }",
+}
+
+CONDITIONAL_EXPRESSION = ("dg has no conditional expression (a if c else b, c ? a : b): where(c, a, b) picks "
+                          "entry by entry, or assign in an if statement")
+
+
 def python_habit_hint(tok, prev, expected):
     """A one-line hint where the input looks like Python (def, elif, lambda, a ':' opening a
-    block), or None."""
+    block) or another language (var, function, a type annotation, an arrow function), or None."""
     for t in (prev, tok):
         if t is not None and t.type == "NAME" and t.value in PYTHON_WORDS:
             return PYTHON_WORDS[t.value]
+        if t is not None and t.type == "NAME" and t.value in OTHER_WORDS:
+            return OTHER_WORDS[t.value]
     if prev is not None and prev.type == "STRING" and prev.value == '""' and tok.type == "STRING":
         return "dg has no triple-quoted strings: a comment (# ...) right above a fn documents it"
     if prev is not None and prev.type == "LPAR" and (tok.type == "DSTAR" or tok.value == "*"):
@@ -107,6 +123,14 @@ def python_habit_hint(tok, prev, expected):
         return "dg has no starred names: t[1:] is the rest of a tuple, and a fn takes a tuple for many values"
     if tok.type == "COLON" and "LBRACE" in expected:
         return "dg's blocks are in braces, not after ':': if x > 0 { ... }"
+    if tok.type == "COLON" and prev is not None and prev.type == "NAME" and ("ASSIGN" in expected or "RPAR" in expected):
+        return "dg has no type annotations: let x = 1.0, fn f(x, n) { ... } (a value knows its type: type(x))"
+    if tok.type == "MINUS" and prev is not None and prev.type == "RPAR" and "LBRACE" in expected:
+        return "dg has no return types: fn f(x) { return x * 2.0 }"
+    if tok.type == "ARROW" and prev is not None and prev.type == "RPAR":
+        return "an anonymous function starts with fn: fn(x) => x + 1.0"
+    if tok.type == "FLOAT" and tok.value.startswith(".") and prev is not None and prev.value.endswith("."):
+        return "a range of ints is range(a, b): for i in range(0, 10) { ... }"
     if tok.type == "ASSIGN" and "LBRACE" in expected:
         return "== compares (a condition cannot assign): if x == 1 { ... }"
     if tok.type == "ASSIGN" and "_NL" in expected and prev is not None and prev.type == "NAME":
@@ -118,13 +142,16 @@ def python_habit_hint(tok, prev, expected):
     at_start = prev is None or prev.type in ("_NL", "SEMI", "LBRACE")
     if tok.type == "MUL_OP" and tok.value == "//" and at_start:
         return "a comment starts with # (// divides and rounds down)"
+    if tok.type == "MUL_OP" and tok.value == "/" and at_start:
+        return "a comment starts with # and runs to the end of its line"
     if prev is not None and prev.type not in ("_NL", "ELSE", "LBRACE", "RBRACE", "SEMI"):
         if tok.type == "IF":
-            return ("dg has no conditional expression (a if c else b): where(c, a, b) picks entry by "
-                    "entry, or assign in an if statement")
+            return CONDITIONAL_EXPRESSION
         if tok.type == "FOR":
             return ("dg has no comprehensions: tensors compute on every entry at once (x * 2.0), "
                     "vmap(f)(xs) maps a function over rows, and a for loop builds a tuple")
+    if "LBRACE" in expected and prev is not None and prev.type == "RPAR" and tok.type not in ("_NL", "$END"):
+        return "a block is in braces, even one of a single statement: if x > 0 { print(x) }"
     return None
 
 

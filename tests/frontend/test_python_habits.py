@@ -56,6 +56,22 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("print(1)\n// a comment", "a comment starts with #"),
     ("struct P { x, y }\nlet p = P { x: 1.0, y: 2.0 }", "P(x=1.0, y=2.0) or P(1.0, 2.0)"),
     ("struct P { x, y }\nfn f() { return P{x: 1.0, y: 2.0} }", "a struct is made by calling its name"),
+    # habits of other languages
+    ("let x: float = 1.0", "dg has no type annotations"),
+    ("fn f(x: float) { return x }", "dg has no type annotations"),
+    ("fn f(x) -> float { return x }", "dg has no return types"),
+    ("let f = (x) => x + 1.0", "an anonymous function starts with fn: fn(x) => x + 1.0"),
+    ("let f = |x| x + 1.0", "an anonymous function is fn(x) => x + 1.0"),
+    ("function f(x) { return x }", "dg declares a function with fn"),
+    ("var x = 1", "dg has no var, const or mut"),
+    ("const x = 1", "dg has no var, const or mut"),
+    ("let mut x = 1", "dg has no var, const or mut"),
+    ("let x = 1\nswitch x { }", "dg has no match or switch"),
+    ("let x = 1\nmatch x { }", "dg has no match or switch"),
+    ("for i in 0..10 { print(i) }", "for i in range(0, 10)"),
+    ("/* a comment */\nprint(1)", "a comment starts with # and runs to the end of its line"),
+    ("let x = 1\nif (x > 0) print(x)", "a block is in braces, even one of a single statement"),
+    ("let x = 1\nprint(x > 0 ? 1 : 2)", "where(c, a, b)"),
 ])
 def test_pythons_syntax_gets_a_hint_of_dgs(run_error, src, hint):
     err = run_error(src)
