@@ -112,8 +112,9 @@ class Resolver:
         return Binding(name, "global", cell=cell, value=self.builtins.get(name), span=span)
 
     # -- lookups ----------------------------------------------------------
-    def lookup(self, name, span):
-        """Find the binding a name refers to at this point."""
+    def lookup(self, name, span, map_key=False):
+        """Find the binding a name refers to at this point (`map_key`: it is a key of a map
+        literal, where an undefined name is most likely JavaScript's unquoted key)."""
         for scope, fn in reversed(self.blocks):
             b = scope.get(name)
             if b is not None:
@@ -128,6 +129,8 @@ class Resolver:
         if name in self.builtins:
             return Binding(name, "builtin", value=self.builtins[name])
         hint = self._suggest(name)
+        if hint is None and map_key:
+            hint = f'a map\'s keys are values: {{"{name}": 1.0}} has a string key (a struct has named fields)'
         self.problems.append(error("name", f"'{name}' is not defined", span, hint=hint))
         b = self._global(name, span)
         b.hint = hint
@@ -333,7 +336,10 @@ class Resolver:
             elif t is A.MapLit:
                 for k, v in reversed(e.pairs):
                     stack.append(v)
-                    stack.append(k)
+                    if type(k) is A.Name:
+                        k.binding = self.lookup(k.id, k.span, map_key=True)
+                    else:
+                        stack.append(k)
             elif t is A.FString:
                 stack.extend(reversed(list(e.fields())))
             elif t is A.Lambda:

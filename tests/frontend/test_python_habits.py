@@ -84,6 +84,7 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
 
 @pytest.mark.parametrize("src, kind, hint", [
     ("let x = np.zeros(3)", "name", "zeros(3), not np.zeros(3)"),
+    ("let m = {lr: 0.1, steps: 10}", "name", '{"lr": 1.0} has a string key'),       # JavaScript's object
     ("let x = jnp.sum(ones(3))", "name", "called without a module"),
     ("import numpy as np", "import", "no import is needed"),
     ("print(list(range(3)))", "name", "a tuple (1.0, \"a\") holds anything"),
