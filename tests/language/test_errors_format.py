@@ -229,3 +229,14 @@ def test_python_recursion_never_escapes(run_error):
     err = run_error("fn f(n) { return (f(n + 1),) }\nf(0)", max_depth=3000)
     assert err.kind == "limit"
     assert sys.getrecursionlimit() >= 1000
+
+
+@pytest.mark.parametrize("src, hint", [
+    # a vector meant to scale the rows of a matrix: numpy lines up the last axes
+    ("let m = ones((3, 4))\nlet x = ones(3)\nlet y = m * x", "reshape the (3,) tensor to (3, 1)"),
+    ("let y = ones((2, 3)) + ones((2, 3, 5))", "reshape the (2, 3) tensor to (2, 3, 1)"),
+    ("let y = ones(3) + ones(4)", None),        # nothing lines up: nothing to suggest
+])
+def test_a_shape_mismatch_of_the_first_axes_says_how_to_line_them_up(run_error, src, hint):
+    err = run_error(src)
+    assert err.kind == "shape" and (err.hint is None if hint is None else hint in err.hint)

@@ -109,8 +109,20 @@ def check_broadcast(a, b, verb):
     try:
         out = np.broadcast_shapes(sa, sb)
     except ValueError:
-        raise error("shape", f"cannot {verb} tensors of shapes {fmt_shape(sa)} and {fmt_shape(sb)}") from None
+        raise error("shape", f"cannot {verb} tensors of shapes {fmt_shape(sa)} and {fmt_shape(sb)}",
+                    hint=_first_axes_hint(sa, sb)) from None
     check_size(out, "result")      # broadcasting can make a result far larger than either operand
+
+
+def _first_axes_hint(sa, sb):
+    """Where the shorter shape begins the longer ((3,) and (3, 4)): numpy lines up the last axes,
+    and the user meant the first (a per-row scale): say how. Else None."""
+    short, long_ = (sa, sb) if len(sa) < len(sb) else (sb, sa)
+    if len(short) == len(long_) or long_[:len(short)] != short:
+        return None
+    ones = short + (1,) * (len(long_) - len(short))
+    return (f"broadcasting lines up the last axes, as numpy's does: to line up the first, reshape the "
+            f"{fmt_shape(short)} tensor to {fmt_shape(ones)} (x[:, newaxis] for a vector)")
 
 
 def to_tensor(v, what="a tensor"):
