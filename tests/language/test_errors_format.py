@@ -240,3 +240,8 @@ def test_python_recursion_never_escapes(run_error):
 def test_a_shape_mismatch_of_the_first_axes_says_how_to_line_them_up(run_error, src, hint):
     err = run_error(src)
     assert err.kind == "shape" and (err.hint is None if hint is None else hint in err.hint)
+
+
+def test_arithmetic_on_a_tuple_says_a_tensor_computes(run_error):
+    err = run_error("fn f(x) { return sum(x * x) }\nlet g = grad(f)((1.0, 2.0))")
+    assert err.message == "cannot multiply tuple and tuple" and "tensor(t) makes one of t" in err.hint

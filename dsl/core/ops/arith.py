@@ -73,6 +73,8 @@ def _arith(ufunc, verb, a, b):
         return norm(ufunc(x, y))
     # Python's "%.3f" % x: dg formats with f-strings
     hint = 'an f-string formats values: f"{x:.3f}"' if verb == "take the remainder of" and type(a) is str else None
+    if type(a) is tuple or type(b) is tuple:       # Python's tuple where numpy's array was meant
+        hint = "a tuple holds values but does not compute on them: [1.0, 2.0] is a tensor, and tensor(t) makes one of t"
     if a is None or b is None:      # most often a function whose last line computes a value it never returns
         hint = "a function that ends without `return` gives none: `fn f(x) { return x * 2.0 }`"
     raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}", hint=hint)
