@@ -32,6 +32,11 @@ METHODS = {
     "real": REAL_HINT, "imag": REAL_HINT, "conj": REAL_HINT,
 }
 
+# PyTorch's autograd on a value (loss.backward(), x.grad): dg differentiates functions
+AUTOGRAD = frozenset({"backward", "grad", "requires_grad", "requires_grad_", "retain_grad", "zero_grad"})
+AUTOGRAD_HINT = ("dg's values carry no gradient: grad(loss)(params) is the gradient of the function loss at "
+                 "params, and value_and_grad(loss)(params) gives the value too")
+
 # methods that take a shape or axes one by one (x.reshape(3, 2)), where dg's builtin takes a tuple
 TUPLE_ARGUMENT = {"reshape": "reshape", "view": "reshape", "transpose": "transpose", "permute": "transpose"}
 
@@ -52,6 +57,8 @@ def field_hint(obj, name, obj_text, builtins, call=None):
         return ('dg\'s strings have no methods: + joins two strings, an f-string formats values '
                 '(f"{a}, {b}"), and str(x) makes a string of a value')
     o, a = obj_text or "x", _arguments(call)
+    if name in AUTOGRAD and type(v) in (float, int, ndarray):
+        return AUTOGRAD_HINT
     if name in TUPLE_ARGUMENT and type(v) is ndarray and call is not None and len(call.args) > 1 and a != "...":
         return f"did you mean {TUPLE_ARGUMENT[name]}({o}, ({a}))?"
     if name in builtins:

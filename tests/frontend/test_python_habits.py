@@ -100,6 +100,10 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("let x = ones(6)\nprint(x.view(3, 2))", "type", "did you mean reshape(x, (3, 2))?"),
     ("let x = ones(6)\nprint(x.unsqueeze(0))", "type", "did you mean expand_dims(x, 0)?"),
     ("let x = ones(6)\nprint(x.detach())", "type", "did you mean stop_gradient(x)?"),
+    # PyTorch's autograd: a value carries no gradient (x.grad was told "did you mean grad(x)?")
+    ("let x = ones(6)\nprint(x.grad)", "type", "grad(loss)(params) is the gradient of the function loss"),
+    ("let w = 2.0\nlet loss = w * w\nloss.backward()", "type", "dg's values carry no gradient"),
+    ("let w = ones(2)\nprint(w.requires_grad)", "type", "dg's values carry no gradient"),
     ("let x = ones(6)\nprint(x.tolist())", "type", "dg has no lists"),
     ("let x = ones(6)\nprint(x.real)", "type", "no complex type"),
     ("let x = ones((2, 3))\nprint(x.mean(axis=0, keepdims=true))", "type",
