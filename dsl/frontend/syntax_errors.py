@@ -128,6 +128,8 @@ def python_habit_hint(tok, prev, expected):
     if tok.type == "MINUS" and prev is not None and prev.type == "RPAR" and "LBRACE" in expected:
         return "dg has no return types: fn f(x) { return x * 2.0 }"
     if tok.type == "ARROW" and prev is not None and prev.type == "RPAR":
+        if "LBRACE" in expected:        # fn f(x) => ...: a named function's body is a block
+            return "a named function's body is a block: fn f(x) { return x * 2.0 } (fn(x) => x * 2.0 is one without a name)"
         return "an anonymous function starts with fn: fn(x) => x + 1.0"
     if tok.type == "FLOAT" and tok.value.startswith(".") and prev is not None and prev.value.endswith("."):
         return "a range of ints is range(a, b): for i in range(0, 10) { ... }"

@@ -61,6 +61,7 @@ def test_pythons_constants_get_their_dg_spelling(run_error, src, hint):
     ("fn f(x: float) { return x }", "dg has no type annotations"),
     ("fn f(x) -> float { return x }", "dg has no return types"),
     ("let f = (x) => x + 1.0", "an anonymous function starts with fn: fn(x) => x + 1.0"),
+    ("fn f(x) => x * 2.0", "a named function's body is a block: fn f(x) { return x * 2.0 }"),
     ("let f = |x| x + 1.0", "an anonymous function is fn(x) => x + 1.0"),
     ("function f(x) { return x }", "dg declares a function with fn"),
     ("var x = 1", "dg has no var, const or mut"),
