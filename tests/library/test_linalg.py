@@ -443,3 +443,12 @@ def test_solves_broadcast_a_stack_against_one_right_side_and_give_gradients_in_t
         assert ga.shape == a.shape and gb.shape == b.shape, name
         np.testing.assert_allclose(gb, np.asarray(wb), rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(ga, np.asarray(wa), rtol=1e-10, atol=1e-12)
+
+
+def test_an_int_past_floats_range_is_inf_as_norms_order_and_pinvs_cutoff():
+    # the fuzzer's pinv(0, 10 ** 400) met Python's OverflowError: such an int is inf, as dg's
+    # floats take it everywhere (the largest entry is the limit of the vector norms)
+    i = dsl.Interpreter()
+    assert i.eval("norm([1.0, -2.0], ord=10 ** 400)") == 2.0
+    assert i.eval("norm([1.0, -2.0], ord=-(10 ** 400))") == 1.0
+    np.testing.assert_array_equal(i.eval("pinv([[1.0, 0.0], [0.0, 2.0]], 10 ** 400)"), np.zeros((2, 2)))

@@ -5,7 +5,7 @@ axes as numpy.linalg, leading axes a batch."""
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape
+from ...core.ops.core import fmt_shape, to_float
 from ...core.primitives import decompositions as D, expm as E, matrix as M
 from ...core.tape import Box, peek, raw
 from ...core.trees import flatten
@@ -92,7 +92,7 @@ def pinv(a, rcond=1e-15):
     rcond = raw(rcond)
     if type(rcond) not in (float, int) or isinstance(rcond, bool):
         raise error("type", f"pinv: rcond must be a number, got {type_name(rcond)}")
-    return D.pinv(a, float(rcond))
+    return D.pinv(a, to_float(rcond))        # an int past float's range is inf (every singular value cut)
 
 
 def lstsq(a, b):
@@ -142,6 +142,7 @@ def _vector_norm(x, order, axis, keepdims):
     """numpy's vector norms along one axis."""
     if type(order) not in (int, float) or isinstance(order, bool):
         raise error("value", f"norm: the order of a vector norm is a number (or inf), got {order!r}")
+    order = to_float(order)     # an int past float's range is inf: the largest entry, the limit of the norms
     a = ops.abs_(x)
     if order == float("inf"):
         return ops.max_(a, axis, keepdims)
