@@ -365,3 +365,34 @@ def test_statistics_batch_without_a_loop_and_jit(backend, capfd):
     np.testing.assert_allclose(gn, interp.get("gne"), rtol=1e-12, atol=1e-13)
     m = stack[1]
     np.testing.assert_allclose(gn, np.where(np.isnan(m), 0.0, 1.0 / np.sum(~np.isnan(m)) + 2.0 * m), rtol=1e-13)
+
+
+def test_var_with_more_ddof_than_entries_is_inf_as_numpys_never_negative():
+    # n - ddof went below 0: var([1.0, 2.0], ddof=3) was -0.5, a negative variance
+    i = dsl.Interpreter()
+    for ddof in ("2", "3", "10 ** 400"):
+        assert i.eval(f"var([1.0, 2.0], ddof={ddof})") == np.inf
+        assert i.eval(f"std([1.0, 2.0], ddof={ddof})") == np.inf
+    assert i.eval("var([1.0, 2.0, 4.0], ddof=1)") == np.var([1.0, 2.0, 4.0], ddof=1)
+    assert i.eval("var([1.0, 2.0, 4.0], ddof=-(10 ** 400))") == 0.0
+
+
+@pytest.mark.parametrize("expr, want", [
+    # ints past float's range (the fuzzer's kind of input) met Python's OverflowError
+    ("round(1.5, 400)", np.nan),                 # numpy's: its scale overflows to inf
+    ("round(1.5, 10 ** 400)", np.nan),
+    ("round(123.456, -(10 ** 400))", np.nan),
+    ("sum(tril(ones((2, 3)), 10 ** 400))", 6.0),
+    ("sum(triu(ones((2, 3)), 10 ** 400))", 0.0),
+    ("sum(pad(ones(1), 1, constant_values=10 ** 400))", np.inf),
+    ("cov(ones((2, 3)), ddof=-(10 ** 400))[0, 0]", 0.0),
+])
+def test_ints_past_floats_range_as_options_give_numbers_not_pythons_errors(expr, want):
+    got = dsl.Interpreter().eval(expr)
+    assert (np.isnan(got) if np.isnan(want) else got == want), (expr, got)
+
+
+def test_an_index_past_floats_range_is_dgs_index_error():
+    with pytest.raises(DgError) as e:
+        dsl.Interpreter().eval("take_along_axis([1.0, 2.0], [10 ** 400], 0)")
+    assert e.value.kind == "index" and "index inf is out of range" in e.value.message

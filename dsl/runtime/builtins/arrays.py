@@ -222,7 +222,7 @@ def _indices(idx, size, who):
     """Whole-number indices in [-size, size), as non-negative floats, or dg's index error."""
     v = raw(idx)
     if type(v) is tuple and all(type(raw(i)) in (int, float) for i in v):
-        v = tuple(raw(i) for i in v)
+        v = tuple(to_float(raw(i)) for i in v)       # (an int past float's range: inf, out of range below)
     elif type(v) not in (np.ndarray, int, float) or isinstance(v, bool):
         raise error("type", f"{who}: indices must be a tensor of whole numbers, got {type_name(v)}")
     v = np.asarray(v, dtype=float)
@@ -230,7 +230,8 @@ def _indices(idx, size, who):
         raise error("type", f"{who}: indices must be whole numbers")
     if v.size and (v.min() < -size or v.max() >= size):
         bad = v[(v < -size) | (v >= size)].flat[0]
-        raise error("index", f"{who}: index {int(bad)} is out of range for an axis of size {size}")
+        raise error("index", f"{who}: index {int(bad) if np.isfinite(bad) else float(bad)} is out of range for an "
+                             f"axis of size {size}")
     return np.where(v < 0, v + size, v)
 
 

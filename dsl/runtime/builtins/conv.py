@@ -11,7 +11,7 @@ import numpy as np
 
 from ...base.suggest import tuple_hint
 from ...core import ops
-from ...core.ops.core import check_size, float_type, fmt_shape
+from ...core.ops.core import check_size, float_type, fmt_shape, to_float
 from ...core.primitives.windows import out_sizes, windows, windows_t
 from ...core.tape import peek, raw
 from ...core.values import brief, type_name
@@ -225,7 +225,7 @@ def pad(x, pad_width, mode="constant", constant_values=0.0):
         c = raw(constant_values)
         if type(c) not in (int, float) or isinstance(c, bool):
             raise error("type", f"pad: constant_values must be a number, got {type_name(c)}")
-        return _pad_trailing(x, pads, float(c))
+        return _pad_trailing(x, pads, to_float(c))
     for axis, (lo, hi) in enumerate(pads):
         if lo or hi:
             size = shape[axis]

@@ -336,7 +336,7 @@ Differentiable: yes, exactly also where entries are zero.
 24.0""",
     "var": """var(x, axis=none, keepdims=false, ddof=0): the squared deviations from the mean, summed
 and divided by n - ddof (numpy's; the default is the mean squared deviation, ddof=1 the sample
-variance).
+variance); where ddof is n or more, inf, as numpy's (never a negative variance).
 Differentiable: yes.
 >>> var([1.0, 3.0])
 1.0

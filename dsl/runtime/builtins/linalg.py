@@ -246,6 +246,7 @@ def _triangle(a, k, lower, who):
     shape = _ndim(a, who, 2)
     k = _diagonal_number(k, who, "k")
     m, n = shape[-2:]
+    k = max(-m, min(k, n))      # past the matrix, every entry or none (numpy's C long cannot take any int)
     mask = np.tril(np.ones((m, n), bool), k) if lower else np.triu(np.ones((m, n), bool), k)
     return ops.keep_where(mask, a)     # an int or bool matrix keeps its dtype, as numpy's
 

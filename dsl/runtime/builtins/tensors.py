@@ -1,5 +1,7 @@
 """Tensor builtins: creation, random numbers, shapes, and the math of reference section 5."""
 
+import math
+
 import numpy as np
 
 from ...core import ops
@@ -64,9 +66,9 @@ def round_(x, decimals=0):
     if d == 0:
         return ops.round_(x)
     if d > 0:       # as numpy computes it, so the same floats come out
-        scale = 10.0 ** d
+        scale = 10.0 ** d if d <= 308 else math.inf        # (past float's range numpy's scale is inf: nan)
         return ops.div(ops.round_(ops.mul(x, scale)), scale)
-    scale = 10.0 ** -d
+    scale = 10.0 ** -d if d >= -308 else math.inf
     return ops.mul(ops.round_(ops.div(x, scale)), scale)
 
 
@@ -149,8 +151,8 @@ def var(x, axis=None, keepdims=False, ddof=0):
         return out
     # the entries each result was taken over (var reads a tuple as its stacked tensor)
     n = (len(peek(x)) if type(peek(x)) is tuple else int(np.size(peek(x)))) // int(np.size(peek(out)))
-    with np.errstate(divide="ignore"):
-        factor = float(np.float64(n) / np.float64(n - d))      # inf where n == ddof, as numpy's
+    rest = max(n - d, 0)        # numpy's: no fewer than 0 degrees of freedom (a variance is never negative)
+    factor = n / rest if rest else math.inf        # inf where n <= ddof, as numpy's (Python's ints: no overflow)
     return ops.mul(out, factor)
 
 
