@@ -386,13 +386,27 @@ def test_var_with_more_ddof_than_entries_is_inf_as_numpys_never_negative():
     ("sum(triu(ones((2, 3)), 10 ** 400))", 0.0),
     ("sum(pad(ones(1), 1, constant_values=10 ** 400))", np.inf),
     ("cov(ones((2, 3)), ddof=-(10 ** 400))[0, 0]", 0.0),
+    ("cbrt(10 ** 400)", np.inf),
+    ("searchsorted([0.0, 1.0], 10 ** 400)", 2),
+    ("digitize(10 ** 400, [0.0, 1.0])", 2),
+    ("sum(scatter_add(zeros(3), [0, 2], 10 ** 400))", np.inf),
 ])
 def test_ints_past_floats_range_as_options_give_numbers_not_pythons_errors(expr, want):
     got = dsl.Interpreter().eval(expr)
     assert (np.isnan(got) if np.isnan(want) else got == want), (expr, got)
 
 
-def test_an_index_past_floats_range_is_dgs_index_error():
+@pytest.mark.parametrize("expr, kind, words", [
+    ("take_along_axis([1.0, 2.0], [10 ** 400], 0)", "index", "index inf is out of range"),
+    ("gather(ones(3), 10 ** 400)", "type", "must hold whole numbers"),
+    ("choice(10 ** 400)", "value", "below 2^64, got one of 401 digits"),
+    ("split(rng(0), 10 ** 400)", "value", "below 2^64"),
+    ("split(rng(0), 10 ** 12)", "limit", "split's keys"),
+    ("diag(ones(3), 10 ** 400)", "limit", "diag's matrix"),
+    ("full_like(3, 10 ** 400)", "value", "does not fit int64"),
+    ("fold_in(rng(0), 10 ** 400)", "value", "fold_in needs a whole number in [0, 2^64)"),
+])
+def test_ints_past_floats_range_as_indices_counts_and_sizes_are_dg_errors(expr, kind, words):
     with pytest.raises(DgError) as e:
-        dsl.Interpreter().eval("take_along_axis([1.0, 2.0], [10 ** 400], 0)")
-    assert e.value.kind == "index" and "index inf is out of range" in e.value.message
+        dsl.Interpreter().eval(expr)
+    assert e.value.kind == kind and words in e.value.message, str(e.value)

@@ -23,7 +23,7 @@ def _unary(op, name, scalar, vector):
         if t is float or t is int:
             try:
                 return scalar(x)
-            except (OverflowError, ValueError):
+            except (OverflowError, ValueError, TypeError):     # (TypeError: numpy's ufunc of an int past int64)
                 return float(vector(np.asarray(to_float(x))))
         if t is Box:
             return record1(op, x, span)

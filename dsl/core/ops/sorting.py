@@ -8,7 +8,7 @@ derivative: each entry's gradient goes back to the place it was sorted from.
 import numpy as np
 
 from ..tape import nondiff, peek, record
-from .core import Box, FLOAT, error, float_type, fmt_shape, normalize_axis, to_tensor
+from .core import Box, FLOAT, error, float_type, fmt_shape, normalize_axis, to_float, to_tensor
 from .shape import reshape
 
 
@@ -100,5 +100,5 @@ def searchsorted(a, v, side="left", span=None):
         return nondiff("SearchSorted", (a, v), {"side": side})
     av = to_tensor(a, "a sorted vector for searchsorted")
     if type(v) in (int, float, bool):
-        return int(np.searchsorted(av, float(v), side=side))
+        return int(np.searchsorted(av, to_float(v), side=side))
     return np.searchsorted(av, to_tensor(v, "values for searchsorted"), side=side).astype(FLOAT)

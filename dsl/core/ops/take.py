@@ -13,7 +13,7 @@ idx[b] of x[b].
 import numpy as np
 
 from ..tape import STAGE, Box, nondiff, peek, raw, record
-from .core import error, float_type, ndarray, norm, normalize_axis, type_name
+from .core import error, float_type, ndarray, norm, normalize_axis, to_float, type_name
 from .compare import order
 from .elementwise import where
 from .shape import _axis_given, _check_gather, assign_shape_error, broadcast_to, index, index_array, moveaxis, plain_kernel, reshape
@@ -31,7 +31,7 @@ def gather(x, idx, axis=0, span=None):
     i = raw(idx)
     if type(i) is not ndarray:
         if type(i) in (int, float):
-            i = np.asarray(float(i))
+            i = np.asarray(to_float(i))     # (an int past float's range: inf, out of range)
         else:
             raise error("type", f"gather needs index values as a tensor, got {type_name(idx)}")
     key = (slice(None),) * ax + (index_array(i, v.shape[ax], ax),)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...errors import error
 from ..ops import gamma_draws as G
-from ..ops.core import check_size, fmt_shape, shape_of
+from ..ops.core import check_size, fmt_shape, shape_of, to_float
 from ..ops.special import digamma
 from ..tape import Box
 from .batching import ELEMENTWISE
@@ -169,7 +169,7 @@ def fold_in(key, data):
     if one is not None and type(data) is int and 0 <= data < 2 ** 53:     # a loop index: Python ints (exact as a float)
         w0, w1, _, _ = _philox_small(one[0], one[1], data & 0xFFFFFFFF, data >> 32, FOLD, 0)
         return np.array([w0, w1], dtype=float)
-    d = np.asarray(data, dtype=float)
+    d = np.asarray(to_float(data) if type(data) is int else data, dtype=float)     # (past float's range: inf)
     if not np.all((d >= 0) & (d < 2.0 ** 64) & (d == np.floor(d))):
         raise error("value", f"fold_in needs a whole number in [0, 2^64), got {data!r}")
     k0, k1 = key_words(key)

@@ -225,7 +225,7 @@ def _indices(idx, size, who):
         v = tuple(to_float(raw(i)) for i in v)       # (an int past float's range: inf, out of range below)
     elif type(v) not in (np.ndarray, int, float) or isinstance(v, bool):
         raise error("type", f"{who}: indices must be a tensor of whole numbers, got {type_name(v)}")
-    v = np.asarray(v, dtype=float)
+    v = np.asarray(to_float(v) if type(v) is int else v, dtype=float)
     if v.size and not np.all(v == np.floor(v)):
         raise error("type", f"{who}: indices must be whole numbers")
     if v.size and (v.min() < -size or v.max() >= size):
@@ -278,6 +278,8 @@ def _broadcast_values(values, count, shape):
     """values broadcast to one row of a tensor of `shape` for each of `count` indices, where they
     broadcast to it (a number, one row for every index: numpy's add.at and JAX's .at[].add take
     them); as they are otherwise (the check that follows says what they need)."""
+    if type(values) is int:     # a number added to each row: a float (one past float's range is inf)
+        values = to_float(values)
     vshape = np.shape(peek(values))
     target = (count,) + tuple(shape[1:])
     if type(peek(values)) not in (np.ndarray, float, int) or vshape == target:

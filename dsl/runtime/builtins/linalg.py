@@ -5,7 +5,7 @@ axes as numpy.linalg, leading axes a batch."""
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape, to_float
+from ...core.ops.core import check_size, fmt_shape, to_float
 from ...core.primitives import decompositions as D, expm as E, matrix as M
 from ...core.tape import Box, peek, raw
 from ...core.trees import flatten
@@ -228,6 +228,7 @@ def diag(v, k=0):
     if len(shape) != 1:
         raise error("shape", f"diag needs a vector or a matrix, got a tensor of shape {fmt_shape(shape)}")
     size = shape[0] + abs(k)
+    check_size((size, size), "diag's matrix")
     if k:
         v = ops.cat((v, np.zeros(abs(k), np.result_type(peek(v)))), 0)
     # v[i] in row i for a diagonal above the main one (entry (i, i + k)), in column i below it

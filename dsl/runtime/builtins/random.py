@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape, normalize_axis, to_float
+from ...core.ops.core import check_size, fmt_shape, normalize_axis, to_float
 from ...core.ops.gamma_draws import gamma_draw
 from ...core.primitives import random as R
 from ...core.stage import Draw, differentiated, perform
@@ -258,7 +258,9 @@ def rng(seed):
 
 def split(key, n=2):
     """split(key, n=2): n new keys (a tensor of shape (n, 2): `let a, b = split(key)`)."""
-    return R.split(_check_key(key, "split"), _count(n, "split needs a non-negative int n"))
+    n = _count(n, "split needs a non-negative int n")
+    check_size((n, 2), "split's keys")
+    return R.split(_check_key(key, "split"), n)
 
 
 def fold_in(key, data):

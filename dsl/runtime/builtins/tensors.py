@@ -176,6 +176,8 @@ def _count(v, need):
         raise error("type", f"{need}, got {type_name(v)}")
     if v < 0:
         raise error("value", f"{need}, got {v}")
+    if v >= 2 ** 64:        # no count, size, population or seed goes past 64 bits
+        raise error("value", f"{need} below 2^64, got one of {len(str(v))} digits")
     return v
 
 
@@ -293,6 +295,9 @@ def full(shape, v, dtype=None):
     kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
         return ops.add(np.zeros(_shape(shape), kind), v)
+    if kind.kind == "i" and type(fill) is int and not np.iinfo(kind).min <= fill <= np.iinfo(kind).max:
+        raise error("value", f"full: {fill if len(str(fill)) < 30 else 'an int of %d digits' % len(str(fill))} "
+                             f"does not fit {kind.name}")
     return np.full(_shape(shape), fill if kind.kind in "ib" else to_float(fill), kind)
 
 
