@@ -306,6 +306,15 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("svd(eye(2), compute_uv=1)", "type", "svd: compute_uv must be true or false, got int"),
     ("jit(fn(x) => x, explain=1)", "type", "jit: explain must be true or false, got int"),
     ("vmap(fn(x) => x, explain=\"yes\")", "type", "vmap: explain must be true or false, got string"),
+    # ints past float's range as indices, counts and sizes (Python's OverflowError had escaped)
+    ("take_along_axis([1.0, 2.0], [10 ** 400], 0)", "index", "index inf is out of range"),
+    ("gather(ones(3), 10 ** 400)", "type", "must hold whole numbers"),
+    ("choice(10 ** 400)", "value", "below 2^64, got one of 401 digits"),
+    ("split(rng(0), 10 ** 400)", "value", "below 2^64"),
+    ("split(rng(0), 10 ** 12)", "limit", "split's keys"),
+    ("diag(ones(3), 10 ** 400)", "limit", "diag's matrix"),
+    ("full_like(3, 10 ** 400)", "value", "does not fit int64"),
+    ("fold_in(rng(0), 10 ** 400)", "value", "fold_in needs a whole number in [0, 2^64)"),
 ])
 def test_bad_arguments_are_dg_errors(expr, kind, words):
     with pytest.raises(DgError) as e:
@@ -394,19 +403,3 @@ def test_var_with_more_ddof_than_entries_is_inf_as_numpys_never_negative():
 def test_ints_past_floats_range_as_options_give_numbers_not_pythons_errors(expr, want):
     got = dsl.Interpreter().eval(expr)
     assert (np.isnan(got) if np.isnan(want) else got == want), (expr, got)
-
-
-@pytest.mark.parametrize("expr, kind, words", [
-    ("take_along_axis([1.0, 2.0], [10 ** 400], 0)", "index", "index inf is out of range"),
-    ("gather(ones(3), 10 ** 400)", "type", "must hold whole numbers"),
-    ("choice(10 ** 400)", "value", "below 2^64, got one of 401 digits"),
-    ("split(rng(0), 10 ** 400)", "value", "below 2^64"),
-    ("split(rng(0), 10 ** 12)", "limit", "split's keys"),
-    ("diag(ones(3), 10 ** 400)", "limit", "diag's matrix"),
-    ("full_like(3, 10 ** 400)", "value", "does not fit int64"),
-    ("fold_in(rng(0), 10 ** 400)", "value", "fold_in needs a whole number in [0, 2^64)"),
-])
-def test_ints_past_floats_range_as_indices_counts_and_sizes_are_dg_errors(expr, kind, words):
-    with pytest.raises(DgError) as e:
-        dsl.Interpreter().eval(expr)
-    assert e.value.kind == kind and words in e.value.message, str(e.value)
