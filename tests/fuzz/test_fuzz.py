@@ -79,7 +79,7 @@ def examples_copy(tmp_path_factory):
     return target
 
 
-@fuzz(200)
+@fuzz(150)
 @given(mutated_examples())
 def test_mutated_examples_end_in_a_result_or_a_located_error(examples_copy, example):
     path, text = example
@@ -88,7 +88,7 @@ def test_mutated_examples_end_in_a_result_or_a_located_error(examples_copy, exam
 
 
 # ---------------------------------------------------------------- generated programs
-@fuzz(500)
+@fuzz(350)
 @given(programs())
 def test_generated_programs_end_in_a_result_or_a_located_error(program):
     judged(program, "generated")
@@ -243,7 +243,7 @@ class _Failing(io.StringIO):
         return super().write(text)
 
 
-@fuzz(200)
+@fuzz(150)
 @given(st.integers(0, 40), st.sampled_from([OSError(28, "No space left on device"), ValueError("closed file"),
                                             OSError(5, "Input/output error")]),
        st.sampled_from(['print("x" * 30)', "for i in range(20) { print(i) }", 'print("caf\u00e9")',

@@ -240,7 +240,7 @@ def first_line(err):
     return str(err).splitlines()[0]
 
 
-@settings(max_examples=fuzz_examples(60), deadline=None, database=None, derandomize=not long_run(),
+@settings(max_examples=fuzz_examples(30), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
 @example(5241, JACFWD_OF_JIT, 3)        # a recording that did not apply, cut from jacfwd's stage, took a guard
@@ -252,7 +252,7 @@ def test_random_loop_programs_give_the_interpreters_results_under_jit(seed, comp
     check_program(Writer(seed).program(), seed, composition, rows)
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None, database=None, derandomize=not long_run(),
+@settings(max_examples=fuzz_examples(20), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]))
 @example(64099, JIT_OF_JVP, 3)     # a loop's int counter, a constant, went to its kernel as a float
@@ -265,7 +265,7 @@ def test_random_while_loop_programs_give_the_interpreters_results_under_jit(seed
     check_program(Writer(seed).program(with_while=True), seed, composition, rows)
 
 
-@settings(max_examples=fuzz_examples(20), deadline=None, database=None, derandomize=not long_run(),
+@settings(max_examples=fuzz_examples(10), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(COMPOSITIONS), st.sampled_from([3, 5, 8]), st.booleans())
 def test_random_programs_drawing_from_keys_give_the_interpreters_results_under_jit(seed, composition, rows, w):

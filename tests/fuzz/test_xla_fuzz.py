@@ -22,7 +22,7 @@ CHOSEN = COMPOSITIONS if long_run() else SHORT
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
 
-@settings(max_examples=fuzz_examples(24), deadline=None, database=None, derandomize=not long_run(),
+@settings(max_examples=fuzz_examples(12), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(CHOSEN), st.sampled_from([3, 5, 8]))
 def test_random_loop_programs_on_xla_give_the_interpreters_results(seed, composition, rows):
@@ -39,7 +39,7 @@ def test_random_while_loop_programs_on_xla_give_the_interpreters_results(seed, c
     check_program(Writer(seed).program(with_while=True), seed, composition, rows, backend="xla")
 
 
-@settings(max_examples=fuzz_examples(12), deadline=None, database=None, derandomize=not long_run(),
+@settings(max_examples=fuzz_examples(6), deadline=None, database=None, derandomize=not long_run(),
           suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 @given(st.integers(0, 2 ** 31), st.sampled_from(CHOSEN), st.sampled_from([3, 5, 8]), st.booleans())
 def test_random_programs_drawing_from_keys_on_xla_give_the_interpreters_results(seed, composition, rows, w):

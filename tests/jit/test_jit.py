@@ -739,13 +739,14 @@ def _rss():
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc")
 def test_a_long_training_run_under_dg_run_jit_keeps_its_size():
-    # 100,000 steps of a gradient of a lambda made each step, as `dg run --jit` runs them
+    # 50,000 steps of a gradient of a lambda made each step, as `dg run --jit` runs them (400 bytes
+    # kept per step would pass the bound)
     i = interp(TRAIN, jit=True)
     i.run("p = steps(p, 1000)\nlet q = p")
     i.run("for k in range(10) { q = in_a_function(q, 2) }")
     gc.collect()
     at_1000 = _rss()
-    i.run("p = steps(p, 99000)")
+    i.run("p = steps(p, 49000)")
     i.run("for k in range(400) { q = in_a_function(q, 2) }")
     gc.collect()
     assert _rss() - at_1000 < 20e6
