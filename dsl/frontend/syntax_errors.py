@@ -90,15 +90,11 @@ PYTHON_WORDS = {
 }
 
 
+LET = "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)"
+IF_CHAIN = "dg has no match or switch: if x == 1 { ... } else if x == 2 { ... } else { ... }"
+
 # the same for words of other languages (JavaScript, Rust, C, Swift, Go)
-OTHER_WORDS = {
-    "function": PYTHON_WORDS["def"],
-    "var": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
-    "const": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
-    "mut": "let x = 1 names a value, and x = 2 assigns it again (dg has no var, const or mut)",
-    "match": "dg has no match or switch: if x == 1 { ... } else if x == 2 { ... } else { ... }",
-    "switch": "dg has no match or switch: if x == 1 { ... } else if x == 2 { ... } else { ... }",
-}
+OTHER_WORDS = {"function": PYTHON_WORDS["def"], "var": LET, "const": LET, "mut": LET, "match": IF_CHAIN, "switch": IF_CHAIN}
 
 CONDITIONAL_EXPRESSION = ("dg has no conditional expression (a if c else b, c ? a : b): where(c, a, b) picks "
                           "entry by entry, or assign in an if statement")

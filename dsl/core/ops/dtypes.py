@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import error
 from ..tape import Box, FLOAT_DTYPES as FLOATS, peek, record
 from ..values import type_name
-from .core import ndarray, norm, to_float
+from .core import brief_int, ndarray, norm, to_float
 
 NAMES = ("float16", "float32", "float64", "int32", "int64", "bool")
 DTYPES = {name: np.dtype(name) for name in NAMES}
@@ -77,7 +77,7 @@ def cast(v, dtype):
         if dtype not in ("int32", "int64"):
             v = to_float(v)     # numpy holds an int past int64 as a Python object (inf beyond floats)
         elif not np.iinfo(DTYPES[dtype]).min <= v <= np.iinfo(DTYPES[dtype]).max:
-            raise error("value", f"{v} does not fit in {dtype}")     # numpy would wrap it, or refuse in Python's words
+            raise error("value", f"{brief_int(v)} does not fit in {dtype}")     # numpy would wrap it, or refuse in Python's words
     a = np.asarray(v)
     if a.dtype.kind == "f" and dtype in ("int32", "int64"):
         _check_int_range(a, dtype)

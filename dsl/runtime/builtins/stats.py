@@ -8,12 +8,13 @@ import math
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import fmt_shape, to_float
+from ...core.ops.core import fmt_shape
 from ...core.tape import peek, raw
 from ...core.values import type_name
 from ...errors import error
 from .arrays import _axis, _numbers, _tensor_shape, flag
 from .linalg import diagonal
+from .tensors import degrees_of_freedom
 
 
 # ---------------------------------------------------------------- covariance and correlation
@@ -51,7 +52,7 @@ def _cov(x, y, rowvar, bias, ddof, who):
     nvars, n = np.shape(peek(m))
     centred = ops.sub(m, ops.mean(m, 1, True))
     # numpy's: fewer observations than ddof + 1 divide by 0 (inf and nan, with a warning there)
-    c = ops.div(ops.matmul(centred, ops.transpose(centred)), to_float(max(n - raw(ddof), 0)))
+    c = ops.div(ops.matmul(centred, ops.transpose(centred)), degrees_of_freedom(n, raw(ddof)))
     return ops.reshape(c, ()) if nvars == 1 else c
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import check_shape_arg, check_size, fmt_shape, ndarray, to_float, to_tensor
+from ...core.ops.core import brief_int, check_shape_arg, check_size, fmt_shape, ndarray, to_float, to_tensor
 from ...core.ops.linalg import implicit_output
 from ...core.stage import Draw, perform
 from ...core.tape import Box, peek, raw, record
@@ -151,9 +151,14 @@ def var(x, axis=None, keepdims=False, ddof=0):
         return out
     # the entries each result was taken over (var reads a tuple as its stacked tensor)
     n = (len(peek(x)) if type(peek(x)) is tuple else int(np.size(peek(x)))) // int(np.size(peek(out)))
-    rest = max(n - d, 0)        # numpy's: no fewer than 0 degrees of freedom (a variance is never negative)
-    factor = n / rest if rest else math.inf        # inf where n <= ddof, as numpy's (Python's ints: no overflow)
-    return ops.mul(out, factor)
+    dof = degrees_of_freedom(n, d)
+    return ops.mul(out, n / dof if dof else math.inf)      # inf where n <= ddof, as numpy's
+
+
+def degrees_of_freedom(n, ddof):
+    """n - ddof as numpy divides by it: never below 0 (a variance is never negative), a float (an
+    int past float's range is inf)."""
+    return to_float(max(n - ddof, 0))
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
@@ -177,7 +182,7 @@ def _count(v, need):
     if v < 0:
         raise error("value", f"{need}, got {v}")
     if v >= 2 ** 64:        # no count, size, population or seed goes past 64 bits
-        raise error("value", f"{need} below 2^64, got one of {len(str(v))} digits")
+        raise error("value", f"{need} below 2^64, got {brief_int(v)}")
     return v
 
 
@@ -295,9 +300,8 @@ def full(shape, v, dtype=None):
     kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
         return ops.add(np.zeros(_shape(shape), kind), v)
-    if kind.kind == "i" and type(fill) is int and not np.iinfo(kind).min <= fill <= np.iinfo(kind).max:
-        raise error("value", f"full: {fill if len(str(fill)) < 30 else 'an int of %d digits' % len(str(fill))} "
-                             f"does not fit {kind.name}")
+    if kind.kind == "i" and type(fill) is int:
+        fill = ops.cast(fill, kind.name)        # an int the type cannot hold: astype's error
     return np.full(_shape(shape), fill if kind.kind in "ib" else to_float(fill), kind)
 
 
