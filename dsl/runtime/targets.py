@@ -67,8 +67,10 @@ def destructure(value, n, span):
         items = ops.unpack(value) if type(value) is Box else v
     elif type(v) is ndarray and v.ndim > 0:
         items = [ops.item(value, (i,)) for i in range(v.shape[0])]
-    else:
-        raise error("type", f"cannot unpack {a_type_name(v)} into {n} name{'s' * (n != 1)}", span)
+    else:   # most often `for i, v in xs` over a vector, where Python's habit is enumerate
+        hint = ("a loop over a vector gives one number at a time; for i, v in enumerate(xs) gives each "
+                "position with its entry") if n == 2 and type(v) in (float, int) else None
+        raise error("type", f"cannot unpack {a_type_name(v)} into {n} name{'s' * (n != 1)}", span, hint=hint)
     if len(items) != n:
         raise error("value", f"cannot unpack {len(items)} value{'s' * (len(items) != 1)} "
                              f"into {n} name{'s' * (n != 1)}", span)

@@ -196,6 +196,11 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("print(astype(ones(3), int64))", "name", 'astype(x, "int64")'),
     ("print(random.normal(shape=(2,)))", "name", "called without a module"),
     ("print(gamma(2.0, (3,)))", "type", "gamma(..., shape=(3,))"),
+    ("print(normal(rng(0), 0.0, 1.0, (3,)))", "type", "normal(..., key=k)"),     # JAX's key first
+    ('print("n = " + 3)', "type", 'str(x) makes a string'),
+    ("for i, v in ones(3) { print(i) }", "type", "enumerate(xs)"),
+    ("let a, b = 3.0", "type", "enumerate(xs)"),
+    ("let a, b, c = 3.0", "type", None),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

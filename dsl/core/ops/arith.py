@@ -73,6 +73,8 @@ def _arith(ufunc, verb, a, b):
         return norm(ufunc(x, y))
     # Python's "%.3f" % x: dg formats with f-strings
     hint = 'an f-string formats values: f"{x:.3f}"' if verb == "take the remainder of" and type(a) is str else None
+    if verb == "add" and (type(a) is str) != (type(b) is str):     # Python's "n=" + 3 is an error too
+        hint = 'str(x) makes a string of a value ("n = " + str(3)), and an f-string formats one: f"n = {3}"'
     if type(a) is tuple or type(b) is tuple:       # Python's tuple where numpy's array was meant
         hint = "a tuple holds values but does not compute on them: [1.0, 2.0] is a tensor, and tensor(t) makes one of t"
     if a is None or b is None:      # most often a function whose last line computes a value it never returns

@@ -90,7 +90,12 @@ def _check_key(key, who):
     if type(v) is not np.ndarray or v.shape[-1:] != (2,):
         got = f"a tensor of shape {fmt_shape(v.shape)}" if type(v) is np.ndarray else type_name(v)
         # numpy's split(x, 3) divides an array; dg's split divides a random key
-        hint = "split divides a random key; a tensor's parts are slices, x[0:2]" if who == "split" else None
+        if who == "split":
+            hint = "split divides a random key; a tensor's parts are slices, x[0:2]"
+        elif who == "fold_in":
+            hint = None
+        else:   # JAX's habit: the key first, positionally
+            hint = f"a distribution takes its key by name, after the rest: {who}(..., key=k)"
         raise error("type", f"{who}: key must be a random key (rng(seed), split(key)), got {got}", hint=hint)
     return key
 
