@@ -201,6 +201,10 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("for i, v in ones(3) { print(i) }", "type", "enumerate(xs)"),
     ("let a, b = 3.0", "type", "enumerate(xs)"),
     ("let a, b, c = 3.0", "type", None),
+    # numpy's norm(x, ord): dg's second argument is the axis
+    ('print(norm(ones((2, 2)), "nuc"))', "type", 'norm(x, ord="nuc")'),
+    ("print(norm(ones((2, 2)), 2))", "index", "norm(x, ord=2)"),
+    ("print(norm(ones(2), inf))", "type", "norm(x, ord=inf)"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)

@@ -121,6 +121,7 @@ def norm(x, axis=None, keepdims=False, ord=None):
     if not (order is None or type(order) in (int, float, str)) or type(order) is bool:
         raise error("type", f"norm: ord must be a number, inf, \"fro\" or \"nuc\", got {type_name(order)}")
     if order is None:
+        _check_not_an_order(raw(axis), np.ndim(peek(x)))
         return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
     if type(peek(x)) not in (np.ndarray, float, int, bool):
         raise error("type", f"norm needs a number or a tensor, got {type_name(peek(x))}")
@@ -136,6 +137,16 @@ def norm(x, axis=None, keepdims=False, ord=None):
         return _vector_norm(x, order, axes, keepdims)
     raise error("shape", f"norm with ord needs a vector, a matrix, an axis or a pair of axes; got a tensor of shape "
                          f"{fmt_shape(shape)} and axis {axes!r}")
+
+
+def _check_not_an_order(axis, ndim):
+    """numpy's norm(x, 2) or norm(x, "fro") is an order, where dg's second argument is the axis: an
+    axis no tensor of ndim axes has (a string, inf, 2 of a matrix) is an error that says so."""
+    if type(axis) is str or type(axis) is float and not axis.is_integer() or (
+            type(axis) is int and (ndim == 0 or not -ndim <= axis < ndim)):
+        shown = f'"{axis}"' if type(axis) is str else axis
+        raise error("index" if type(axis) is int else "type", f"norm: {shown} is not an axis of a tensor with {ndim} ax{'is' if ndim == 1 else 'es'}",
+                    hint=f"the order goes by name, as norm(x, ord={shown}): dg's second argument is the axis")
 
 
 def _vector_norm(x, order, axis, keepdims):
