@@ -658,6 +658,8 @@ def _bodies(jitted):
     ("if s > 0.9 { xs[1] = s * w } else { xs[2] = s }\n s = s * w + sum(xs) * 0.1", True),   # a constant index
     ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + 0.1 * k * w", True),    # an int set two ways: chosen as an int
     ("if s > 0.9 { k = -1 } else { k = 1 }\n s = s + xs[k] * w", True),       # ... and read as an index
+    # a gradient whose numerics check fails where the branch is not taken (sqrt' at s - 0.9 <= 0)
+    ("if s > 0.9 { s = s * w + grad(fn(z) => sqrt(z))(s - 0.9) } else { s = s + 0.5 }", True),
 ])
 def test_an_if_is_taken_both_ways_only_where_both_branches_only_compute(branch, rolled):
     src = ("fn f(w, xs) {\n  let s = 0.75\n  let n = 0\n  let k = 0\n"
@@ -704,6 +706,20 @@ def test_a_row_in_a_branch_missing_on_an_iteration_that_takes_it_is_the_interpre
     i = interp(src + "\nlet fast = jit(f)")
     text, _ = same_error(i.lookup("fast"), i.lookup("f"), (0.9, np.arange(12.0)))
     assert "index 12 is out of range" in text
+
+
+def test_a_gradient_in_a_branch_run_both_ways_is_checked_where_the_branch_is_taken():
+    # its numerics check holds where the branch is taken: the loop rolls though the gradient is
+    # infinite or NaN on the iterations that take the other branch, and a call where one that
+    # takes it makes an infinity is the interpreter's error
+    src = ("fn f(x) {\n  let s = 0.0\n  for i in range(10) {\n"
+           "    if i < 5 { s = s + grad(fn(z) => sqrt(z))(x - i) } else { s = s + 1.0 }\n  }\n  return s\n}")
+    i = interp(src + "\nlet fast = jit(f)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for x in (7.0, 6.5):
+        assert same(fast(x), f(x)) and "Loop" in ops_of(fast)
+    text, _ = same_error(fast, f, (3.0,))
+    assert "numerics" in text
 
 
 def test_an_if_whose_branches_both_return_gives_a_where_of_what_they_return(monkeypatch):

@@ -93,7 +93,8 @@ traj[i] = state, u[i, j], x[:, j], a minibatch x[k * b:(k + 1) * b]), carry ints
 step count, a value of the compiled code) and use an int it never changes (a layer's count of
 heads); an `if`
 in such a body whose branches only compute runs both ways, choosing by where (an int a branch
-sets, a count of events, is chosen as an int); explain=true says
+sets, a count of events, is chosen as an int; a gradient a branch takes is checked for NaN where
+the branch is taken); explain=true says
 why a loop is not compiled as a loop (a print, a function stored in a variable declared outside the loop, ...). static_argnums (an int or a tuple of ints) names arguments
 that are constants of the compiled code, as in JAX: f is compiled for each of their values
 (numbers, strings, tensors by value, functions by identity); they cannot be differentiated.

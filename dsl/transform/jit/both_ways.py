@@ -7,7 +7,7 @@ import numpy as np
 from ...base.cells import Cell
 from ...core import stage as S
 from ...core.ops.arith import add, mul, sub
-from ...core.ops.compare import logical_and, logical_or
+from ...core.ops.compare import logical_and, logical_not, logical_or
 from ...core.ops.elementwise import where
 from ...core.ops.shape import row, set_row
 from ...core.primitives.registry import PRIMS
@@ -15,7 +15,7 @@ from ...core.tape import Box, peek
 from ...core.trees import flatten_open, unflatten
 from .frames import restore, same_spec, same_static, set_slot, snapshot
 from .signatures import _key
-from .rolling import Lookahead
+from .lookahead import Lookahead
 
 
 def _may_fail(node, look):
@@ -27,7 +27,7 @@ def _may_fail(node, look):
     Other indexing keeps its key among its options, checked when it was staged and the same on
     every iteration."""
     if node.op == "Guard":
-        return True
+        return node.g not in look.conditioned
     prim = PRIMS.get(node.op)
     return prim is not None and (prim.can_fail or (prim.indexed and node.parents[1] is not None
                                                   and not _in_rows(node, look)))
@@ -110,9 +110,18 @@ class BothWays:
         """See __call__ (look: the look ahead's trace)."""
         start = len(look.nodes)
         saved = snapshot(f)
-        then = self._branch(f, self.then, look, start)
-        restore(f, saved)
-        orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
+        outer = look.taken      # an if run both ways inside a branch of another: taken where both are
+        staged = type(c) is Box
+        try:
+            if staged:
+                look.taken = c if outer is None else logical_and(outer, c)
+            then = self._branch(f, self.then, look, start)
+            restore(f, saved)
+            if then is not None and staged:
+                look.taken = logical_not(c) if outer is None else logical_and(outer, logical_not(c))
+            orelse = self._branch(f, self.orelse, look, len(look.nodes)) if then is not None else None
+        finally:
+            look.taken = outer
         restore(f, saved)
         merged = self._merged(c, saved[0], then, orelse, look) if orelse is not None else None
         if merged is None:
