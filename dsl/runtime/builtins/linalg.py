@@ -145,7 +145,8 @@ def _check_not_an_order(axis, ndim):
     if type(axis) is str or type(axis) is float and not axis.is_integer() or (
             type(axis) is int and (ndim == 0 or not -ndim <= axis < ndim)):
         shown = f'"{axis}"' if type(axis) is str else axis
-        raise error("index" if type(axis) is int else "type", f"norm: {shown} is not an axis of a tensor with {ndim} ax{'is' if ndim == 1 else 'es'}",
+        axes = "1 axis" if ndim == 1 else f"{ndim} axes"
+        raise error("index" if type(axis) is int else "type", f"norm: {shown} is not an axis of a tensor with {axes}",
                     hint=f"the order goes by name, as norm(x, ord={shown}): dg's second argument is the axis")
 
 
