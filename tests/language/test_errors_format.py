@@ -51,11 +51,11 @@ def test_error_attributes(run_error):
 
 
 def test_single_digit_line_gutter(run_error):
-    err = run_error("let x = 1\nlet y = x + \"s\"", "a.dg")
-    assert str(err) == ('error[type]: cannot add int and string\n'
+    err = run_error("let x = 1\nlet y = x - \"s\"", "a.dg")
+    assert str(err) == ('error[type]: cannot subtract int and string\n'
                         ' --> a.dg:2:9\n'
                         '  |\n'
-                        '2 | let y = x + "s"\n'
+                        '2 | let y = x - "s"\n'
                         '  |         ^^^^^^^')
 
 
@@ -78,12 +78,12 @@ def test_hint_line(run_error):
 
 
 def test_stack_lists_every_call_innermost_first(run_error):
-    src = ("fn h(v) {\n    return v + \"a\"\n}\n"
+    src = ("fn h(v) {\n    return v - \"a\"\n}\n"
            "fn g(v) { return h(v) * 2 }\n"
            "fn f(v) {\n    let r = g(v)\n    return r\n}\n"
            "f(1.0)\n")
     lines = str(run_error(src, "s.dg")).splitlines()
-    assert lines[0] == "error[type]: cannot add float and string"
+    assert lines[0] == "error[type]: cannot subtract float and string"
     assert lines[1] == " --> s.dg:2:12"
     assert lines[5:] == ["  = in h, called at s.dg:4:18",
                          "  = in g, called at s.dg:6:13",

@@ -101,12 +101,12 @@ def test_dg_check_reports_a_module_that_cannot_be_found(dg, tmp_path):
 def test_error_in_an_imported_module_shows_where_it_was_imported(dg, tmp_path):
     # SPEC 7: errors show the dg call stack; an import is part of it (the location alone points
     # into the module, with no hint of which import ran it).
-    (tmp_path / "fb.dg").write_text('fn bad(x) {\n  return x + "s"\n}\nlet v = bad(1)\n')
+    (tmp_path / "fb.dg").write_text('fn bad(x) {\n  return x - "s"\n}\nlet v = bad(1)\n')
     (tmp_path / "main.dg").write_text("print(1)\nimport fb\n")
     done = dg("run", "main.dg", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == "1\n"
     lines = done.stderr.splitlines()
-    assert lines[0] == "error[type]: cannot add int and string"
+    assert lines[0] == "error[type]: cannot subtract int and string"
     assert lines[-2].endswith("= in bad, called at " + str(tmp_path / "fb.dg") + ":4:9")
     assert lines[-1].endswith("= in module fb, imported at main.dg:2:1")
 

@@ -114,13 +114,13 @@ def test_echo_shows_values_readably_and_not_none(session):
 
 
 def test_an_error_prints_in_dg_format_and_the_session_continues(session):
-    out, err = session.run("let k = 2", NL, 'let bad = k + "a"', NL, "k * 3", NL)
+    out, err = session.run("let k = 2", NL, 'let bad = k - "a"', NL, "k * 3", NL)
     assert out.splitlines() == ["6"]
     assert err.splitlines() == [
-        "error[type]: cannot add int and string",
+        "error[type]: cannot subtract int and string",
         " --> <repl-2>:1:11",
         "  |",
-        '1 | let bad = k + "a"',
+        '1 | let bad = k - "a"',
         "  |           ^^^^^^^",
     ]
     assert "Traceback" not in err
