@@ -342,7 +342,7 @@ class Driver:
     loop stops at (a guard, a result it cannot vouch for) runs as run_code runs it, by the
     owner's code for one iteration (exactly, or raising what it raises), and the loop goes on."""
 
-    __slots__ = ("program", "n", "name", "_loops", "draws", "draw_fns")
+    __slots__ = ("program", "n", "name", "_loops", "draws", "draw_fns", "stopped")
 
     def __init__(self, program, carried, name):
         self.program = program      # inputs: the item, `carried` state leaves, fixed values
@@ -356,6 +356,7 @@ class Driver:
         # the loop runs one iteration per call, so that no iteration's draws need making again
         self.draw_fns = ([(step[4]["fn"], step[3]) for step in program.effects]
                          if all(r < 0 for step in program.effects for r in step[2]) else None)
+        self.stopped = False    # whether the compiled loop has stopped at an iteration
 
     def _loop(self, kept, extra):
         """The compiled loop appending to `kept` and `extra` where they are not None."""
@@ -369,8 +370,16 @@ class Driver:
         """One iteration by the owner's code for one (Body or Hoisted): the state after it. Where
         the code cannot vouch for its results and the exact code runs the iteration again, that
         one draws what the first drew (`drawn`: the generator the body draws from, or None)."""
-        rewind = None if drawn is None else functools.partial(setattr, drawn, "state", drawn.state)
-        out = run_code(self.program, owner.code, [item, *state, *fixed], rewind)
+        values = [item, *state, *fixed]
+        if not self.stopped and not self.program.effects:
+            # the first stop is replayed, not compiled: most often a guard that no longer holds
+            # (jit then stages again), which compiling the body (seconds, for one that holds a
+            # derivative's loops written out) would only find again
+            self.stopped = True
+            out = S.output_leaves(self.program, values)
+        else:
+            rewind = None if drawn is None else functools.partial(setattr, drawn, "state", drawn.state)
+            out = run_code(self.program, owner.code, values, rewind)
         if kept is not None:
             kept.append(state)
         if extra is not None:
