@@ -81,7 +81,9 @@ def iterate(value, span):
     """The sequence a `for` loop walks: range, tuple, map keys, tensor rows, string characters."""
     v = peek(value)
     t = type(v)
-    if t is range or t is tuple or t is str:
+    if t is str:
+        return tape.raw(value)      # an f-string jit stages: its text is read, and guarded
+    if t is range or t is tuple:
         return ops.unpack(value) if type(value) is Box and t is tuple else v
     if t is dict:
         return list(v)

@@ -765,3 +765,40 @@ def test_comparing_a_tensor_argument_with_none_reads_no_value(capsys):
     assert fast(x, None) == 3.0
     said = capsys.readouterr().err
     assert said.count("staging it") == 2, said      # one per signature: a tensor, then none
+
+
+@pytest.mark.parametrize("make, values", [
+    ("tensor((a, a * 2.0, 1.0))", (1.0, 2.0, -0.5)),
+    ("tensor(((a, 1.0), (a * a, a)))", (1.0, 2.0, -0.5)),
+    ("tensor((a > 0.0, a > 1.0))", (0.5, 2.0, -1.0)),       # bools stay bool, as without jit
+    ("tensor(a > 0.0)", (0.5, -1.0, 2.0)),
+])
+def test_a_tensor_of_a_tuple_of_staged_numbers_reads_no_value(make, values, capsys):
+    # tensor(t) read its items' values to tell bools from numbers, which the recording then
+    # guarded: a loop collecting a trajectory in a tuple staged again on every call (0.014 s
+    # a call where it took 1.75), and a staged bool came out as a float
+    i = dsl.Interpreter()
+    i.run(f"fn f(a) {{ return {make} }}\nlet fast = jit(f, explain=true)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for a in values:
+        got, want = fast(a), f(a)
+        assert np.asarray(got).dtype == np.asarray(want).dtype and np.array_equal(got, want)
+    said = capsys.readouterr().err
+    assert said.count("staging it") == 1, said
+
+
+@pytest.mark.parametrize("body", [
+    'len(f"{a:.2f}")', 'f"{a:.2f}" == "-0.50"', '"-" in f"{a:.2f}"', 'f"{a:.2f}"[0:2]', 'f"{a:.2f}"[-1]',
+    'float(f"{a:.2f}") * 2.0', 'len(str(a) + "!")', 'float(a > 0.0) * 2.0', 'float(tensor((a,))[0] > 0.0)',
+    'count(f"{a:.3f}")',
+])
+def test_what_a_staged_string_or_condition_says_is_read_on_every_call(body):
+    # jit stages an f-string's text (and a condition) as a value of the recording: len, ==, `in`,
+    # indexing, iteration and float() read the value it had when staged (len(f"{a:.2f}") was 4
+    # for a = -0.5; float(a > 0.0) was 1.0 on every call), and a slice of it was a Python error
+    i = dsl.Interpreter()
+    i.run("fn count(s) {\n  let n = 0\n  for c in s { n += 1 }\n  return n\n}\n"
+          f"fn f(a) {{ return {body} }}\nlet fast = jit(f)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for a in (1.5, -0.5, 12.25, -0.5):
+        assert fast(a) == f(a), (body, a)

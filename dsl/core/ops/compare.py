@@ -46,6 +46,8 @@ def eq(a, b):
     if type(a) is Box or type(b) is Box:
         if _on_numbers(a, b):
             return nondiff("Equal", (a, b))
+        if type(peek(a)) is str and type(peek(b)) is str:      # an f-string jit stages: read, and guarded
+            return raw(a) == raw(b)
         # a traced number or tensor against none, a string or a structure: unequal whatever its
         # value, so its value is not read (jit would guard it: `if mask == none` with a tensor
         # argument would stage again on every call with new values)
@@ -158,7 +160,7 @@ def contains(item, container):
         s = raw(item)
         if type(s) is not str:
             raise error("type", f"'in' a string needs a string on its left, got {type_name(s)}")
-        return s in c
+        return s in raw(container)
     if t is ndarray:
         if not _orderable_num(peek(item)):
             raise error("type", f"'in' a tensor needs a number or tensor on its left, got {type_name(item)}")

@@ -93,6 +93,8 @@ def item(obj, subs):
         if type(obj) is Box:
             return map_slot(obj, _position(v, key), len(v), key)
         return v[key]
+    if t is str and type(obj) is Box:      # an f-string jit stages: its text is read, and guarded
+        obj = v = raw(obj)
     if t is tuple or t is str or t is range:
         if type(key) is slice:
             if type(obj) is Box:

@@ -85,6 +85,10 @@ def float_(x):
         return x
     if t is int and type(x) is Box:      # an int jit stages as a value: converted as one
         return ops.mul(x, 1.0)
+    if t is bool and type(x) is Box:     # ... and a condition
+        return ops.where(x, 1.0, 0.0)
+    if type(x) is Box and (t is str or isinstance(v, np.generic)):     # read, and guarded
+        v = raw(x)
     if t is int or t is bool:
         try:
             return float(v)
@@ -127,7 +131,9 @@ def len_(x):
     """len(x): tuples, maps, strings, ranges, tensors (the size of axis 0) and batches."""
     v = peek(x)
     t = type(v)
-    if t in (tuple, dict, str, range):
+    if t is str:
+        return len(raw(x))      # raw: the text of an f-string jit stages is read, and guarded
+    if t in (tuple, dict, range):
         return len(v)
     if t is ndarray:
         if v.ndim == 0:

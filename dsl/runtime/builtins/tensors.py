@@ -272,12 +272,15 @@ def tensor(x, dtype=None):
             return np.zeros((0,))
         items = ops.unpack(x) if type(x) is Box else v
         parts = tuple(tensor(i) for i in items)
-        if all(type(raw(p)) is ndarray and raw(p).dtype.kind == "b" for p in parts):
-            return np.stack([raw(p) for p in parts])
+        # a staged item goes to ops.stack, which keeps bools bool: reading its value here would
+        # guard on it (jit staged again on every call with new numbers)
+        if not any(type(p) is Box for p in parts) and all(type(p) is ndarray and p.dtype.kind == "b" for p in parts):
+            return np.stack(parts)
         return ops.stack(parts)
     if t in (int, float, bool) or isinstance(v, np.generic):
-        if type(x) is Box:
-            return ops.reshape(x, ())
+        if type(x) is Box:      # a staged number: reshape makes a float of a bool, as of any number
+            r = ops.reshape(x, ())
+            return ops.astype(r, ops.dtype_arg("bool", "tensor")) if t is bool else r
         return np.asarray(v if t is bool else to_float(v), dtype=bool if t is bool else np.float64)
     raise error("type", f"tensor() takes numbers, tensors or tuples of them, not {a_type_name(v)}")
 
