@@ -58,7 +58,10 @@ def template_for(prim, arg_kinds, out_kind):
     numbers = all(k in NUMBER_KINDS for k in arg_kinds)
     if numbers and out_kind in ("float", "bool"):
         template = emit.get("float")
-        return template(arg_kinds) if callable(template) else template
+        template = template(arg_kinds) if callable(template) else template
+        if template is not None and out_kind == "float" and "float" not in arg_kinds:
+            template = f"float({template})"     # Python's abs(True) is the int 1, the kernel's 1.0
+        return template
     if numbers and is_array_kind(out_kind):
         template = emit.get("from_float")
         return template(arg_kinds) if callable(template) else template

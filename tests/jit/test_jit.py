@@ -802,3 +802,17 @@ def test_what_a_staged_string_or_condition_says_is_read_on_every_call(body):
     fast, f = i.lookup("fast"), i.lookup("f")
     for a in (1.5, -0.5, 12.25, -0.5):
         assert fast(a) == f(a), (body, a)
+
+
+@pytest.mark.parametrize("body", ["full_like(2, a)", 'full((2,), a, dtype="int64")', 'full((2,), a, dtype="bool")',
+                                  "abs(a > 0.0)", "abs(a > 0.0) + abs(a > 1.0)"])
+def test_a_staged_fill_or_condition_keeps_the_type_it_has_without_jit(body):
+    # full's staged fill went into int zeros as a float (full_like(2, 2.7) was 2.7, not 2), and
+    # compiled code took abs of a condition with Python's abs, whose abs(true) is the int 1
+    i = dsl.Interpreter()
+    i.run(f"fn f(a) {{ return {body} }}\nlet fast = jit(f)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for a in (1.5, -2.7, 2.7, 0.0):
+        got, want = fast(a), f(a)
+        assert type(got) is type(want) and np.array_equal(got, want), (body, a, got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype

@@ -302,7 +302,9 @@ def full(shape, v, dtype=None):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
     kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
-        return ops.add(np.zeros(_shape(shape), kind), v)
+        filled = ops.add(np.zeros(_shape(shape), kind), v)
+        # int zeros plus a float fill is a float: cast back, as np.full truncates into the type
+        return filled if kind.kind == "f" else ops.astype(filled, kind)
     if kind.kind == "i" and type(fill) is int:
         fill = ops.cast(fill, kind.name)        # an int the type cannot hold: astype's error
     return np.full(_shape(shape), fill if kind.kind in "ib" else to_float(fill), kind)
