@@ -816,3 +816,21 @@ def test_a_staged_fill_or_condition_keeps_the_type_it_has_without_jit(body):
         got, want = fast(a), f(a)
         assert type(got) is type(want) and np.array_equal(got, want), (body, a, got, want)
         assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+@pytest.mark.parametrize("body", ["(a, n) < (a, 1.0)", "(a, 1.0) >= (a, n)", "(n, a) > (2, 0.0)"])
+def test_tuples_of_staged_numbers_order_as_without_jit(body):
+    # Python compared the tuples' staged items themselves: a type error under jit
+    i = dsl.Interpreter()
+    i.run(f"fn f(a, n) {{ return {body} }}\nlet fast = jit(f)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for a, n in ((1.5, 3), (-0.5, 0), (2.25, 2)):
+        assert fast(a, n) is f(a, n), (body, a, n)
+
+
+def test_a_number_times_a_staged_string_is_the_same_error_as_without_jit():
+    i = dsl.Interpreter()
+    i.run('fn f(a) { return 1.5 * f"{a:.1f}" }\nlet fast = jit(f)')
+    with pytest.raises(DgError) as info:
+        i.lookup("fast")(1.0)
+    assert info.value.message == "cannot multiply float and string"

@@ -176,6 +176,8 @@ def mul(a, b, span=None):
             return _repeat(a, raw(b))
         if (tb is str or tb is tuple) and type(peek(a)) in (int, bool):
             return _repeat(b, raw(a))
+        if type(peek(a)) is str or type(peek(b)) is str:     # an f-string jit stages, times a float:
+            return mul(raw(a), raw(b), span)                # the error names the operands in order
         if ta is float or ta is int:
             return record_const("ScalarMul", b, a, span)
         if tb is float or tb is int:

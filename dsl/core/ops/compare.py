@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..tape import Box, nondiff, peek
+from ..tape import Box, concrete, nondiff, peek
 from ..values import values_equal
 from .slots import unpack
 from .core import FLOAT, as_operand, check_broadcast, error, fmt_shape, ndarray, norm, raw, type_name
@@ -29,6 +29,8 @@ def order(op, a, b):
     elif _orderable_num(a) and _orderable_num(b):
         return _PY[op](a, b)
     elif ta is tb and ta in (str, tuple):
+        if ta is tuple:     # staged items (jit's): their values decide, guarded
+            a, b = concrete(a), concrete(b)
         try:
             return _PY[op](a, b)
         except (TypeError, ValueError):      # elements that do not order, or tensors inside tuples
