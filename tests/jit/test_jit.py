@@ -834,3 +834,15 @@ def test_a_number_times_a_staged_string_is_the_same_error_as_without_jit():
     with pytest.raises(DgError) as info:
         i.lookup("fast")(1.0)
     assert info.value.message == "cannot multiply float and string"
+
+
+@pytest.mark.parametrize("body", ["roll(x, (n, 1), (0, 2))", "roll(arange(3.0), (n, 1))", "moveaxis(x, (n, 1), (0, 1))",
+                                  "expand_dims(x, (n, 1))"])
+def test_a_tuple_of_staged_ints_as_shifts_or_axes_is_read_as_ints(body):
+    # their items were read with `raw`, which strips a tuple's own boxes but not its items': under
+    # jit "an axis must be an int, got int"
+    i = dsl.Interpreter()
+    i.run(f"let x = reshape(arange(24.0), (2, 3, 4))\nfn f(n) {{ return {body} }}\nlet fast = jit(f)")
+    fast, f = i.lookup("fast"), i.lookup("f")
+    for n in (0, 2, 2):
+        assert np.array_equal(fast(n), f(n)), (body, n)

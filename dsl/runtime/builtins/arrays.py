@@ -8,7 +8,7 @@ import numpy as np
 from ...base.suggest import tuple_hint
 from ...core import ops
 from ...core.ops.core import check_size, fmt_shape, normalize_axis, to_float
-from ...core.tape import peek, raw
+from ...core.tape import concrete, peek, raw
 from ...core.values import brief, type_name
 from ...errors import DgError, error
 
@@ -59,7 +59,7 @@ def roll(x, shift, axis=None):
     with axis none, of the flattened tensor, shaped back; shift and axis may be tuples, paired as
     numpy broadcasts them, and the shifts of one axis add)."""
     shape = _tensor_shape(x, "roll")
-    shift = raw(shift)
+    shift = concrete(shift)     # a tuple's staged ints too (jit's): guarded, as an int shift is
     shifts = shift if type(shift) is tuple else (shift,)
     if not shifts or any(type(s) is not int for s in shifts):
         raise error("type", f"roll: shift must be an int or a tuple of ints, got {brief(shift)}")

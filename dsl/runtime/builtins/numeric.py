@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import ops
 from ...core.ops.core import check_broadcast, check_shape_arg, check_size, fmt_shape
-from ...core.tape import peek, raw
+from ...core.tape import concrete, peek, raw
 from ...core.values import brief, type_name
 from ...errors import error
 from .arrays import _along, _axis, _numbers, _tensor_shape, flag
@@ -129,9 +129,9 @@ def ravel(x):
 
 def _axes_given(v, nd, who):
     """An int axis or a tuple of them (none is not one here), normalised against nd axes."""
-    v = raw(v)
+    v = concrete(v)     # a tuple's staged ints too (jit's), guarded
     items = v if type(v) is tuple else (v,)
-    if any(raw(i) is None for i in items):
+    if any(i is None for i in items):
         raise error("type", f"{who}: an axis must be an int, got none")
     return _axis(tuple(items), nd, who, True)
 
