@@ -403,3 +403,27 @@ def test_var_with_more_ddof_than_entries_is_inf_as_numpys_never_negative():
 def test_ints_past_floats_range_as_options_give_numbers_not_pythons_errors(expr, want):
     got = dsl.Interpreter().eval(expr)
     assert (np.isnan(got) if np.isnan(want) else got == want), (expr, got)
+
+
+def test_vmap_of_linspace_and_histogram_gives_each_examples_own_numbers_to_the_bit():
+    # the batched linspace computed a (1 - t) + b t where numpy computes a + i (b - a) / (n - 1):
+    # a histogram's edges moved by a rounding, and a value on an edge fell into another bin
+    i = dsl.Interpreter()
+    i.run("let a = [0.1, -3.7, 1e-3, 5.0]\nlet b = [0.7, 2.2, 1e3, 5.0]\n"
+          "let batched = vmap(fn(p, q) => linspace(p, q, 7))(a, b)\n"
+          "let one_by_one = stack((linspace(0.1, 0.7, 7), linspace(-3.7, 2.2, 7), linspace(1e-3, 1e3, 7), "
+          "linspace(5.0, 5.0, 7)))\n"
+          "let x = reshape(linspace(-1.0, 2.0, 24), (4, 3, 2))\nlet counts = vmap(histogram)(x)[0]\n"
+          "let each = stack((histogram(x[0])[0], histogram(x[1])[0], histogram(x[2])[0], histogram(x[3])[0]))")
+    assert np.array_equal(i.get("batched"), i.get("one_by_one"))
+    assert np.array_equal(i.get("counts"), i.get("each"))
+
+
+def test_bools_count_as_zero_and_one_in_float_functions_and_norms():
+    # numpy's arctan2 of two bools is a float16 (0.78515625); global_norm counted a bool tensor,
+    # where a bool leaf is not counted (and vmap's batched bools were not)
+    i = dsl.Interpreter()
+    i.run("let r = (atan2(true, true), hypot(true, true), logaddexp(true, false), maximum(true, false))\n"
+          "let n = (global_norm(tensor((true, false))), global_norm(true), global_norm({\"w\": [3.0, 4.0], \"on\": [true]}))")
+    assert i.get("r") == (np.arctan2(1.0, 1.0), np.hypot(1.0, 1.0), np.logaddexp(1.0, 0.0), True)
+    assert i.get("n") == (0.0, 0.0, 5.0)

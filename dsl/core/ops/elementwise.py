@@ -199,14 +199,18 @@ def nz_kept(a, b, r):
 
 
 # ---------------------------------------------------------------- binary
-def _binary_elementwise(op, name, ufunc):
-    """Make a broadcasting binary primitive such as maximum(a, b)."""
+def _binary_elementwise(op, name, ufunc, computes=True):
+    """Make a broadcasting binary primitive such as maximum(a, b); `computes`: its result is a float
+    whatever its operands (numpy's arctan2 of two bools is a float16: dg's bools count as 0.0 and
+    1.0, as a bool tensor's entries do)."""
 
     def prim(a, b, span=None):
         if type(a) is Box or type(b) is Box:
             return record(op, (a, b), None, span)
         x, y = as_operands(a, b, f"take the {name} of")
         check_broadcast(x, y, f"take the {name} of")
+        if computes and type(x) is bool and type(y) is bool:
+            x = float(x)
         return norm(ufunc(x, y))
 
     prim.__name__ = name
@@ -214,8 +218,8 @@ def _binary_elementwise(op, name, ufunc):
     return prim
 
 
-maximum = _binary_elementwise("Maximum", "maximum", np.maximum)
-minimum = _binary_elementwise("Minimum", "minimum", np.minimum)
+maximum = _binary_elementwise("Maximum", "maximum", np.maximum, computes=False)
+minimum = _binary_elementwise("Minimum", "minimum", np.minimum, computes=False)
 atan2 = _binary_elementwise("Atan2", "atan2", np.arctan2)
 hypot = _binary_elementwise("Hypot", "hypot", np.hypot)
 logaddexp = _binary_elementwise("LogAddExp", "logaddexp", np.logaddexp)

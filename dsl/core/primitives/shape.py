@@ -340,12 +340,18 @@ def _linspace_jvp(ns, tangents, ans, args, kw):
 
 
 def _linspace_batch(ns, args, batched, kw):
-    """a + (b - a) * t for every example's a and b."""
+    """Every example's linspace(a, b, n) as numpy computes one, a + i * ((b - a) / (n - 1)) with
+    the last point b itself: the same points, to the bit, as the examples' own calls (a histogram's
+    edges decide in which bin a value on an edge falls)."""
     a, b, n = args
-    t = np.linspace(0.0, 1.0, n)
     col = lambda v, is_batched: ns.reshape(v, (shape_of(v)[0], 1)) if is_batched else v
     a, b = col(a, batched[0]), col(b, batched[1])
-    return ns.add(ns.mul(a, 1.0 - t), ns.mul(b, t))
+    if n < 2:
+        t = np.linspace(0.0, 1.0, n)
+        return ns.add(ns.mul(a, 1.0 - t), ns.mul(b, t))
+    steps = np.arange(float(n))
+    points = ns.add(ns.mul(steps, ns.div(ns.sub(b, a), float(n - 1))), a)
+    return ns.where(steps == n - 1, b, points)
 
 
 def _linspace_impl(a, b, n):
