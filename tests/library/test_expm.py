@@ -49,6 +49,24 @@ def test_values_against_fifty_digits():
         assert np.max(np.abs(got - want)) <= 1e-13 * np.max(np.abs(want)), scale
 
 
+def test_derivatives_in_a_direction_far_larger_than_the_matrix_against_fifty_digits():
+    # the cotangent of sum(expm(a) ** 2), 2 e^a, is about 1e18 for a of norm 25: the block
+    # [[a, e], [0, a]] took its norm, and 60 squarings, from e (gradients within 1e-8; JAX's 1e-14)
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    m = RNG.uniform(-1.0, 1.0, (3, 3)) + 3.0 * np.eye(3)
+    a = m @ m.T
+    e = 2.0 * expm(a)
+    block = mp.matrix(np.block([[a, e], [np.zeros((3, 3)), a]]).tolist())
+    want = np.array(mp.expm(block).tolist(), dtype=float)[:3, 3:]
+    i = interp()
+    i.run("let tangent = fn(a, e) => jvp(expm, (a,), (e,))[1]\n"
+          "let cotangent = fn(a, e) => vjp(expm, transpose(a))[1](e)[0]")
+    for name in ("tangent", "cotangent"):
+        got = i.function(name)(a, e)       # a is symmetric: the reverse rule's L(a^T, e) is L(a, e)
+        assert np.max(np.abs(got - want)) <= 1e-13 * np.max(np.abs(want)), name
+
+
 def test_a_stack_is_each_matrix_scaled_by_its_own_power_of_two():
     stack = RNG.normal(size=(4, 3, 3)) * np.array([0.01, 1.0, 8.0, 60.0])[:, None, None]
     got = expm(stack)

@@ -67,13 +67,21 @@ def expm(a):
 
 def frechet(a, e):
     """The derivative of expm at a in the direction e (both of a's shape): the upper right block of
-    the exponential of [[a, e], [0, a]]."""
+    the exponential of [[a, e], [0, a]]. An e larger than a (the cotangent of a large exponential,
+    2 e^a for a loss sum(expm(a) ** 2)) would make the block's norm, and so the squarings, its own,
+    each losing digits (to 1e-8 where JAX's is within 1e-14): the derivative is linear in e, so it
+    is taken of e / 2^k, k bringing e's 1-norm within a's (or 1), and multiplied back, exactly."""
     shape = shape_of(a)
     n = shape[-1]
+    norm_a = O.max_(O.sum_(O.abs_(a), -2, True), -1, True)
+    norm_e = O.max_(O.sum_(O.abs_(e), -2, True), -1, True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = O.pow(2.0, O.maximum(O.ceil(O.log2(O.div(norm_e, O.maximum(norm_a, 1.0)))), 0.0))
+    e = O.div(e, scale)
     zero = np.zeros(shape, dtype=np.result_type(peek(a), peek(e)))
     block = O.cat((O.cat((a, e), axis=-1), O.cat((zero, a), axis=-1)), axis=-2)
     lead = (slice(None),) * (len(shape) - 2)
-    return O.index(expm(block), lead + (slice(0, n), slice(n, 2 * n)))
+    return O.mul(O.index(expm(block), lead + (slice(0, n), slice(n, 2 * n))), scale)
 
 
 EXPM = define("Expm", expm, vjp=(lambda ns, g, ans, a: frechet(_mT(a), g),),
