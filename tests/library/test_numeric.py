@@ -271,6 +271,7 @@ def test_median_and_quantile_are_nan_where_a_nan_is_among_the_entries():
     ("digitize(1.0, ones(2), right=1)", "type", "right"),
     ("logical_and(ones(2), ones(3) > 0.0)", "shape", "cannot and the masks of tensors of shapes (2,) and (3,)"),
     ("full_like(ones(2), (1,))", "type", "full_like needs a number"),
+    ("tensor(((true, false), (true,)))", "shape", "cannot stack tensors of different shapes (2,) and (1,)"),
     # these ended in Python exceptions: a tuple of tuples reaching numpy's dtype, an array compared
     # with strings, an axis of none counted past
     ("diag(((1.0, 2.0), (3.0, 4.0)))", "type", "expected a tensor for diag, got tuple"),

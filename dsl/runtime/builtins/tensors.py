@@ -271,12 +271,8 @@ def tensor(x, dtype=None):
         if not v:
             return np.zeros((0,))
         items = ops.unpack(x) if type(x) is Box else v
-        parts = tuple(tensor(i) for i in items)
-        # a staged item goes to ops.stack, which keeps bools bool: reading its value here would
-        # guard on it (jit staged again on every call with new numbers)
-        if not any(type(p) is Box for p in parts) and all(type(p) is ndarray and p.dtype.kind == "b" for p in parts):
-            return np.stack(parts)
-        return ops.stack(parts)
+        # ops.stack keeps bools bool and checks the shapes, staged items among them too
+        return ops.stack(tuple(tensor(i) for i in items))
     if t in (int, float, bool) or isinstance(v, np.generic):
         if type(x) is Box:      # a staged number: reshape makes a float of a bool, as of any number
             r = ops.reshape(x, ())
