@@ -767,6 +767,12 @@ def test_comparing_a_tensor_argument_with_none_reads_no_value(capsys):
     assert said.count("staging it") == 2, said      # one per signature: a tensor, then none
 
 
+def jitted_and_plain(body, params="a", before="", explain=False):
+    """(jit(f), f) for `fn f(params) { return body }`, after the statements `before`."""
+    i = interp(f"{before}fn f({params}) {{ return {body} }}\nlet fast = jit(f{', explain=true' * explain})")
+    return i.lookup("fast"), i.lookup("f")
+
+
 @pytest.mark.parametrize("make, values", [
     ("tensor((a, a * 2.0, 1.0))", (1.0, 2.0, -0.5)),
     ("tensor(((a, 1.0), (a * a, a)))", (1.0, 2.0, -0.5)),
@@ -777,9 +783,7 @@ def test_a_tensor_of_a_tuple_of_staged_numbers_reads_no_value(make, values, caps
     # tensor(t) read its items' values to tell bools from numbers, which the recording then
     # guarded: a loop collecting a trajectory in a tuple staged again on every call (0.014 s
     # a call where it took 1.75), and a staged bool came out as a float
-    i = dsl.Interpreter()
-    i.run(f"fn f(a) {{ return {make} }}\nlet fast = jit(f, explain=true)")
-    fast, f = i.lookup("fast"), i.lookup("f")
+    fast, f = jitted_and_plain(make, explain=True)
     for a in values:
         got, want = fast(a), f(a)
         assert np.asarray(got).dtype == np.asarray(want).dtype and np.array_equal(got, want)
@@ -796,10 +800,7 @@ def test_what_a_staged_string_or_condition_says_is_read_on_every_call(body):
     # jit stages an f-string's text (and a condition) as a value of the recording: len, ==, `in`,
     # indexing, iteration and float() read the value it had when staged (len(f"{a:.2f}") was 4
     # for a = -0.5; float(a > 0.0) was 1.0 on every call), and a slice of it was a Python error
-    i = dsl.Interpreter()
-    i.run("fn count(s) {\n  let n = 0\n  for c in s { n += 1 }\n  return n\n}\n"
-          f"fn f(a) {{ return {body} }}\nlet fast = jit(f)")
-    fast, f = i.lookup("fast"), i.lookup("f")
+    fast, f = jitted_and_plain(body, before="fn count(s) {\n  let n = 0\n  for c in s { n += 1 }\n  return n\n}\n")
     for a in (1.5, -0.5, 12.25, -0.5):
         assert fast(a) == f(a), (body, a)
 
@@ -809,9 +810,7 @@ def test_what_a_staged_string_or_condition_says_is_read_on_every_call(body):
 def test_a_staged_fill_or_condition_keeps_the_type_it_has_without_jit(body):
     # full's staged fill went into int zeros as a float (full_like(2, 2.7) was 2.7, not 2), and
     # compiled code took abs of a condition with Python's abs, whose abs(true) is the int 1
-    i = dsl.Interpreter()
-    i.run(f"fn f(a) {{ return {body} }}\nlet fast = jit(f)")
-    fast, f = i.lookup("fast"), i.lookup("f")
+    fast, f = jitted_and_plain(body)
     for a in (1.5, -2.7, 2.7, 0.0):
         got, want = fast(a), f(a)
         assert type(got) is type(want) and np.array_equal(got, want), (body, a, got, want)
@@ -821,18 +820,15 @@ def test_a_staged_fill_or_condition_keeps_the_type_it_has_without_jit(body):
 @pytest.mark.parametrize("body", ["(a, n) < (a, 1.0)", "(a, 1.0) >= (a, n)", "(n, a) > (2, 0.0)"])
 def test_tuples_of_staged_numbers_order_as_without_jit(body):
     # Python compared the tuples' staged items themselves: a type error under jit
-    i = dsl.Interpreter()
-    i.run(f"fn f(a, n) {{ return {body} }}\nlet fast = jit(f)")
-    fast, f = i.lookup("fast"), i.lookup("f")
+    fast, f = jitted_and_plain(body, params="a, n")
     for a, n in ((1.5, 3), (-0.5, 0), (2.25, 2)):
         assert fast(a, n) is f(a, n), (body, a, n)
 
 
 def test_a_number_times_a_staged_string_is_the_same_error_as_without_jit():
-    i = dsl.Interpreter()
-    i.run('fn f(a) { return 1.5 * f"{a:.1f}" }\nlet fast = jit(f)')
+    fast, _ = jitted_and_plain('1.5 * f"{a:.1f}"')
     with pytest.raises(DgError) as info:
-        i.lookup("fast")(1.0)
+        fast(1.0)
     assert info.value.message == "cannot multiply float and string"
 
 
@@ -841,8 +837,6 @@ def test_a_number_times_a_staged_string_is_the_same_error_as_without_jit():
 def test_a_tuple_of_staged_ints_as_shifts_or_axes_is_read_as_ints(body):
     # their items were read with `raw`, which strips a tuple's own boxes but not its items': under
     # jit "an axis must be an int, got int"
-    i = dsl.Interpreter()
-    i.run(f"let x = reshape(arange(24.0), (2, 3, 4))\nfn f(n) {{ return {body} }}\nlet fast = jit(f)")
-    fast, f = i.lookup("fast"), i.lookup("f")
+    fast, f = jitted_and_plain(body, params="n", before="let x = reshape(arange(24.0), (2, 3, 4))\n")
     for n in (0, 2, 2):
         assert np.array_equal(fast(n), f(n)), (body, n)

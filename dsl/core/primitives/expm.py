@@ -73,10 +73,9 @@ def frechet(a, e):
     is taken of e / 2^k, k bringing e's 1-norm within a's (or 1), and multiplied back, exactly."""
     shape = shape_of(a)
     n = shape[-1]
-    norm_a = O.max_(O.sum_(O.abs_(a), -2, True), -1, True)
-    norm_e = O.max_(O.sum_(O.abs_(e), -2, True), -1, True)
+    one_norm = lambda m: O.max_(O.sum_(O.abs_(m), -2, True), -1, True)     # (each matrix's, kept (.., 1, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        scale = O.pow(2.0, O.maximum(O.ceil(O.log2(O.div(norm_e, O.maximum(norm_a, 1.0)))), 0.0))
+        scale = O.pow(2.0, O.maximum(O.ceil(O.log2(O.div(one_norm(e), O.maximum(one_norm(a), 1.0)))), 0.0))
     e = O.div(e, scale)
     zero = np.zeros(shape, dtype=np.result_type(peek(a), peek(e)))
     block = O.cat((O.cat((a, e), axis=-1), O.cat((zero, a), axis=-1)), axis=-2)

@@ -173,12 +173,12 @@ def allclose(a, b, rtol=1e-05, atol=1e-08):
 
 def _int_tuple(v, who, name):
     """An int or a tuple of non-negative ints."""
-    v = raw(v)
+    v = concrete(v)
     items = v if type(v) is tuple else (v,)
-    if not items or any(type(raw(i)) is not int or raw(i) < 0 for i in items):
+    if not items or any(type(i) is not int or i < 0 for i in items):
         raise error("value", f"{who}: {name} must be a non-negative int or a tuple of them, got {brief(v)}",
                     hint=tuple_hint(v))
-    return tuple(raw(i) for i in items)
+    return items
 
 
 def tile(x, reps):
@@ -220,9 +220,9 @@ def repeat(x, repeats, axis=None):
 
 def _indices(idx, size, who):
     """Whole-number indices in [-size, size), as non-negative floats, or dg's index error."""
-    v = raw(idx)
-    if type(v) is tuple and all(type(raw(i)) in (int, float) for i in v):
-        v = tuple(to_float(raw(i)) for i in v)       # (an int past float's range: inf, out of range below)
+    v = concrete(idx)
+    if type(v) is tuple and all(type(i) in (int, float) for i in v):
+        v = tuple(to_float(i) for i in v)       # (an int past float's range: inf, out of range below)
     elif type(v) not in (np.ndarray, int, float) or isinstance(v, bool):
         raise error("type", f"{who}: indices must be a tensor of whole numbers, got {type_name(v)}")
     v = np.asarray(to_float(v) if type(v) is int else v, dtype=float)

@@ -89,7 +89,7 @@ def global_norm(tree):
 def _counted(leaf):
     """Whether a leaf counts in global_norm (numbers and tensors; not bools, strings or none)."""
     v = peek(leaf)      # its type only: reading the value would make jit guard it
-    return type(v) in (int, float) or hasattr(v, "dtype") and v.dtype.kind != "b" and not isinstance(v, str)
+    return type(v) in (int, float) or hasattr(v, "dtype") and v.dtype.kind in "iufc"
 
 
 def clip_by_global_norm(tree, max):     # noqa: A002  (the reference names the parameter `max`)
