@@ -80,7 +80,7 @@ def _element(x, fmt=None):
 def show_tensor(a, fmt=None):
     """A tensor like its bracket literal; rows on separate lines when one line is too long."""
     if a.ndim == 0:
-        return _element(a.item(), fmt)
+        return _element(a[()], fmt)     # a numpy scalar: an int tensor's prints as an int
     keep = _kept_per_axis(a.shape) if a.size > ELIDE_OVER else None
     one_line = _nest(a, keep, fmt, None, 0)
     if len(one_line) <= LINE_WIDTH or a.ndim == 1:

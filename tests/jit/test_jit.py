@@ -806,10 +806,12 @@ def test_what_a_staged_string_or_condition_says_is_read_on_every_call(body):
 
 
 @pytest.mark.parametrize("body", ["full_like(2, a)", 'full((2,), a, dtype="int64")', 'full((2,), a, dtype="bool")',
-                                  "abs(a > 0.0)", "abs(a > 0.0) + abs(a > 1.0)"])
+                                  "abs(a > 0.0)", "abs(a > 0.0) + abs(a > 1.0)", "full((), a)",
+                                  'full((), a, dtype="float32")', 'full((), a, dtype="int64")'])
 def test_a_staged_fill_or_condition_keeps_the_type_it_has_without_jit(body):
     # full's staged fill went into int zeros as a float (full_like(2, 2.7) was 2.7, not 2), and
-    # compiled code took abs of a condition with Python's abs, whose abs(true) is the int 1
+    # compiled code took abs of a condition with Python's abs, whose abs(true) is the int 1;
+    # full((), a) was a number (zeros(()) + a), not the 0-d tensor it is without jit
     fast, f = jitted_and_plain(body)
     for a in (1.5, -2.7, 2.7, 0.0):
         got, want = fast(a), f(a)

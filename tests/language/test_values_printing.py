@@ -91,6 +91,12 @@ def test_zero_dim_tensor_prints_as_number(run):
     assert run("print(tensor(2.5))") == "2.5\n"
 
 
+def test_zero_dim_tensor_prints_its_entry_as_its_type_does(run):
+    # an int one printed as a float (2.0), where its one-entry vector prints [2]
+    assert run('print(astype(tensor(2.7), "int64"), astype([2.7], "int64"), tensor(true), '
+               'astype(tensor(0.1), "float32"))') == "2 [2] true 0.1\n"
+
+
 # ---------------------------------------------------------------- type()
 @pytest.mark.parametrize("expr, name", [
     ("3", "int"), ("3.0", "float"), ("true", "bool"), ('"w"', "string"), ("none", "none"),

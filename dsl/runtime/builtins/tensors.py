@@ -298,6 +298,9 @@ def full(shape, v, dtype=None):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
     kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
+        if _shape(shape) == ():     # a 0-d tensor, as tensor(v) makes (zeros(()) + v is a number)
+            filled = ops.reshape(v, ())
+            return filled if kind == np.float64 else ops.astype(filled, kind)
         filled = ops.add(np.zeros(_shape(shape), kind), v)
         # int zeros plus a float fill is a float: cast back, as np.full truncates into the type
         return filled if kind.kind == "f" else ops.astype(filled, kind)
