@@ -173,6 +173,23 @@ def tuple_hint(value):
     return f"write it as a tuple, {written}: a bracket literal [...] is a tensor" if written else None
 
 
+def module_attr_hint(module, path, called, builtins):
+    """For `np.sum(x)`, `math.pi`, `np.random.normal(...)` and the like (`module` a Python module
+    that is not defined, `path` the attributes read of it, the last `called` or not), the hint
+    that spells the builtin dg's way, or None."""
+    if module not in PYTHON_MODULES:
+        return None
+    attr, written = path[-1], ".".join((module, *path))
+    if attr in builtins:
+        if called:
+            return f"dg's builtins are called without a module: {attr}(...), not {written}(...)"
+        return f"{attr} is a dg builtin: write {attr}, not {written}"
+    if attr in PYTHON_NAMES:
+        return PYTHON_NAMES[attr]
+    best = closest(attr, builtins)
+    return f"{MODULE_HINT}; did you mean {best}?" if best else None
+
+
 def module_hint(name):
     """The hint for `import numpy` and the like, or None."""
     return MODULE_HINT + " (no import is needed)" if name in PYTHON_MODULES else None

@@ -8,7 +8,7 @@ names are noted for `dg check` and fail only when they run, as in Python.
 """
 
 from ..base.cells import Cell, UNBOUND
-from ..base.suggest import name_hint
+from ..base.suggest import module_attr_hint, name_hint
 from ..errors import error
 from . import ast as A
 
@@ -112,9 +112,11 @@ class Resolver:
         return Binding(name, "global", cell=cell, value=self.builtins.get(name), span=span)
 
     # -- lookups ----------------------------------------------------------
-    def lookup(self, name, span, map_key=False):
+    def lookup(self, name, span, map_key=False, field=None):
         """Find the binding a name refers to at this point (`map_key`: it is a key of a map
-        literal, where an undefined name is most likely JavaScript's unquoted key)."""
+        literal, where an undefined name is most likely JavaScript's unquoted key; `field`: the
+        attributes read of it and whether the last is called, where an undefined name is most
+        likely a Python module's: np.random.normal(...))."""
         for scope, fn in reversed(self.blocks):
             b = scope.get(name)
             if b is not None:
@@ -128,7 +130,8 @@ class Resolver:
             return Binding(name, "global", cell=self.cells[name])
         if name in self.builtins:
             return Binding(name, "builtin", value=self.builtins[name])
-        hint = self._suggest(name)
+        hint = module_attr_hint(name, *field, self.builtins) if field is not None else None
+        hint = hint or self._suggest(name)
         if hint is None and map_key:
             hint = f'a map\'s keys are values: {{"{name}": 1.0}} has a string key (a struct has named fields)'
         self.problems.append(error("name", f"'{name}' is not defined", span, hint=hint))
@@ -326,7 +329,13 @@ class Resolver:
                 if type(e.fn) is A.Field:       # x.reshape((2, 3)): its hint spells the call dg's way
                     e.fn.call = e
             elif t is A.Field:
-                stack.append(e.obj)
+                base, path = e.obj, [e.name]
+                while type(base) is A.Field:
+                    base, path = base.obj, [base.name, *path]
+                if type(base) is A.Name:        # np.pi, np.random.normal(...): the hint says dg's name
+                    base.binding = self.lookup(base.id, base.span, field=(path, e.call is not None))
+                else:
+                    stack.append(e.obj)
             elif t is A.Index:
                 for s in e.subs:
                     self.sub(s)

@@ -84,7 +84,17 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
 
 
 @pytest.mark.parametrize("src, kind, hint", [
-    ("let x = np.zeros(3)", "name", "zeros(3), not np.zeros(3)"),
+    ("let x = np.zeros(3)", "name", "called without a module: zeros(...), not np.zeros(...)"),
+    # the hint names dg's builtin, through a submodule too, and a constant without a call
+    ("let x = np.random.normal(0.0, 1.0, (3,))", "name", "normal(...), not np.random.normal(...)"),
+    ("let x = jnp.linalg.solve(eye(2), ones(2))", "name", "solve(...), not jnp.linalg.solve(...)"),
+    ("let x = math.pi / 2.0", "name", "pi is a dg builtin: write pi, not math.pi"),
+    ("let x = np.arcsin(0.5)", "name", "did you mean asin?"),
+    ("let x = np.concatenate(([1.0], [2.0]))", "name", "dg's is cat((a, b), axis=0)"),
+    ("print(exp(range(3)))", "type", "arange(a, b) is the tensor of its values"),
+    # Python's type test was false whatever x was: type(x) is a name in dg
+    ("let x = 1.5\nif type(x) == float { print(1) }", "type", 'type(x) gives a name: type(x) == "float"'),
+    ("print(type(\"s\") in (str, int))", "type", 'type(x) == "string"'),
     ("let m = {lr: 0.1, steps: 10}", "name", '{"lr": 1.0} has a string key'),       # JavaScript's object
     ("let x = jnp.sum(ones(3))", "name", "called without a module"),
     ("import numpy as np", "import", "no import is needed"),
@@ -355,3 +365,20 @@ def test_a_name_a_failed_statement_read_is_not_suggested_for_the_next(run_error)
         with pytest.raises(dsl.DgError) as err:
             interp.run(src)
         assert err.value.hint == (hint and f"did you mean '{hint}'?"), src
+
+
+def test_a_range_is_a_tensor_of_its_values_where_numpy_takes_one(run):
+    # Python's sum(range(10)) and numpy's array(range(3)): a range reduced or made a tensor
+    assert run('print(sum(range(10)), mean(range(4)), max(range(2, 9, 3)), cumsum(range(4)))\n'
+               'print(tensor(range(2, 9, 3)), tensor(range(0)), tensor(range(3), dtype="int64"))\n'
+               'print(jit(fn(n) => sum(range(n)))(5), grad(fn(x) => x * sum(range(3)))(2.0))') == \
+        "45.0 1.5 8.0 [0.0, 1.0, 3.0, 6.0]\n[2.0, 5.0, 8.0] [] [0, 1, 2]\n10.0 3.0\n"
+
+
+def test_any_all_norm_and_cumprod_take_a_tuple_as_the_other_reductions_do(run):
+    # Python's any((a, b)) and numpy's norm((3.0, 4.0)): a tuple was a type error (norm's said
+    # "cannot multiply tuple and tuple"), where sum((a, b)) stacks it
+    assert run('print(any((1.0 > 2.0, 3.0 > 2.0)), all((true, false)), norm((3.0, 4.0)), cumprod((2.0, 3.0)))\n'
+               'print(grad(fn(a) => norm((a, 2.0 * a)) + cumprod((a, a))[1])(1.5))\n'
+               'let far = jit(fn(a) => any((a > 1.0, a < -1.0)))\nprint(far(0.5), far(-2.0))') == \
+        "true false 5.0 [2.0, 6.0]\n" + f"{5 ** 0.5 + 3.0}\n" + "false true\n"

@@ -19,8 +19,8 @@ from .elementwise import (abs_, acos, acosh, asin, asinh, atan, atan2, atanh, cb
                           sinh, softplus, sqrt, tan, tanh, where)
 from .linalg import einsum
 from .nn import batch_norm, cross_entropy, layer_norm, log_softmax, softmax, ssm_scan
-from .reduce import (check_keepdims, count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod, sum_,
-                     unbroadcast, var)
+from .reduce import (check_keepdims, count, cumprod, cumsum, keep_axes, logsumexp, max_, mean, min_, prod,
+                     sequence_operand, sum_, unbroadcast, var)
 from .shape import (broadcast_to, cat, index, index_add, make_key, moveaxis, reshape, row, row_add, rows,
                     rows_add, rows_plain, set_index, set_row, set_row_plain, set_rows, set_rows_plain, stack,
                     swap_last, transpose)

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ..tape import nondiff, record1, record2, record_const, record_floats
-from .core import (Box, FLOAT, a_type_name, as_operand, as_operands, brief_int, check_broadcast, check_size,
+from .core import (Box, FLOAT, a_type_name, container_hint, as_operand, as_operands, brief_int, check_broadcast, check_size,
                    error, fmt_shape, is_num, max_elements, ndarray, norm, peek, raw, to_float, type_name)
 from .slots import unpack
 
@@ -75,8 +75,7 @@ def _arith(ufunc, verb, a, b):
     hint = 'an f-string formats values: f"{x:.3f}"' if verb == "take the remainder of" and type(a) is str else None
     if verb == "add" and (type(a) is str) != (type(b) is str):     # Python's "n=" + 3 is an error too
         hint = 'str(x) makes a string of a value ("n = " + str(3)), and an f-string formats one: f"n = {3}"'
-    if type(a) is tuple or type(b) is tuple:       # Python's tuple where numpy's array was meant
-        hint = "a tuple holds values but does not compute on them: [1.0, 2.0] is a tensor, and tensor(t) makes one of t"
+    hint = container_hint(a, b) or hint     # Python's tuple or range where numpy's array was meant
     if a is None or b is None:      # most often a function whose last line computes a value it never returns
         hint = "a function that ends without `return` gives none: `fn f(x) { return x * 2.0 }`"
     raise error("type", f"cannot {verb} {type_name(a)} and {type_name(b)}", hint=hint)

@@ -1,5 +1,7 @@
 """Comparisons, structural equality and conditions. None of these is differentiable."""
 
+from types import FunctionType
+
 import numpy as np
 
 from ..tape import Box, concrete, nondiff, peek
@@ -61,7 +63,23 @@ def eq(a, b):
             check_broadcast(x, y, "compare")
             return norm(np.equal(x, y))
         return False
+    if type(a) is str or type(b) is str:
+        _check_not_a_type_test(a, b)
     return values_equal(a, b)
+
+
+# the builtins Python's `type(x) == float` names, and the names dg's type(x) gives for them
+_TYPE_BUILTINS = {"int": "int", "float": "float", "bool": "bool", "str": "string", "tensor": "tensor"}
+
+
+def _check_not_a_type_test(a, b):
+    """Python's type(x) == float compares type(x) with the builtin: in dg, where type(x) is a name,
+    it would be false whatever x is, so it is an error that says to compare with the name."""
+    for name, f in ((a, b), (b, a)):
+        if type(name) is str and type(f) is FunctionType and f.__name__.rstrip("_") in _TYPE_BUILTINS:
+            said = _TYPE_BUILTINS[f.__name__.rstrip("_")]
+            raise error("type", f"cannot compare a string with the function {f.__name__.rstrip('_')}",
+                        hint=f'type(x) gives a name: type(x) == "{said}"')
 
 
 def ne(a, b):

@@ -132,7 +132,18 @@ def to_tensor(v, what="a tensor"):
         return v.astype(FLOAT) if v.dtype.kind == "b" else v
     if t in (float, int, bool) or isinstance(v, np.generic):
         return np.asarray(to_float(v))
-    raise error("type", f"expected {what}, got {type_name(v)}")
+    raise error("type", f"expected {what}, got {type_name(v)}", hint=container_hint(v))
+
+
+def container_hint(*values):
+    """The hint for a tuple or a range where a number or tensor was expected (numpy computes on
+    Python's sequences; dg's tuples and ranges hold values without computing on them), or None."""
+    for v in values:
+        if type(v) is tuple:
+            return "a tuple holds values but does not compute on them: [1.0, 2.0] is a tensor, and tensor(t) makes one of t"
+        if type(v) is range:
+            return "a range is not a tensor: arange(a, b) is the tensor of its values"
+    return None
 
 
 def int_axis(axis):

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import tape
 from ..tape import nondiff, record, record1
-from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, check_size, error, fmt_shape,
+from .core import (Box, FLOAT, as_operand, container_hint, as_operands, check_broadcast, check_size, error, fmt_shape,
                    ndarray, norm, to_float, type_name)
 from .dtypes import result_like
 from .finite import all_finite, finite
@@ -31,7 +31,7 @@ def _unary(op, name, scalar, vector):
             return result_like(vector(as_operand(x, name)), x)
         if t is bool or isinstance(x, np.generic):
             return prim(float(x))
-        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}")
+        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}", hint=container_hint(x))
 
     prim.__name__ = name
     prim.__doc__ = f"{name}(x), elementwise (records {op})."
@@ -154,7 +154,7 @@ def _constant(op, name, vector, scalar):
             return scalar(to_float(x))
         if t is ndarray:
             return vector(as_operand(x, name))
-        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}")
+        raise error("type", f"{name} needs a number or tensor, got {type_name(x)}", hint=container_hint(x))
 
     prim.__name__ = name
     return prim

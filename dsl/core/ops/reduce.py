@@ -12,10 +12,14 @@ from .core import Box, error, fmt_shape, ndarray, norm, normalize_axis, peek, sh
 from .shape import reshape, stack
 
 
-def _operand(x, name):
-    """A reduction's operand: tensors as they are, a tuple of numbers/tensors stacked."""
-    if type(peek(x)) is tuple:
+def sequence_operand(x):
+    """A reduction's operand: tensors as they are, a tuple of numbers/tensors stacked, a range's
+    values as floats (numpy's sum(range(10)))."""
+    v = peek(x)
+    if type(v) is tuple:
         return stack(x)
+    if type(v) is range:
+        return np.arange(v.start, v.stop, v.step, dtype=np.float64)
     return x
 
 
@@ -41,7 +45,7 @@ def _reduction(op, name, fn, empty_ok):
 
     def prim(x, axis=None, keepdims=False, span=None):
         check_keepdims(keepdims, name, TWO_VALUES.get(name))     # max(a, b, c): Python's largest of several values
-        x = _operand(x, name)
+        x = sequence_operand(x)
         if type(x) is Box:
             return record(op, (x,), {"axis": axis, "keepdims": keepdims}, span)
         v = to_tensor(x, f"a tensor to {name}")
@@ -122,7 +126,7 @@ __all__ = ["sum_", "mean", "max_", "min_", "logsumexp", "keep_axes", "count", "t
 def var(x, axis=None, keepdims=False, span=None):
     """var(x, axis=none): the mean squared deviation from the mean (numpy's, ddof 0)."""
     check_keepdims(keepdims, "var")
-    x = _operand(x, "var")
+    x = sequence_operand(x)
     if type(x) is Box:
         return record("Var", (x,), {"axis": axis, "keepdims": keepdims}, span)
     v = to_tensor(x, "a tensor to var")
@@ -135,7 +139,7 @@ def var(x, axis=None, keepdims=False, span=None):
 def prod(x, axis=None, keepdims=False, span=None):
     """prod(x, axis=none): the product over all axes or the given ones."""
     check_keepdims(keepdims, "prod")
-    x = _operand(x, "prod")
+    x = sequence_operand(x)
     if type(x) is Box:
         return record("Prod", (x,), {"axis": axis, "keepdims": keepdims}, span)
     v = to_tensor(x, "a tensor to prod")
@@ -144,7 +148,7 @@ def prod(x, axis=None, keepdims=False, span=None):
 
 def cumsum(x, axis=None, span=None):
     """cumsum(x, axis=none): running sums along an axis (none: of the flattened tensor)."""
-    x = _operand(x, "cumsum")
+    x = sequence_operand(x)
     if type(x) is Box:
         return record("CumSum", (x,), {"axis": axis}, span)
     v = to_tensor(x, "a tensor to cumsum")

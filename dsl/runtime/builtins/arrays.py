@@ -104,6 +104,7 @@ def diff(x, n=1, axis=-1):
 
 def cumprod(x, axis=None):
     """cumprod(x, axis=none): running products along an axis (none: of the flattened tensor)."""
+    x = ops.sequence_operand(x)
     shape = _tensor_shape(x, "cumprod")
     if raw(axis) is None:
         return ops.cumprod(ops.reshape(x, (int(np.prod(shape)),)), 0)

@@ -42,7 +42,7 @@ _UNARY = "Differentiable: yes."
 DOCS = {
     # ---------------------------------------------------------------- creating tensors
     "tensor": """tensor(x, dtype=none): a float tensor from a number, a tensor, or nested tuples of them
-(with dtype, a tensor of that element type).
+(with dtype, a tensor of that element type); a range gives its values, as numpy's array(range(3)).
 Differentiable: yes, in the numbers and tensors it is made of.
 >>> tensor(((1, 2), (3, 4)))
 [[1.0, 2.0], [3.0, 4.0]]""",
@@ -311,7 +311,9 @@ Differentiable: yes, in x, gamma and beta.
     # ---------------------------------------------------------------- reductions and linear algebra
     "sum": """sum(x, axis=none, keepdims=false): the sum over all axes (a float) or the given ones. A
 float as the second positional argument is an error, not an axis: Python's sum(xs, 0.0) means a
-start value (write axis= for an axis held in a float).
+start value (write axis= for an axis held in a float). As numpy's, sum, mean, max, min, prod, var,
+std, logsumexp, cumsum, cumprod, any, all and norm also take a tuple of numbers (or of tensors of one
+shape), stacked, and a range, its values: sum((a, b)), any((a > 0.0, b > 0.0)), sum(range(10)).
 Differentiable: yes.
 >>> sum([[1.0, 2.0], [3.0, 4.0]], axis=0)
 [4.0, 6.0]""",

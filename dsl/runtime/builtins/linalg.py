@@ -120,11 +120,12 @@ def norm(x, axis=None, keepdims=False, ord=None):
     order = raw(ord)
     if not (order is None or type(order) in (int, float, str)) or type(order) is bool:
         raise error("type", f"norm: ord must be a number, inf, \"fro\" or \"nuc\", got {type_name(order)}")
+    x = ops.sequence_operand(x)     # numpy's norm((3.0, 4.0))
+    if type(peek(x)) not in (np.ndarray, float, int, bool):
+        raise error("type", f"norm needs a number or a tensor, got {type_name(peek(x))}")
     if order is None:
         _check_not_an_order(raw(axis), np.ndim(peek(x)))
         return ops.sqrt(ops.sum_(ops.mul(x, x), axis, keepdims))
-    if type(peek(x)) not in (np.ndarray, float, int, bool):
-        raise error("type", f"norm needs a number or a tensor, got {type_name(peek(x))}")
     shape = np.shape(peek(x))
     axes = raw(axis)
     if type(axes) is tuple and len(axes) == 2 or axes is None and len(shape) == 2:

@@ -20,13 +20,13 @@ from .tensors import full, linspace
 # ---------------------------------------------------------------- truth of entries
 def any_(x, axis=None, keepdims=False):
     """any(x, axis=none, keepdims=false): whether any entry is true (not zero; nan counts as true)."""
-    x = _numbers(x, "any")
+    x = _numbers(ops.sequence_operand(x), "any")
     return ops.order(">", ops.sum_(ops.ne(x, 0), _axis(axis, np.ndim(peek(x)), "any", True), keepdims), 0)
 
 
 def all_(x, axis=None, keepdims=False):
     """all(x, axis=none, keepdims=false): whether every entry is true (not zero; nan counts as true)."""
-    x = _numbers(x, "all")
+    x = _numbers(ops.sequence_operand(x), "all")
     return ops.eq(ops.sum_(ops.eq(x, 0), _axis(axis, np.ndim(peek(x)), "all", True), keepdims), 0)
 
 

@@ -260,13 +260,16 @@ def _as(v, dtype, who):
 
 
 def tensor(x, dtype=None):
-    """tensor(x): a float tensor from a number, a tensor, or nested tuples of them."""
+    """tensor(x): a float tensor from a number, a tensor, a range, or nested tuples of them."""
     if dtype is not None:
         return ops.astype(tensor(x), ops.dtype_arg(dtype, "tensor"))
     v = peek(x)
     t = type(v)
     if t is ndarray:
         return x
+    if t is range:      # numpy's array(range(3)): the range's values, as floats (dg's tensors)
+        check_size((len(v),))
+        return np.arange(v.start, v.stop, v.step, dtype=np.float64)
     if t is tuple:
         if not v:
             return np.zeros((0,))
