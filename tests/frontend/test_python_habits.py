@@ -215,6 +215,8 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ('print(norm(ones((2, 2)), "nuc"))', "type", 'norm(x, ord="nuc")'),
     ("print(norm(ones((2, 2)), 2))", "index", "norm(x, ord=2)"),
     ("print(norm(ones(2), inf))", "type", "norm(x, ord=inf)"),
+    ("print(trapz([1.0, 2.0]))", "name", "trapezoid(y, x=none"),
+    ("print(correlate([1.0, 2.0], [1.0]))", "name", "reshape(v, (1, 1, m)))[0, 0]"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):
     err = run_error(src)
@@ -239,6 +241,9 @@ def test_the_compositions_the_hints_spell_compute_what_numpy_does():
             ("conv(reshape(a, (1, 1, 7)), reshape(flip(v), (1, 1, 3)), padding=\"same\")[0, 0]",
              np.convolve(a, v, mode="same")),
             ("conv(reshape(a, (1, 1, 7)), reshape(flip(v), (1, 1, 3)))[0, 0]", np.convolve(a, v, mode="valid")),
+            ("conv(reshape(a, (1, 1, 7)), reshape(v, (1, 1, 3)))[0, 0]", np.correlate(a, v)),
+            ("conv(reshape(a, (1, 1, 7)), reshape(v, (1, 1, 3)), padding=3 - 1)[0, 0]", np.correlate(a, v, "full")),
+            ("conv(reshape(a, (1, 1, 7)), reshape(v, (1, 1, 3)), padding=\"same\")[0, 0]", np.correlate(a, v, "same")),
             ("flip(transpose(x), 0)", np.rot90(x)), ("exp(linspace(ln(2.0), ln(50.0), 5))", np.geomspace(2.0, 50.0, 5)),
             ("lstsq(p[:, none] ** arange(2.0, -1.0, -1.0), q)[0]", np.polyfit(p, q, 2)),
             ("sum(x != 0.0)", np.count_nonzero(x)),
