@@ -6,6 +6,7 @@ against independent computations where one exists.
 """
 
 import io
+import math
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ EXAMPLES = ROOT / "examples"
 ML_EXAMPLES = ["linear_regression", "two_moons", "projectile", "save_and_resume", "ssm_sequence",
                "per_example_gradients", "ensemble",
                "custom_gradients", "checkpointing", "newton", "csv_logistic", "jit_training", "gaussian_process", "cnn",
-               "markov_chain"]
+               "markov_chain", "robust_regression"]
 
 
 def run_example(name, argv=(), keep_tape=False):
@@ -169,6 +170,33 @@ def test_the_markov_chains_rates_maximise_the_likelihood_computed_in_numpy():
     assert out.count("rate ") == 3
 
 
+def test_robust_regression_maximises_the_likelihoods_computed_in_numpy():
+    out, interp = run_example("robust_regression")
+    x, y = interp.lookup("x"), interp.lookup("y")
+    ls, rb = interp.lookup("ls"), interp.lookup("rb")
+    # the normal likelihood's line is the least-squares line, its scale the residuals' rms
+    (slope, intercept), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], 1), y, rcond=None)
+    assert (ls.vals[0], ls.vals[1]) == (pytest.approx(slope, abs=1e-6), pytest.approx(intercept, abs=1e-6))
+    rms = np.sqrt(np.mean((y - slope * x - intercept) ** 2))
+    assert np.exp(ls.vals[2]) == pytest.approx(rms, rel=1e-6)
+
+    def t_nll(v):       # Student's t log density, written out with math.lgamma
+        s, b, log_scale, log_df = v
+        df, scale = np.exp(log_df), np.exp(log_scale)
+        z = (y - s * x - b) / scale
+        norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * np.log(df * np.pi) - np.log(scale)
+        return -np.sum(norm - (df + 1) / 2 * np.log1p(z * z / df))
+    best = np.array(rb.vals)
+    assert interp.lookup("rb_loss") == pytest.approx(t_nll(best), rel=1e-12)
+    for k in range(4):
+        for step in (-1e-3, 1e-3):
+            moved = best.copy()
+            moved[k] += step
+            assert t_nll(moved) > t_nll(best)
+    assert abs(best[0] - 1.5) < 0.1 and abs(best[1] + 0.5) < 0.1 and abs(ls.vals[1] + 0.5) > 0.3
+    assert "Student t:" in out
+
+
 def test_the_cnn_tells_lines_from_crosses_on_held_out_images():
     out, interp = run_example("cnn")
     assert number_after(out, "test accuracy") >= 0.95
@@ -203,7 +231,7 @@ def test_every_example_is_documented_with_its_command(name):
 
 def test_examples_and_stdlib_pass_dg_check(dg):
     paths = [str(EXAMPLES / f"{name}.dg") for name in ML_EXAMPLES]
-    paths += [str(ROOT / "stdlib" / "nn.dg"), str(ROOT / "stdlib" / "optim.dg")]
+    paths += [str(ROOT / "stdlib" / f"{name}.dg") for name in ("nn", "optim", "ode", "stats")]
     result = dg("check", *paths)
     assert result.returncode == 0, result.stderr     # save_and_resume.dg reads argv
 
