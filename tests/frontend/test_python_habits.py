@@ -380,6 +380,11 @@ def test_a_range_is_a_tensor_of_its_values_where_numpy_takes_one(run):
         "45.0 1.5 8.0 [0.0, 1.0, 3.0, 6.0]\n[2.0, 5.0, 8.0] [] [0, 1, 2]\n10.0 3.0\n"
 
 
+@pytest.mark.parametrize("src", ["print(sum(range(10 ** 12)))", "print(tensor(range(10 ** 12)))"])
+def test_a_range_too_large_for_memory_is_the_size_limit_not_an_allocation(run_error, src):
+    assert run_error(src).kind == "limit"
+
+
 def test_any_all_norm_and_cumprod_take_a_tuple_as_the_other_reductions_do(run):
     # Python's any((a, b)) and numpy's norm((3.0, 4.0)): a tuple was a type error (norm's said
     # "cannot multiply tuple and tuple"), where sum((a, b)) stacks it

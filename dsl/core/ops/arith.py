@@ -10,8 +10,9 @@ import operator
 import numpy as np
 
 from ..tape import nondiff, record1, record2, record_const, record_floats
-from .core import (Box, FLOAT, a_type_name, container_hint, as_operand, as_operands, brief_int, check_broadcast, check_size,
-                   error, fmt_shape, is_num, max_elements, ndarray, norm, peek, raw, to_float, type_name)
+from .core import (Box, FLOAT, a_type_name, as_operand, as_operands, brief_int, check_broadcast, check_size,
+                   container_hint, error, fmt_shape, is_num, max_elements, ndarray, norm, peek, raw, to_float,
+                   type_name)
 from .slots import unpack
 
 # Ints have at most 4,300 digits, the most Python converts to text: every int can then be

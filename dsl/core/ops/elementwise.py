@@ -6,8 +6,8 @@ import numpy as np
 
 from .. import tape
 from ..tape import nondiff, record, record1
-from .core import (Box, FLOAT, as_operand, container_hint, as_operands, check_broadcast, check_size, error, fmt_shape,
-                   ndarray, norm, to_float, type_name)
+from .core import (Box, FLOAT, as_operand, as_operands, check_broadcast, check_size, container_hint, error,
+                   fmt_shape, ndarray, norm, to_float, type_name)
 from .dtypes import result_like
 from .finite import all_finite, finite
 
