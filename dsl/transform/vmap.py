@@ -435,10 +435,23 @@ def _per_example(f, spec, leaves, batched, size):
         column = [ls[k] for ls, _ in leaf_lists]
         pv = peek(column[0])
         if type(pv) is np.ndarray or type(pv) in (float, int, bool) or isinstance(pv, np.generic):
+            _check_one_shape(column)
             stacked.append(O.stack(tuple(column)))
         else:
             stacked.append(PerExample(tuple(column)))
     return unflatten(out_spec, stacked)
+
+
+def _check_one_shape(column):
+    """The examples' results for one output must share a shape for vmap to stack them: else an
+    error that says which examples differ and why that usually happens."""
+    shapes = [np.shape(peek(v)) for v in column]
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise error("shape", f"vmap's function gave a result of shape {show(shapes[0])} for example 0 and "
+                                 f"{show(s)} for example {i}: vmap stacks one result per example, so they need one "
+                                 f"shape", hint="a shape that depends on the data (x[mask], arange(n)) differs from "
+                                                "example to example; where(mask, x, 0.0) keeps a mask's shape")
 
 
 # ---------------------------------------------------------------- results

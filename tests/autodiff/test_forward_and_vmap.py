@@ -285,6 +285,10 @@ def test_results_that_are_not_numbers_are_a_tuple_with_every_example_s():
     ("vmap(fn(a, b) => a * b, in_axes=(0,))([1.0], [1.0])", "type", "in_axes has 1 entries"),
     ("vmap(fn(a) => a, in_axes=\"x\")([1.0])", "type", "in_axes must be"),
     ("vmap(fn(a) => a, in_axes=none)([1.0])", "type", "at least one argument mapped"),
+    # a result whose shape depends on the data: was "cannot stack tensors of different shapes"
+    ("vmap(fn(x) => x[x > 0.0])([[1.0, -1.0], [2.0, 3.0]])", "shape",
+     "a result of shape (1,) for example 0 and (2,) for example 1"),
+    ("vmap(fn(n) => arange(n))([3.0, 4.0])", "shape", "vmap stacks one result per example"),
 ])
 def test_vmap_errors_name_the_problem_at_the_call(src, kind, words):
     err = error_of(f"let r = {src}")
