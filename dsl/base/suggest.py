@@ -98,6 +98,9 @@ PYTHON_NAMES = {
     "correlate": "of vectors a (n) and v (m): conv(reshape(a, (1, 1, n)), reshape(v, (1, 1, m)))[0, 0] "
                  "(numpy's mode \"valid\"; padding=m - 1 for \"full\", \"same\" for \"same\")",
     "trapz": "dg's is trapezoid(y, x=none, dx=1.0, axis=-1) (numpy 2's name)",
+    "repr": "str(x) is the text print shows for a value",
+    "format": 'an f-string formats a value: f"{x:.2f}"',
+    "join": "+ joins two strings (a + \", \" + b); a loop joins more",
     "rot90": "flip(transpose(x), 0) turns a matrix a quarter to the left",
     "geomspace": "exp(linspace(ln(a), ln(b), n))",
     "polyfit": "lstsq(x[:, none] ** arange(deg, -1.0, -1.0), y)[0] (the highest power first, as polyval reads it)",

@@ -216,6 +216,10 @@ def test_a_minus_sign_before_a_negative_number_is_not_a_decrement(run):
     ("print(norm(ones((2, 2)), 2))", "index", "norm(x, ord=2)"),
     ("print(norm(ones(2), inf))", "type", "norm(x, ord=inf)"),
     ("print(trapz([1.0, 2.0]))", "name", "trapezoid(y, x=none"),
+    ('print(split("a,b", ","))', "type", "dg's strings have no split"),
+    ("print(repr(1.5))", "name", "str(x) is the text print shows"),
+    ('print(format(1.5, ".2f"))', "name", 'f"{x:.2f}"'),
+    ('print(join(("a", "b"), ","))', "name", "+ joins two strings"),
     ("print(correlate([1.0, 2.0], [1.0]))", "name", "reshape(v, (1, 1, m)))[0, 0]"),
 ])
 def test_pythons_and_numpys_calls_get_a_hint_of_dgs(run_error, src, kind, hint):

@@ -263,6 +263,9 @@ def rng(seed):
 
 def split(key, n=2):
     """split(key, n=2): n new keys (a tensor of shape (n, 2): `let a, b = split(key)`)."""
+    if type(peek(key)) is str:      # Python's str.split
+        raise error("type", "split divides a random key, not a string",
+                    hint="dg's strings have no split: for c in s walks a string's characters, and s[a:b] slices it")
     n = _count(n, "split needs a non-negative int n")
     check_size((n, 2), "split's keys")
     return R.split(_check_key(key, "split"), n)
