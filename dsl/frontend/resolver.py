@@ -334,8 +334,8 @@ class Resolver:
                     base, path = base.obj, [base.name, *path]
                 if type(base) is A.Name:        # np.pi, np.random.normal(...): the hint says dg's name
                     base.binding = self.lookup(base.id, base.span, field=(path, e.call is not None))
-                else:
-                    stack.append(e.obj)
+                else:       # (the fields between hold no names)
+                    stack.append(base)
             elif t is A.Index:
                 for s in e.subs:
                     self.sub(s)

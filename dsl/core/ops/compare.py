@@ -76,10 +76,10 @@ def _check_not_a_type_test(a, b):
     """Python's type(x) == float compares type(x) with the builtin: in dg, where type(x) is a name,
     it would be false whatever x is, so it is an error that says to compare with the name."""
     for name, f in ((a, b), (b, a)):
-        if type(name) is str and type(f) is FunctionType and f.__name__.rstrip("_") in _TYPE_BUILTINS:
-            said = _TYPE_BUILTINS[f.__name__.rstrip("_")]
-            raise error("type", f"cannot compare a string with the function {f.__name__.rstrip('_')}",
-                        hint=f'type(x) gives a name: type(x) == "{said}"')
+        builtin = f.__name__.rstrip("_") if type(name) is str and type(f) is FunctionType else None
+        if builtin in _TYPE_BUILTINS:
+            raise error("type", f"cannot compare a string with the function {builtin}",
+                        hint=f'type(x) gives a name: type(x) == "{_TYPE_BUILTINS[builtin]}"')
 
 
 def ne(a, b):

@@ -135,6 +135,12 @@ def to_tensor(v, what="a tensor"):
     raise error("type", f"expected {what}, got {type_name(v)}", hint=container_hint(v))
 
 
+def range_values(r):
+    """A range's values as a float tensor (numpy's array(range(3))), held to the size limit."""
+    check_size((len(r),))
+    return np.arange(r.start, r.stop, r.step, dtype=FLOAT)
+
+
 def container_hint(*values):
     """The hint for a tuple or a range where a number or tensor was expected (numpy computes on
     Python's sequences; dg's tuples and ranges hold values without computing on them), or None."""

@@ -8,7 +8,7 @@ import numpy as np
 from ..tape import record
 from ...base.suggest import tuple_text
 from ...errors import DgError
-from .core import (Box, check_size, error, fmt_shape, ndarray, norm, normalize_axis, peek, shape_of, to_tensor,
+from .core import (Box, error, fmt_shape, ndarray, norm, normalize_axis, peek, range_values, shape_of, to_tensor,
                    type_name)
 from .shape import reshape, stack
 
@@ -20,8 +20,7 @@ def sequence_operand(x):
     if type(v) is tuple:
         return stack(x)
     if type(v) is range:
-        check_size((len(v),))
-        return np.arange(v.start, v.stop, v.step, dtype=np.float64)
+        return range_values(v)
     return x
 
 

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 from ...core import ops
-from ...core.ops.core import brief_int, check_shape_arg, check_size, fmt_shape, ndarray, to_float, to_tensor
+from ...core.ops.core import (brief_int, check_shape_arg, check_size, fmt_shape, ndarray, range_values, to_float,
+                             to_tensor)
 from ...core.ops.linalg import implicit_output
 from ...core.stage import Draw, perform
 from ...core.tape import Box, peek, raw, record
@@ -267,9 +268,8 @@ def tensor(x, dtype=None):
     t = type(v)
     if t is ndarray:
         return x
-    if t is range:      # numpy's array(range(3)): the range's values, as floats (dg's tensors)
-        check_size((len(v),))
-        return np.arange(v.start, v.stop, v.step, dtype=np.float64)
+    if t is range:      # numpy's array(range(3))
+        return range_values(v)
     if t is tuple:
         if not v:
             return np.zeros((0,))
@@ -301,10 +301,11 @@ def full(shape, v, dtype=None):
         raise error("type", f"full needs a number to fill with, got {type_name(fill)}")
     kind = ops.dtype_arg(dtype, "full")
     if type(v) is Box:      # a recorded fill value keeps its gradient, as jnp.full's does
-        if _shape(shape) == ():     # a 0-d tensor, as tensor(v) makes (zeros(()) + v is a number)
+        dims = _shape(shape)
+        if dims == ():      # a 0-d tensor, as tensor(v) makes (zeros(()) + v is a number)
             filled = ops.reshape(v, ())
             return filled if kind == np.float64 else ops.astype(filled, kind)
-        filled = ops.add(np.zeros(_shape(shape), kind), v)
+        filled = ops.add(np.zeros(dims, kind), v)
         # int zeros plus a float fill is a float: cast back, as np.full truncates into the type
         return filled if kind.kind == "f" else ops.astype(filled, kind)
     if kind.kind == "i" and type(fill) is int:
